@@ -1,0 +1,155 @@
+"""The stage relay: how the pipeline and composite stages call the render stages.
+
+A :class:`StageRelay` has one attribute per stage. Calling it runs the stage with the caller's
+per-call arguments plus the option arguments injected by name (and ``stages`` = the relay), so
+overriding a stage, by plugin or by container provider, changes every caller at once.
+
+Calls go straight to the resolved implementations (first non-None wins, ``tryfirst`` before
+``trylast``, last registered first), which costs a fraction of a pluggy call. Whenever pluggy's
+own machinery matters (a wrapper implementation, tracing) the relay calls the hook through
+pluggy instead, with identical results.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pluggy
+
+from turnwire.hookspecs import STAGES
+
+__all__ = ["HOOK", "StagePlan", "StageRelay"]
+
+
+class _Hook:
+    """Marker: "run this stage through the plugin manager" (a stage provider's default)."""
+
+    def __repr__(self) -> str:
+        return "HOOK"
+
+
+HOOK = _Hook()
+
+_Caller = Callable[..., Any]
+
+
+def _parameter_names(function: Callable[..., Any]) -> tuple[str, ...]:
+    parameters = inspect.signature(function).parameters.values()
+    return tuple(
+        p.name
+        for p in parameters
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.default is p.empty
+    )
+
+
+class StagePlan:
+    """The stages resolved once per plugin-manager state: what the relay will call.
+
+    :param plugin_manager: holds the hookspecs and every registered implementation.
+    :param overrides: stage name → callable replacing the stage (container overrides); the
+        marker :data:`HOOK` or a missing key keeps the plugin manager's implementations.
+    :param trace: call every stage through pluggy so hook-call monitoring sees it.
+    """
+
+    def __init__(
+        self,
+        plugin_manager: pluggy.PluginManager,
+        overrides: Mapping[str, Any] | None = None,
+        *,
+        trace: bool = False,
+    ) -> None:
+        self.plugin_manager = plugin_manager
+        self.argnames: dict[str, tuple[str, ...]] = {}
+        self.targets: dict[str, tuple[str, Any]] = {}
+        overrides = overrides or {}
+        for name in STAGES:
+            caller = getattr(plugin_manager.hook, name)
+            spec = caller.spec
+            if spec is None:  # pragma: no cover - hookspecs are always added first
+                raise RuntimeError(f"stage {name} has no hookspec")
+            self.argnames[name] = tuple(spec.argnames)
+            override = overrides.get(name, HOOK)
+            if override is not HOOK and override is not None:
+                if not callable(override):
+                    raise TypeError(f"the override of stage {name} is not callable")
+                self.targets[name] = ("override", (override, _parameter_names(override)))
+                continue
+            impls = caller.get_hookimpls()
+            if trace or any(i.hookwrapper or i.wrapper for i in impls):
+                self.targets[name] = ("pluggy", caller)
+            else:
+                ordered = tuple(
+                    (i.function, tuple(i.argnames)) for i in reversed(impls) if i.function
+                )
+                self.targets[name] = ("direct", ordered)
+
+
+class StageRelay:
+    """Calls the render stages with injected options; passed to composites as ``stages``.
+
+    :param plan: the resolved stages.
+    :param options: option values by argument name (``self_identity``, ``warn``, ...).
+    """
+
+    def __init__(self, plan: StagePlan, options: Mapping[str, Any]) -> None:
+        self.plan = plan
+        self.options = dict(options)
+        self.options["stages"] = self
+        for name in STAGES:
+            argnames = plan.argnames[name]
+            injected = {a: self.options[a] for a in argnames if a in self.options}
+            kind, target = plan.targets[name]
+            setattr(self, name, self._bind(name, kind, target, argnames, injected))
+
+    def __getattr__(self, name: str) -> _Caller:  # pragma: no cover - typing aid only
+        raise AttributeError(f"no stage named {name!r}")
+
+    @staticmethod
+    def _bind(
+        name: str, kind: str, target: Any, argnames: tuple[str, ...], injected: dict[str, Any]
+    ) -> _Caller:
+        if kind == "pluggy":
+
+            def via_pluggy(**kwargs: Any) -> Any:
+                return target(**kwargs, **injected)
+
+            via_pluggy.__name__ = name
+            return via_pluggy
+
+        if kind == "override":
+            function, names = target
+            full = set(names) >= set(argnames)
+
+            def via_override(**kwargs: Any) -> Any:
+                kwargs.update(injected)
+                if full:
+                    return function(**kwargs)
+                return function(**{n: kwargs[n] for n in names})
+
+            via_override.__name__ = name
+            return via_override
+
+        spec_names = set(argnames)
+        calls = tuple((fn, names, set(names) == spec_names) for fn, names in target)
+        if len(calls) == 1 and calls[0][2]:
+            only = calls[0][0]
+
+            def direct_one(**kwargs: Any) -> Any:
+                kwargs.update(injected)
+                return only(**kwargs)
+
+            direct_one.__name__ = name
+            return direct_one
+
+        def direct(**kwargs: Any) -> Any:
+            kwargs.update(injected)
+            for function, names, full in calls:
+                result = function(**kwargs) if full else function(**{n: kwargs[n] for n in names})
+                if result is not None:
+                    return result
+            return None
+
+        direct.__name__ = name
+        return direct

@@ -1,0 +1,138 @@
+"""Values the render stages receive besides the records: options, envelope attributes, policies.
+
+Everything here is frozen. Option values reach a stage as hook arguments named like the container
+provider that supplies them (``self_identity``, ``unsupported_media_policy``, ``envelope_nonce``,
+...); :class:`RenderOptions` is the bundle the stage relay injects from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+import msgspec
+
+__all__ = [
+    "BUCKETS",
+    "DEFAULT_STASH_KEYS",
+    "Bucket",
+    "EnvelopeAttrs",
+    "EnvelopeNonce",
+    "FingerprintBinding",
+    "HandleInfo",
+    "MediaPolicy",
+    "MediaPolicyName",
+    "ReasoningReplay",
+    "RenderOptions",
+    "SystemPromptChannel",
+    "ThoughtSurfacing",
+    "Warn",
+]
+
+Bucket = Literal["standing_instructions", "memories", "retrievables", "timeline"]
+BUCKETS: tuple[Bucket, ...] = ("standing_instructions", "memories", "retrievables", "timeline")
+SystemPromptChannel = Literal["instructions", "developer-item", "system-item"]
+ThoughtSurfacing = Literal["all-self", "latest-self", "all"]
+ReasoningReplay = Literal["off", "encrypted", "summary-only"]
+FingerprintBinding = Literal["prefix", "model"]
+MediaPolicyName = Literal["throw", "fallback-stash", "synthetic-description"]
+Warn = Callable[[str], None]
+
+DEFAULT_STASH_KEYS: tuple[str, ...] = ("text:transcript", "text:caption", "text:description")
+
+
+class EnvelopeAttrs(msgspec.Struct, frozen=True, kw_only=True):
+    """Attributes of a trust envelope. ``nonce`` is already derived (see :class:`EnvelopeNonce`)."""
+
+    nonce: str
+    kind: str
+    tool: str | None = None
+    modality: str | None = None
+
+
+class HandleInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """What a handle body says about a body that was not inlined."""
+
+    call_id: str
+    kind: str
+    byte_length: int
+    line_count: int
+
+
+class MediaPolicy(msgspec.Struct, frozen=True, kw_only=True):
+    """What to do with media the Responses API cannot take (audio, video).
+
+    ``default`` applies to every kind not named in ``per_kind``. ``stash_keys`` are tried in
+    order by ``fallback-stash``.
+    """
+
+    default: MediaPolicyName = "throw"
+    per_kind: Mapping[str, MediaPolicyName] = msgspec.field(default_factory=dict)
+    stash_keys: tuple[str, ...] = DEFAULT_STASH_KEYS
+
+    def for_kind(self, kind: str) -> MediaPolicyName:
+        return self.per_kind.get(kind, self.default)
+
+
+class EnvelopeNonce:
+    """Derives envelope nonces: HMAC-SHA256 of a record id under a per-deployment secret.
+
+    Stable for a given secret and id (so prompt caching and prefix fingerprints hold), and
+    unpredictable to anyone without the secret (so content cannot forge an envelope's closing
+    tag). The secret never appears in a ``repr``.
+    """
+
+    __slots__ = ("_cache", "_key", "keyed")
+
+    _UNKEYED = b"turnwire:unkeyed-envelope-nonce:v1"
+
+    def __init__(self, secret: str | bytes | None) -> None:
+        self.keyed = bool(secret)
+        raw = secret.encode() if isinstance(secret, str) else secret
+        self._key = raw or self._UNKEYED
+        self._cache: dict[str, str] = {}
+
+    def __call__(self, record_id: str) -> str:
+        nonce = self._cache.get(record_id)
+        if nonce is None:
+            digest = hmac.new(self._key, record_id.encode(), hashlib.sha256).hexdigest()
+            nonce = self._cache[record_id] = digest[:16]
+        return nonce
+
+    def __repr__(self) -> str:
+        return f"EnvelopeNonce(keyed={self.keyed})"
+
+
+class Endpoint(msgspec.Struct, frozen=True, kw_only=True):
+    """What the API binds encrypted reasoning to, besides the model (``model`` binding)."""
+
+    base_url: str = "https://api.openai.com/v1"
+    organization: str | None = None
+    project: str | None = None
+
+
+class RenderOptions(msgspec.Struct, frozen=True, kw_only=True):
+    """Every option of ``build_input``; each field is a container provider of the same name."""
+
+    model: str
+    bucket_order: tuple[Bucket, ...] = BUCKETS
+    system_prompt_channel: SystemPromptChannel = "instructions"
+    self_identity: str = "assistant"
+    thought_surfacing: ThoughtSurfacing = "all-self"
+    reasoning_replay: ReasoningReplay = "off"
+    replay_compatibility: tuple[str, ...] = ()
+    fingerprint_binding: FingerprintBinding = "prefix"
+    unsupported_media_policy: MediaPolicy = msgspec.field(default_factory=MediaPolicy)
+    tool_result_inline_max_bytes: int = 4096
+    strict: bool | None = None
+    endpoint: Endpoint = msgspec.field(default_factory=Endpoint)
+    envelope_nonce: Any = None
+
+    def injectable(self) -> dict[str, Any]:
+        """Option values by provider name, as the stage relay injects them."""
+        values = {field: getattr(self, field) for field in self.__struct_fields__}
+        if values["envelope_nonce"] is None:
+            values["envelope_nonce"] = EnvelopeNonce(None)
+        return values

@@ -1,0 +1,439 @@
+"""The render stages: turnwire's plugin contract, one hookspec per stage, in pipeline order.
+
+Every stage is ``firstresult``: the first implementation that returns non-None wins. The
+built-ins in :mod:`turnwire.stages` are registered ``trylast``, so a plugin overrides a stage by
+returning a value, defers by returning ``None``, and augments with ``@hookimpl(wrapper=True)``.
+
+How arguments arrive. A stage is called through the stage relay (:class:`turnwire.StageRelay`).
+Per-call data (the message, the thought, the items) comes from the caller; every option
+argument (``self_identity``, ``unsupported_media_policy``, ``envelope_nonce``, ``warn`` ...)
+is injected by name from the render options, so an implementation asks for an option simply by
+naming the parameter, and the name is the container provider's. ``stages`` is the relay itself:
+a composite stage reaches its sub-stages only through it, so overriding a sub-stage changes
+every composite that uses it.
+
+Implementations never give their parameters defaults (pluggy does not pass defaulted
+arguments), never mutate their inputs, and stay pure: no I/O, clock, randomness, environment or
+logging. A stage reports a recoverable problem through ``warn``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from turnwire._relay import StageRelay
+    from turnwire.context import (
+        Bucket,
+        EnvelopeAttrs,
+        EnvelopeNonce,
+        FingerprintBinding,
+        HandleInfo,
+        MediaPolicy,
+        ReasoningReplay,
+        ThoughtSurfacing,
+        Warn,
+    )
+    from turnwire.context import Endpoint as EndpointT
+    from turnwire.model import Media, Memory, Message, Retrievable, Thought, Tool, ToolCall
+    from turnwire.wire import FunctionTool, InputContent, InputItem, ReasoningItem
+
+__all__ = ["STAGES", "hookimpl", "hookspec"]
+
+hookspec = pluggy.HookspecMarker("turnwire")
+hookimpl = pluggy.HookimplMarker("turnwire")
+
+
+# ---------------------------------------------------------------------------- envelopes
+
+
+@hookspec(firstresult=True)
+def render_untrusted_content(content: str, attrs: EnvelopeAttrs) -> str | None:
+    """Wrap content from an untrusted source in an untrusted-content envelope.
+
+    :param content: the body, verbatim.
+    :param attrs: the envelope's nonce, kind and optional ``tool`` / ``modality`` attributes.
+    :returns: the envelope text.
+
+    Stops at the first non-None result. Runs once per untrusted body: tool results of untrusted
+    tools, third-party retrievables, media fallbacks, artifact handles.
+    Default: ``<untrusted_content_NONCE nonce=".." kind=".." ...>`` + body + closing tag.
+    Invariant: the body can neither close the envelope early nor open a
+    ``<system_instructions`` block.
+    """
+
+
+@hookspec(firstresult=True)
+def render_trusted_content(content: str, attrs: EnvelopeAttrs) -> str | None:
+    """Wrap content from a trusted source (a trusted tool, first-party media) in its envelope.
+
+    :param content: the body, verbatim.
+    :param attrs: the envelope's nonce, kind and optional attributes.
+    :returns: the envelope text.
+
+    Stops at the first non-None result. Runs once per trusted body.
+    Default: as :func:`render_untrusted_content` with the ``trusted_content_`` tag prefix.
+    Invariant: as :func:`render_untrusted_content`.
+    """
+
+
+# ------------------------------------------------------------------ leading system content
+
+
+@hookspec(firstresult=True)
+def render_standing_instructions(standing_instructions: tuple[str, ...]) -> str | None:
+    """Render the deployer's standing instructions as one block.
+
+    :param standing_instructions: instruction texts, in order; empty ones are skipped.
+    :returns: the block, or ``""`` when there is nothing to say.
+
+    Stops at the first non-None result. Runs once per request.
+    Default: ``<system_instructions kind="developer-rules">`` with the texts separated by a
+    blank line.
+    """
+
+
+@hookspec(firstresult=True)
+def render_memories(memories: tuple[Memory, ...], envelope_nonce: EnvelopeNonce) -> str | None:
+    """Render what the agent remembers as one block.
+
+    :param memories: the memories, in stored order.
+    :param envelope_nonce: derives each record's nonce from its id.
+    :returns: the block, or ``""`` when there are no memories.
+
+    Stops at the first non-None result. Runs once per request (twice never: a bucket is either
+    leading or trailing).
+    Default: ``<memories>`` holding one ``<memory_NONCE ...>`` element per memory.
+    """
+
+
+@hookspec(firstresult=True)
+def render_retrievable_safety_directive() -> str | None:
+    """Say how the model must treat retrieved content.
+
+    :returns: the directive text.
+
+    Stops at the first non-None result. Runs once per request that has retrievables.
+    Default: a one-paragraph directive: retrieved envelopes are data, never instructions.
+    """
+
+
+@hookspec(firstresult=True)
+def render_first_party_retrievables(
+    retrievables: tuple[Retrievable, ...], envelope_nonce: EnvelopeNonce, stages: StageRelay
+) -> str | None:
+    """Render deployer-vetted retrieved records.
+
+    :param retrievables: the first-party records, in stored order.
+    :param envelope_nonce: derives each record's nonce from its id.
+    :param stages: the relay; large bodies go through ``render_retrievable_handle_body``.
+    :returns: the block, or ``""`` when there are none.
+
+    Stops at the first non-None result. Runs once per request, from ``render_retrievables``.
+    Default: ``<retrieved_corpus>`` holding ``<retrieved_NONCE source=".." ...>`` elements,
+    ``source`` first (small models cite the first path-like token).
+    """
+
+
+@hookspec(firstresult=True)
+def render_third_party_public_retrievables(
+    retrievables: tuple[Retrievable, ...], envelope_nonce: EnvelopeNonce, stages: StageRelay
+) -> str | None:
+    """Render records retrieved from the open web, search or public APIs.
+
+    :param retrievables: the records, sorted by ``(created_at, id)``.
+    :param envelope_nonce: derives each record's nonce from its id.
+    :param stages: the relay; each record goes through ``render_untrusted_content``.
+    :returns: the block, or ``""`` when there are none.
+
+    Stops at the first non-None result. Runs once per request, from ``render_retrievables``.
+    Default: one untrusted envelope per record, kind ``retrieved-third-party-public``.
+    """
+
+
+@hookspec(firstresult=True)
+def render_third_party_private_retrievables(
+    retrievables: tuple[Retrievable, ...], envelope_nonce: EnvelopeNonce, stages: StageRelay
+) -> str | None:
+    """Render records from uploads and partner APIs.
+
+    :param retrievables: the records, sorted by ``(created_at, id)``.
+    :param envelope_nonce: derives each record's nonce from its id.
+    :param stages: the relay; each record goes through ``render_untrusted_content``.
+    :returns: the block, or ``""`` when there are none.
+
+    Stops at the first non-None result. Runs once per request, from ``render_retrievables``.
+    Default: one untrusted envelope per record, kind ``retrieved-third-party-private``.
+    """
+
+
+@hookspec(firstresult=True)
+def render_retrievables(retrievables: tuple[Retrievable, ...], stages: StageRelay) -> str | None:
+    """Render every retrieved record: the directive, then each trust tier.
+
+    :param retrievables: all records, any tier.
+    :param stages: the relay to the directive and the three tier stages.
+    :returns: the blocks separated by a blank line, or ``""`` when there are none.
+
+    Stops at the first non-None result. Runs once per request.
+    Default: partitions by tier (unknown tiers count as third-party-private), sorts the two
+    third-party groups by ``(created_at, id)``.
+    """
+
+
+@hookspec(firstresult=True)
+def render_retrievable_handle_body(handle: HandleInfo) -> str | None:
+    """Describe a large retrieved body that is not inlined.
+
+    :param handle: the record id (as ``call_id``), the body's kind, byte and line counts.
+    :returns: the handle text.
+
+    Stops at the first non-None result. Runs once per non-inline retrievable artifact.
+    """
+
+
+@hookspec(firstresult=True)
+def render_artifact_handle_body(handle: HandleInfo) -> str | None:
+    """Describe a large tool result that is not inlined, and how to read it.
+
+    :param handle: the tool call id, the artifact's kind, byte and line counts.
+    :returns: the handle text.
+
+    Stops at the first non-None result. Runs once per non-inline artifact result.
+    """
+
+
+@hookspec(firstresult=True)
+def render_system_prompt(
+    system_prompt: str,
+    standing_instructions: tuple[str, ...],
+    memories: tuple[Memory, ...],
+    retrievables: tuple[Retrievable, ...],
+    bucket_order: tuple[Bucket, ...],
+    stages: StageRelay,
+) -> str | None:
+    """Render the leading system content: the prompt and every bucket before ``timeline``.
+
+    :param system_prompt: the thread's system prompt.
+    :param standing_instructions: the thread's standing instructions.
+    :param memories: the thread's memories.
+    :param retrievables: the thread's retrieved records.
+    :param bucket_order: the configured bucket order.
+    :param stages: the relay to the bucket stages.
+    :returns: the parts separated by a blank line (``""`` when all are empty).
+
+    Stops at the first non-None result. Runs once per request. Where the text goes (the
+    ``instructions`` field or a leading item) is ``system_prompt_channel``'s business.
+    """
+
+
+# ---------------------------------------------------------------------------- timeline
+
+
+@hookspec(firstresult=True)
+def render_media_blocks(
+    media: Media,
+    unsupported_media_policy: MediaPolicy,
+    envelope_nonce: EnvelopeNonce,
+    warn: Warn,
+    stages: StageRelay,
+) -> tuple[InputContent, ...] | None:
+    """Render one attachment as content blocks.
+
+    :param media: the attachment, with its bytes loaded.
+    :param unsupported_media_policy: what to do with audio and video.
+    :param envelope_nonce: derives the fallback envelope's nonce from the media id.
+    :param warn: reports a recoverable problem (a stash miss).
+    :param stages: the relay to the envelope stages (fallback texts).
+    :returns: the blocks: an id marker, then the native block or a fallback text.
+
+    Stops at the first non-None result. Runs once per attachment and per media tool result.
+    Default: image → ``input_image``; document → ``input_file`` with a data URI; audio and video
+    by policy (``throw`` raises :class:`~turnwire.errors.UnsupportedMediaError`).
+    """
+
+
+@hookspec(firstresult=True)
+def render_timeline_message(
+    message: Message, self_identity: str, envelope_nonce: EnvelopeNonce, stages: StageRelay
+) -> tuple[InputItem, ...] | None:
+    """Render one message of the conversation as input items.
+
+    :param message: the message.
+    :param self_identity: the identifier of the agent's own output.
+    :param envelope_nonce: derives the identity envelope's nonce from the message id.
+    :param stages: the relay (media blocks, envelopes).
+    :returns: zero, one or two items (an assistant message's attachments follow it as a user
+        item).
+
+    Stops at the first non-None result. Runs once per timeline message.
+    Default: user → an identity envelope plus media blocks; own output → an assistant message
+    (``output_text`` with its id, which the pairing sweep keeps only after its reasoning item);
+    peer assistant → string content in a peer envelope. Never ``input_text`` under the
+    assistant role.
+    """
+
+
+@hookspec(firstresult=True)
+def render_tool_call_result(
+    tool_call: ToolCall,
+    tool: Tool | None,
+    tool_result_inline_max_bytes: int,
+    envelope_nonce: EnvelopeNonce,
+    warn: Warn,
+    stages: StageRelay,
+) -> str | tuple[InputContent, ...] | None:
+    """Render a tool call's result as the ``output`` of its ``function_call_output`` item.
+
+    :param tool_call: the call, with its result.
+    :param tool: the tool's declaration, or ``None`` when the thread no longer has it.
+    :param tool_result_inline_max_bytes: artifacts up to this size are inlined.
+    :param envelope_nonce: derives the envelope nonce from the call id.
+    :param warn: reports a recoverable problem (unknown tool).
+    :param stages: the relay (envelopes, media blocks, handle bodies).
+    :returns: a string, or content blocks for media results.
+
+    Stops at the first non-None result. Runs once per tool call that has a result.
+    Default: text and inline artifacts in the (un)trusted envelope of the tool; large artifacts
+    as a handle in an untrusted envelope; media bracketed by a trust boundary.
+    """
+
+
+@hookspec(firstresult=True)
+def render_reasoning_item(
+    thought: Thought, reasoning_replay: ReasoningReplay, replay_compatibility: tuple[str, ...]
+) -> ReasoningItem | None:
+    """Turn a thought into a native reasoning item, when it can be replayed.
+
+    :param thought: the thought.
+    :param reasoning_replay: the replay mode.
+    :param replay_compatibility: the replay tags this deployment accepts.
+    :returns: the reasoning item, or ``None`` when it cannot be replayed natively.
+
+    Stops at the first non-None result. Runs once per surfaced thought. The pairing sweep then
+    checks the fingerprint and the partner.
+    Default: only in ``encrypted`` mode, for an accepted tag and a payload whose item carries
+    ``encrypted_content`` (under ``store: false`` nothing else resolves).
+    """
+
+
+@hookspec(firstresult=True)
+def render_thought(thought: Thought, self_identity: str, envelope_nonce: EnvelopeNonce) -> str | None:
+    """Render a thought as text, when it is not replayed natively.
+
+    :param thought: the thought (its ``content`` is what the model sees).
+    :param self_identity: the identifier of the agent's own output.
+    :param envelope_nonce: derives the thought envelope's nonce from its id.
+    :returns: the text; the pipeline sends it as assistant string content.
+
+    Stops at the first non-None result. Runs once per text-rendered thought.
+    Default: a ``<thought_NONCE kind="self-reasoning" ...>`` element, wrapped in a peer
+    envelope for other agents' thoughts.
+    """
+
+
+@hookspec(firstresult=True)
+def filter_thoughts(
+    thoughts: tuple[Thought, ...],
+    thought_surfacing: ThoughtSurfacing,
+    self_identity: str,
+    replay_compatibility: tuple[str, ...],
+) -> tuple[Thought, ...] | None:
+    """Choose which thoughts the model sees.
+
+    :param thoughts: every thought of the thread.
+    :param thought_surfacing: ``all-self``, ``latest-self`` or ``all``.
+    :param self_identity: the identifier of the agent's own output.
+    :param replay_compatibility: the replay tags this deployment accepts.
+    :returns: the surfaced thoughts sorted by ``(created_at, seq, id)``.
+
+    Stops at the first non-None result. Runs once per request.
+    """
+
+
+@hookspec(firstresult=True)
+def fingerprint_prefix(
+    model: str,
+    instructions: str | None,
+    tools: tuple[FunctionTool, ...] | None,
+    input: Sequence[InputItem],
+    through_item: int,
+    fingerprint_binding: FingerprintBinding,
+    endpoint: EndpointT,
+    scratch: dict[str, Any],
+) -> str | None:
+    """Fingerprint what a reasoning item was produced after.
+
+    :param model: the model.
+    :param instructions: the request's ``instructions`` (``None`` when absent).
+    :param tools: the tool declarations (``None`` when absent, never empty).
+    :param input: the input items. Between two calls of one render the pipeline only appends
+        to this sequence, which lets the default hash successive prefixes in linear time.
+    :param through_item: how many leading items the fingerprint covers.
+    :param fingerprint_binding: ``prefix`` (byte-compatible with the reference) or ``model``.
+    :param endpoint: base URL, organization and project (``model`` binding).
+    :param scratch: per-render memo; lets the default hash successive prefixes in linear time.
+    :returns: 64 lowercase hex characters.
+
+    Stops at the first non-None result. Runs once per replay candidate and once per recorded
+    reasoning item.
+    """
+
+
+# ------------------------------------------------------------------------------- tools
+
+
+@hookspec(firstresult=True)
+def tools_to_wire(
+    tools: tuple[Tool, ...], strict: bool | None, stages: StageRelay
+) -> tuple[FunctionTool, ...] | None:
+    """Declare the visible tools to the model.
+
+    :param tools: the thread's tools, hidden ones included (the default leaves them out).
+    :param strict: the configured ``strict`` flag; ``None`` means the tool's own, else false.
+    :param stages: the relay to ``description_to_json_schema``.
+    :returns: the declarations (possibly empty).
+
+    Stops at the first non-None result. Runs once per request.
+    """
+
+
+@hookspec(firstresult=True)
+def description_to_json_schema(description: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Turn a tool's parameter description into the JSON Schema the API reads.
+
+    :param description: the tool's ``parameters`` (JSON Schema), or ``None``.
+    :returns: an object schema (``{"type": "object", "properties": {}}`` when empty).
+
+    Stops at the first non-None result. Runs once per declared tool.
+    """
+
+
+STAGES: tuple[str, ...] = (
+    "render_untrusted_content",
+    "render_trusted_content",
+    "render_standing_instructions",
+    "render_memories",
+    "render_retrievable_safety_directive",
+    "render_first_party_retrievables",
+    "render_third_party_public_retrievables",
+    "render_third_party_private_retrievables",
+    "render_retrievables",
+    "render_retrievable_handle_body",
+    "render_artifact_handle_body",
+    "render_system_prompt",
+    "render_media_blocks",
+    "render_timeline_message",
+    "render_tool_call_result",
+    "render_reasoning_item",
+    "render_thought",
+    "filter_thoughts",
+    "fingerprint_prefix",
+    "tools_to_wire",
+    "description_to_json_schema",
+)
+"""Every stage hook, in pipeline order."""

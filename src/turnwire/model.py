@@ -1,0 +1,364 @@
+"""Domain records: what an agent stores about a conversation.
+
+Every record is a frozen msgspec Struct that rejects unknown fields, so the same classes decode
+thread files (schema version 1, see :mod:`turnwire.thread_file`) and are built in code. The
+cross-field rules of the reference system are checked in ``__post_init__``; a violation raised
+while decoding surfaces with the ``$.path`` of the record.
+
+Ordering: timeline records (messages, thoughts, tool calls) sort by ``(created_at, seq)``.
+Records persisted from one response get strictly increasing ``seq`` so that a reasoning item
+always sorts before the output item it belongs to.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from turnwire.wire.items import ReasoningItem
+
+__all__ = [
+    "REPLAY_TAG",
+    "Artifact",
+    "Identity",
+    "Media",
+    "MediaKind",
+    "Memory",
+    "Message",
+    "ModalityHazard",
+    "ReasoningPayload",
+    "Retrievable",
+    "StashEntry",
+    "Thought",
+    "Thread",
+    "Tool",
+    "ToolCall",
+    "ToolResult",
+    "TrustTier",
+    "tool_call_checksum",
+]
+
+REPLAY_TAG = "openai-responses-reasoning-v1"
+"""The replay_compatibility tag of thoughts that carry a Responses reasoning item."""
+
+TrustTier = Literal["first-party", "third-party-public", "third-party-private"]
+MediaKind = Literal["image", "audio", "video", "document"]
+ModalityHazard = Literal["inert", "extractable-instructions", "opaque-perceptual"]
+Role = Literal["user", "assistant"]
+AwareDatetime = Annotated[datetime, msgspec.Meta(tz=True)]
+NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
+Unit = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+
+
+class _Record(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Base of every domain record."""
+
+
+class Identity(_Record, kw_only=True):
+    """Who produced a record.
+
+    ``identifier`` is the system key compared with ``self_identity``; ``representation`` is what
+    the model is shown (it falls back to the identifier).
+    """
+
+    identifier: NonEmpty
+    representation: str | None = None
+
+    @property
+    def display(self) -> str:
+        return self.representation or self.identifier
+
+
+class StashEntry(_Record, kw_only=True):
+    """A text derived from a media item (a transcript, a caption), with its own trust tier."""
+
+    key: NonEmpty
+    value: str
+    trust_tier: TrustTier
+
+
+class Media(_Record, kw_only=True):
+    """An attachment: an image, a document, audio or video.
+
+    Exactly one of ``path`` (a file pointer, resolved when a request is assembled) or ``data``
+    (inline bytes; ``data_base64`` in a thread file) is set. ``mime_type`` and ``filename`` are
+    attacker-influenced and sanitised wherever they are interpolated.
+    """
+
+    id: NonEmpty
+    kind: MediaKind
+    mime_type: NonEmpty
+    filename: str = ""
+    trust_tier: TrustTier = "third-party-private"
+    modality_hazard: ModalityHazard | None = None
+    source: str | None = None
+    path: str | None = None
+    data: bytes | None = msgspec.field(default=None, name="data_base64")
+    stash: tuple[StashEntry, ...] = ()
+
+    def __post_init__(self) -> None:
+        if (self.path is None) == (self.data is None):
+            raise ValueError(f"media {self.id} needs exactly one of `path` or `data_base64`")
+
+    @property
+    def hazard(self) -> ModalityHazard:
+        """The modality hazard, defaulting by kind as the reference does."""
+        if self.modality_hazard is not None:
+            return self.modality_hazard
+        return "extractable-instructions" if self.kind == "document" else "opaque-perceptual"
+
+    @property
+    def byte_length(self) -> int | None:
+        return None if self.data is None else len(self.data)
+
+
+class Artifact(_Record, kw_only=True):
+    """A tool result body with a line-oriented view.
+
+    ``inline`` decides whether the model sees the body or a handle: ``True`` inlines it,
+    ``False`` shows a handle, ``None`` (the default) inlines it when it is at most
+    ``render.tool_result_inline_max_bytes`` long.
+    """
+
+    text: str | None = None
+    path: str | None = None
+    inline: bool | None = None
+    kind: str = "SpooledArtifact"
+
+    def __post_init__(self) -> None:
+        if (self.path is None) == (self.text is None):
+            raise ValueError("an artifact needs exactly one of `text` or `path`")
+
+    @property
+    def body(self) -> str:
+        if self.text is None:
+            raise ValueError(f"artifact {self.path} was not loaded before rendering")
+        return self.text
+
+    @property
+    def byte_length(self) -> int:
+        return len(self.body.encode())
+
+    @property
+    def line_count(self) -> int:
+        body = self.body
+        if not body:
+            return 0
+        return body.count("\n") + (0 if body.endswith("\n") else 1)
+
+    def head(self, n: int) -> str:
+        return "\n".join(self.body.splitlines()[:n])
+
+    def tail(self, n: int) -> str:
+        lines = self.body.splitlines()
+        return "\n".join(lines[-n:] if n > 0 else [])
+
+
+class ToolResult(_Record, kw_only=True):
+    """The result of a tool call: exactly one of the three silos.
+
+    ``text`` (a plain answer or an error text), ``artifact`` / ``artifacts`` (bodies), or
+    ``media`` (one or more attachments).
+    """
+
+    text: str | None = None
+    artifact: Artifact | None = None
+    artifacts: tuple[Artifact, ...] | None = None
+    media: tuple[Media, ...] | None = None
+
+    def __post_init__(self) -> None:
+        set_fields = [
+            name
+            for name in ("text", "artifact", "artifacts", "media")
+            if getattr(self, name) is not None
+        ]
+        if len(set_fields) != 1:
+            raise ValueError(
+                "a tool result needs exactly one of `text`, `artifact`, `artifacts` or `media`"
+            )
+        if self.artifacts is not None and not self.artifacts:
+            raise ValueError("`artifacts` must not be empty")
+        if self.media is not None and not self.media:
+            raise ValueError("`media` must not be empty")
+
+
+class ReasoningPayload(_Record, kw_only=True, tag="responses-reasoning", tag_field="variant"):
+    """What a thought needs to be replayed as a native reasoning item.
+
+    :ivar item: the reasoning item as it will be replayed.
+    :ivar paired_item_id: the id of the output item that followed it in the response.
+    :ivar prefix_fingerprint: the fingerprint of the request prefix it was produced after.
+    """
+
+    item: ReasoningItem
+    paired_item_id: str | None = None
+    prefix_fingerprint: str | None = None
+
+
+class Message(_Record, kw_only=True):
+    """A message of the conversation, from the user or from an assistant.
+
+    The identity defaults to the role: an assistant message without identity is the agent's own
+    output (with the default ``self_identity``).
+    """
+
+    id: NonEmpty
+    role: Role
+    content: str | None = None
+    identity: Identity | None = None
+    attachments: tuple[Media, ...] = ()
+    created_at: AwareDatetime
+    seq: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.content and not self.attachments:
+            raise ValueError(f"message {self.id} needs `content` or `attachments`")
+
+    @property
+    def who(self) -> Identity:
+        return self.identity or Identity(identifier=self.role)
+
+
+class Thought(_Record, kw_only=True):
+    """A reasoning record: plain text, a replayable reasoning item, or both.
+
+    Rules (from the reference): a payload requires ``replay_compatibility``; without a payload,
+    ``content`` must be non-empty.
+    """
+
+    id: NonEmpty
+    content: str = ""
+    identity: Identity | None = None
+    replay_compatibility: str | None = None
+    payload: ReasoningPayload | None = None
+    created_at: AwareDatetime
+    seq: int = 0
+
+    def __post_init__(self) -> None:
+        if self.payload is not None and not self.replay_compatibility:
+            raise ValueError(f"thought {self.id} has a payload but no `replay_compatibility`")
+        if self.payload is None and not self.content:
+            raise ValueError(f"thought {self.id} needs `content` or a `payload`")
+
+    @property
+    def who(self) -> Identity:
+        return self.identity or Identity(identifier="assistant")
+
+
+def tool_call_checksum(tool: str, args: Any) -> str:
+    """SHA-256 (hex) of the canonical JSON of ``{tool, args}``, as the reference computes it."""
+    from turnwire._canonical import canonical_json
+
+    return hashlib.sha256(canonical_json({"args": args, "tool": tool}).encode()).hexdigest()
+
+
+class ToolCall(_Record, kw_only=True):
+    """A call the model made and, once run, its result.
+
+    ``id`` is ``call_id`` alone or the composite ``call_id|item_id`` when the response gave the
+    call an item id (``fc_...``).
+    """
+
+    id: NonEmpty
+    tool: NonEmpty
+    args: dict[str, Any] = msgspec.field(default_factory=dict)
+    is_error: bool = False
+    inline: bool | None = None
+    result: ToolResult | None = None
+    checksum: str | None = None
+    created_at: AwareDatetime
+    seq: int = 0
+
+    @property
+    def call_id(self) -> str:
+        head, sep, _ = self.id.partition("|")
+        return head if sep and head else self.id
+
+    @property
+    def item_id(self) -> str | None:
+        head, sep, tail = self.id.partition("|")
+        return tail if sep and head and tail else None
+
+    @property
+    def digest(self) -> str:
+        return self.checksum or tool_call_checksum(self.tool, self.args)
+
+
+class Memory(_Record, kw_only=True):
+    """Something the agent remembers about the user or the task."""
+
+    id: NonEmpty
+    content: NonEmpty
+    confidence: Unit = 1.0
+    importance: Unit = 0.5
+    created_at: AwareDatetime | None = None
+
+
+class Retrievable(_Record, kw_only=True):
+    """A retrieved document, with the trust tier of the channel it came from.
+
+    ``content`` is the body; ``artifact`` replaces it for large bodies, shown as a handle unless
+    ``inline`` is true.
+    """
+
+    id: NonEmpty
+    content: str | None = None
+    artifact: Artifact | None = None
+    trust_tier: TrustTier
+    source: str | None = None
+    kind: str | None = None
+    score: Unit | None = None
+    inline: bool = False
+    created_at: AwareDatetime | None = None
+
+    def __post_init__(self) -> None:
+        if (self.content is None) == (self.artifact is None):
+            raise ValueError(f"retrievable {self.id} needs exactly one of `content` or `artifact`")
+
+
+class Tool(_Record, kw_only=True):
+    """A function tool the model may call.
+
+    ``parameters`` is a JSON Schema object. ``trusted`` selects the trusted envelope for its
+    results; ``hidden`` tools are callable but not declared to the model. ``handler`` names the
+    Python callable (``module:function``) that runs it.
+    """
+
+    name: NonEmpty
+    description: str = ""
+    parameters: dict[str, Any] | None = None
+    trusted: bool = False
+    hidden: bool = False
+    strict: bool | None = None
+    handler: str | None = None
+
+
+class Thread(_Record, kw_only=True):
+    """A whole stored conversation: schema version 1 of the thread file."""
+
+    version: Literal[1] = 1
+    model: str | None = None
+    system_prompt: str = ""
+    standing_instructions: tuple[str, ...] = ()
+    tools: tuple[Tool, ...] = ()
+    memories: tuple[Memory, ...] = ()
+    retrievables: tuple[Retrievable, ...] = ()
+    messages: tuple[Message, ...] = ()
+    thoughts: tuple[Thought, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
+
+    def __post_init__(self) -> None:
+        seen: set[str] = set()
+        for tool in self.tools:
+            if tool.name in seen:
+                raise ValueError(f"tool name {tool.name!r} is declared twice")
+            seen.add(tool.name)
+
+    def tool(self, name: str) -> Tool | None:
+        for tool in self.tools:
+            if tool.name == name:
+                return tool
+        return None

@@ -1,0 +1,277 @@
+"""``build_input``: a stored thread → the Responses ``instructions``, ``input`` and ``tools``.
+
+The four steps of the seed, each through the stage relay:
+
+1. leading system content (prompt + buckets before ``timeline``), placed by
+   ``system_prompt_channel``;
+2. the timeline: messages, surfaced thoughts and tool calls ordered by ``(created_at, seq)``
+   (stable: on a full tie messages, then thoughts, then tool calls), a tool call as a
+   ``function_call`` and its ``function_call_output`` sibling;
+3. the reasoning-pairing sweep, one left-to-right pass over the final input: a reasoning item is
+   kept only when its fingerprint matches the prefix before it and the next item is its
+   recorded partner carrying an id; an output item keeps its id only right after a kept
+   reasoning item (everywhere else the API could not check it);
+4. trailing buckets (after ``timeline``) as one system item, outside every fingerprint.
+
+The three load-bearing invariants: the sweep sees only the prefix ``fingerprintable_length``
+marks; a reasoning item must sort strictly before its partner; ``tools`` is ``None``, never
+empty, when nothing is declared.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from turnwire._canonical import canonical_json
+from turnwire._relay import StagePlan, StageRelay
+from turnwire.context import RenderOptions
+from turnwire.errors import ConfigError
+from turnwire.model import REPLAY_TAG, Message, Thought, Thread, ToolCall
+from turnwire.stages.system_prompt import render_bucket
+from turnwire.stages.thoughts import thought_text
+from turnwire.stages.timeline import valid_item_id
+from turnwire.wire import (
+    FunctionCall,
+    FunctionCallOutput,
+    FunctionTool,
+    InputItem,
+    InputMessage,
+    InputText,
+    OutputMessage,
+    ReasoningItem,
+)
+
+__all__ = ["RenderedInput", "build_input", "output_item_id", "short_call_id", "strip_item_id"]
+
+logger = logging.getLogger("turnwire")
+
+_MAX_CALL_ID = 64
+
+
+class RenderedInput(msgspec.Struct, frozen=True, kw_only=True):
+    """What ``build_input`` returns.
+
+    :ivar instructions: the leading system text, when the channel is ``instructions``.
+    :ivar input: the input items.
+    :ivar tools: the declarations, or ``None`` when there are none (never empty).
+    :ivar fingerprintable_length: how many leading items the pairing sweep saw.
+    :ivar warnings: what the stages reported (also logged).
+    """
+
+    instructions: str | None
+    input: tuple[InputItem, ...]
+    tools: tuple[FunctionTool, ...] | None
+    fingerprintable_length: int
+    warnings: tuple[str, ...] = ()
+
+
+def short_call_id(call_id: str) -> str:
+    """A ``call_id`` the API accepts: unchanged up to 64 characters, else a stable digest."""
+    if len(call_id) <= _MAX_CALL_ID:
+        return call_id
+    return "call_" + hashlib.sha256(call_id.encode()).hexdigest()[:40]
+
+
+def output_item_id(item: object) -> str | None:
+    """The id that pairs an output item with a preceding reasoning item, if it carries one."""
+    if isinstance(item, OutputMessage | FunctionCall):
+        return item.id
+    return None
+
+
+def strip_item_id(item: InputItem) -> InputItem:
+    """The item without its id (an output message becomes assistant string content)."""
+    if isinstance(item, OutputMessage):
+        return InputMessage(role="assistant", content="".join(part.text for part in item.content))
+    if isinstance(item, FunctionCall) and item.id is not None:
+        return msgspec.structs.replace(item, id=None)
+    return item
+
+
+def _arguments(tool_call: ToolCall) -> str:
+    return canonical_json(tool_call.args, sort_keys=False)
+
+
+def _tool_call_items(call: ToolCall, thread: Thread, stages: Any) -> list[InputItem]:
+    call_id = short_call_id(call.call_id)
+    items: list[InputItem] = [
+        FunctionCall(
+            call_id=call_id,
+            name=call.tool,
+            arguments=_arguments(call),
+            id=valid_item_id(call.item_id, "fc_"),
+        )
+    ]
+    if call.result is not None:
+        output = stages.render_tool_call_result(tool_call=call, tool=thread.tool(call.tool))
+        items.append(FunctionCallOutput(call_id=call_id, output=output))
+    return items
+
+
+def _timeline(
+    thread: Thread, options: RenderOptions, stages: Any
+) -> tuple[list[InputItem], dict[int, Thought]]:
+    surfaced = stages.filter_thoughts(thoughts=thread.thoughts)
+    entries: list[tuple[Any, int, int, Message | Thought | ToolCall]] = []
+    for rank, records in enumerate((thread.messages, surfaced, thread.tool_calls)):
+        entries.extend((r.created_at, r.seq, rank, r) for r in records)
+    entries.sort(key=lambda entry: (entry[0], entry[1], entry[2]))
+
+    items: list[InputItem] = []
+    candidates: dict[int, Thought] = {}
+    for _, _, _, record in entries:
+        if isinstance(record, Message):
+            items.extend(stages.render_timeline_message(message=record))
+        elif isinstance(record, ToolCall):
+            items.extend(_tool_call_items(record, thread, stages))
+        else:
+            item = None
+            if options.reasoning_replay != "off":
+                item = stages.render_reasoning_item(thought=record)
+            if item is not None:
+                candidates[len(items)] = record
+                items.append(item)
+            elif record.payload is None or options.reasoning_replay != "off":
+                if thought_text(record):
+                    text = stages.render_thought(thought=record)
+                    items.append(InputMessage(role="assistant", content=text))
+    return items, candidates
+
+
+def _sweep(
+    items: list[InputItem],
+    candidates: dict[int, Thought],
+    *,
+    instructions: str | None,
+    tools: tuple[FunctionTool, ...] | None,
+    options: RenderOptions,
+    stages: Any,
+    warn: Any,
+) -> list[InputItem]:
+    out: list[InputItem] = []
+    index, count = 0, len(items)
+    while index < count:
+        item = items[index]
+        thought = candidates.get(index)
+        if thought is None:
+            out.append(strip_item_id(item))
+            index += 1
+            continue
+        assert thought.payload is not None
+        partner = items[index + 1] if index + 1 < count else None
+        partner_id = output_item_id(partner)
+        recorded = thought.payload.paired_item_id
+        reason = None
+        if partner is None:
+            reason = "no output item follows it"
+        elif partner_id is None:
+            reason = "the item after it carries no id the API can pair"
+        elif recorded is not None and recorded != partner_id:
+            reason = f"the item after it is {partner_id}, not its recorded partner {recorded}"
+        else:
+            fingerprint = stages.fingerprint_prefix(
+                model=options.model,
+                instructions=instructions,
+                tools=tools,
+                input=out,
+                through_item=len(out),
+            )
+            if thought.payload.prefix_fingerprint != fingerprint:
+                reason = "the request prefix changed since it was produced (stale fingerprint)"
+        if reason is not None:
+            warn(f"dropping the reasoning item of thought {thought.id}: {reason}")
+            index += 1
+            continue
+        assert partner is not None
+        out.append(item)
+        out.append(partner)
+        index += 2
+    return out
+
+
+def build_input(thread: Thread, *, plan: StagePlan, options: RenderOptions) -> RenderedInput:
+    """Render ``thread`` into the Responses ``instructions``, ``input`` and ``tools``.
+
+    :param thread: the stored conversation (media and artifact bytes already loaded).
+    :param plan: the resolved stages (plugin manager plus container overrides).
+    :param options: every option of the signature, one per container provider.
+    """
+    if "timeline" not in options.bucket_order:
+        raise ConfigError(
+            "render.bucket_order must contain `timeline`; without it no message would be sent",
+            path="$.render.bucket_order",
+        )
+    warnings: list[str] = []
+    stages = StageRelay(
+        plan, {**options.injectable(), "warn": warnings.append, "scratch": {}}
+    )
+    declared = tuple(stages.tools_to_wire(tools=thread.tools))
+    tools = declared or None
+    leading = stages.render_system_prompt(
+        system_prompt=thread.system_prompt,
+        standing_instructions=thread.standing_instructions,
+        memories=thread.memories,
+        retrievables=thread.retrievables,
+    )
+    instructions: str | None = None
+    head: list[InputItem] = []
+    if leading:
+        channel = options.system_prompt_channel
+        if channel == "instructions":
+            instructions = leading
+        else:
+            role = "developer" if channel == "developer-item" else "system"
+            head.append(InputMessage(role=role, content=(InputText(text=leading),)))
+
+    if (
+        options.reasoning_replay != "off"
+        and REPLAY_TAG not in options.replay_compatibility
+        and any(t.replay_compatibility == REPLAY_TAG for t in thread.thoughts)
+    ):
+        warnings.append(
+            f"reasoning_replay is {options.reasoning_replay!r} but render.replay_compatibility "
+            f"does not list {REPLAY_TAG}; reasoning items are not replayed"
+        )
+    timeline, candidates = _timeline(thread, options, stages)
+    offset = len(head)
+    candidates = {index + offset: thought for index, thought in candidates.items()}
+    items = _sweep(
+        head + timeline,
+        candidates,
+        instructions=instructions,
+        tools=tools,
+        options=options,
+        stages=stages,
+        warn=warnings.append,
+    )
+    fingerprintable_length = len(items)
+
+    position = options.bucket_order.index("timeline")
+    trailing = [
+        render_bucket(label, stages, thread.standing_instructions, thread.memories,
+                      thread.retrievables)
+        for label in options.bucket_order[position + 1 :]
+    ]
+    trailing_text = "\n\n".join(part for part in trailing if part)
+    if trailing_text:
+        items.append(InputMessage(role="system", content=(InputText(text=trailing_text),)))
+
+    for message in warnings:
+        logger.warning(message, extra={"kind": "helper-warning"})
+    return RenderedInput(
+        instructions=instructions,
+        input=tuple(items),
+        tools=tools,
+        fingerprintable_length=fingerprintable_length,
+        warnings=tuple(warnings),
+    )
+
+
+def reasoning_items(items: Sequence[InputItem]) -> list[int]:
+    """Positions of the reasoning items in ``items``."""
+    return [index for index, item in enumerate(items) if isinstance(item, ReasoningItem)]

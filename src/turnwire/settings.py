@@ -1,0 +1,305 @@
+"""Settings: one msgspec schema for the whole configuration, and its loader.
+
+Load order: the packaged ``default.yaml``, then each configuration file in order (recursive
+merge: mappings merge key by key, everything else is replaced), then ``${ENV}`` /
+``${ENV:default}`` interpolation. The merged tree is validated before anything is built; an
+unknown key, a bad value or a rejected option fails with :class:`~turnwire.errors.ConfigError`
+naming its ``$.path``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import msgspec
+import yaml
+
+from turnwire.context import (
+    BUCKETS,
+    DEFAULT_STASH_KEYS,
+    Bucket,
+    FingerprintBinding,
+    MediaPolicy,
+    MediaPolicyName,
+    ReasoningReplay,
+    SystemPromptChannel,
+    ThoughtSurfacing,
+)
+from turnwire.errors import ConfigError
+from turnwire.wire.request import (
+    FunctionToolChoice,
+    ReasoningOptions,
+    StreamOptions,
+    TextOptions,
+)
+
+__all__ = [
+    "ClientSettings",
+    "ContextSettings",
+    "PluginSettings",
+    "RenderSettings",
+    "RequestSettings",
+    "RetrySettings",
+    "Settings",
+    "default_config_path",
+    "load_settings",
+]
+
+NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
+NonNegative = Annotated[float, msgspec.Meta(ge=0)]
+
+
+class _Section(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    pass
+
+
+class RenderSettings(_Section, kw_only=True):
+    """``render:``: how a thread becomes input items."""
+
+    bucket_order: tuple[Bucket, ...] = BUCKETS
+    system_prompt_channel: SystemPromptChannel = "instructions"
+    self_identity: NonEmpty = "assistant"
+    thought_surfacing: ThoughtSurfacing = "all-self"
+    reasoning_replay: ReasoningReplay = "off"
+    replay_compatibility: tuple[NonEmpty, ...] = ()
+    fingerprint_binding: FingerprintBinding = "prefix"
+    unsupported_media_policy: MediaPolicyName | dict[Literal["audio", "video"], MediaPolicyName] = (
+        "throw"
+    )
+    media_stash_keys: Annotated[tuple[NonEmpty, ...], msgspec.Meta(min_length=1)] = (
+        DEFAULT_STASH_KEYS
+    )
+    tool_result_inline_max_bytes: Annotated[int, msgspec.Meta(ge=0)] = 4096
+    strict: bool | None = None
+    envelope_secret_env: str | None = "TURNWIRE_ENVELOPE_SECRET"
+
+    def __post_init__(self) -> None:
+        if len(set(self.bucket_order)) != len(self.bucket_order):
+            raise ValueError("bucket_order lists a bucket twice")
+        if "timeline" not in self.bucket_order:
+            raise ValueError(
+                "bucket_order must contain `timeline`; without it no message would be sent"
+            )
+
+    def media_policy(self) -> MediaPolicy:
+        policy = self.unsupported_media_policy
+        if isinstance(policy, str):
+            return MediaPolicy(default=policy, stash_keys=self.media_stash_keys)
+        return MediaPolicy(default="throw", per_kind=dict(policy), stash_keys=self.media_stash_keys)
+
+
+REJECTED_REQUEST_KEYS: dict[str, str] = {
+    "store": "turnwire is stateless and always sends `store: false`",
+    "instructions": "`instructions` is rendered from the thread's system_prompt and buckets",
+    "previous_response_id": "turnwire resends the whole conversation; server-side state is off",
+    "conversation": "turnwire resends the whole conversation; server-side state is off",
+    "prompt": "stored prompts are server-side state, which turnwire does not use",
+    "context_management": "turnwire manages the context itself; server-side state is off",
+    "input": "`input` is rendered from the thread",
+    "tools": "tools are declared by the thread's `tools`",
+    "stream": "set client.stream instead",
+}
+
+
+class RequestSettings(_Section, kw_only=True):
+    """``request:``: wire options copied into the body when set."""
+
+    model: NonEmpty | None = None
+    max_output_tokens: Annotated[int, msgspec.Meta(ge=16)] | None = None
+    include: tuple[NonEmpty, ...] = ()
+    reasoning: ReasoningOptions | None = None
+    parallel_tool_calls: bool | None = None
+    temperature: Annotated[float, msgspec.Meta(ge=0, le=2)] | None = None
+    top_p: Annotated[float, msgspec.Meta(ge=0, le=1)] | None = None
+    top_logprobs: Annotated[int, msgspec.Meta(ge=0, le=20)] | None = None
+    truncation: Literal["auto", "disabled"] | None = None
+    service_tier: Literal["auto", "default", "flex", "scale", "priority"] | None = None
+    prompt_cache_key: str | None = None
+    prompt_cache_retention: Literal["in_memory", "24h"] | None = None
+    safety_identifier: str | None = None
+    metadata: dict[str, str] | None = None
+    tool_choice: Literal["none", "auto", "required"] | FunctionToolChoice | None = None
+    text: TextOptions | None = None
+    background: Literal[False] | None = None
+    stream_options: StreamOptions | None = None
+
+
+class RetrySettings(_Section, kw_only=True):
+    """``client.retry:``: the official SDK's policy by default."""
+
+    max_retries: Annotated[int, msgspec.Meta(ge=0)] = 2
+    initial_delay_s: NonNegative = 0.5
+    max_delay_s: NonNegative = 8.0
+    max_retry_after_s: NonNegative = 120.0
+    statuses: tuple[Annotated[int, msgspec.Meta(ge=100, le=599)], ...] | None = None
+
+
+class ClientSettings(_Section, kw_only=True):
+    """``client:``: where and how requests are sent."""
+
+    base_url: NonEmpty = "https://api.openai.com/v1"
+    api_key_env: str | None = "OPENAI_API_KEY"
+    organization: str | None = None
+    project: str | None = None
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
+    stream: bool = True
+    request_timeout_s: NonNegative = 600.0
+    connect_timeout_s: NonNegative = 5.0
+    stream_idle_timeout_s: NonNegative = 0.0
+    retry: RetrySettings = msgspec.field(default_factory=RetrySettings)
+    max_iterations: Annotated[int, msgspec.Meta(ge=1)] = 8
+    strict_tool_choice: bool = False
+
+
+class ContextSettings(_Section, kw_only=True):
+    """``context:``: the context-window guard (off while ``token_encoding`` is null)."""
+
+    token_encoding: Literal["o200k_base", "cl100k_base"] | None = None
+    context_window: Annotated[int, msgspec.Meta(ge=1)] | None = None
+
+    def __post_init__(self) -> None:
+        if self.token_encoding is not None and self.context_window is None:
+            raise ValueError("token_encoding is set but context_window is not")
+
+
+class PluginSettings(_Section, kw_only=True):
+    """``plugins:``: which plugins load, tracing, and per-plugin settings."""
+
+    load_entrypoints: bool = True
+    allow: tuple[str, ...] | None = None
+    block: tuple[str, ...] = ()
+    trace: bool = False
+    settings: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
+
+
+class Settings(_Section, kw_only=True):
+    """The whole configuration."""
+
+    render: RenderSettings = msgspec.field(default_factory=RenderSettings)
+    request: RequestSettings = msgspec.field(default_factory=RequestSettings)
+    client: ClientSettings = msgspec.field(default_factory=ClientSettings)
+    context: ContextSettings = msgspec.field(default_factory=ContextSettings)
+    plugins: PluginSettings = msgspec.field(default_factory=PluginSettings)
+
+
+def default_config_path() -> Path:
+    """The packaged ``default.yaml`` (in a checkout, ``config/default.yaml``)."""
+    packaged = resources.files("turnwire").joinpath("default.yaml")
+    if packaged.is_file():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parents[2] / "config" / "default.yaml"
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise ConfigError(f"cannot read configuration file {path}: {err.strerror}") from err
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"configuration file {path} is not valid YAML: {err}") from err
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"configuration file {path} must hold a mapping at the top level")
+    return data
+
+
+def merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """Recursive merge: mappings merge key by key; any other value replaces."""
+    merged = dict(base)
+    for key, value in override.items():
+        current = merged.get(key)
+        if isinstance(current, Mapping) and isinstance(value, Mapping):
+            merged[key] = merge(current, value)
+        else:
+            merged[key] = value
+    return merged
+
+
+_PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::([^}]*))?\}")
+
+
+def _interpolate(value: Any, env: Mapping[str, str], path: str) -> Any:
+    if isinstance(value, dict):
+        return {k: _interpolate(v, env, f"{path}.{k}") for k, v in value.items()}
+    if isinstance(value, list):
+        return [_interpolate(v, env, f"{path}[{i}]") for i, v in enumerate(value)]
+    if not isinstance(value, str) or "${" not in value:
+        return value
+
+    def substitute(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        if name in env:
+            return env[name]
+        if default is None:
+            raise ConfigError(
+                f"environment variable {name} is not set and ${{{name}}} has no default "
+                f"(write ${{{name}:value}})",
+                path=path,
+            )
+        return default
+
+    whole = _PLACEHOLDER.fullmatch(value)
+    text = _PLACEHOLDER.sub(substitute, value)
+    if whole is None:
+        return text
+    # A value that is one placeholder takes the YAML type of what it expands to.
+    try:
+        return yaml.safe_load(text) if text else None
+    except yaml.YAMLError:
+        return text
+
+
+_AT_PATH = re.compile(r" - at `(\$[^`]*)`$")
+
+
+def _check_rejected(tree: Mapping[str, Any]) -> None:
+    request = tree.get("request")
+    if isinstance(request, Mapping):
+        for key in request:
+            if key in REJECTED_REQUEST_KEYS:
+                raise ConfigError(
+                    f"request.{key} cannot be set: {REJECTED_REQUEST_KEYS[key]}",
+                    path=f"$.request.{key}",
+                )
+
+
+def settings_from_tree(tree: Mapping[str, Any]) -> Settings:
+    """Validate a merged configuration tree."""
+    _check_rejected(tree)
+    try:
+        return msgspec.convert(tree, Settings)
+    except msgspec.ValidationError as err:
+        message = str(err)
+        match = _AT_PATH.search(message)
+        path = match.group(1) if match else "$"
+        detail = _AT_PATH.sub("", message)
+        raise ConfigError(f"{path}: {detail}", path=path) from err
+
+
+def load_settings(
+    config_files: Iterable[str | os.PathLike[str]] = (),
+    *,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Load, merge, interpolate and validate the configuration.
+
+    :param config_files: profiles merged over the packaged default, in order.
+    :param env: the environment for ``${ENV:default}`` (``os.environ`` when omitted).
+    :param overrides: a last layer given in code (a mapping shaped like the files).
+    """
+    tree = _read(default_config_path())
+    for file in config_files:
+        tree = merge(tree, _read(Path(file)))
+    if overrides:
+        tree = merge(tree, overrides)
+    tree = _interpolate(tree, os.environ if env is None else env, "$")
+    return settings_from_tree(tree)

@@ -1,0 +1,39 @@
+"""The built-in render stages, registered as plain plugins (``trylast``) in this order."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from turnwire.stages import (
+    artifacts,
+    envelopes,
+    fingerprint,
+    instructions,
+    media,
+    memories,
+    reasoning,
+    retrievables,
+    system_prompt,
+    thoughts,
+    timeline,
+    tool_results,
+    tools,
+)
+
+__all__ = ["DEFAULT_PLUGINS"]
+
+DEFAULT_PLUGINS: tuple[ModuleType, ...] = (
+    envelopes,
+    instructions,
+    memories,
+    retrievables,
+    artifacts,
+    system_prompt,
+    media,
+    timeline,
+    tool_results,
+    reasoning,
+    thoughts,
+    fingerprint,
+    tools,
+)

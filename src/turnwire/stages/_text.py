@@ -1,0 +1,120 @@
+"""Text primitives shared by the built-in stages: escaping, neutralising, sanitising."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+
+from turnwire._canonical import js_number
+
+__all__ = [
+    "TRUST_RANK",
+    "attr",
+    "escape_attr",
+    "format_size",
+    "iso",
+    "neutralise",
+    "safe_tag",
+    "sanitise_filename",
+    "sanitise_mime",
+    "trust_floor",
+]
+
+_ATTR_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"})
+# A `<` that opens or closes developer rules, a turnwire envelope (name_<16 hex>) or a block
+# wrapper. Bodies may mention such tags; they may not produce them.
+_FORGEABLE = re.compile(
+    r"<(?=/?(?:system_instructions|memories|retrieved_corpus|[A-Za-z_]+_[0-9a-f]{16})\b)",
+    re.IGNORECASE,
+)
+_TAG_SAFE = re.compile(r"[A-Za-z0-9_-]+")
+_MIME = re.compile(r"[A-Za-z0-9_.+-]+/[A-Za-z0-9_.+-]+")
+_FILENAME_STRIP = re.compile("[<>\x00-\x1f\x7f-\x9f]")
+
+TRUST_RANK = {"first-party": 0, "third-party-public": 1, "third-party-private": 2}
+
+
+def escape_attr(value: str) -> str:
+    """Escape an attribute value (``& < > "``)."""
+    return value.translate(_ATTR_ESCAPES)
+
+
+def attr(name: str, value: object) -> str:
+    """`` name="value"`` with the value escaped; numbers print as JavaScript prints them."""
+    if isinstance(value, float | int) and not isinstance(value, bool):
+        return f' {name}="{js_number(value)}"'
+    return f' {name}="{escape_attr(str(value))}"'
+
+
+def safe_tag(name: str) -> str:
+    """A tag-name-safe version of ``name`` (anything outside ``[A-Za-z0-9_-]`` becomes ``_``)."""
+    if _TAG_SAFE.fullmatch(name):
+        return name
+    return re.sub(r"[^A-Za-z0-9_-]", "_", name) or "_"
+
+
+def neutralise(body: str, tag: str | None = None) -> str:
+    """Make ``body`` unable to open or close an envelope or a developer-rules block.
+
+    Every ``<`` that starts such a tag becomes ``&lt;``; so does any ``</tag`` of the
+    enclosing envelope ``tag``, whatever its shape.
+    """
+    if "<" not in body:
+        return body
+    body = _FORGEABLE.sub("&lt;", body)
+    if tag is not None:
+        closer = "</" + tag.lower()
+        lowered = body.lower()
+        if closer in lowered:
+            pieces: list[str] = []
+            start = 0
+            index = lowered.find(closer)
+            while index != -1:
+                pieces.append(body[start:index])
+                pieces.append("&lt;")
+                start = index + 1
+                index = lowered.find(closer, start)
+            pieces.append(body[start:])
+            body = "".join(pieces)
+    return body
+
+
+def sanitise_mime(mime: str) -> str:
+    """Keep a strict ``type/subtype``; anything else becomes ``application/octet-stream``."""
+    return mime if _MIME.fullmatch(mime) else "application/octet-stream"
+
+
+def sanitise_filename(name: str) -> str:
+    """Drop ``<``, ``>`` and control characters; cap at 256 characters."""
+    cleaned = _FILENAME_STRIP.sub("", name)
+    return cleaned if len(cleaned) <= 256 else cleaned[:256] + "…"
+
+
+def iso(moment: datetime) -> str:
+    """ISO 8601 with milliseconds and the value's own offset (``Z`` for UTC)."""
+    text = moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{moment.microsecond // 1000:03d}"
+    offset = moment.utcoffset()
+    if offset is None or offset == timedelta(0):
+        return text + "Z"
+    sign = "+" if offset >= timedelta(0) else "-"
+    minutes = abs(int(offset.total_seconds())) // 60
+    return f"{text}{sign}{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+def trust_floor(first: str, second: str) -> str:
+    """The less trusted of two tiers (unknown tiers count as third-party-private)."""
+    return first if TRUST_RANK.get(first, 2) >= TRUST_RANK.get(second, 2) else second
+
+
+def format_size(size: int | None) -> str:
+    """``N B`` below 1 KiB, else one decimal in KB, MB or GB (base 1024)."""
+    if size is None:
+        return "unknown size"
+    if size < 1024:
+        return f"{size} B"
+    value = float(size)
+    for unit in ("KB", "MB", "GB"):
+        value /= 1024
+        if value < 1024 or unit == "GB":
+            return f"{value:.1f} {unit}"
+    raise AssertionError("unreachable")  # pragma: no cover

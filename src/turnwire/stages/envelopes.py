@@ -1,0 +1,30 @@
+"""Built-in ``render_untrusted_content`` and ``render_trusted_content``."""
+
+from __future__ import annotations
+
+from turnwire.context import EnvelopeAttrs
+from turnwire.hookspecs import hookimpl
+from turnwire.stages._text import attr, neutralise, safe_tag
+
+__all__ = ["envelope", "render_trusted_content", "render_untrusted_content"]
+
+
+def envelope(prefix: str, content: str, attrs: EnvelopeAttrs) -> str:
+    """``<PREFIX_NONCE nonce=".." kind=".." [tool=".."] [modality=".."]>`` body closing-tag."""
+    tag = f"{prefix}_{safe_tag(attrs.nonce)}"
+    head = f"<{tag}{attr('nonce', attrs.nonce)}{attr('kind', attrs.kind)}"
+    if attrs.tool:
+        head += attr("tool", attrs.tool)
+    if attrs.modality:
+        head += attr("modality", attrs.modality)
+    return f"{head}>\n{neutralise(content, tag)}\n</{tag}>"
+
+
+@hookimpl(trylast=True)
+def render_untrusted_content(content: str, attrs: EnvelopeAttrs) -> str:
+    return envelope("untrusted_content", content, attrs)
+
+
+@hookimpl(trylast=True)
+def render_trusted_content(content: str, attrs: EnvelopeAttrs) -> str:
+    return envelope("trusted_content", content, attrs)

@@ -1,0 +1,66 @@
+"""Built-in ``fingerprint_prefix``: the ``prefix`` scheme (byte-compatible) and ``model``."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+from turnwire._canonical import canonical_item_bytes, canonical_json, js_string
+from turnwire.context import Endpoint, FingerprintBinding
+from turnwire.hookspecs import hookimpl
+from turnwire.wire import FunctionTool, InputItem
+
+__all__ = ["fingerprint_prefix", "prefix_tail"]
+
+
+def prefix_tail(model: str, instructions: str | None, tools: Sequence[FunctionTool] | None) -> bytes:
+    """Everything of the canonical text after the input array, for these request fields."""
+    instructions_text = "undefined" if instructions is None else js_string(instructions)
+    tools_text = "undefined" if tools is None else canonical_json(list(tools))
+    return (
+        f'],"instructions":{instructions_text},"model":{js_string(model)},"tools":{tools_text}}}'
+    ).encode()
+
+
+def _model_binding(model: str, endpoint: Endpoint) -> str:
+    text = canonical_json(
+        {
+            "binding": "model",
+            "model": model,
+            "base_url": endpoint.base_url.rstrip("/"),
+            "organization": endpoint.organization,
+            "project": endpoint.project,
+        }
+    )
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@hookimpl(trylast=True)
+def fingerprint_prefix(
+    model: str,
+    instructions: str | None,
+    tools: Sequence[FunctionTool] | None,
+    input: Sequence[InputItem],
+    through_item: int,
+    fingerprint_binding: FingerprintBinding,
+    endpoint: Endpoint,
+    scratch: dict[str, Any],
+) -> str:
+    if fingerprint_binding == "model":
+        return _model_binding(model, endpoint)
+    key = (id(input), model, instructions, id(tools))
+    state = scratch.get("fingerprint_prefix")
+    if state is None or state[0] != key or state[2] > through_item:
+        hasher = hashlib.sha256(b'{"input":[')
+        state = [key, hasher, 0, prefix_tail(model, instructions, tools), input]
+        scratch["fingerprint_prefix"] = state
+    hasher, position = state[1], state[2]
+    for index in range(position, through_item):
+        if index:
+            hasher.update(b",")
+        hasher.update(canonical_item_bytes(input[index]))
+    state[2] = through_item
+    final = hasher.copy()
+    final.update(state[3])
+    return final.hexdigest()

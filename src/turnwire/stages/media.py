@@ -1,0 +1,93 @@
+"""Built-in ``render_media_blocks``: images, documents, and the unsupported-media policy."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from turnwire.context import EnvelopeAttrs, EnvelopeNonce, MediaPolicy, Warn
+from turnwire.errors import RenderError, UnsupportedMediaError
+from turnwire.hookspecs import hookimpl
+from turnwire.model import Media
+from turnwire.stages._text import format_size, sanitise_filename, sanitise_mime, trust_floor
+from turnwire.wire import InputContent, InputFile, InputImage, InputText
+
+__all__ = ["media_marker", "render_media_blocks"]
+
+_MODALITY = {"inert": "inert", "extractable-instructions": "extractable"}
+
+
+def media_marker(media: Media) -> str:
+    """The id marker that precedes every rendered attachment."""
+    return f"[media id: {sanitise_filename(media.id)} | {sanitise_filename(media.filename)}]"
+
+
+def _data_uri(media: Media) -> str:
+    if media.data is None:
+        raise RenderError(
+            f"media {media.id} points at {media.path!r} but its bytes were not loaded; render "
+            "through turnwire.render() or load them with turnwire.inline_media()",
+            stage="render_media_blocks",
+            record=media.id,
+        )
+    encoded = base64.b64encode(media.data).decode("ascii")
+    return f"data:{sanitise_mime(media.mime_type)};base64,{encoded}"
+
+
+def _wrap(media: Media, tier: str, text: str, envelope_nonce: EnvelopeNonce, stages: Any) -> str:
+    attrs = EnvelopeAttrs(
+        nonce=envelope_nonce(media.id),
+        kind="media-fallback",
+        modality=_MODALITY.get(media.hazard, "opaque"),
+    )
+    if tier == "first-party":
+        return str(stages.render_trusted_content(content=text, attrs=attrs))
+    return str(stages.render_untrusted_content(content=text, attrs=attrs))
+
+
+def _fallback(
+    media: Media, policy: MediaPolicy, envelope_nonce: EnvelopeNonce, warn: Warn, stages: Any
+) -> str:
+    if policy.for_kind(media.kind) == "fallback-stash":
+        entries = {entry.key: entry for entry in media.stash}
+        for key in policy.stash_keys:
+            entry = entries.get(key)
+            if entry is not None:
+                tier = trust_floor(media.trust_tier, entry.trust_tier)
+                return _wrap(media, tier, entry.value, envelope_nonce, stages)
+        warn(
+            f"unsupported_media_policy=fallback-stash for media {media.id}: no stash entry under "
+            f"{', '.join(policy.stash_keys)}; using a synthetic description instead"
+        )
+    description = (
+        f"[media: {sanitise_filename(media.filename)}, {sanitise_mime(media.mime_type)}, "
+        f"{format_size(media.byte_length)}]"
+    )
+    return _wrap(media, media.trust_tier, description, envelope_nonce, stages)
+
+
+@hookimpl(trylast=True)
+def render_media_blocks(
+    media: Media,
+    unsupported_media_policy: MediaPolicy,
+    envelope_nonce: EnvelopeNonce,
+    warn: Warn,
+    stages: Any,
+) -> tuple[InputContent, ...]:
+    marker = media_marker(media)
+    if media.kind == "image":
+        return (InputText(text=marker), InputImage(detail="auto", image_url=_data_uri(media)))
+    if media.kind == "document":
+        return (
+            InputText(text=marker),
+            InputFile(filename=media.filename or media.id, file_data=_data_uri(media)),
+        )
+    if unsupported_media_policy.for_kind(media.kind) == "throw":
+        raise UnsupportedMediaError(
+            kind=media.kind,
+            mime_type=sanitise_mime(media.mime_type),
+            filename=sanitise_filename(media.filename),
+            record=media.id,
+        )
+    text = _fallback(media, unsupported_media_policy, envelope_nonce, warn, stages)
+    return (InputText(text=f"{marker}\n{text}"),)

@@ -1,0 +1,55 @@
+"""Built-in ``render_reasoning_item`` and ``filter_thoughts``."""
+
+from __future__ import annotations
+
+import msgspec
+
+from turnwire.context import ReasoningReplay, ThoughtSurfacing
+from turnwire.hookspecs import hookimpl
+from turnwire.model import Thought
+from turnwire.stages.timeline import valid_item_id
+from turnwire.wire import ReasoningItem
+
+__all__ = ["filter_thoughts", "render_reasoning_item"]
+
+
+@hookimpl(trylast=True)
+def render_reasoning_item(
+    thought: Thought, reasoning_replay: ReasoningReplay, replay_compatibility: tuple[str, ...]
+) -> ReasoningItem | None:
+    if reasoning_replay != "encrypted" or thought.payload is None:
+        return None
+    if thought.replay_compatibility not in replay_compatibility:
+        return None
+    item = thought.payload.item
+    if not item.encrypted_content:
+        return None
+    if item.id is not None and valid_item_id(item.id, "rs_") is None:
+        return msgspec.structs.replace(item, id=None)
+    return item
+
+
+def _replayable(thought: Thought, accepted: tuple[str, ...]) -> bool:
+    tag = thought.replay_compatibility
+    if thought.payload is None:
+        return tag is None or tag == "plain-text" or tag in accepted
+    return tag in accepted
+
+
+@hookimpl(trylast=True)
+def filter_thoughts(
+    thoughts: tuple[Thought, ...],
+    thought_surfacing: ThoughtSurfacing,
+    self_identity: str,
+    replay_compatibility: tuple[str, ...],
+) -> tuple[Thought, ...]:
+    kept = [
+        thought
+        for thought in thoughts
+        if (thought_surfacing == "all" or thought.who.identifier == self_identity)
+        and _replayable(thought, replay_compatibility)
+    ]
+    kept.sort(key=lambda t: (t.created_at, t.seq, t.id))
+    if thought_surfacing == "latest-self":
+        return tuple(kept[-1:])
+    return tuple(kept)

@@ -1,0 +1,72 @@
+"""Built-in ``render_timeline_message``: user, own output and peer-agent messages."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from turnwire.context import EnvelopeNonce
+from turnwire.hookspecs import hookimpl
+from turnwire.model import Message
+from turnwire.stages._text import attr, iso, neutralise
+from turnwire.wire import InputContent, InputItem, InputMessage, InputText, OutputMessage, OutputText
+
+__all__ = ["render_timeline_message", "valid_item_id"]
+
+_ITEM_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def valid_item_id(item_id: str | None, prefix: str) -> str | None:
+    """``item_id`` when the API would accept it for this item type (``msg_``, ``fc_``, ``rs_``)."""
+    if item_id and item_id.startswith(prefix) and _ITEM_ID.fullmatch(item_id):
+        return item_id
+    return None
+
+
+def _media_item(message: Message, stages: Any) -> InputMessage | None:
+    blocks: list[InputContent] = []
+    for media in message.attachments:
+        blocks.extend(stages.render_media_blocks(media=media))
+    return InputMessage(role="user", content=tuple(blocks)) if blocks else None
+
+
+@hookimpl(trylast=True)
+def render_timeline_message(
+    message: Message, self_identity: str, envelope_nonce: EnvelopeNonce, stages: Any
+) -> tuple[InputItem, ...]:
+    who = message.who
+    nonce = envelope_nonce(message.id)
+    items: list[InputItem] = []
+    if message.role == "user":
+        tag = f"message_{nonce}"
+        head = f"<{tag}{attr('from', who.display)} role=\"user\"{attr('createdAt', iso(message.created_at))}>"
+        text = f"{head}\n{neutralise(message.content or '', tag)}\n</{tag}>"
+        blocks: list[InputContent] = [InputText(text=text)]
+        for media in message.attachments:
+            blocks.extend(stages.render_media_blocks(media=media))
+        return (InputMessage(role="user", content=tuple(blocks)),)
+
+    if who.identifier == self_identity:
+        text = neutralise(message.content or "")
+        if text:
+            item_id = valid_item_id(message.id, "msg_")
+            if item_id is not None:
+                items.append(
+                    OutputMessage(
+                        role="assistant",
+                        status="completed",
+                        id=item_id,
+                        content=(OutputText(text=text, annotations=()),),
+                    )
+                )
+            else:
+                items.append(InputMessage(role="assistant", content=text))
+    elif message.content:
+        tag = f"peer_agent_output_{nonce}"
+        head = f"<{tag}{attr('from', who.display)}{attr('createdAt', iso(message.created_at))}>"
+        text = f"{head}\n{neutralise(message.content, tag)}\n</{tag}>"
+        items.append(InputMessage(role="assistant", content=text))
+    attachments = _media_item(message, stages)
+    if attachments is not None:
+        items.append(attachments)
+    return tuple(items)

@@ -1,0 +1,89 @@
+"""Built-in ``render_tool_call_result``: text, artifacts, handles and media results."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from turnwire.context import EnvelopeAttrs, EnvelopeNonce, HandleInfo, Warn
+from turnwire.hookspecs import hookimpl
+from turnwire.model import Artifact, Tool, ToolCall
+from turnwire.stages.envelopes import envelope
+from turnwire.wire import InputContent, InputText
+
+__all__ = ["render_tool_call_result"]
+
+
+def _inline(artifact: Artifact, tool_call: ToolCall, limit: int) -> bool:
+    if artifact.inline is not None:
+        return artifact.inline
+    if tool_call.inline is not None:
+        return tool_call.inline
+    return artifact.byte_length <= limit
+
+
+def _media_result(
+    tool_call: ToolCall, trusted: bool, attrs: EnvelopeAttrs, warn: Warn, stages: Any
+) -> tuple[InputContent, ...]:
+    assert tool_call.result is not None and tool_call.result.media is not None
+    blocks: list[InputContent] = []
+    for media in tool_call.result.media:
+        blocks.extend(stages.render_media_blocks(media=media))
+    sentinel = f"__turnwire_media_boundary_{attrs.nonce}__"
+    wrap = stages.render_trusted_content if trusted else stages.render_untrusted_content
+    framed = str(wrap(content=sentinel, attrs=attrs))
+    if sentinel not in framed:
+        warn(
+            f"the envelope stage dropped the body of tool {tool_call.tool!r}; the built-in "
+            "envelope brackets its media instead, so the trust boundary still holds"
+        )
+        framed = envelope("trusted_content" if trusted else "untrusted_content", sentinel, attrs)
+    opening, _, closing = framed.partition(sentinel)
+    return (InputText(text=opening.rstrip()), *blocks, InputText(text=closing.lstrip()))
+
+
+@hookimpl(trylast=True)
+def render_tool_call_result(
+    tool_call: ToolCall,
+    tool: Tool | None,
+    tool_result_inline_max_bytes: int,
+    envelope_nonce: EnvelopeNonce,
+    warn: Warn,
+    stages: Any,
+) -> str | tuple[InputContent, ...]:
+    result = tool_call.result
+    if result is None:
+        raise ValueError(f"tool call {tool_call.id} has no result to render")
+    if tool is None:
+        warn(
+            f"tool {tool_call.tool!r} is not declared in the thread; its result of call "
+            f"{tool_call.id} goes in an untrusted envelope"
+        )
+    trusted = tool is not None and tool.trusted
+    name = tool_call.tool
+    nonce = envelope_nonce(tool_call.id)
+    wrap = stages.render_trusted_content if trusted else stages.render_untrusted_content
+    plain = "trusted-tool-result" if trusted else "tool-result"
+
+    if result.media is not None:
+        kind = "trusted-tool-result-media" if trusted else "tool-result-media"
+        attrs = EnvelopeAttrs(nonce=nonce, kind=kind, tool=name)
+        return _media_result(tool_call, trusted, attrs, warn, stages)
+    if result.artifacts is not None:
+        body = "\n\n".join(artifact.body for artifact in result.artifacts)
+        return str(wrap(content=body, attrs=EnvelopeAttrs(nonce=nonce, kind=plain, tool=name)))
+    if result.artifact is not None:
+        artifact = result.artifact
+        if not _inline(artifact, tool_call, tool_result_inline_max_bytes):
+            handle = HandleInfo(
+                call_id=tool_call.id,
+                kind=artifact.kind,
+                byte_length=artifact.byte_length,
+                line_count=artifact.line_count,
+            )
+            body = str(stages.render_artifact_handle_body(handle=handle))
+            attrs = EnvelopeAttrs(nonce=nonce, kind="artifact-handle", tool=name)
+            return str(stages.render_untrusted_content(content=body, attrs=attrs))
+        return str(wrap(content=artifact.body, attrs=EnvelopeAttrs(nonce=nonce, kind=plain,
+                                                                   tool=name)))
+    text = result.text or ""
+    return str(wrap(content=text, attrs=EnvelopeAttrs(nonce=nonce, kind=plain, tool=name)))

@@ -1,0 +1,39 @@
+"""Built-in ``tools_to_wire`` and ``description_to_json_schema``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from turnwire.hookspecs import hookimpl
+from turnwire.model import Tool
+from turnwire.wire import FunctionTool
+
+__all__ = ["description_to_json_schema", "tools_to_wire"]
+
+
+@hookimpl(trylast=True)
+def description_to_json_schema(description: Mapping[str, Any] | None) -> dict[str, Any]:
+    schema = dict(description or {})
+    schema.setdefault("type", "object")
+    if schema["type"] == "object":
+        schema.setdefault("properties", {})
+    return schema
+
+
+@hookimpl(trylast=True)
+def tools_to_wire(tools: tuple[Tool, ...], strict: bool | None, stages: Any) -> tuple[FunctionTool, ...]:
+    declared = []
+    for tool in tools:
+        if tool.hidden:
+            continue
+        flag = tool.strict if tool.strict is not None else bool(strict)
+        declared.append(
+            FunctionTool(
+                name=tool.name,
+                description=tool.description or None,
+                parameters=stages.description_to_json_schema(description=tool.parameters),
+                strict=flag,
+            )
+        )
+    return tuple(declared)

@@ -1,0 +1,49 @@
+"""Responses API wire types as msgspec Structs; tags are the API's ``type`` literals."""
+
+from turnwire.wire.content import (
+    InputContent,
+    InputFile,
+    InputImage,
+    InputText,
+    OutputText,
+    ReasoningText,
+    SummaryText,
+)
+from turnwire.wire.items import (
+    FunctionCall,
+    FunctionCallOutput,
+    InputItem,
+    InputMessage,
+    OutputMessage,
+    ReasoningItem,
+)
+from turnwire.wire.request import (
+    FunctionToolChoice,
+    ReasoningOptions,
+    RequestBody,
+    StreamOptions,
+    TextOptions,
+)
+from turnwire.wire.tools import FunctionTool
+
+__all__ = [
+    "FunctionCall",
+    "FunctionCallOutput",
+    "FunctionTool",
+    "FunctionToolChoice",
+    "InputContent",
+    "InputFile",
+    "InputImage",
+    "InputItem",
+    "InputMessage",
+    "InputText",
+    "OutputMessage",
+    "OutputText",
+    "ReasoningItem",
+    "ReasoningOptions",
+    "ReasoningText",
+    "RequestBody",
+    "StreamOptions",
+    "SummaryText",
+    "TextOptions",
+]

@@ -1,0 +1,73 @@
+"""Content blocks of the Responses wire: what goes inside a message or a tool output.
+
+Tags are the API's ``type`` literals. Fields whose absence changes meaning have no default, so
+``omit_defaults`` can never drop them (``annotations`` on output text, ``detail`` on images).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+__all__ = [
+    "InputContent",
+    "InputFile",
+    "InputImage",
+    "InputText",
+    "OutputText",
+    "ReasoningText",
+    "SummaryText",
+    "WireStruct",
+]
+
+
+class WireStruct(
+    msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag_field="type"
+):
+    """Base of every tagged wire value; unknown fields are tolerated (the API grows)."""
+
+
+class InputText(WireStruct, kw_only=True, tag="input_text"):
+    """Plain text given to the model."""
+
+    text: str
+
+
+class InputImage(WireStruct, kw_only=True, tag="input_image"):
+    """An image, by data URI or URL (``image_url``) or by uploaded file (``file_id``)."""
+
+    detail: Literal["auto", "low", "high", "original"]
+    image_url: str | None = None
+    file_id: str | None = None
+
+
+class InputFile(WireStruct, kw_only=True, tag="input_file"):
+    """A document, as a ``data:<mime>;base64,...`` URI (``file_data``), a URL or a file id."""
+
+    filename: str | None = None
+    file_data: str | None = None
+    file_id: str | None = None
+    file_url: str | None = None
+
+
+class OutputText(WireStruct, kw_only=True, tag="output_text"):
+    """Text the model produced, replayed inside an assistant output message."""
+
+    text: str
+    annotations: tuple[Any, ...]
+
+
+class SummaryText(WireStruct, kw_only=True, tag="summary_text"):
+    """One part of a reasoning summary."""
+
+    text: str
+
+
+class ReasoningText(WireStruct, kw_only=True, tag="reasoning_text"):
+    """Raw reasoning text (some models emit it beside the summary)."""
+
+    text: str
+
+
+InputContent = InputText | InputImage | InputFile

@@ -1,0 +1,67 @@
+"""The request body of ``POST /responses``.
+
+Field order is the order of the body on the wire. ``store`` has no default: a stateless client
+must always say ``store: false``, and a default would let ``omit_defaults`` drop it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from turnwire.wire.items import InputItem
+from turnwire.wire.tools import FunctionTool
+
+__all__ = ["FunctionToolChoice", "ReasoningOptions", "RequestBody", "StreamOptions", "TextOptions"]
+
+
+class _Options(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True,
+               forbid_unknown_fields=True):
+    pass
+
+
+class ReasoningOptions(_Options, kw_only=True):
+    effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
+    summary: Literal["auto", "concise", "detailed"] | None = None
+
+
+class TextOptions(_Options, kw_only=True):
+    format: dict[str, Any] | None = None
+    verbosity: Literal["low", "medium", "high"] | None = None
+
+
+class StreamOptions(_Options, kw_only=True):
+    include_obfuscation: bool | None = None
+
+
+class FunctionToolChoice(_Options, kw_only=True, tag="function", tag_field="type"):
+    name: str
+
+
+class RequestBody(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """The exact body turnwire POSTs."""
+
+    model: str
+    input: tuple[InputItem, ...]
+    stream: bool
+    store: bool
+    instructions: str | None = None
+    include: tuple[str, ...] | None = None
+    reasoning: ReasoningOptions | None = None
+    max_output_tokens: int | None = None
+    parallel_tool_calls: bool | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    top_logprobs: int | None = None
+    truncation: Literal["auto", "disabled"] | None = None
+    service_tier: Literal["auto", "default", "flex", "scale", "priority"] | None = None
+    prompt_cache_key: str | None = None
+    prompt_cache_retention: Literal["in_memory", "24h"] | None = None
+    safety_identifier: str | None = None
+    metadata: dict[str, str] | None = None
+    text: TextOptions | None = None
+    background: bool | None = None
+    stream_options: StreamOptions | None = None
+    tool_choice: Literal["none", "auto", "required"] | FunctionToolChoice | None = None
+    tools: tuple[FunctionTool, ...] | None = None
