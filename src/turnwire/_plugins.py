@@ -44,8 +44,9 @@ def build_plugin_manager(
         try:
             manager.register(plugin)
         except pluggy.PluginValidationError as err:
-            raise PluginError(f"plugin {plugin!r} does not match the hookspecs: {err}",
-                              plugin=repr(plugin)) from err
+            raise PluginError(
+                f"plugin {plugin!r} does not match the hookspecs: {err}", plugin=repr(plugin)
+            ) from err
     try:
         manager.check_pending()
     except pluggy.PluginValidationError as err:
@@ -67,14 +68,18 @@ def _load_entrypoints(
 
     for entry_point in entry_points(group=ENTRY_POINT_GROUP):
         if entry_point.name in block or (allow is not None and entry_point.name not in allow):
-            logger.debug("plugin %s not loaded (allow/block lists)", entry_point.name,
-                         extra={"kind": "plugin-skipped"})
+            logger.debug(
+                "plugin %s not loaded (allow/block lists)",
+                entry_point.name,
+                extra={"kind": "plugin-skipped"},
+            )
             manager.set_blocked(entry_point.name)
     try:
         manager.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
     except pluggy.PluginValidationError as err:
         name = manager.get_name(err.plugin) or repr(err.plugin)
-        raise PluginError(f"plugin {name} does not match the hookspecs: {err}",
-                          plugin=name) from err
+        raise PluginError(
+            f"plugin {name} does not match the hookspecs: {err}", plugin=name
+        ) from err
     except Exception as err:
         raise PluginError(f"a turnwire plugin failed to load: {err}", plugin="?") from err

@@ -22,8 +22,13 @@ def _parser() -> argparse.ArgumentParser:
 
     render = commands.add_parser("render", help="print the request body a thread renders to")
     render.add_argument("thread", help="a thread file (YAML or JSON, schema version 1)")
-    render.add_argument("--config", action="append", default=[], metavar="FILE",
-                        help="a configuration profile, merged over the defaults (repeatable)")
+    render.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a configuration profile, merged over the defaults (repeatable)",
+    )
     render.add_argument("--model", help="the model (overrides the thread and the config)")
 
     check = commands.add_parser("check-config", help="validate configuration files")

@@ -322,7 +322,9 @@ def render_reasoning_item(
 
 
 @hookspec(firstresult=True)
-def render_thought(thought: Thought, self_identity: str, envelope_nonce: EnvelopeNonce) -> str | None:
+def render_thought(
+    thought: Thought, self_identity: str, envelope_nonce: EnvelopeNonce
+) -> str | None:
     """Render a thought as text, when it is not replayed natively.
 
     :param thought: the thought (its ``content`` is what the model sees).

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from turnwire._canonical import canonical_json
 from turnwire.wire.items import ReasoningItem
 
 __all__ = [
@@ -57,7 +58,7 @@ class _Record(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     """Base of every domain record."""
 
 
-class Identity(_Record, kw_only=True):
+class Identity(_Record, frozen=True, kw_only=True):
     """Who produced a record.
 
     ``identifier`` is the system key compared with ``self_identity``; ``representation`` is what
@@ -72,7 +73,7 @@ class Identity(_Record, kw_only=True):
         return self.representation or self.identifier
 
 
-class StashEntry(_Record, kw_only=True):
+class StashEntry(_Record, frozen=True, kw_only=True):
     """A text derived from a media item (a transcript, a caption), with its own trust tier."""
 
     key: NonEmpty
@@ -80,7 +81,7 @@ class StashEntry(_Record, kw_only=True):
     trust_tier: TrustTier
 
 
-class Media(_Record, kw_only=True):
+class Media(_Record, frozen=True, kw_only=True):
     """An attachment: an image, a document, audio or video.
 
     Exactly one of ``path`` (a file pointer, resolved when a request is assembled) or ``data``
@@ -115,7 +116,7 @@ class Media(_Record, kw_only=True):
         return None if self.data is None else len(self.data)
 
 
-class Artifact(_Record, kw_only=True):
+class Artifact(_Record, frozen=True, kw_only=True):
     """A tool result body with a line-oriented view.
 
     ``inline`` decides whether the model sees the body or a handle: ``True`` inlines it,
@@ -157,7 +158,7 @@ class Artifact(_Record, kw_only=True):
         return "\n".join(lines[-n:] if n > 0 else [])
 
 
-class ToolResult(_Record, kw_only=True):
+class ToolResult(_Record, frozen=True, kw_only=True):
     """The result of a tool call: exactly one of the three silos.
 
     ``text`` (a plain answer or an error text), ``artifact`` / ``artifacts`` (bodies), or
@@ -185,7 +186,9 @@ class ToolResult(_Record, kw_only=True):
             raise ValueError("`media` must not be empty")
 
 
-class ReasoningPayload(_Record, kw_only=True, tag="responses-reasoning", tag_field="variant"):
+class ReasoningPayload(
+    _Record, frozen=True, kw_only=True, tag="responses-reasoning", tag_field="variant"
+):
     """What a thought needs to be replayed as a native reasoning item.
 
     :ivar item: the reasoning item as it will be replayed.
@@ -198,7 +201,7 @@ class ReasoningPayload(_Record, kw_only=True, tag="responses-reasoning", tag_fie
     prefix_fingerprint: str | None = None
 
 
-class Message(_Record, kw_only=True):
+class Message(_Record, frozen=True, kw_only=True):
     """A message of the conversation, from the user or from an assistant.
 
     The identity defaults to the role: an assistant message without identity is the agent's own
@@ -222,7 +225,7 @@ class Message(_Record, kw_only=True):
         return self.identity or Identity(identifier=self.role)
 
 
-class Thought(_Record, kw_only=True):
+class Thought(_Record, frozen=True, kw_only=True):
     """A reasoning record: plain text, a replayable reasoning item, or both.
 
     Rules (from the reference): a payload requires ``replay_compatibility``; without a payload,
@@ -250,12 +253,10 @@ class Thought(_Record, kw_only=True):
 
 def tool_call_checksum(tool: str, args: Any) -> str:
     """SHA-256 (hex) of the canonical JSON of ``{tool, args}``, as the reference computes it."""
-    from turnwire._canonical import canonical_json
-
     return hashlib.sha256(canonical_json({"args": args, "tool": tool}).encode()).hexdigest()
 
 
-class ToolCall(_Record, kw_only=True):
+class ToolCall(_Record, frozen=True, kw_only=True):
     """A call the model made and, once run, its result.
 
     ``id`` is ``call_id`` alone or the composite ``call_id|item_id`` when the response gave the
@@ -287,7 +288,7 @@ class ToolCall(_Record, kw_only=True):
         return self.checksum or tool_call_checksum(self.tool, self.args)
 
 
-class Memory(_Record, kw_only=True):
+class Memory(_Record, frozen=True, kw_only=True):
     """Something the agent remembers about the user or the task."""
 
     id: NonEmpty
@@ -297,7 +298,7 @@ class Memory(_Record, kw_only=True):
     created_at: AwareDatetime | None = None
 
 
-class Retrievable(_Record, kw_only=True):
+class Retrievable(_Record, frozen=True, kw_only=True):
     """A retrieved document, with the trust tier of the channel it came from.
 
     ``content`` is the body; ``artifact`` replaces it for large bodies, shown as a handle unless
@@ -319,7 +320,7 @@ class Retrievable(_Record, kw_only=True):
             raise ValueError(f"retrievable {self.id} needs exactly one of `content` or `artifact`")
 
 
-class Tool(_Record, kw_only=True):
+class Tool(_Record, frozen=True, kw_only=True):
     """A function tool the model may call.
 
     ``parameters`` is a JSON Schema object. ``trusted`` selects the trusted envelope for its
@@ -336,7 +337,7 @@ class Tool(_Record, kw_only=True):
     handler: str | None = None
 
 
-class Thread(_Record, kw_only=True):
+class Thread(_Record, frozen=True, kw_only=True):
     """A whole stored conversation: schema version 1 of the thread file."""
 
     version: Literal[1] = 1

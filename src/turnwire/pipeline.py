@@ -136,10 +136,11 @@ def _timeline(
             if item is not None:
                 candidates[len(items)] = record
                 items.append(item)
-            elif record.payload is None or options.reasoning_replay != "off":
-                if thought_text(record):
-                    text = stages.render_thought(thought=record)
-                    items.append(InputMessage(role="assistant", content=text))
+            elif (record.payload is None or options.reasoning_replay != "off") and thought_text(
+                record
+            ):
+                text = stages.render_thought(thought=record)
+                items.append(InputMessage(role="assistant", content=text))
     return items, candidates
 
 
@@ -207,9 +208,7 @@ def build_input(thread: Thread, *, plan: StagePlan, options: RenderOptions) -> R
             path="$.render.bucket_order",
         )
     warnings: list[str] = []
-    stages = StageRelay(
-        plan, {**options.injectable(), "warn": warnings.append, "scratch": {}}
-    )
+    stages = StageRelay(plan, {**options.injectable(), "warn": warnings.append, "scratch": {}})
     declared = tuple(stages.tools_to_wire(tools=thread.tools))
     tools = declared or None
     leading = stages.render_system_prompt(
@@ -225,8 +224,12 @@ def build_input(thread: Thread, *, plan: StagePlan, options: RenderOptions) -> R
         if channel == "instructions":
             instructions = leading
         else:
-            role = "developer" if channel == "developer-item" else "system"
-            head.append(InputMessage(role=role, content=(InputText(text=leading),)))
+            head.append(
+                InputMessage(
+                    role="developer" if channel == "developer-item" else "system",
+                    content=(InputText(text=leading),),
+                )
+            )
 
     if (
         options.reasoning_replay != "off"
@@ -253,8 +256,9 @@ def build_input(thread: Thread, *, plan: StagePlan, options: RenderOptions) -> R
 
     position = options.bucket_order.index("timeline")
     trailing = [
-        render_bucket(label, stages, thread.standing_instructions, thread.memories,
-                      thread.retrievables)
+        render_bucket(
+            label, stages, thread.standing_instructions, thread.memories, thread.retrievables
+        )
         for label in options.bucket_order[position + 1 :]
     ]
     trailing_text = "\n\n".join(part for part in trailing if part)

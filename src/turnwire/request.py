@@ -102,8 +102,9 @@ def encode_body(body: RequestBody) -> bytes:
 
 def _fail(rule: str, detail: str, index: int | None = None) -> PreflightError:
     where = "body" if index is None else f"input[{index}]"
-    return PreflightError(f"{where}: {detail} (rule {rule}: {PREFLIGHT_RULES[rule]})",
-                          rule=rule, index=index)
+    return PreflightError(
+        f"{where}: {detail} (rule {rule}: {PREFLIGHT_RULES[rule]})", rule=rule, index=index
+    )
 
 
 def _text_of(item: Mapping[str, Any]) -> str:
@@ -111,9 +112,7 @@ def _text_of(item: Mapping[str, Any]) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, Sequence):
-        return " ".join(
-            part.get("text", "") for part in content if isinstance(part, Mapping)
-        )
+        return " ".join(part.get("text", "") for part in content if isinstance(part, Mapping))
     return ""
 
 
@@ -144,13 +143,17 @@ def preflight(body: RequestBody | Mapping[str, Any]) -> None:
         item_id = item.get("id")
         if item_id is not None:
             if item_id in seen_ids:
-                raise _fail("duplicate-id", f"id {item_id!r} already used by "
-                            f"input[{seen_ids[item_id]}]", index)
+                raise _fail(
+                    "duplicate-id",
+                    f"id {item_id!r} already used by input[{seen_ids[item_id]}]",
+                    index,
+                )
             seen_ids[item_id] = index
             prefix = _ID_PREFIX.get(kind)
             if prefix and not str(item_id).startswith(prefix):
-                raise _fail("item-id-prefix", f"{kind} id {item_id!r} does not start with "
-                            f"{prefix}", index)
+                raise _fail(
+                    "item-id-prefix", f"{kind} id {item_id!r} does not start with {prefix}", index
+                )
         if kind == "reasoning":
             following = items[index + 1] if index + 1 < len(items) else None
             if (
@@ -158,42 +161,64 @@ def preflight(body: RequestBody | Mapping[str, Any]) -> None:
                 or not following.get("id")
                 or following.get("type", "message") in _PASSIVE_TYPES
             ):
-                raise _fail("reasoning-partner", f"reasoning item {item_id!r} is not followed "
-                            "by an output item with an id", index)
+                raise _fail(
+                    "reasoning-partner",
+                    f"reasoning item {item_id!r} is not followed by an output item with an id",
+                    index,
+                )
             if stateless and not item.get("encrypted_content"):
-                raise _fail("reasoning-encrypted", f"reasoning item {item_id!r} has no "
-                            "encrypted_content", index)
+                raise _fail(
+                    "reasoning-encrypted",
+                    f"reasoning item {item_id!r} has no encrypted_content",
+                    index,
+                )
         elif kind == "message" and item.get("role") == "assistant":
             content = item.get("content")
-            if isinstance(content, Sequence) and not isinstance(content, str) and any(
-                isinstance(part, Mapping) and part.get("type") == "input_text"
-                for part in content
+            if (
+                isinstance(content, Sequence)
+                and not isinstance(content, str)
+                and any(
+                    isinstance(part, Mapping) and part.get("type") == "input_text"
+                    for part in content
+                )
             ):
-                raise _fail("assistant-input-text", "assistant message has input_text parts",
-                            index)
+                raise _fail("assistant-input-text", "assistant message has input_text parts", index)
         elif kind in ("function_call", "function_call_output"):
             call_id = str(item.get("call_id", ""))
             if len(call_id) > 64:
                 raise _fail("call-id-length", f"call_id is {len(call_id)} characters", index)
             if kind == "function_call":
                 if call_id in calls:
-                    raise _fail("duplicate-id", f"call_id {call_id!r} already used by "
-                                f"input[{calls[call_id]}]", index)
+                    raise _fail(
+                        "duplicate-id",
+                        f"call_id {call_id!r} already used by input[{calls[call_id]}]",
+                        index,
+                    )
                 calls[call_id] = index
             else:
                 if call_id not in calls:
-                    raise _fail("call-output-pairing", f"function_call_output {call_id!r} has "
-                                "no earlier function_call", index)
+                    raise _fail(
+                        "call-output-pairing",
+                        f"function_call_output {call_id!r} has no earlier function_call",
+                        index,
+                    )
                 answered.add(call_id)
     for call_id, index in calls.items():
         if call_id not in answered:
-            raise _fail("call-output-pairing", f"function_call {call_id!r} has no "
-                        "function_call_output", index)
+            raise _fail(
+                "call-output-pairing",
+                f"function_call {call_id!r} has no function_call_output",
+                index,
+            )
 
     text = data.get("text")
     if isinstance(text, Mapping):
         format_ = text.get("format")
-        if isinstance(format_, Mapping) and format_.get("type") == "json_object" and not any(
-            isinstance(item, Mapping) and "json" in _text_of(item).lower() for item in items
+        if (
+            isinstance(format_, Mapping)
+            and format_.get("type") == "json_object"
+            and not any(
+                isinstance(item, Mapping) and "json" in _text_of(item).lower() for item in items
+            )
         ):
             raise _fail("json-object-needs-json", "no input item mentions JSON")

@@ -58,7 +58,7 @@ class _Section(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     pass
 
 
-class RenderSettings(_Section, kw_only=True):
+class RenderSettings(_Section, frozen=True, kw_only=True):
     """``render:``: how a thread becomes input items."""
 
     bucket_order: tuple[Bucket, ...] = BUCKETS
@@ -90,7 +90,8 @@ class RenderSettings(_Section, kw_only=True):
         policy = self.unsupported_media_policy
         if isinstance(policy, str):
             return MediaPolicy(default=policy, stash_keys=self.media_stash_keys)
-        return MediaPolicy(default="throw", per_kind=dict(policy), stash_keys=self.media_stash_keys)
+        per_kind: dict[str, MediaPolicyName] = dict(policy.items())
+        return MediaPolicy(default="throw", per_kind=per_kind, stash_keys=self.media_stash_keys)
 
 
 REJECTED_REQUEST_KEYS: dict[str, str] = {
@@ -106,7 +107,7 @@ REJECTED_REQUEST_KEYS: dict[str, str] = {
 }
 
 
-class RequestSettings(_Section, kw_only=True):
+class RequestSettings(_Section, frozen=True, kw_only=True):
     """``request:``: wire options copied into the body when set."""
 
     model: NonEmpty | None = None
@@ -129,7 +130,7 @@ class RequestSettings(_Section, kw_only=True):
     stream_options: StreamOptions | None = None
 
 
-class RetrySettings(_Section, kw_only=True):
+class RetrySettings(_Section, frozen=True, kw_only=True):
     """``client.retry:``: the official SDK's policy by default."""
 
     max_retries: Annotated[int, msgspec.Meta(ge=0)] = 2
@@ -139,7 +140,7 @@ class RetrySettings(_Section, kw_only=True):
     statuses: tuple[Annotated[int, msgspec.Meta(ge=100, le=599)], ...] | None = None
 
 
-class ClientSettings(_Section, kw_only=True):
+class ClientSettings(_Section, frozen=True, kw_only=True):
     """``client:``: where and how requests are sent."""
 
     base_url: NonEmpty = "https://api.openai.com/v1"
@@ -156,7 +157,7 @@ class ClientSettings(_Section, kw_only=True):
     strict_tool_choice: bool = False
 
 
-class ContextSettings(_Section, kw_only=True):
+class ContextSettings(_Section, frozen=True, kw_only=True):
     """``context:``: the context-window guard (off while ``token_encoding`` is null)."""
 
     token_encoding: Literal["o200k_base", "cl100k_base"] | None = None
@@ -167,7 +168,7 @@ class ContextSettings(_Section, kw_only=True):
             raise ValueError("token_encoding is set but context_window is not")
 
 
-class PluginSettings(_Section, kw_only=True):
+class PluginSettings(_Section, frozen=True, kw_only=True):
     """``plugins:``: which plugins load, tracing, and per-plugin settings."""
 
     load_entrypoints: bool = True
@@ -177,7 +178,7 @@ class PluginSettings(_Section, kw_only=True):
     settings: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
 
 
-class Settings(_Section, kw_only=True):
+class Settings(_Section, frozen=True, kw_only=True):
     """The whole configuration."""
 
     render: RenderSettings = msgspec.field(default_factory=RenderSettings)

@@ -62,7 +62,8 @@ def _rebase(thread: Thread, base: Path) -> Thread:
     replace = msgspec.structs.replace
     messages = tuple(
         replace(m, attachments=tuple(_rebase_media(a, base) for a in m.attachments))
-        if m.attachments else m
+        if m.attachments
+        else m
         for m in thread.messages
     )
     calls = []
@@ -72,15 +73,16 @@ def _rebase(thread: Thread, base: Path) -> Thread:
             result = replace(
                 result,
                 artifact=_rebase_artifact(result.artifact, base),
-                artifacts=None if result.artifacts is None else tuple(
-                    a for a in (_rebase_artifact(a, base) for a in result.artifacts) if a
-                ),
-                media=None if result.media is None else tuple(
-                    _rebase_media(m, base) for m in result.media
-                ),
+                artifacts=None
+                if result.artifacts is None
+                else tuple(a for a in (_rebase_artifact(a, base) for a in result.artifacts) if a),
+                media=None
+                if result.media is None
+                else tuple(_rebase_media(m, base) for m in result.media),
             )
-            call = replace(call, result=result)
-        calls.append(call)
+            calls.append(replace(call, result=result))
+        else:
+            calls.append(call)
     retrievables = tuple(
         replace(r, artifact=_rebase_artifact(r.artifact, base)) for r in thread.retrievables
     )
@@ -110,5 +112,3 @@ def load_thread(source: str | os.PathLike[str] | Mapping[str, Any]) -> Thread:
 def dump_thread(thread: Thread) -> bytes:
     """The thread as JSON in schema version 1 (inline bytes as ``data_base64``)."""
     return msgspec.json.encode(thread)
-
-

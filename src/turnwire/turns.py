@@ -24,8 +24,9 @@ class ContextAssembler:
     :param max_request_bytes: the most file bytes one render may inline in total.
     """
 
-    def __init__(self, *, max_file_bytes: int = 32 * 2**20,
-                 max_request_bytes: int = 64 * 2**20) -> None:
+    def __init__(
+        self, *, max_file_bytes: int = 32 * 2**20, max_request_bytes: int = 64 * 2**20
+    ) -> None:
         self.max_file_bytes = max_file_bytes
         self.max_request_bytes = max_request_bytes
 
@@ -46,8 +47,7 @@ class ContextAssembler:
             return replace(item, text=data.decode("utf-8", "replace"), path=None)
 
         messages = tuple(
-            replace(m, attachments=tuple(media(a) for a in m.attachments)) if m.attachments
-            else m
+            replace(m, attachments=tuple(media(a) for a in m.attachments)) if m.attachments else m
             for m in thread.messages
         )
         calls = []
@@ -58,26 +58,31 @@ class ContextAssembler:
                     result,
                     media=None if result.media is None else tuple(media(m) for m in result.media),
                     artifact=artifact(result.artifact, call.id),
-                    artifacts=None if result.artifacts is None else tuple(
-                        a for a in (artifact(a, call.id) for a in result.artifacts) if a
-                    ),
+                    artifacts=None
+                    if result.artifacts is None
+                    else tuple(a for a in (artifact(a, call.id) for a in result.artifacts) if a),
                 )
-                call = replace(call, result=result)
-            calls.append(call)
+                calls.append(replace(call, result=result))
+            else:
+                calls.append(call)
         retrievables = tuple(
             replace(r, artifact=artifact(r.artifact, r.id)) if r.artifact else r
             for r in thread.retrievables
         )
-        return replace(thread, messages=messages, tool_calls=tuple(calls),
-                       retrievables=retrievables)
+        return replace(
+            thread, messages=messages, tool_calls=tuple(calls), retrievables=retrievables
+        )
 
     def _read(self, path: str, owner: str, budget: list[int]) -> bytes:
         file = Path(path)
         try:
             size = file.stat().st_size
         except OSError as err:
-            raise RenderError(f"record {owner} points at {path}, which cannot be read: "
-                              f"{err.strerror}", stage="context", record=owner) from err
+            raise RenderError(
+                f"record {owner} points at {path}, which cannot be read: {err.strerror}",
+                stage="context",
+                record=owner,
+            ) from err
         if size > self.max_file_bytes:
             raise RenderError(
                 f"record {owner} points at {path} ({size} bytes), over the per-file limit of "

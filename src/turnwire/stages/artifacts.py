@@ -5,8 +5,12 @@ from __future__ import annotations
 from turnwire.context import HandleInfo
 from turnwire.hookspecs import hookimpl
 
-__all__ = ["ARTIFACT_TOOLS", "handle_body", "render_artifact_handle_body",
-           "render_retrievable_handle_body"]
+__all__ = [
+    "ARTIFACT_TOOLS",
+    "handle_body",
+    "render_artifact_handle_body",
+    "render_retrievable_handle_body",
+]
 
 ARTIFACT_TOOLS: tuple[tuple[str, str], ...] = (
     ("artifact_head", "the first n lines"),
@@ -40,11 +44,13 @@ def handle_body(opening: str, handle: HandleInfo) -> str:
 
 @hookimpl(trylast=True)
 def render_artifact_handle_body(handle: HandleInfo) -> str:
-    return handle_body("The tool returned a large artifact; its body was left out to save context.",
-                       handle)
+    return handle_body(
+        "The tool returned a large artifact; its body was left out to save context.", handle
+    )
 
 
 @hookimpl(trylast=True)
 def render_retrievable_handle_body(handle: HandleInfo) -> str:
-    return handle_body("This retrieved record is large; its body was left out to save context.",
-                       handle)
+    return handle_body(
+        "This retrieved record is large; its body was left out to save context.", handle
+    )

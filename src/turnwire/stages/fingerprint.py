@@ -14,7 +14,9 @@ from turnwire.wire import FunctionTool, InputItem
 __all__ = ["fingerprint_prefix", "prefix_tail"]
 
 
-def prefix_tail(model: str, instructions: str | None, tools: Sequence[FunctionTool] | None) -> bytes:
+def prefix_tail(
+    model: str, instructions: str | None, tools: Sequence[FunctionTool] | None
+) -> bytes:
     """Everything of the canonical text after the input array, for these request fields."""
     instructions_text = "undefined" if instructions is None else js_string(instructions)
     tools_text = "undefined" if tools is None else canonical_json(list(tools))
@@ -63,4 +65,5 @@ def fingerprint_prefix(
     state[2] = through_item
     final = hasher.copy()
     final.update(state[3])
-    return final.hexdigest()
+    digest: str = final.hexdigest()
+    return digest

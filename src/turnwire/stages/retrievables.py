@@ -103,11 +103,15 @@ def render_retrievables(retrievables: tuple[Retrievable, ...], stages: Any) -> s
     if not retrievables:
         return ""
     first = tuple(r for r in retrievables if r.trust_tier == "first-party")
-    public = tuple(sorted((r for r in retrievables if r.trust_tier == "third-party-public"),
-                          key=_by_time))
-    private = tuple(sorted((r for r in retrievables
-                            if r.trust_tier not in ("first-party", "third-party-public")),
-                           key=_by_time))
+    public = tuple(
+        sorted((r for r in retrievables if r.trust_tier == "third-party-public"), key=_by_time)
+    )
+    private = tuple(
+        sorted(
+            (r for r in retrievables if r.trust_tier not in ("first-party", "third-party-public")),
+            key=_by_time,
+        )
+    )
     parts = [
         stages.render_retrievable_safety_directive(),
         stages.render_first_party_retrievables(retrievables=first),

@@ -27,10 +27,8 @@ def render_thought(thought: Thought, self_identity: str, envelope_nonce: Envelop
     created = attr("createdAt", iso(thought.created_at))
     tag = f"thought_{nonce}"
     kind = "self-reasoning" if own else "peer-reasoning"
-    inner = (
-        f"<{tag}{attr('nonce', nonce)}{attr('kind', kind)}{attr('from', who.identifier)}{created}>\n"
-        f"{neutralise(thought_text(thought), tag)}\n</{tag}>"
-    )
+    head = f"<{tag}{attr('nonce', nonce)}{attr('kind', kind)}{attr('from', who.identifier)}"
+    inner = f"{head}{created}>\n{neutralise(thought_text(thought), tag)}\n</{tag}>"
     if own:
         return inner
     outer = f"peer_agent_output_{nonce}"

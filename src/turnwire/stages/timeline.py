@@ -9,7 +9,14 @@ from turnwire.context import EnvelopeNonce
 from turnwire.hookspecs import hookimpl
 from turnwire.model import Message
 from turnwire.stages._text import attr, iso, neutralise
-from turnwire.wire import InputContent, InputItem, InputMessage, InputText, OutputMessage, OutputText
+from turnwire.wire import (
+    InputContent,
+    InputItem,
+    InputMessage,
+    InputText,
+    OutputMessage,
+    OutputText,
+)
 
 __all__ = ["render_timeline_message", "valid_item_id"]
 
@@ -39,7 +46,7 @@ def render_timeline_message(
     items: list[InputItem] = []
     if message.role == "user":
         tag = f"message_{nonce}"
-        head = f"<{tag}{attr('from', who.display)} role=\"user\"{attr('createdAt', iso(message.created_at))}>"
+        head = f'<{tag}{attr("from", who.display)} role="user"{attr("createdAt", iso(message.created_at))}>'
         text = f"{head}\n{neutralise(message.content or '', tag)}\n</{tag}>"
         blocks: list[InputContent] = [InputText(text=text)]
         for media in message.attachments:

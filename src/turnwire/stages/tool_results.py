@@ -83,7 +83,8 @@ def render_tool_call_result(
             body = str(stages.render_artifact_handle_body(handle=handle))
             attrs = EnvelopeAttrs(nonce=nonce, kind="artifact-handle", tool=name)
             return str(stages.render_untrusted_content(content=body, attrs=attrs))
-        return str(wrap(content=artifact.body, attrs=EnvelopeAttrs(nonce=nonce, kind=plain,
-                                                                   tool=name)))
+        return str(
+            wrap(content=artifact.body, attrs=EnvelopeAttrs(nonce=nonce, kind=plain, tool=name))
+        )
     text = result.text or ""
     return str(wrap(content=text, attrs=EnvelopeAttrs(nonce=nonce, kind=plain, tool=name)))

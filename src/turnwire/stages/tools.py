@@ -22,7 +22,9 @@ def description_to_json_schema(description: Mapping[str, Any] | None) -> dict[st
 
 
 @hookimpl(trylast=True)
-def tools_to_wire(tools: tuple[Tool, ...], strict: bool | None, stages: Any) -> tuple[FunctionTool, ...]:
+def tools_to_wire(
+    tools: tuple[Tool, ...], strict: bool | None, stages: Any
+) -> tuple[FunctionTool, ...]:
     declared = []
     for tool in tools:
         if tool.hidden:

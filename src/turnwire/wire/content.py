@@ -22,19 +22,17 @@ __all__ = [
 ]
 
 
-class WireStruct(
-    msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag_field="type"
-):
+class WireStruct(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag_field="type"):
     """Base of every tagged wire value; unknown fields are tolerated (the API grows)."""
 
 
-class InputText(WireStruct, kw_only=True, tag="input_text"):
+class InputText(WireStruct, frozen=True, kw_only=True, tag="input_text"):
     """Plain text given to the model."""
 
     text: str
 
 
-class InputImage(WireStruct, kw_only=True, tag="input_image"):
+class InputImage(WireStruct, frozen=True, kw_only=True, tag="input_image"):
     """An image, by data URI or URL (``image_url``) or by uploaded file (``file_id``)."""
 
     detail: Literal["auto", "low", "high", "original"]
@@ -42,7 +40,7 @@ class InputImage(WireStruct, kw_only=True, tag="input_image"):
     file_id: str | None = None
 
 
-class InputFile(WireStruct, kw_only=True, tag="input_file"):
+class InputFile(WireStruct, frozen=True, kw_only=True, tag="input_file"):
     """A document, as a ``data:<mime>;base64,...`` URI (``file_data``), a URL or a file id."""
 
     filename: str | None = None
@@ -51,20 +49,20 @@ class InputFile(WireStruct, kw_only=True, tag="input_file"):
     file_url: str | None = None
 
 
-class OutputText(WireStruct, kw_only=True, tag="output_text"):
+class OutputText(WireStruct, frozen=True, kw_only=True, tag="output_text"):
     """Text the model produced, replayed inside an assistant output message."""
 
     text: str
     annotations: tuple[Any, ...]
 
 
-class SummaryText(WireStruct, kw_only=True, tag="summary_text"):
+class SummaryText(WireStruct, frozen=True, kw_only=True, tag="summary_text"):
     """One part of a reasoning summary."""
 
     text: str
 
 
-class ReasoningText(WireStruct, kw_only=True, tag="reasoning_text"):
+class ReasoningText(WireStruct, frozen=True, kw_only=True, tag="reasoning_text"):
     """Raw reasoning text (some models emit it beside the summary)."""
 
     text: str

@@ -35,7 +35,7 @@ class InputMessage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True
     content: str | tuple[InputContent, ...]
 
 
-class OutputMessage(WireStruct, kw_only=True, tag="message"):
+class OutputMessage(WireStruct, frozen=True, kw_only=True, tag="message"):
     """An assistant message replayed in the shape the API produced it, with its ``msg_`` id."""
 
     role: Literal["assistant"]
@@ -44,7 +44,7 @@ class OutputMessage(WireStruct, kw_only=True, tag="message"):
     content: tuple[OutputText, ...]
 
 
-class FunctionCall(WireStruct, kw_only=True, tag="function_call"):
+class FunctionCall(WireStruct, frozen=True, kw_only=True, tag="function_call"):
     """A call the model made; ``id`` (``fc_...``) is sent only when its reasoning precedes it."""
 
     call_id: str
@@ -53,14 +53,14 @@ class FunctionCall(WireStruct, kw_only=True, tag="function_call"):
     id: str | None = None
 
 
-class FunctionCallOutput(WireStruct, kw_only=True, tag="function_call_output"):
+class FunctionCallOutput(WireStruct, frozen=True, kw_only=True, tag="function_call_output"):
     """The result of a call, as text or content blocks."""
 
     call_id: str
     output: str | tuple[InputContent, ...]
 
 
-class ReasoningItem(WireStruct, kw_only=True, tag="reasoning"):
+class ReasoningItem(WireStruct, frozen=True, kw_only=True, tag="reasoning"):
     """A reasoning item replayed with its ``encrypted_content`` (``store: false``)."""
 
     summary: tuple[SummaryText, ...]

@@ -16,26 +16,27 @@ from turnwire.wire.tools import FunctionTool
 __all__ = ["FunctionToolChoice", "ReasoningOptions", "RequestBody", "StreamOptions", "TextOptions"]
 
 
-class _Options(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True,
-               forbid_unknown_fields=True):
+class _Options(
+    msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True
+):
     pass
 
 
-class ReasoningOptions(_Options, kw_only=True):
+class ReasoningOptions(_Options, frozen=True, kw_only=True):
     effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
     summary: Literal["auto", "concise", "detailed"] | None = None
 
 
-class TextOptions(_Options, kw_only=True):
+class TextOptions(_Options, frozen=True, kw_only=True):
     format: dict[str, Any] | None = None
     verbosity: Literal["low", "medium", "high"] | None = None
 
 
-class StreamOptions(_Options, kw_only=True):
+class StreamOptions(_Options, frozen=True, kw_only=True):
     include_obfuscation: bool | None = None
 
 
-class FunctionToolChoice(_Options, kw_only=True, tag="function", tag_field="type"):
+class FunctionToolChoice(_Options, frozen=True, kw_only=True, tag="function", tag_field="type"):
     name: str
 
 

@@ -9,7 +9,7 @@ from turnwire.wire.content import WireStruct
 __all__ = ["FunctionTool"]
 
 
-class FunctionTool(WireStruct, kw_only=True, tag="function"):
+class FunctionTool(WireStruct, frozen=True, kw_only=True, tag="function"):
     """A function the model may call. ``strict`` is always sent (the spec requires it)."""
 
     name: str
