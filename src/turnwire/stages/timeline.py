@@ -46,7 +46,8 @@ def render_timeline_message(
     items: list[InputItem] = []
     if message.role == "user":
         tag = f"message_{nonce}"
-        head = f'<{tag}{attr("from", who.display)} role="user"{attr("createdAt", iso(message.created_at))}>'
+        created = attr("createdAt", iso(message.created_at))
+        head = f"<{tag}{attr('from', who.display)}{attr('role', 'user')}{created}>"
         text = f"{head}\n{neutralise(message.content or '', tag)}\n</{tag}>"
         blocks: list[InputContent] = [InputText(text=text)]
         for media in message.attachments:
