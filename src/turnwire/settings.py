@@ -80,10 +80,10 @@ class RenderSettings(_Section, frozen=True, kw_only=True):
 
     def __post_init__(self) -> None:
         if len(set(self.bucket_order)) != len(self.bucket_order):
-            raise ValueError("bucket_order lists a bucket twice")
+            raise ValueError("bucket_order: a bucket is listed twice")
         if "timeline" not in self.bucket_order:
             raise ValueError(
-                "bucket_order must contain `timeline`; without it no message would be sent"
+                "bucket_order: must contain `timeline`; without it no message would be sent"
             )
 
     def media_policy(self) -> MediaPolicy:
@@ -165,7 +165,7 @@ class ContextSettings(_Section, frozen=True, kw_only=True):
 
     def __post_init__(self) -> None:
         if self.token_encoding is not None and self.context_window is None:
-            raise ValueError("token_encoding is set but context_window is not")
+            raise ValueError("context_window: required when token_encoding is set")
 
 
 class PluginSettings(_Section, frozen=True, kw_only=True):
@@ -259,6 +259,8 @@ def _interpolate(value: Any, env: Mapping[str, str], path: str) -> Any:
 
 
 _AT_PATH = re.compile(r" - at `(\$[^`]*)`$")
+# A cross-field rule names its field first ("bucket_order: ..."); the path then points at it.
+_FIELD_RULE = re.compile(r"([a-z_]+): ")
 
 
 def _check_rejected(tree: Mapping[str, Any]) -> None:
@@ -282,6 +284,9 @@ def settings_from_tree(tree: Mapping[str, Any]) -> Settings:
         match = _AT_PATH.search(message)
         path = match.group(1) if match else "$"
         detail = _AT_PATH.sub("", message)
+        field = _FIELD_RULE.match(detail)
+        if field is not None:
+            path, detail = f"{path}.{field.group(1)}", detail[field.end() :]
         raise ConfigError(f"{path}: {detail}", path=path) from err
 
 

@@ -1,0 +1,116 @@
+"""Shared fixtures: fresh containers and plugin managers per test, and an oracle-checked render."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+import turnwire
+from turnwire import build_container, load_settings
+from turnwire.settings import merge
+
+from .oracle import validate_body
+
+CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance"
+SECRET = "test-envelope-secret"
+
+
+@pytest.fixture(autouse=True)
+def _envelope_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TURNWIRE_ENVELOPE_SECRET", SECRET)
+
+
+def make_container(settings: dict[str, Any] | None = None, *, extra_plugins: Iterable[Any] = ()
+                   ) -> turnwire.Container:
+    """A container over the packaged defaults plus ``settings``, without entry points."""
+    tree = merge({"plugins": {"load_entrypoints": False}}, settings or {})
+    return build_container(settings=load_settings(overrides=tree), extra_plugins=extra_plugins)
+
+
+def render_body(thread: turnwire.Thread | dict[str, Any], settings: dict[str, Any] | None = None,
+                *, container: turnwire.Container | None = None, model: str | None = "gpt-5",
+                extra_plugins: Iterable[Any] = ()) -> dict[str, Any]:
+    """Render through the public API and check the body against the SDK's own types."""
+    container = container or make_container(settings, extra_plugins=extra_plugins)
+    rendered = turnwire.render(thread, container=container, model=model)
+    body = rendered.json
+    validate_body(body)
+    return body
+
+
+@pytest.fixture
+def render() -> Callable[..., dict[str, Any]]:
+    return render_body
+
+
+T0 = "2026-01-01T10:00:00Z"
+
+
+def at(second: int, ms: int = 0) -> str:
+    return f"2026-01-01T10:00:{second:02d}.{ms:03d}Z"
+
+
+def thread(**fields: Any) -> turnwire.Thread:
+    """A thread from a thread-file mapping (so tests exercise the schema too)."""
+    return turnwire.load_thread({"version": 1, **fields})
+
+
+def user(mid: str = "u1", content: str = "hi", second: int = 0, **extra: Any) -> dict[str, Any]:
+    return {"id": mid, "role": "user", "content": content, "created_at": at(second), **extra}
+
+
+def assistant(mid: str, content: str, second: int, seq: int = 0, **extra: Any) -> dict[str, Any]:
+    return {"id": mid, "role": "assistant", "content": content, "created_at": at(second),
+            "seq": seq, **extra}
+
+
+def load_json(path: Path) -> Any:
+    return json.loads(path.read_text())
+
+
+def to_dict(value: Any) -> Any:
+    return msgspec.to_builtins(value)
+
+
+def prefix_fingerprint(thread_value: turnwire.Thread, settings: dict[str, Any] | None = None,
+                       *, model: str = "gpt-5", extra_items: tuple[Any, ...] = ()) -> str:
+    """The fingerprint a recorder stores for a reasoning item produced after ``thread_value``."""
+    from turnwire.context import Endpoint
+    from turnwire.stages.fingerprint import fingerprint_prefix
+
+    rendered = turnwire.render(thread_value, container=make_container(settings), model=model)
+    prefix = [*rendered.rendered.input[: rendered.fingerprintable_length], *extra_items]
+    return fingerprint_prefix(
+        model=model,
+        instructions=rendered.rendered.instructions,
+        tools=rendered.rendered.tools,
+        input=prefix,
+        through_item=len(prefix),
+        fingerprint_binding="prefix",
+        endpoint=Endpoint(),
+        scratch={},
+    )
+
+
+def reasoning_thought(tid: str, second: int, *, fingerprint: str | None, paired: str | None,
+                      seq: int = 0, encrypted: str | None = "gAAAA-enc", summary: str = "plan",
+                      content: str = "") -> dict[str, Any]:
+    item: dict[str, Any] = {"type": "reasoning", "id": tid,
+                            "summary": [{"type": "summary_text", "text": summary}] if summary else []}
+    if encrypted is not None:
+        item["encrypted_content"] = encrypted
+    return {
+        "id": tid, "content": content, "created_at": at(second), "seq": seq,
+        "replay_compatibility": "openai-responses-reasoning-v1",
+        "payload": {"variant": "responses-reasoning", "item": item, "paired_item_id": paired,
+                    "prefix_fingerprint": fingerprint},
+    }
+
+
+REPLAY = {"render": {"reasoning_replay": "encrypted",
+                     "replay_compatibility": ["openai-responses-reasoning-v1"]}}
