@@ -25,16 +25,22 @@ def _envelope_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TURNWIRE_ENVELOPE_SECRET", SECRET)
 
 
-def make_container(settings: dict[str, Any] | None = None, *, extra_plugins: Iterable[Any] = ()
-                   ) -> turnwire.Container:
+def make_container(
+    settings: dict[str, Any] | None = None, *, extra_plugins: Iterable[Any] = ()
+) -> turnwire.Container:
     """A container over the packaged defaults plus ``settings``, without entry points."""
     tree = merge({"plugins": {"load_entrypoints": False}}, settings or {})
     return build_container(settings=load_settings(overrides=tree), extra_plugins=extra_plugins)
 
 
-def render_body(thread: turnwire.Thread | dict[str, Any], settings: dict[str, Any] | None = None,
-                *, container: turnwire.Container | None = None, model: str | None = "gpt-5",
-                extra_plugins: Iterable[Any] = ()) -> dict[str, Any]:
+def render_body(
+    thread: turnwire.Thread | dict[str, Any],
+    settings: dict[str, Any] | None = None,
+    *,
+    container: turnwire.Container | None = None,
+    model: str | None = "gpt-5",
+    extra_plugins: Iterable[Any] = (),
+) -> dict[str, Any]:
     """Render through the public API and check the body against the SDK's own types."""
     container = container or make_container(settings, extra_plugins=extra_plugins)
     rendered = turnwire.render(thread, container=container, model=model)
@@ -65,8 +71,14 @@ def user(mid: str = "u1", content: str = "hi", second: int = 0, **extra: Any) ->
 
 
 def assistant(mid: str, content: str, second: int, seq: int = 0, **extra: Any) -> dict[str, Any]:
-    return {"id": mid, "role": "assistant", "content": content, "created_at": at(second),
-            "seq": seq, **extra}
+    return {
+        "id": mid,
+        "role": "assistant",
+        "content": content,
+        "created_at": at(second),
+        "seq": seq,
+        **extra,
+    }
 
 
 def load_json(path: Path) -> Any:
@@ -77,8 +89,13 @@ def to_dict(value: Any) -> Any:
     return msgspec.to_builtins(value)
 
 
-def prefix_fingerprint(thread_value: turnwire.Thread, settings: dict[str, Any] | None = None,
-                       *, model: str = "gpt-5", extra_items: tuple[Any, ...] = ()) -> str:
+def prefix_fingerprint(
+    thread_value: turnwire.Thread,
+    settings: dict[str, Any] | None = None,
+    *,
+    model: str = "gpt-5",
+    extra_items: tuple[Any, ...] = (),
+) -> str:
     """The fingerprint a recorder stores for a reasoning item produced after ``thread_value``."""
     from turnwire.context import Endpoint
     from turnwire.stages.fingerprint import fingerprint_prefix
@@ -97,20 +114,42 @@ def prefix_fingerprint(thread_value: turnwire.Thread, settings: dict[str, Any] |
     )
 
 
-def reasoning_thought(tid: str, second: int, *, fingerprint: str | None, paired: str | None,
-                      seq: int = 0, encrypted: str | None = "gAAAA-enc", summary: str = "plan",
-                      content: str = "") -> dict[str, Any]:
-    item: dict[str, Any] = {"type": "reasoning", "id": tid,
-                            "summary": [{"type": "summary_text", "text": summary}] if summary else []}
+def reasoning_thought(
+    tid: str,
+    second: int,
+    *,
+    fingerprint: str | None,
+    paired: str | None,
+    seq: int = 0,
+    encrypted: str | None = "gAAAA-enc",
+    summary: str = "plan",
+    content: str = "",
+) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "type": "reasoning",
+        "id": tid,
+        "summary": [{"type": "summary_text", "text": summary}] if summary else [],
+    }
     if encrypted is not None:
         item["encrypted_content"] = encrypted
     return {
-        "id": tid, "content": content, "created_at": at(second), "seq": seq,
+        "id": tid,
+        "content": content,
+        "created_at": at(second),
+        "seq": seq,
         "replay_compatibility": "openai-responses-reasoning-v1",
-        "payload": {"variant": "responses-reasoning", "item": item, "paired_item_id": paired,
-                    "prefix_fingerprint": fingerprint},
+        "payload": {
+            "variant": "responses-reasoning",
+            "item": item,
+            "paired_item_id": paired,
+            "prefix_fingerprint": fingerprint,
+        },
     }
 
 
-REPLAY = {"render": {"reasoning_replay": "encrypted",
-                     "replay_compatibility": ["openai-responses-reasoning-v1"]}}
+REPLAY = {
+    "render": {
+        "reasoning_replay": "encrypted",
+        "replay_compatibility": ["openai-responses-reasoning-v1"],
+    }
+}

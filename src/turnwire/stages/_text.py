@@ -24,7 +24,7 @@ _ATTR_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&qu
 # A `<` that opens or closes developer rules, a turnwire envelope (name_<16 hex>) or a block
 # wrapper. Bodies may mention such tags; they may not produce them.
 _FORGEABLE = re.compile(
-    r"<(?=/?(?:system_instructions|memories|retrieved_corpus|[A-Za-z_]+_[0-9a-f]{16})\b)",
+    r"<(?=/?(?:system_instructions|memories|retrieved_corpus|[A-Za-z_]+_[0-9a-f]{16}\b))",
     re.IGNORECASE,
 )
 _TAG_SAFE = re.compile(r"[A-Za-z0-9_-]+")

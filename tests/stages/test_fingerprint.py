@@ -63,8 +63,14 @@ def test_incremental_prefixes_equal_fresh_hashes():
     scratch: dict = {}
     for through in range(7):
         incremental = fingerprint_prefix(
-            model="m", instructions="i", tools=None, input=items, through_item=through,
-            fingerprint_binding="prefix", endpoint=Endpoint(), scratch=scratch,
+            model="m",
+            instructions="i",
+            tools=None,
+            input=items,
+            through_item=through,
+            fingerprint_binding="prefix",
+            endpoint=Endpoint(),
+            scratch=scratch,
         )
         assert incremental == fingerprint(items[:through], instructions="i")
 
@@ -72,8 +78,14 @@ def test_incremental_prefixes_equal_fresh_hashes():
 def test_model_binding_ignores_the_prefix_but_not_the_endpoint():
     def bound(items, endpoint):
         return fingerprint_prefix(
-            model="gpt-5", instructions=None, tools=None, input=items,
-            through_item=len(items), fingerprint_binding="model", endpoint=endpoint, scratch={},
+            model="gpt-5",
+            instructions=None,
+            tools=None,
+            input=items,
+            through_item=len(items),
+            fingerprint_binding="model",
+            endpoint=endpoint,
+            scratch={},
         )
 
     a = bound([], Endpoint())
@@ -84,9 +96,19 @@ def test_model_binding_ignores_the_prefix_but_not_the_endpoint():
 
 def test_js_number_formatting():
     cases = {
-        0: "0", -0.0: "0", 1.0: "1", 0.9: "0.9", 1e21: "1e+21", 1e20: "100000000000000000000",
-        1.5e-7: "1.5e-7", 0.000001: "0.000001", 123.456: "123.456", -2.5: "-2.5",
-        2**53: "9007199254740992", 1e-7: "1e-7", 12345678901234567890: "12345678901234567000",
+        0: "0",
+        -0.0: "0",
+        1.0: "1",
+        0.9: "0.9",
+        1e21: "1e+21",
+        1e20: "100000000000000000000",
+        1.5e-7: "1.5e-7",
+        0.000001: "0.000001",
+        123.456: "123.456",
+        -2.5: "-2.5",
+        2**53: "9007199254740992",
+        1e-7: "1e-7",
+        12345678901234567890: "12345678901234567000",
         float("nan"): "null",
     }
     for value, text in cases.items():
@@ -106,18 +128,30 @@ def test_insertion_order_mode_matches_json_stringify():
 texts = st.text(max_size=30)
 content_blocks = st.lists(st.builds(InputText, text=texts), max_size=3).map(tuple)
 items = st.one_of(
-    st.builds(InputMessage, role=st.sampled_from(["user", "system", "developer"]),
-              content=st.one_of(texts, content_blocks)),
-    st.builds(OutputMessage, role=st.just("assistant"), status=st.just("completed"),
-              id=texts, content=st.lists(st.builds(OutputText, text=texts,
-                                                   annotations=st.just(())),
-                                         max_size=2).map(tuple)),
-    st.builds(FunctionCall, call_id=texts, name=texts, arguments=texts,
-              id=st.one_of(st.none(), texts)),
+    st.builds(
+        InputMessage,
+        role=st.sampled_from(["user", "system", "developer"]),
+        content=st.one_of(texts, content_blocks),
+    ),
+    st.builds(
+        OutputMessage,
+        role=st.just("assistant"),
+        status=st.just("completed"),
+        id=texts,
+        content=st.lists(
+            st.builds(OutputText, text=texts, annotations=st.just(())), max_size=2
+        ).map(tuple),
+    ),
+    st.builds(
+        FunctionCall, call_id=texts, name=texts, arguments=texts, id=st.one_of(st.none(), texts)
+    ),
     st.builds(FunctionCallOutput, call_id=texts, output=st.one_of(texts, content_blocks)),
-    st.builds(ReasoningItem, summary=st.lists(st.builds(SummaryText, text=texts),
-                                              max_size=2).map(tuple),
-              id=st.one_of(st.none(), texts), encrypted_content=st.one_of(st.none(), texts)),
+    st.builds(
+        ReasoningItem,
+        summary=st.lists(st.builds(SummaryText, text=texts), max_size=2).map(tuple),
+        id=st.one_of(st.none(), texts),
+        encrypted_content=st.one_of(st.none(), texts),
+    ),
 )
 
 
@@ -126,11 +160,14 @@ def test_fast_item_encoding_equals_the_exact_canonical_form(item):
     assert canonical_item_bytes(item).decode() == canonical_json(item)
 
 
-@given(st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(-(2**53) + 1, 2**53 - 1), texts),
-    lambda children: st.one_of(st.lists(children, max_size=3),
-                               st.dictionaries(texts, children, max_size=3)),
-    max_leaves=10,
-))
+@given(
+    st.recursive(
+        st.one_of(st.none(), st.booleans(), st.integers(-(2**53) + 1, 2**53 - 1), texts),
+        lambda children: st.one_of(
+            st.lists(children, max_size=3), st.dictionaries(texts, children, max_size=3)
+        ),
+        max_leaves=10,
+    )
+)
 def test_canonical_json_is_valid_json_with_the_same_value(value):
     assert json.loads(canonical_json(value)) == value

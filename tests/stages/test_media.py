@@ -1,0 +1,199 @@
+"""render_media_blocks: images, documents, and the unsupported-media policies."""
+
+from __future__ import annotations
+
+import base64
+import logging
+
+import pytest
+
+import turnwire
+from turnwire.context import EnvelopeNonce, MediaPolicy
+from turnwire.model import Media, StashEntry
+from turnwire.stages.media import render_media_blocks
+from turnwire.wire import InputFile, InputImage, InputText
+
+from ..conftest import SECRET, at, render_body, thread
+
+N = EnvelopeNonce(SECRET)
+
+
+class _Relay:
+    """The two envelope stages the media stage reaches through the relay."""
+
+    from turnwire.stages.envelopes import render_trusted_content, render_untrusted_content
+
+    render_trusted_content = staticmethod(render_trusted_content)
+    render_untrusted_content = staticmethod(render_untrusted_content)
+
+
+def blocks(media, policy=MediaPolicy(), warnings=None):
+    return render_media_blocks(
+        media=media,
+        unsupported_media_policy=policy,
+        envelope_nonce=N,
+        warn=(warnings if warnings is not None else []).append,
+        stages=_Relay(),
+    )
+
+
+def media(kind, **extra):
+    fields = {
+        "id": "m1",
+        "kind": kind,
+        "mime_type": "audio/mp3",
+        "filename": "a.mp3",
+        "data": b"123456",
+    }
+    fields.update(extra)
+    return Media(**fields)
+
+
+def test_image_is_a_marker_then_an_input_image_data_uri():
+    assert blocks(media("image", mime_type="image/png", filename="cat.png")) == (
+        InputText(text="[media id: m1 | cat.png]"),
+        InputImage(detail="auto", image_url="data:image/png;base64,MTIzNDU2"),
+    )
+
+
+def test_document_is_an_input_file_with_the_raw_filename_and_a_data_uri():
+    out = blocks(media("document", mime_type="application/pdf", filename="r<1>.pdf"))
+    assert out[0] == InputText(text="[media id: m1 | r1.pdf]")
+    assert out[1] == InputFile(
+        filename="r<1>.pdf", file_data="data:application/pdf;base64,MTIzNDU2"
+    )
+
+
+def test_a_hostile_mime_type_collapses_to_octet_stream():
+    out = blocks(media("image", mime_type="image/png;charset=x\r\n", filename="x"))
+    assert out[1].image_url.startswith("data:application/octet-stream;base64,")
+
+
+@pytest.mark.parametrize("kind", ["audio", "video"])
+def test_throw_policy_raises_a_typed_error(kind):
+    with pytest.raises(turnwire.UnsupportedMediaError) as caught:
+        blocks(media(kind))
+    assert caught.value.code == "E_OPENAI_RESPONSES_UNSUPPORTED_MEDIA_MODALITY"
+    assert caught.value.record == "m1" and kind in str(caught.value)
+
+
+def test_synthetic_description_is_wrapped_by_the_media_tier():
+    first = blocks(
+        media("audio", trust_tier="first-party"), MediaPolicy(default="synthetic-description")
+    )
+    n = N("m1")
+    assert first == (
+        InputText(
+            text=(
+                f'[media id: m1 | a.mp3]\n<trusted_content_{n} nonce="{n}" kind="media-fallback" '
+                f'modality="opaque">\n[media: a.mp3, audio/mp3, 6 B]\n</trusted_content_{n}>'
+            )
+        ),
+    )
+    untrusted = blocks(media("audio"), MediaPolicy(default="synthetic-description"))
+    assert f"<untrusted_content_{n}" in untrusted[0].text
+
+
+def test_fallback_stash_uses_the_first_key_present_and_the_trust_floor():
+    item = media(
+        "video",
+        trust_tier="first-party",
+        modality_hazard="inert",
+        stash=(
+            StashEntry(key="text:caption", value="a cat", trust_tier="third-party-public"),
+            StashEntry(key="text:transcript", value="meow", trust_tier="first-party"),
+        ),
+    )
+    out = blocks(item, MediaPolicy(default="fallback-stash"))
+    assert "\nmeow\n" in out[0].text and "<trusted_content_" in out[0].text
+    assert 'modality="inert"' in out[0].text
+    caption_only = blocks(item, MediaPolicy(default="fallback-stash", stash_keys=("text:caption",)))
+    assert "\na cat\n" in caption_only[0].text and "<untrusted_content_" in caption_only[0].text
+
+
+def test_fallback_stash_miss_warns_and_falls_through_to_a_description():
+    warnings: list[str] = []
+    out = blocks(media("audio"), MediaPolicy(default="fallback-stash"), warnings)
+    assert "[media: a.mp3, audio/mp3, 6 B]" in out[0].text
+    assert warnings and "no stash entry" in warnings[0]
+
+
+def test_policy_per_kind():
+    policy = MediaPolicy(default="throw", per_kind={"audio": "synthetic-description"})
+    assert "[media: a.mp3" in blocks(media("audio"), policy)[0].text
+    with pytest.raises(turnwire.UnsupportedMediaError):
+        blocks(media("video"), policy)
+
+
+def test_sizes_print_in_binary_units():
+    from turnwire.stages._text import format_size
+
+    assert [format_size(n) for n in (None, 5, 1536, 3 * 2**20, 5 * 2**30)] == [
+        "unknown size",
+        "5 B",
+        "1.5 KB",
+        "3.0 MB",
+        "5.0 GB",
+    ]
+
+
+def test_a_path_pointer_is_loaded_when_rendering(tmp_path):
+    (tmp_path / "cat.png").write_bytes(b"PNGDATA")
+    (tmp_path / "t.yaml").write_text(
+        "version: 1\nmessages:\n- id: u1\n  role: user\n  content: look\n"
+        "  created_at: 2026-01-01T10:00:00Z\n  attachments:\n"
+        "  - {id: a1, kind: image, mime_type: image/png, filename: cat.png, path: cat.png}\n"
+    )
+    body = render_body(turnwire.load_thread(tmp_path / "t.yaml"))
+    image = body["input"][0]["content"][2]
+    assert image["image_url"] == "data:image/png;base64," + base64.b64encode(b"PNGDATA").decode()
+
+
+def test_a_missing_file_is_a_clear_error(tmp_path):
+    t = thread(
+        messages=[
+            {
+                "id": "u1",
+                "role": "user",
+                "created_at": at(0),
+                "attachments": [
+                    {
+                        "id": "a1",
+                        "kind": "image",
+                        "mime_type": "image/png",
+                        "path": str(tmp_path / "no.png"),
+                    }
+                ],
+            }
+        ]
+    )
+    with pytest.raises(turnwire.RenderError) as caught:
+        turnwire.render(t, model="gpt-5")
+    assert caught.value.record == "a1" and "no.png" in str(caught.value)
+
+
+def test_audio_in_a_thread_with_a_per_kind_profile(caplog):
+    t = thread(
+        messages=[
+            {
+                "id": "u1",
+                "role": "user",
+                "content": "listen",
+                "created_at": at(0),
+                "attachments": [
+                    {
+                        "id": "v1",
+                        "kind": "audio",
+                        "mime_type": "audio/mp3",
+                        "filename": "a.mp3",
+                        "data_base64": "MTIz",
+                    }
+                ],
+            }
+        ]
+    )
+    with caplog.at_level(logging.WARNING, logger="turnwire"):
+        body = render_body(t, {"render": {"unsupported_media_policy": {"audio": "fallback-stash"}}})
+    parts = body["input"][0]["content"]
+    assert parts[1]["text"].startswith("[media id: v1 | a.mp3]\n<untrusted_content_")
+    assert "no stash entry" in caplog.text

@@ -1,0 +1,101 @@
+"""render_reasoning_item and filter_thoughts."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from turnwire.model import REPLAY_TAG, Identity, ReasoningPayload, Thought
+from turnwire.stages.reasoning import filter_thoughts, render_reasoning_item
+from turnwire.wire import ReasoningItem, SummaryText
+
+T = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def replayable(tid="rs_1", encrypted="enc", tag=REPLAY_TAG, item_id="rs_1", second=0):
+    item = ReasoningItem(summary=(SummaryText(text="s"),), id=item_id, encrypted_content=encrypted)
+    return Thought(
+        id=tid,
+        replay_compatibility=tag,
+        created_at=T + timedelta(seconds=second),
+        payload=ReasoningPayload(item=item, paired_item_id="msg_1", prefix_fingerprint="f" * 64),
+    )
+
+
+def test_only_encrypted_mode_with_an_accepted_tag_and_encrypted_content_replays():
+    thought = replayable()
+    ok = render_reasoning_item(
+        thought=thought, reasoning_replay="encrypted", replay_compatibility=(REPLAY_TAG,)
+    )
+    assert ok is thought.payload.item
+    for mode, accepted, candidate in [
+        ("off", (REPLAY_TAG,), thought),
+        ("summary-only", (REPLAY_TAG,), thought),
+        ("encrypted", (), thought),
+        ("encrypted", (REPLAY_TAG,), replayable(encrypted=None)),
+    ]:
+        assert (
+            render_reasoning_item(
+                thought=candidate, reasoning_replay=mode, replay_compatibility=accepted
+            )
+            is None
+        )
+
+
+def test_an_id_with_the_wrong_prefix_is_dropped_not_sent():
+    item = render_reasoning_item(
+        thought=replayable(item_id="reasoning-1"),
+        reasoning_replay="encrypted",
+        replay_compatibility=(REPLAY_TAG,),
+    )
+    assert item is not None and item.id is None
+
+
+def _plain(tid, second, who="assistant", tag=None):
+    return Thought(
+        id=tid,
+        content=tid,
+        identity=Identity(identifier=who),
+        replay_compatibility=tag,
+        created_at=T + timedelta(seconds=second),
+    )
+
+
+def test_filter_modes():
+    thoughts = (
+        _plain("b", 2),
+        _plain("a", 1),
+        _plain("peer", 3, who="bot"),
+        _plain("tagged", 4, tag="other-vendor"),
+        replayable("rs_9", second=5),
+    )
+    all_self = filter_thoughts(
+        thoughts=thoughts,
+        thought_surfacing="all-self",
+        self_identity="assistant",
+        replay_compatibility=(),
+    )
+    assert [t.id for t in all_self] == ["a", "b"]
+    everything = filter_thoughts(
+        thoughts=thoughts,
+        thought_surfacing="all",
+        self_identity="assistant",
+        replay_compatibility=(REPLAY_TAG,),
+    )
+    assert [t.id for t in everything] == ["a", "b", "peer", "rs_9"]
+    latest = filter_thoughts(
+        thoughts=thoughts,
+        thought_surfacing="latest-self",
+        self_identity="assistant",
+        replay_compatibility=(REPLAY_TAG,),
+    )
+    assert [t.id for t in latest] == ["rs_9"]
+
+
+def test_plain_text_tag_is_always_replayable():
+    kept = filter_thoughts(
+        thoughts=(_plain("p", 0, tag="plain-text"),),
+        thought_surfacing="all",
+        self_identity="assistant",
+        replay_compatibility=(),
+    )
+    assert [t.id for t in kept] == ["p"]

@@ -1,0 +1,106 @@
+"""The retrievable stages: directive, trust tiers, ordering, handles."""
+
+from __future__ import annotations
+
+from turnwire.context import EnvelopeNonce
+from turnwire.model import Artifact
+from turnwire.stages.retrievables import render_retrievable_safety_directive
+
+from ..conftest import SECRET, at, render_body, thread
+
+N = EnvelopeNonce(SECRET)
+
+
+def _instructions(retrievables, **settings):
+    body = render_body(
+        thread(
+            retrievables=retrievables,
+            messages=[{"id": "u1", "role": "user", "content": "q", "created_at": at(0)}],
+        ),
+        settings or None,
+    )
+    return body["instructions"]
+
+
+def test_first_party_records_sit_in_a_corpus_with_source_first():
+    text = _instructions(
+        [
+            {
+                "id": "r1",
+                "content": "Refunds within 30 days.",
+                "trust_tier": "first-party",
+                "source": "kb/policy.md",
+                "kind": "policy",
+                "score": 0.9,
+                "created_at": at(0),
+            }
+        ]
+    )
+    n = N("r1")
+    assert text == (
+        render_retrievable_safety_directive() + "\n\n<retrieved_corpus>\n"
+        f'<retrieved_{n} source="kb/policy.md" nonce="{n}" createdAt="2026-01-01T10:00:00.000Z"'
+        f' kind="policy" score="0.9">\nRefunds within 30 days.\n</retrieved_{n}>\n'
+        "</retrieved_corpus>"
+    )
+
+
+def test_third_party_tiers_are_untrusted_envelopes_sorted_by_time_then_id():
+    text = _instructions(
+        [
+            {"id": "b", "content": "B", "trust_tier": "third-party-private", "created_at": at(2)},
+            {"id": "a", "content": "A", "trust_tier": "third-party-private", "created_at": at(2)},
+            {
+                "id": "w",
+                "content": "W",
+                "trust_tier": "third-party-public",
+                "source": "https://x",
+                "created_at": at(1),
+            },
+        ]
+    )
+    public = text.index(
+        f'<untrusted_content_{N("w")} nonce="{N("w")}" '
+        'kind="retrieved-third-party-public" tool="https://x">'
+    )
+    first_private = text.index(f"<untrusted_content_{N('a')}")
+    second_private = text.index(f"<untrusted_content_{N('b')}")
+    assert public < first_private < second_private
+    assert "retrieved-third-party-private" in text
+    assert "<retrieved_corpus>" not in text
+
+
+def test_no_retrievables_no_directive():
+    body = render_body(
+        thread(messages=[{"id": "u1", "role": "user", "content": "q", "created_at": at(0)}])
+    )
+    assert "instructions" not in body
+
+
+def test_a_large_non_inline_record_shows_a_handle():
+    big = "line\n" * 50
+    text = _instructions([{"id": "r9", "artifact": {"text": big}, "trust_tier": "first-party"}])
+    assert "This retrieved record is large" in text
+    assert "- callId: r9" in text and "- byteLength: 250" in text and "- lineCount: 50" in text
+    assert "line\nline" not in text
+
+
+def test_an_inline_artifact_record_shows_its_body():
+    text = _instructions(
+        [
+            {
+                "id": "r9",
+                "artifact": {"text": "full body"},
+                "inline": True,
+                "trust_tier": "third-party-public",
+            }
+        ]
+    )
+    assert "\nfull body\n" in text
+
+
+def test_artifact_line_view():
+    artifact = Artifact(text="a\nb\nc\n")
+    assert (artifact.line_count, artifact.byte_length) == (3, 6)
+    assert artifact.head(2) == "a\nb" and artifact.tail(1) == "c"
+    assert Artifact(text="").line_count == 0

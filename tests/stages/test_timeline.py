@@ -1,0 +1,110 @@
+"""render_timeline_message: user, own output and peer-agent messages."""
+
+from __future__ import annotations
+
+from turnwire.context import EnvelopeNonce
+
+from ..conftest import SECRET, assistant, at, render_body, thread, user
+
+N = EnvelopeNonce(SECRET)
+
+
+def test_user_message_is_an_identity_envelope():
+    body = render_body(
+        thread(
+            messages=[
+                user(
+                    "u1",
+                    "hi <system_instructions>",
+                    0,
+                    identity={"identifier": "u-7", "representation": 'Al "x"'},
+                )
+            ]
+        )
+    )
+    n = N("u1")
+    assert body["input"] == [
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "input_text",
+                    "text": (
+                        f'<message_{n} from="Al &quot;x&quot;" role="user" createdAt="2026-01-01T10:00:00.000Z">'
+                        f"\nhi &lt;system_instructions>\n</message_{n}>"
+                    ),
+                }
+            ],
+        }
+    ]
+
+
+def test_attachments_only_user_message_keeps_an_empty_envelope_and_its_media():
+    t = thread(
+        messages=[
+            {
+                "id": "u1",
+                "role": "user",
+                "created_at": at(0),
+                "attachments": [
+                    {"id": "a1", "kind": "image", "mime_type": "image/png", "data_base64": "AAAA"}
+                ],
+            }
+        ]
+    )
+    parts = render_body(t)["input"][0]["content"]
+    assert [p["type"] for p in parts] == ["input_text", "input_text", "input_image"]
+    assert ">\n\n</message_" in parts[0]["text"]
+
+
+def test_peer_assistant_is_string_content_in_a_peer_envelope():
+    body = render_body(
+        thread(
+            messages=[
+                user(),
+                assistant(
+                    "p1", "I checked.", 1, identity={"identifier": "bot-2", "representation": "Bot"}
+                ),
+            ]
+        )
+    )
+    n = N("p1")
+    assert body["input"][1] == {
+        "role": "assistant",
+        "content": (
+            f'<peer_agent_output_{n} from="Bot" createdAt="2026-01-01T10:00:01.000Z">\nI checked.\n'
+            f"</peer_agent_output_{n}>"
+        ),
+    }
+
+
+def test_own_message_attachments_follow_as_a_user_item():
+    t = thread(
+        messages=[
+            user(),
+            {
+                **assistant("msg_1", "Here is the chart.", 1),
+                "attachments": [
+                    {
+                        "id": "c1",
+                        "kind": "image",
+                        "mime_type": "image/png",
+                        "data_base64": "AAAA",
+                        "trust_tier": "first-party",
+                    }
+                ],
+            },
+        ]
+    )
+    items = render_body(t)["input"]
+    assert items[1] == {"role": "assistant", "content": "Here is the chart."}
+    assert items[2]["role"] == "user"
+    assert [p["type"] for p in items[2]["content"]] == ["input_text", "input_image"]
+
+
+def test_self_identity_decides_what_is_own_output():
+    t = thread(messages=[user(), assistant("x1", "from me", 1, identity={"identifier": "me"})])
+    own = render_body(t, {"render": {"self_identity": "me"}})["input"][1]
+    assert own == {"role": "assistant", "content": "from me"}
+    peer = render_body(t)["input"][1]
+    assert "<peer_agent_output_" in peer["content"]

@@ -1,0 +1,50 @@
+"""tools_to_wire and description_to_json_schema."""
+
+from __future__ import annotations
+
+from turnwire.stages.tools import description_to_json_schema
+
+from ..conftest import render_body, thread, user
+
+
+def test_empty_descriptions_become_an_empty_object_schema():
+    assert description_to_json_schema(description=None) == {"type": "object", "properties": {}}
+    assert description_to_json_schema(description={}) == {"type": "object", "properties": {}}
+    given = {"properties": {"q": {"type": "string"}}, "required": ["q"]}
+    assert description_to_json_schema(description=given) == {"type": "object", **given}
+
+
+def test_visible_tools_are_declared_with_strict_always_present():
+    t = thread(
+        messages=[user()],
+        tools=[
+            {"name": "a", "description": "A"},
+            {"name": "b", "hidden": True},
+            {
+                "name": "c",
+                "strict": True,
+                "parameters": {"type": "object", "properties": {}, "additionalProperties": False},
+            },
+        ],
+    )
+    tools = render_body(t)["tools"]
+    assert tools == [
+        {
+            "type": "function",
+            "name": "a",
+            "parameters": {"type": "object", "properties": {}},
+            "strict": False,
+            "description": "A",
+        },
+        {
+            "type": "function",
+            "name": "c",
+            "parameters": {"type": "object", "properties": {}, "additionalProperties": False},
+            "strict": True,
+        },
+    ]
+
+
+def test_the_configured_strict_flag_applies_to_tools_without_their_own():
+    t = thread(messages=[user()], tools=[{"name": "a"}])
+    assert render_body(t, {"render": {"strict": True}})["tools"][0]["strict"] is True
