@@ -227,25 +227,25 @@ def _replay_thread(
 ):
     thought_second = 5
     message_second = 5 if same_time else 6
-    fields = dict(
-        system_prompt="SYS",
-        messages=[
+    fields = {
+        "system_prompt": "SYS",
+        "messages": [
             user("u1", "cross the street?", 0),
             assistant(partner_id, "Look both ways.", message_second, seq=message_seq),
         ],
-        thoughts=[
+        "thoughts": [
             reasoning_thought(
                 "rs_1", thought_second, fingerprint=fingerprint, paired=paired, seq=thought_seq
             )
         ],
-    )
+    }
     if trailing:
         fields["memories"] = [{"id": "m1", "content": "tea"}]
     return thread(**fields)
 
 
 def _fingerprint_after_user(settings_=None, trailing=False):
-    fields = dict(system_prompt="SYS", messages=[user("u1", "cross the street?", 0)])
+    fields = {"system_prompt": "SYS", "messages": [user("u1", "cross the street?", 0)]}
     if trailing:
         fields["memories"] = [{"id": "m1", "content": "tea"}]
     return prefix_fingerprint(thread(**fields), settings_)

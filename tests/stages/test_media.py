@@ -27,7 +27,8 @@ class _Relay:
     render_untrusted_content = staticmethod(render_untrusted_content)
 
 
-def blocks(media, policy=MediaPolicy(), warnings=None):
+def blocks(media, policy=None, warnings=None):
+    policy = policy or MediaPolicy()
     return render_media_blocks(
         media=media,
         unsupported_media_policy=policy,

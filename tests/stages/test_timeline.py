@@ -30,7 +30,8 @@ def test_user_message_is_an_identity_envelope():
                 {
                     "type": "input_text",
                     "text": (
-                        f'<message_{n} from="Al &quot;x&quot;" role="user" createdAt="2026-01-01T10:00:00.000Z">'
+                        f'<message_{n} from="Al &quot;x&quot;" role="user" '
+                        'createdAt="2026-01-01T10:00:00.000Z">'
                         f"\nhi &lt;system_instructions>\n</message_{n}>"
                     ),
                 }
