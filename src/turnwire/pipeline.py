@@ -108,7 +108,7 @@ def _tool_call_items(call: ToolCall, thread: Thread, stages: Any) -> list[InputI
         )
     ]
     if call.result is not None:
-        output = stages.render_tool_call_result(tool_call=call, tool=thread.tool(call.tool))
+        output = stages.render_tool_call_result(tool_call=call, tool=thread.tool(call.tool)) or ""
         items.append(FunctionCallOutput(call_id=call_id, output=output))
     return items
 
@@ -116,7 +116,7 @@ def _tool_call_items(call: ToolCall, thread: Thread, stages: Any) -> list[InputI
 def _timeline(
     thread: Thread, options: RenderOptions, stages: Any
 ) -> tuple[list[InputItem], dict[int, Thought]]:
-    surfaced = stages.filter_thoughts(thoughts=thread.thoughts)
+    surfaced = stages.filter_thoughts(thoughts=thread.thoughts) or ()
     entries: list[tuple[Any, int, int, Message | Thought | ToolCall]] = []
     for rank, records in enumerate((thread.messages, surfaced, thread.tool_calls)):
         entries.extend((r.created_at, r.seq, rank, r) for r in records)
@@ -126,7 +126,7 @@ def _timeline(
     candidates: dict[int, Thought] = {}
     for _, _, _, record in entries:
         if isinstance(record, Message):
-            items.extend(stages.render_timeline_message(message=record))
+            items.extend(stages.render_timeline_message(message=record) or ())
         elif isinstance(record, ToolCall):
             items.extend(_tool_call_items(record, thread, stages))
         else:
@@ -209,7 +209,7 @@ def build_input(thread: Thread, *, plan: StagePlan, options: RenderOptions) -> R
         )
     warnings: list[str] = []
     stages = StageRelay(plan, {**options.injectable(), "warn": warnings.append, "scratch": {}})
-    declared = tuple(stages.tools_to_wire(tools=thread.tools))
+    declared = tuple(stages.tools_to_wire(tools=thread.tools) or ())
     tools = declared or None
     leading = stages.render_system_prompt(
         system_prompt=thread.system_prompt,

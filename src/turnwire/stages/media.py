@@ -41,8 +41,8 @@ def _wrap(media: Media, tier: str, text: str, envelope_nonce: EnvelopeNonce, sta
         modality=_MODALITY.get(media.hazard, "opaque"),
     )
     if tier == "first-party":
-        return str(stages.render_trusted_content(content=text, attrs=attrs))
-    return str(stages.render_untrusted_content(content=text, attrs=attrs))
+        return str(stages.render_trusted_content(content=text, attrs=attrs) or "")
+    return str(stages.render_untrusted_content(content=text, attrs=attrs) or "")
 
 
 def _fallback(

@@ -43,7 +43,7 @@ def _body(retrievable: Retrievable, stages: Any) -> str:
         byte_length=artifact.byte_length,
         line_count=artifact.line_count,
     )
-    return str(stages.render_retrievable_handle_body(handle=handle))
+    return str(stages.render_retrievable_handle_body(handle=handle) or "")
 
 
 @hookimpl(trylast=True)

@@ -20,11 +20,13 @@ def render_bucket(
 ) -> str:
     """Render one non-timeline bucket through its stage."""
     if label == "standing_instructions":
-        return str(stages.render_standing_instructions(standing_instructions=standing_instructions))
+        return str(
+            stages.render_standing_instructions(standing_instructions=standing_instructions) or ""
+        )
     if label == "memories":
-        return str(stages.render_memories(memories=memories))
+        return str(stages.render_memories(memories=memories) or "")
     if label == "retrievables":
-        return str(stages.render_retrievables(retrievables=retrievables))
+        return str(stages.render_retrievables(retrievables=retrievables) or "")
     raise ValueError(f"bucket {label!r} has no stage")
 
 

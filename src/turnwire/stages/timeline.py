@@ -33,7 +33,7 @@ def valid_item_id(item_id: str | None, prefix: str) -> str | None:
 def _media_item(message: Message, stages: Any) -> InputMessage | None:
     blocks: list[InputContent] = []
     for media in message.attachments:
-        blocks.extend(stages.render_media_blocks(media=media))
+        blocks.extend(stages.render_media_blocks(media=media) or ())
     return InputMessage(role="user", content=tuple(blocks)) if blocks else None
 
 
@@ -51,7 +51,7 @@ def render_timeline_message(
         text = f"{head}\n{neutralise(message.content or '', tag)}\n</{tag}>"
         blocks: list[InputContent] = [InputText(text=text)]
         for media in message.attachments:
-            blocks.extend(stages.render_media_blocks(media=media))
+            blocks.extend(stages.render_media_blocks(media=media) or ())
         return (InputMessage(role="user", content=tuple(blocks)),)
 
     if who.identifier == self_identity:

@@ -27,10 +27,10 @@ def _media_result(
     assert tool_call.result is not None and tool_call.result.media is not None
     blocks: list[InputContent] = []
     for media in tool_call.result.media:
-        blocks.extend(stages.render_media_blocks(media=media))
+        blocks.extend(stages.render_media_blocks(media=media) or ())
     sentinel = f"__turnwire_media_boundary_{attrs.nonce}__"
     wrap = stages.render_trusted_content if trusted else stages.render_untrusted_content
-    framed = str(wrap(content=sentinel, attrs=attrs))
+    framed = str(wrap(content=sentinel, attrs=attrs) or "")
     if sentinel not in framed:
         warn(
             f"the envelope stage dropped the body of tool {tool_call.tool!r}; the built-in "
@@ -70,7 +70,9 @@ def render_tool_call_result(
         return _media_result(tool_call, trusted, attrs, warn, stages)
     if result.artifacts is not None:
         body = "\n\n".join(artifact.body for artifact in result.artifacts)
-        return str(wrap(content=body, attrs=EnvelopeAttrs(nonce=nonce, kind=plain, tool=name)))
+        return str(
+            wrap(content=body, attrs=EnvelopeAttrs(nonce=nonce, kind=plain, tool=name)) or ""
+        )
     if result.artifact is not None:
         artifact = result.artifact
         if not _inline(artifact, tool_call, tool_result_inline_max_bytes):
@@ -80,11 +82,11 @@ def render_tool_call_result(
                 byte_length=artifact.byte_length,
                 line_count=artifact.line_count,
             )
-            body = str(stages.render_artifact_handle_body(handle=handle))
+            body = str(stages.render_artifact_handle_body(handle=handle) or "")
             attrs = EnvelopeAttrs(nonce=nonce, kind="artifact-handle", tool=name)
-            return str(stages.render_untrusted_content(content=body, attrs=attrs))
+            return str(stages.render_untrusted_content(content=body, attrs=attrs) or "")
         return str(
             wrap(content=artifact.body, attrs=EnvelopeAttrs(nonce=nonce, kind=plain, tool=name))
         )
     text = result.text or ""
-    return str(wrap(content=text, attrs=EnvelopeAttrs(nonce=nonce, kind=plain, tool=name)))
+    return str(wrap(content=text, attrs=EnvelopeAttrs(nonce=nonce, kind=plain, tool=name)) or "")
