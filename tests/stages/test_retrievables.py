@@ -104,3 +104,43 @@ def test_artifact_line_view():
     assert (artifact.line_count, artifact.byte_length) == (3, 6)
     assert artifact.head(2) == "a\nb" and artifact.tail(1) == "c"
     assert Artifact(text="").line_count == 0
+
+
+class _Relay:
+    from turnwire.stages.artifacts import render_retrievable_handle_body
+    from turnwire.stages.envelopes import render_untrusted_content
+
+    render_retrievable_handle_body = staticmethod(render_retrievable_handle_body)
+    render_untrusted_content = staticmethod(render_untrusted_content)
+
+
+def test_tier_stages_called_directly():
+    from turnwire.model import Retrievable
+    from turnwire.stages.retrievables import (
+        render_first_party_retrievables,
+        render_third_party_private_retrievables,
+        render_third_party_public_retrievables,
+    )
+
+    record = Retrievable(id="r1", content="body", trust_tier="first-party")
+    first = render_first_party_retrievables(
+        retrievables=(record,), envelope_nonce=N, stages=_Relay()
+    )
+    assert first == (
+        f'<retrieved_corpus>\n<retrieved_{N("r1")} nonce="{N("r1")}">\nbody\n'
+        f"</retrieved_{N('r1')}>\n</retrieved_corpus>"
+    )
+    public = render_third_party_public_retrievables(
+        retrievables=(record,), envelope_nonce=N, stages=_Relay()
+    )
+    private = render_third_party_private_retrievables(
+        retrievables=(record,), envelope_nonce=N, stages=_Relay()
+    )
+    assert 'kind="retrieved-third-party-public"' in public
+    assert 'kind="retrieved-third-party-private"' in private
+    for stage in (
+        render_first_party_retrievables,
+        render_third_party_public_retrievables,
+        render_third_party_private_retrievables,
+    ):
+        assert stage(retrievables=(), envelope_nonce=N, stages=_Relay()) == ""

@@ -1,0 +1,54 @@
+"""The public surface: a sorted __all__ that names exactly what is exported."""
+
+from __future__ import annotations
+
+import turnwire
+import turnwire.wire
+
+
+def _isort_key(name: str) -> tuple[int, str]:
+    if name.isupper():
+        return (0, name)
+    return (1, name) if name[0].isupper() else (2, name)
+
+
+def test_all_is_sorted_and_complete():
+    for module in (turnwire, turnwire.wire):
+        assert module.__all__ == sorted(module.__all__, key=_isort_key)
+        for name in module.__all__:
+            assert hasattr(module, name), name
+
+
+def test_exported_names():
+    assert set(turnwire.__all__) >= {
+        "build_container",
+        "hookimpl",
+        "load_thread",
+        "render",
+        "Thread",
+        "ConfigError",
+        "PreflightError",
+        "ThreadFileError",
+        "StageRelay",
+    }
+
+
+def test_no_container_or_plugin_manager_at_module_level():
+    from turnwire import container
+
+    assert not any(isinstance(v, container.Container) for v in vars(container).values())
+    import pluggy
+
+    for module_name in ("turnwire._plugins", "turnwire.container", "turnwire.api"):
+        module = __import__(module_name, fromlist=["x"])
+        assert not any(isinstance(v, pluggy.PluginManager) for v in vars(module).values())
+
+
+def test_only_the_container_imports_dependency_injector():
+    from pathlib import Path
+
+    src = Path(turnwire.__file__).parent
+    importers = sorted(
+        str(p.relative_to(src)) for p in src.rglob("*.py") if "dependency_injector" in p.read_text()
+    )
+    assert importers == ["container.py"]
