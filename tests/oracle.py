@@ -71,6 +71,8 @@ def validate_body(body: dict[str, Any]) -> None:
     except ValidationError as err:
         raise OracleError(f"body: {err}") from err
     for index, tool in enumerate(body.get("tools") or []):
+        if tool.get("type") != "function":
+            continue
         allowed = {"type", "name", "description", "parameters", "strict"}
         extra = set(tool) - allowed
         if extra:
