@@ -17,6 +17,7 @@ from turnwire.settings import merge
 from .oracle import validate_body
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance"
+REPO_EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 SECRET = "test-envelope-secret"
 
 

@@ -269,9 +269,15 @@ def _check_rejected(tree: Mapping[str, Any]) -> None:
         for key in request:
             if key in REJECTED_REQUEST_KEYS:
                 raise ConfigError(
-                    f"request.{key} cannot be set: {REJECTED_REQUEST_KEYS[key]}",
+                    f"$.request.{key}: cannot be set: {REJECTED_REQUEST_KEYS[key]}",
                     path=f"$.request.{key}",
                 )
+        if request.get("background") is True:
+            raise ConfigError(
+                "$.request.background: only false is accepted: background responses need "
+                "polling, and turnwire reads the answer from the stream of the request itself",
+                path="$.request.background",
+            )
 
 
 def settings_from_tree(tree: Mapping[str, Any]) -> Settings:

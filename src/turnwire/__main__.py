@@ -1,0 +1,7 @@
+"""``python -m turnwire`` runs the command line."""
+
+import sys
+
+from turnwire.cli import main
+
+sys.exit(main())

@@ -1,0 +1,107 @@
+"""Thread files (schema v1) and the domain model's validation rules, with $.path errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import turnwire
+from turnwire import ThreadFileError, dump_thread, load_thread
+
+from .conftest import REPO_EXAMPLES, at
+
+
+def _fails(data, path, words):
+    with pytest.raises(ThreadFileError) as caught:
+        load_thread({"version": 1, **data})
+    assert caught.value.path == path, str(caught.value)
+    assert str(caught.value).startswith(path)
+    assert words in str(caught.value)
+    return caught.value
+
+
+def test_the_example_thread_loads_from_yaml_and_resolves_relative_paths():
+    t = load_thread(REPO_EXAMPLES / "weather.yaml")
+    attachment = t.messages[0].attachments[0]
+    assert attachment.path == str((REPO_EXAMPLES / "cat.png").resolve())
+    assert t.tool_calls[0].call_id == "call_1" and t.tool_calls[0].item_id == "fc_1"
+    assert t.messages[0].who.display == "Alice"
+
+
+def test_json_threads_load_too(tmp_path):
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"version": 1, "messages": [
+        {"id": "u1", "role": "user", "content": "hi", "created_at": at(0)}]}))
+    assert load_thread(path).messages[0].content == "hi"
+
+
+def test_wrong_role_names_its_path():
+    _fails({"messages": [{"id": "u1", "role": "user", "content": "a", "created_at": at(0)},
+                         {"id": "u2", "role": "system", "content": "b", "created_at": at(1)}]},
+           "$.messages[1].role", "Invalid enum value 'system'")
+
+
+def test_unknown_field_and_missing_timezone():
+    _fails({"messages": [{"id": "u", "role": "user", "content": "a", "created_at": at(0),
+                          "colour": 1}]}, "$.messages[0]", "unknown field `colour`")
+    _fails({"messages": [{"id": "u", "role": "user", "content": "a",
+                          "created_at": "2026-01-01T10:00:00"}]},
+           "$.messages[0].created_at", "timezone")
+
+
+def test_cross_field_rules_name_the_record():
+    _fails({"messages": [{"id": "u", "role": "user", "created_at": at(0)}]},
+           "$.messages[0]", "`content` or `attachments`")
+    _fails({"thoughts": [{"id": "t", "created_at": at(0)}]}, "$.thoughts[0]",
+           "`content` or a `payload`")
+    _fails({"thoughts": [{"id": "t", "created_at": at(0), "payload": {
+        "variant": "responses-reasoning", "item": {"type": "reasoning", "summary": []}}}]},
+        "$.thoughts[0]", "no `replay_compatibility`")
+    _fails({"tool_calls": [{"id": "c", "tool": "t", "created_at": at(0),
+                            "result": {"text": "a", "media": []}}]},
+           "$.tool_calls[0].result", "exactly one")
+    _fails({"messages": [{"id": "u", "role": "user", "created_at": at(0), "attachments": [
+        {"id": "a", "kind": "image", "mime_type": "image/png"}]}]},
+        "$.messages[0].attachments[0]", "exactly one of `path` or `data_base64`")
+    _fails({"tools": [{"name": "a"}, {"name": "a"}]}, "$", "declared twice")
+    _fails({"memories": [{"id": "m", "content": "x", "confidence": 2}]},
+           "$.memories[0].confidence", "<= 1.0")
+
+
+def test_unknown_version_and_bad_files(tmp_path):
+    _fails({"version": 2}, "$.version", "version 1")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("messages: [")
+    with pytest.raises(ThreadFileError, match="neither valid YAML nor JSON"):
+        load_thread(bad)
+    with pytest.raises(ThreadFileError, match="cannot read"):
+        load_thread(tmp_path / "none.yaml")
+
+
+def test_dump_then_load_gives_the_same_thread():
+    t = load_thread(REPO_EXAMPLES / "weather.yaml")
+    again = load_thread(json.loads(dump_thread(t)))
+    assert again == t
+
+
+def test_composite_tool_call_ids():
+    call = turnwire.ToolCall(id="call_1|fc_1|extra", tool="t", created_at=at_dt())
+    assert (call.call_id, call.item_id) == ("call_1", "fc_1|extra")
+    bare = turnwire.ToolCall(id="|fc_1", tool="t", created_at=at_dt())
+    assert (bare.call_id, bare.item_id) == ("|fc_1", None)
+    assert turnwire.ToolCall(id="call_9", tool="t", created_at=at_dt()).item_id is None
+
+
+def test_tool_call_checksum_is_the_canonical_sha256():
+    import hashlib
+
+    call = turnwire.ToolCall(id="c", tool="search", args={"q": "x"}, created_at=at_dt())
+    expected = hashlib.sha256(b'{"args":{"q":"x"},"tool":"search"}').hexdigest()
+    assert call.digest == expected
+
+
+def at_dt():
+    from datetime import UTC, datetime
+
+    return datetime(2026, 1, 1, tzinfo=UTC)
