@@ -15,8 +15,15 @@ REPO = Path(__file__).resolve().parents[1]
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     environment = {**os.environ, "TURNWIRE_ENVELOPE_SECRET": SECRET, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "turnwire", *args], capture_output=True,
-                          text=True, env=environment, cwd=REPO, timeout=60, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "turnwire", *args],
+        capture_output=True,
+        text=True,
+        env=environment,
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_render_prints_the_body_and_exits_zero():
@@ -29,10 +36,17 @@ def test_render_prints_the_body_and_exits_zero():
 
 def test_model_flag_and_config_profiles(tmp_path):
     profile = tmp_path / "p.yaml"
-    profile.write_text("render: {system_prompt_channel: developer-item}\n"
-                       "request: {max_output_tokens: 64}\n")
-    done = run("render", str(REPO_EXAMPLES / "weather.yaml"), "--config", str(profile),
-               "--model", "gpt-5-mini")
+    profile.write_text(
+        "render: {system_prompt_channel: developer-item}\nrequest: {max_output_tokens: 64}\n"
+    )
+    done = run(
+        "render",
+        str(REPO_EXAMPLES / "weather.yaml"),
+        "--config",
+        str(profile),
+        "--model",
+        "gpt-5-mini",
+    )
     body = json.loads(done.stdout)
     assert body["model"] == "gpt-5-mini" and body["max_output_tokens"] == 64
     assert body["input"][0]["role"] == "developer" and "instructions" not in body
@@ -40,13 +54,16 @@ def test_model_flag_and_config_profiles(tmp_path):
 
 def test_a_bad_thread_exits_2_with_code_and_path(tmp_path):
     bad = tmp_path / "bad.yaml"
-    bad.write_text("version: 1\nmessages:\n- {id: u1, role: robot, content: hi, "
-                   "created_at: '2026-01-01T00:00:00Z'}\n")
+    bad.write_text(
+        "version: 1\nmessages:\n- {id: u1, role: robot, content: hi, "
+        "created_at: '2026-01-01T00:00:00Z'}\n"
+    )
     done = run("render", str(bad), "--model", "m")
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.strip().splitlines()[-1] == (
-        "error: E_THREAD_FILE_INVALID: $.messages[0].role: Invalid enum value 'robot'")
+        "error: E_THREAD_FILE_INVALID: $.messages[0].role: Invalid enum value 'robot'"
+    )
 
 
 def test_a_bad_profile_exits_2_naming_the_path(tmp_path):
@@ -55,14 +72,17 @@ def test_a_bad_profile_exits_2_naming_the_path(tmp_path):
     done = run("render", str(REPO_EXAMPLES / "weather.yaml"), "--config", str(profile))
     assert done.returncode == 2
     assert done.stderr.startswith(
-        "error: E_INVALID_OPENAI_RESPONSES_OPTIONS: $.request.max_output_tokens:")
+        "error: E_INVALID_OPENAI_RESPONSES_OPTIONS: $.request.max_output_tokens:"
+    )
 
 
 def test_a_preflight_violation_exits_2_naming_the_item(tmp_path):
     thread = tmp_path / "t.yaml"
-    thread.write_text("version: 1\nmodel: m\nmessages:\n- {id: u1, role: user, content: hi, "
-                      "created_at: '2026-01-01T00:00:00Z'}\ntool_calls:\n- {id: c1, tool: t, "
-                      "created_at: '2026-01-01T00:00:01Z'}\n")
+    thread.write_text(
+        "version: 1\nmodel: m\nmessages:\n- {id: u1, role: user, content: hi, "
+        "created_at: '2026-01-01T00:00:00Z'}\ntool_calls:\n- {id: c1, tool: t, "
+        "created_at: '2026-01-01T00:00:01Z'}\n"
+    )
     done = run("render", str(thread))
     assert done.returncode == 2
     assert done.stderr.startswith("error: E_OPENAI_RESPONSES_PREFLIGHT: input[1]: ")
@@ -71,8 +91,10 @@ def test_a_preflight_violation_exits_2_naming_the_item(tmp_path):
 
 def test_no_model_anywhere_is_a_clear_error(tmp_path):
     thread = tmp_path / "t.yaml"
-    thread.write_text("version: 1\nmessages:\n- {id: u1, role: user, content: hi, "
-                      "created_at: '2026-01-01T00:00:00Z'}\n")
+    thread.write_text(
+        "version: 1\nmessages:\n- {id: u1, role: user, content: hi, "
+        "created_at: '2026-01-01T00:00:00Z'}\n"
+    )
     done = run("render", str(thread))
     assert done.returncode == 2 and "--model" in done.stderr
 
@@ -93,8 +115,14 @@ def test_the_envelope_secret_never_reaches_the_output():
 
 def test_without_a_secret_render_warns_in_verbose_mode():
     env = {k: v for k, v in os.environ.items() if k != "TURNWIRE_ENVELOPE_SECRET"}
-    done = subprocess.run([sys.executable, "-m", "turnwire", "-v", "render",
-                           str(REPO_EXAMPLES / "weather.yaml")], capture_output=True, text=True,
-                          env=env, cwd=REPO, timeout=60, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "turnwire", "-v", "render", str(REPO_EXAMPLES / "weather.yaml")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0
     assert "envelope nonces are stable but predictable" in done.stderr

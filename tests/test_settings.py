@@ -20,8 +20,12 @@ def write(tmp_path: Path, text: str, name: str = "p.yaml") -> Path:
 
 def test_defaults_match_the_documented_contract():
     settings = load_settings()
-    assert settings.render.bucket_order == ("standing_instructions", "memories", "retrievables",
-                                            "timeline")
+    assert settings.render.bucket_order == (
+        "standing_instructions",
+        "memories",
+        "retrievables",
+        "timeline",
+    )
     assert settings.render.system_prompt_channel == "instructions"
     assert settings.render.reasoning_replay == "off"
     assert settings.render.unsupported_media_policy == "throw"
@@ -34,7 +38,9 @@ def test_defaults_match_the_documented_contract():
 
 
 def test_profiles_merge_recursively_in_order(tmp_path):
-    first = write(tmp_path, "render: {reasoning_replay: encrypted}\nrequest: {model: a}\n", "a.yaml")
+    first = write(
+        tmp_path, "render: {reasoning_replay: encrypted}\nrequest: {model: a}\n", "a.yaml"
+    )
     second = write(tmp_path, "request: {model: b, max_output_tokens: 64}\n", "b.yaml")
     settings = load_settings([first, second])
     assert settings.render.reasoning_replay == "encrypted"
@@ -43,8 +49,11 @@ def test_profiles_merge_recursively_in_order(tmp_path):
 
 
 def test_env_interpolation_with_defaults_and_types(tmp_path):
-    path = write(tmp_path, "request: {model: '${MODEL:gpt-5}', max_output_tokens: '${MAX:32}'}\n"
-                           "client: {base_url: 'http://${HOST}/v1'}\n")
+    path = write(
+        tmp_path,
+        "request: {model: '${MODEL:gpt-5}', max_output_tokens: '${MAX:32}'}\n"
+        "client: {base_url: 'http://${HOST}/v1'}\n",
+    )
     settings = load_settings([path], env={"HOST": "127.0.0.1:8080", "MAX": "128"})
     assert settings.request.model == "gpt-5"
     assert settings.request.max_output_tokens == 128
@@ -58,24 +67,36 @@ def test_a_missing_variable_without_default_names_its_path(tmp_path):
     assert caught.value.path == "$.client.base_url" and "NOPE" in str(caught.value)
 
 
-@pytest.mark.parametrize(("text", "path", "words"), [
-    ("render: {colour: red}\n", "$.render", "unknown field `colour`"),
-    ("render: {unsupported_media_policy: teleport}\n", "$.render.unsupported_media_policy",
-     "teleport"),
-    ("render: {unsupported_media_policy: {audio: nope}}\n",
-     "$.render.unsupported_media_policy[...]", "nope"),
-    ("render: {bucket_order: [memories]}\n", "$.render.bucket_order", "timeline"),
-    ("render: {bucket_order: [timeline, timeline]}\n", "$.render.bucket_order", "twice"),
-    ("request: {max_output_tokens: 8}\n", "$.request.max_output_tokens", ">= 16"),
-    ("request: {store: false}\n", "$.request.store", "always sends `store: false`"),
-    ("request: {previous_response_id: resp_1}\n", "$.request.previous_response_id",
-     "server-side state"),
-    ("request: {instructions: hi}\n", "$.request.instructions", "system_prompt"),
-    ("request: {background: true}\n", "$.request.background", "only false"),
-    ("request: {temperature: 3}\n", "$.request.temperature", "<= 2"),
-    ("context: {token_encoding: o200k_base}\n", "$.context.context_window", "required"),
-    ("plugins: {allow: nope}\n", "$.plugins.allow", "array"),
-])
+@pytest.mark.parametrize(
+    ("text", "path", "words"),
+    [
+        ("render: {colour: red}\n", "$.render", "unknown field `colour`"),
+        (
+            "render: {unsupported_media_policy: teleport}\n",
+            "$.render.unsupported_media_policy",
+            "teleport",
+        ),
+        (
+            "render: {unsupported_media_policy: {audio: nope}}\n",
+            "$.render.unsupported_media_policy[...]",
+            "nope",
+        ),
+        ("render: {bucket_order: [memories]}\n", "$.render.bucket_order", "timeline"),
+        ("render: {bucket_order: [timeline, timeline]}\n", "$.render.bucket_order", "twice"),
+        ("request: {max_output_tokens: 8}\n", "$.request.max_output_tokens", ">= 16"),
+        ("request: {store: false}\n", "$.request.store", "always sends `store: false`"),
+        (
+            "request: {previous_response_id: resp_1}\n",
+            "$.request.previous_response_id",
+            "server-side state",
+        ),
+        ("request: {instructions: hi}\n", "$.request.instructions", "system_prompt"),
+        ("request: {background: true}\n", "$.request.background", "only false"),
+        ("request: {temperature: 3}\n", "$.request.temperature", "<= 2"),
+        ("context: {token_encoding: o200k_base}\n", "$.context.context_window", "required"),
+        ("plugins: {allow: nope}\n", "$.plugins.allow", "array"),
+    ],
+)
 def test_bad_profiles_fail_at_load_time_naming_the_path(tmp_path, text, path, words):
     with pytest.raises(ConfigError) as caught:
         load_settings([write(tmp_path, text)])
@@ -95,8 +116,16 @@ def test_a_file_that_is_not_a_mapping_or_not_yaml(tmp_path):
 
 
 def test_per_kind_media_policy():
-    settings = load_settings(overrides={"render": {"unsupported_media_policy": {
-        "audio": "fallback-stash", "video": "synthetic-description"}}})
+    settings = load_settings(
+        overrides={
+            "render": {
+                "unsupported_media_policy": {
+                    "audio": "fallback-stash",
+                    "video": "synthetic-description",
+                }
+            }
+        }
+    )
     policy = settings.render.media_policy()
     assert policy.for_kind("audio") == "fallback-stash"
     assert policy.for_kind("video") == "synthetic-description"

@@ -31,42 +31,107 @@ def test_the_example_thread_loads_from_yaml_and_resolves_relative_paths():
 
 def test_json_threads_load_too(tmp_path):
     path = tmp_path / "t.json"
-    path.write_text(json.dumps({"version": 1, "messages": [
-        {"id": "u1", "role": "user", "content": "hi", "created_at": at(0)}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "messages": [{"id": "u1", "role": "user", "content": "hi", "created_at": at(0)}],
+            }
+        )
+    )
     assert load_thread(path).messages[0].content == "hi"
 
 
 def test_wrong_role_names_its_path():
-    _fails({"messages": [{"id": "u1", "role": "user", "content": "a", "created_at": at(0)},
-                         {"id": "u2", "role": "system", "content": "b", "created_at": at(1)}]},
-           "$.messages[1].role", "Invalid enum value 'system'")
+    _fails(
+        {
+            "messages": [
+                {"id": "u1", "role": "user", "content": "a", "created_at": at(0)},
+                {"id": "u2", "role": "system", "content": "b", "created_at": at(1)},
+            ]
+        },
+        "$.messages[1].role",
+        "Invalid enum value 'system'",
+    )
 
 
 def test_unknown_field_and_missing_timezone():
-    _fails({"messages": [{"id": "u", "role": "user", "content": "a", "created_at": at(0),
-                          "colour": 1}]}, "$.messages[0]", "unknown field `colour`")
-    _fails({"messages": [{"id": "u", "role": "user", "content": "a",
-                          "created_at": "2026-01-01T10:00:00"}]},
-           "$.messages[0].created_at", "timezone")
+    _fails(
+        {
+            "messages": [
+                {"id": "u", "role": "user", "content": "a", "created_at": at(0), "colour": 1}
+            ]
+        },
+        "$.messages[0]",
+        "unknown field `colour`",
+    )
+    _fails(
+        {
+            "messages": [
+                {"id": "u", "role": "user", "content": "a", "created_at": "2026-01-01T10:00:00"}
+            ]
+        },
+        "$.messages[0].created_at",
+        "timezone",
+    )
 
 
 def test_cross_field_rules_name_the_record():
-    _fails({"messages": [{"id": "u", "role": "user", "created_at": at(0)}]},
-           "$.messages[0]", "`content` or `attachments`")
-    _fails({"thoughts": [{"id": "t", "created_at": at(0)}]}, "$.thoughts[0]",
-           "`content` or a `payload`")
-    _fails({"thoughts": [{"id": "t", "created_at": at(0), "payload": {
-        "variant": "responses-reasoning", "item": {"type": "reasoning", "summary": []}}}]},
-        "$.thoughts[0]", "no `replay_compatibility`")
-    _fails({"tool_calls": [{"id": "c", "tool": "t", "created_at": at(0),
-                            "result": {"text": "a", "media": []}}]},
-           "$.tool_calls[0].result", "exactly one")
-    _fails({"messages": [{"id": "u", "role": "user", "created_at": at(0), "attachments": [
-        {"id": "a", "kind": "image", "mime_type": "image/png"}]}]},
-        "$.messages[0].attachments[0]", "exactly one of `path` or `data_base64`")
+    _fails(
+        {"messages": [{"id": "u", "role": "user", "created_at": at(0)}]},
+        "$.messages[0]",
+        "`content` or `attachments`",
+    )
+    _fails(
+        {"thoughts": [{"id": "t", "created_at": at(0)}]},
+        "$.thoughts[0]",
+        "`content` or a `payload`",
+    )
+    _fails(
+        {
+            "thoughts": [
+                {
+                    "id": "t",
+                    "created_at": at(0),
+                    "payload": {
+                        "variant": "responses-reasoning",
+                        "item": {"type": "reasoning", "summary": []},
+                    },
+                }
+            ]
+        },
+        "$.thoughts[0]",
+        "no `replay_compatibility`",
+    )
+    _fails(
+        {
+            "tool_calls": [
+                {"id": "c", "tool": "t", "created_at": at(0), "result": {"text": "a", "media": []}}
+            ]
+        },
+        "$.tool_calls[0].result",
+        "exactly one",
+    )
+    _fails(
+        {
+            "messages": [
+                {
+                    "id": "u",
+                    "role": "user",
+                    "created_at": at(0),
+                    "attachments": [{"id": "a", "kind": "image", "mime_type": "image/png"}],
+                }
+            ]
+        },
+        "$.messages[0].attachments[0]",
+        "exactly one of `path` or `data_base64`",
+    )
     _fails({"tools": [{"name": "a"}, {"name": "a"}]}, "$", "declared twice")
-    _fails({"memories": [{"id": "m", "content": "x", "confidence": 2}]},
-           "$.memories[0].confidence", "<= 1.0")
+    _fails(
+        {"memories": [{"id": "m", "content": "x", "confidence": 2}]},
+        "$.memories[0].confidence",
+        "<= 1.0",
+    )
 
 
 def test_unknown_version_and_bad_files(tmp_path):
