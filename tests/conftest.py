@@ -98,10 +98,10 @@ def prefix_fingerprint(
     extra_items: tuple[Any, ...] = (),
 ) -> str:
     """The fingerprint a recorder stores for a reasoning item produced after ``thread_value``."""
-    from turnwire.context import Endpoint
     from turnwire.stages.fingerprint import fingerprint_prefix
 
-    rendered = turnwire.render(thread_value, container=make_container(settings), model=model)
+    container = make_container(settings)
+    rendered = turnwire.render(thread_value, container=container, model=model)
     prefix = [*rendered.rendered.input[: rendered.fingerprintable_length], *extra_items]
     return fingerprint_prefix(
         model=model,
@@ -109,8 +109,8 @@ def prefix_fingerprint(
         tools=rendered.rendered.tools,
         input=prefix,
         through_item=len(prefix),
-        fingerprint_binding="prefix",
-        endpoint=Endpoint(),
+        fingerprint_binding=container.fingerprint_binding(),
+        endpoint=container.endpoint(),
         scratch={},
     )
 
