@@ -12,6 +12,7 @@ pluggy instead, with identical results.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -134,14 +135,9 @@ class StageRelay:
         spec_names = set(argnames)
         calls = tuple((fn, names, set(names) == spec_names) for fn, names in target)
         if len(calls) == 1 and calls[0][2]:
-            only = calls[0][0]
-
-            def direct_one(**kwargs: Any) -> Any:
-                kwargs.update(injected)
-                return only(**kwargs)
-
-            direct_one.__name__ = name
-            return direct_one
+            # One implementation taking every argument: a partial merges the injected
+            # options in C, the cheapest call there is.
+            return functools.partial(calls[0][0], **injected)
 
         def direct(**kwargs: Any) -> Any:
             kwargs.update(injected)

@@ -43,7 +43,7 @@ Warn = Callable[[str], None]
 DEFAULT_STASH_KEYS: tuple[str, ...] = ("text:transcript", "text:caption", "text:description")
 
 
-class EnvelopeAttrs(msgspec.Struct, frozen=True, kw_only=True):
+class EnvelopeAttrs(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Attributes of a trust envelope. ``nonce`` is already derived (see :class:`EnvelopeNonce`)."""
 
     nonce: str
@@ -52,7 +52,7 @@ class EnvelopeAttrs(msgspec.Struct, frozen=True, kw_only=True):
     modality: str | None = None
 
 
-class HandleInfo(msgspec.Struct, frozen=True, kw_only=True):
+class HandleInfo(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """What a handle body says about a body that was not inlined."""
 
     call_id: str

@@ -51,6 +51,8 @@ __all__ = ["RenderedInput", "build_input", "output_item_id", "short_call_id", "s
 logger = logging.getLogger("turnwire")
 
 _MAX_CALL_ID = 64
+_CARRY_IDS = (OutputMessage, FunctionCall)
+_ENCODER = msgspec.json.Encoder()
 
 
 class RenderedInput(msgspec.Struct, frozen=True, kw_only=True):
@@ -93,8 +95,25 @@ def strip_item_id(item: InputItem) -> InputItem:
     return item
 
 
+def _needs_js_numbers(value: Any) -> bool:
+    """Whether msgspec would print a number of ``value`` unlike ``JSON.stringify``."""
+    if isinstance(value, float):
+        return True
+    if isinstance(value, int):
+        return abs(value) >= 2**53
+    if isinstance(value, dict):
+        return any(_needs_js_numbers(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_needs_js_numbers(v) for v in value)
+    return False
+
+
 def _arguments(tool_call: ToolCall) -> str:
-    return canonical_json(tool_call.args, sort_keys=False)
+    """``JSON.stringify`` of the stored arguments (compact, insertion order, JS numbers)."""
+    args = tool_call.args
+    if _needs_js_numbers(args):
+        return canonical_json(args, sort_keys=False)
+    return _ENCODER.encode(args).decode()
 
 
 def _tool_call_items(call: ToolCall, thread: Thread, stages: Any) -> list[InputItem]:
@@ -117,14 +136,14 @@ def _timeline(
     thread: Thread, options: RenderOptions, stages: Any
 ) -> tuple[list[InputItem], dict[int, Thought]]:
     surfaced = stages.filter_thoughts(thoughts=thread.thoughts) or ()
-    entries: list[tuple[Any, int, int, Message | Thought | ToolCall]] = []
+    entries: list[tuple[Any, int, int, int, Message | Thought | ToolCall]] = []
     for rank, records in enumerate((thread.messages, surfaced, thread.tool_calls)):
-        entries.extend((r.created_at, r.seq, rank, r) for r in records)
-    entries.sort(key=lambda entry: (entry[0], entry[1], entry[2]))
+        entries.extend((r.created_at, r.seq, rank, i, r) for i, r in enumerate(records))
+    entries.sort()  # the first four fields are unique, so records are never compared
 
     items: list[InputItem] = []
     candidates: dict[int, Thought] = {}
-    for _, _, _, record in entries:
+    for *_, record in entries:
         if isinstance(record, Message):
             items.extend(stages.render_timeline_message(message=record) or ())
         elif isinstance(record, ToolCall):
@@ -160,7 +179,7 @@ def _sweep(
         item = items[index]
         thought = candidates.get(index)
         if thought is None:
-            out.append(strip_item_id(item))
+            out.append(strip_item_id(item) if type(item) in _CARRY_IDS else item)
             index += 1
             continue
         assert thought.payload is not None

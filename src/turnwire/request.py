@@ -10,8 +10,8 @@ wire rules the real API enforces, and raises :class:`~turnwire.errors.PreflightE
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -19,7 +19,15 @@ from turnwire.context import ReasoningReplay
 from turnwire.errors import PreflightError
 from turnwire.pipeline import RenderedInput
 from turnwire.settings import RequestSettings
-from turnwire.wire import RequestBody
+from turnwire.wire import (
+    FunctionCall,
+    FunctionCallOutput,
+    InputMessage,
+    InputText,
+    OutputMessage,
+    ReasoningItem,
+    RequestBody,
+)
 
 __all__ = ["ENCRYPTED_INCLUDE", "PREFLIGHT_RULES", "build_body", "encode_body", "preflight"]
 
@@ -107,40 +115,120 @@ def _fail(rule: str, detail: str, index: int | None = None) -> PreflightError:
     )
 
 
-def _text_of(item: Mapping[str, Any]) -> str:
+class _Facts(NamedTuple):
+    """What the rules need to know about one input item, whatever its representation."""
+
+    kind: str
+    item_id: str | None
+    call_id: str | None
+    assistant_input_text: bool
+    encrypted: bool
+
+
+def _input_message_facts(item: InputMessage) -> _Facts:
+    content = item.content
+    bad = (
+        item.role == "assistant"
+        and not isinstance(content, str)
+        and any(isinstance(part, InputText) for part in content)
+    )
+    return _Facts("message", None, None, bad, False)
+
+
+_STRUCT_FACTS: dict[type, Callable[[Any], _Facts]] = {
+    InputMessage: _input_message_facts,
+    OutputMessage: lambda item: _Facts("message", item.id, None, False, False),
+    FunctionCall: lambda item: _Facts("function_call", item.id, item.call_id, False, False),
+    FunctionCallOutput: lambda item: _Facts(
+        "function_call_output", None, item.call_id, False, False
+    ),
+    ReasoningItem: lambda item: _Facts(
+        "reasoning", item.id, None, False, bool(item.encrypted_content)
+    ),
+}
+
+
+def _struct_facts(item: object) -> _Facts:
+    extract = _STRUCT_FACTS.get(type(item))
+    if extract is not None:
+        return extract(item)
+    return _Facts(
+        str(getattr(item, "type", "unknown")), getattr(item, "id", None), None, False, False
+    )
+
+
+def _mapping_facts(item: Mapping[str, Any]) -> _Facts:
+    kind = item.get("type", "message")
     content = item.get("content")
+    bad = (
+        kind == "message"
+        and item.get("role") == "assistant"
+        and isinstance(content, Sequence)
+        and not isinstance(content, str)
+        and any(isinstance(part, Mapping) and part.get("type") == "input_text" for part in content)
+    )
+    call_id = item.get("call_id")
+    return _Facts(
+        kind,
+        item.get("id"),
+        None if call_id is None else str(call_id),
+        bad,
+        bool(item.get("encrypted_content")),
+    )
+
+
+def _text_of(item: Any) -> str:
+    content = item.get("content") if isinstance(item, Mapping) else getattr(item, "content", None)
     if isinstance(content, str):
         return content
     if isinstance(content, Sequence):
-        return " ".join(part.get("text", "") for part in content if isinstance(part, Mapping))
+        texts = (
+            part.get("text", "") if isinstance(part, Mapping) else getattr(part, "text", "")
+            for part in content
+        )
+        return " ".join(t for t in texts if isinstance(t, str))
     return ""
 
 
 def preflight(body: RequestBody | Mapping[str, Any]) -> None:
-    """Check ``body`` against the wire rules; raise the first violation, in input order."""
-    data: Mapping[str, Any] = (
-        msgspec.to_builtins(body) if isinstance(body, msgspec.Struct) else body
-    )
-    items = data.get("input")
-    if isinstance(items, str):
-        if not items:
-            raise _fail("non-empty-input", "input is an empty string")
-        items = []
-    elif not items:
+    """Check ``body`` against the wire rules; raise the first violation, in input order.
+
+    ``body`` is either turnwire's own :class:`~turnwire.wire.RequestBody` or any decoded JSON
+    body (the rules are the same; recorded real requests are checked this way).
+    """
+    text_input = False
+    store: object
+    max_tokens: object
+    if isinstance(body, RequestBody):
+        items: Sequence[Any] = body.input
+        facts = [_struct_facts(item) for item in items]
+        max_tokens, store = body.max_output_tokens, body.store
+        format_type = body.text.format.get("type") if body.text and body.text.format else None
+    else:
+        raw = body.get("input")
+        text_input = isinstance(raw, str) and bool(raw)
+        items = [item for item in raw or () if isinstance(item, Mapping)] if not text_input else []
+        facts = [_mapping_facts(item) for item in items]
+        max_tokens, store = body.get("max_output_tokens"), body.get("store")
+        text = body.get("text")
+        format_ = text.get("format") if isinstance(text, Mapping) else None
+        format_type = format_.get("type") if isinstance(format_, Mapping) else None
+    if not facts and not text_input:
         raise _fail("non-empty-input", "input is empty")
-    max_tokens = data.get("max_output_tokens")
     if isinstance(max_tokens, int) and max_tokens < 16:
         raise _fail("max-output-tokens", f"max_output_tokens is {max_tokens}")
+    _check_items(facts, stateless=store is False)
+    if format_type == "json_object" and not any("json" in _text_of(i).lower() for i in items):
+        raise _fail("json-object-needs-json", "no input item mentions JSON")
 
-    stateless = data.get("store") is False
+
+def _check_items(facts: Sequence[_Facts], *, stateless: bool) -> None:
     seen_ids: dict[str, int] = {}
     calls: dict[str, int] = {}
     answered: set[str] = set()
-    for index, item in enumerate(items):
-        if not isinstance(item, Mapping):
-            continue
-        kind = item.get("type", "message")
-        item_id = item.get("id")
+    count = len(facts)
+    for index, fact in enumerate(facts):
+        kind, item_id = fact.kind, fact.item_id
         if item_id is not None:
             if item_id in seen_ids:
                 raise _fail(
@@ -155,36 +243,23 @@ def preflight(body: RequestBody | Mapping[str, Any]) -> None:
                     "item-id-prefix", f"{kind} id {item_id!r} does not start with {prefix}", index
                 )
         if kind == "reasoning":
-            following = items[index + 1] if index + 1 < len(items) else None
-            if (
-                not isinstance(following, Mapping)
-                or not following.get("id")
-                or following.get("type", "message") in _PASSIVE_TYPES
-            ):
+            following = facts[index + 1] if index + 1 < count else None
+            if following is None or not following.item_id or following.kind in _PASSIVE_TYPES:
                 raise _fail(
                     "reasoning-partner",
                     f"reasoning item {item_id!r} is not followed by an output item with an id",
                     index,
                 )
-            if stateless and not item.get("encrypted_content"):
+            if stateless and not fact.encrypted:
                 raise _fail(
                     "reasoning-encrypted",
                     f"reasoning item {item_id!r} has no encrypted_content",
                     index,
                 )
-        elif kind == "message" and item.get("role") == "assistant":
-            content = item.get("content")
-            if (
-                isinstance(content, Sequence)
-                and not isinstance(content, str)
-                and any(
-                    isinstance(part, Mapping) and part.get("type") == "input_text"
-                    for part in content
-                )
-            ):
-                raise _fail("assistant-input-text", "assistant message has input_text parts", index)
+        elif fact.assistant_input_text:
+            raise _fail("assistant-input-text", "assistant message has input_text parts", index)
         elif kind in ("function_call", "function_call_output"):
-            call_id = str(item.get("call_id", ""))
+            call_id = fact.call_id or ""
             if len(call_id) > 64:
                 raise _fail("call-id-length", f"call_id is {len(call_id)} characters", index)
             if kind == "function_call":
@@ -195,13 +270,13 @@ def preflight(body: RequestBody | Mapping[str, Any]) -> None:
                         index,
                     )
                 calls[call_id] = index
+            elif call_id not in calls:
+                raise _fail(
+                    "call-output-pairing",
+                    f"function_call_output {call_id!r} has no earlier function_call",
+                    index,
+                )
             else:
-                if call_id not in calls:
-                    raise _fail(
-                        "call-output-pairing",
-                        f"function_call_output {call_id!r} has no earlier function_call",
-                        index,
-                    )
                 answered.add(call_id)
     for call_id, index in calls.items():
         if call_id not in answered:
@@ -210,15 +285,3 @@ def preflight(body: RequestBody | Mapping[str, Any]) -> None:
                 f"function_call {call_id!r} has no function_call_output",
                 index,
             )
-
-    text = data.get("text")
-    if isinstance(text, Mapping):
-        format_ = text.get("format")
-        if (
-            isinstance(format_, Mapping)
-            and format_.get("type") == "json_object"
-            and not any(
-                isinstance(item, Mapping) and "json" in _text_of(item).lower() for item in items
-            )
-        ):
-            raise _fail("json-object-needs-json", "no input item mentions JSON")

@@ -92,13 +92,15 @@ def sanitise_filename(name: str) -> str:
 
 def iso(moment: datetime) -> str:
     """ISO 8601 with milliseconds and the value's own offset (``Z`` for UTC)."""
-    text = moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{moment.microsecond // 1000:03d}"
+    text = moment.isoformat(timespec="milliseconds")
+    if text.endswith("+00:00"):
+        return text[:-6] + "Z"
     offset = moment.utcoffset()
-    if offset is None or offset == timedelta(0):
+    if offset is None:
         return text + "Z"
-    sign = "+" if offset >= timedelta(0) else "-"
-    minutes = abs(int(offset.total_seconds())) // 60
-    return f"{text}{sign}{minutes // 60:02d}:{minutes % 60:02d}"
+    if offset == timedelta(0):  # pragma: no cover - isoformat prints +00:00 for it
+        return text[:-6] + "Z"
+    return text
 
 
 def trust_floor(first: str, second: str) -> str:

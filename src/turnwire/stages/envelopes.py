@@ -11,8 +11,9 @@ __all__ = ["envelope", "render_trusted_content", "render_untrusted_content"]
 
 def envelope(prefix: str, content: str, attrs: EnvelopeAttrs) -> str:
     """``<PREFIX_NONCE nonce=".." kind=".." [tool=".."] [modality=".."]>`` body closing-tag."""
-    tag = f"{prefix}_{safe_tag(attrs.nonce)}"
-    head = f"<{tag}{attr('nonce', attrs.nonce)}{attr('kind', attrs.kind)}"
+    nonce = safe_tag(attrs.nonce)  # tag-safe characters need no attribute escaping
+    tag = f"{prefix}_{nonce}"
+    head = f'<{tag} nonce="{nonce}"{attr("kind", attrs.kind)}'
     if attrs.tool:
         head += attr("tool", attrs.tool)
     if attrs.modality:

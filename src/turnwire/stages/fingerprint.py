@@ -6,12 +6,17 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from turnwire._canonical import canonical_item_bytes, canonical_json, js_string
+import msgspec
+
+from turnwire._canonical import canonical_json, js_string
 from turnwire.context import Endpoint, FingerprintBinding
 from turnwire.hookspecs import hookimpl
 from turnwire.wire import FunctionTool, InputItem
 
 __all__ = ["fingerprint_prefix", "prefix_tail"]
+
+
+_SORTED = msgspec.json.Encoder(order="sorted")
 
 
 def prefix_tail(
@@ -58,10 +63,12 @@ def fingerprint_prefix(
         state = [key, hasher, 0, prefix_tail(model, instructions, tools), input]
         scratch["fingerprint_prefix"] = state
     hasher, position = state[1], state[2]
-    for index in range(position, through_item):
-        if index:
+    if through_item > position:
+        # One sorted encode of the new items: "[a,b]" minus its brackets is "a,b".
+        chunk = _SORTED.encode(list(input[position:through_item]))
+        if position:
             hasher.update(b",")
-        hasher.update(canonical_item_bytes(input[index]))
+        hasher.update(chunk[1:-1])
     state[2] = through_item
     final = hasher.copy()
     final.update(state[3])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from turnwire.context import EnvelopeNonce
 from turnwire.hookspecs import hookimpl
 from turnwire.model import Memory
-from turnwire.stages._text import attr, iso, neutralise
+from turnwire.stages._text import iso, neutralise
 
 __all__ = ["render_memories"]
 
@@ -18,8 +18,8 @@ def render_memories(memories: tuple[Memory, ...], envelope_nonce: EnvelopeNonce)
     for memory in memories:
         nonce = envelope_nonce(memory.id)
         tag = f"memory_{nonce}"
-        head = f"<{tag}{attr('nonce', nonce)}"
+        head = f'<{tag} nonce="{nonce}"'
         if memory.created_at is not None:
-            head += attr("createdAt", iso(memory.created_at))
+            head += f' createdAt="{iso(memory.created_at)}"'
         children.append(f"{head}>\n{neutralise(memory.content, tag)}\n</{tag}>")
     return "<memories>\n" + "\n".join(children) + "\n</memories>"

@@ -59,9 +59,9 @@ def render_first_party_retrievables(
         head = f"<{tag}"
         if record.source:
             head += attr("source", record.source)
-        head += attr("nonce", nonce)
+        head += f' nonce="{nonce}"'
         if record.created_at is not None:
-            head += attr("createdAt", iso(record.created_at))
+            head += f' createdAt="{iso(record.created_at)}"'
         if record.kind:
             head += attr("kind", record.kind)
         if record.score is not None:

@@ -24,10 +24,10 @@ def render_thought(thought: Thought, self_identity: str, envelope_nonce: Envelop
     who = thought.who
     own = who.identifier == self_identity
     nonce = envelope_nonce(thought.id)
-    created = attr("createdAt", iso(thought.created_at))
+    created = f' createdAt="{iso(thought.created_at)}"'
     tag = f"thought_{nonce}"
     kind = "self-reasoning" if own else "peer-reasoning"
-    head = f"<{tag}{attr('nonce', nonce)}{attr('kind', kind)}{attr('from', who.identifier)}"
+    head = f'<{tag} nonce="{nonce}" kind="{kind}"{attr("from", who.identifier)}'
     inner = f"{head}{created}>\n{neutralise(thought_text(thought), tag)}\n</{tag}>"
     if own:
         return inner

@@ -46,8 +46,8 @@ def render_timeline_message(
     items: list[InputItem] = []
     if message.role == "user":
         tag = f"message_{nonce}"
-        created = attr("createdAt", iso(message.created_at))
-        head = f"<{tag}{attr('from', who.display)}{attr('role', 'user')}{created}>"
+        created = f' createdAt="{iso(message.created_at)}"'
+        head = f'<{tag}{attr("from", who.display)} role="user"{created}>'
         text = f"{head}\n{neutralise(message.content or '', tag)}\n</{tag}>"
         blocks: list[InputContent] = [InputText(text=text)]
         for media in message.attachments:
@@ -71,7 +71,8 @@ def render_timeline_message(
                 items.append(InputMessage(role="assistant", content=text))
     elif message.content:
         tag = f"peer_agent_output_{nonce}"
-        head = f"<{tag}{attr('from', who.display)}{attr('createdAt', iso(message.created_at))}>"
+        created = f' createdAt="{iso(message.created_at)}"'
+        head = f"<{tag}{attr('from', who.display)}{created}>"
         text = f"{head}\n{neutralise(message.content, tag)}\n</{tag}>"
         items.append(InputMessage(role="assistant", content=text))
     attachments = _media_item(message, stages)

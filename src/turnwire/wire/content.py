@@ -22,7 +22,9 @@ __all__ = [
 ]
 
 
-class WireStruct(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag_field="type"):
+class WireStruct(
+    msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag_field="type", gc=False
+):
     """Base of every tagged wire value; unknown fields are tolerated (the API grows)."""
 
 

@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 
-class InputMessage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class InputMessage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
     """A message with a role and either string content or content blocks (no ``type`` key)."""
 
     role: Literal["user", "assistant", "system", "developer"]

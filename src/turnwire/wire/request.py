@@ -40,7 +40,7 @@ class FunctionToolChoice(_Options, frozen=True, kw_only=True, tag="function", ta
     name: str
 
 
-class RequestBody(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class RequestBody(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
     """The exact body turnwire POSTs."""
 
     model: str
