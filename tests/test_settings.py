@@ -129,3 +129,18 @@ def test_per_kind_media_policy():
     policy = settings.render.media_policy()
     assert policy.for_kind("audio") == "fallback-stash"
     assert policy.for_kind("video") == "synthetic-description"
+
+
+@pytest.mark.parametrize("profile", sorted((REPO / "config").glob("*.yaml")),
+                         ids=lambda p: p.name)
+def test_every_shipped_profile_validates(profile):
+    settings = load_settings([profile], env={})
+    assert "timeline" in settings.render.bucket_order
+
+
+def test_profiles_differ_only_where_they_say():
+    production = load_settings([REPO / "config" / "production.yaml"], env={})
+    assert production.render.media_policy().for_kind("audio") == "fallback-stash"
+    assert production.render.reasoning_replay == "encrypted"
+    assert production.request.model == "gpt-5"
+    assert production.render.bucket_order == load_settings().render.bucket_order
