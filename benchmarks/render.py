@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import gc
 import os
 import statistics
@@ -68,24 +69,63 @@ def synthetic_thread(records: int) -> Thread:
             if cycle % 10 == 0
             else ()
         )
-        messages.append(Message(id=f"u{cycle}", role="user", content=f"Question {cycle}?",
-                                attachments=attachments, created_at=base))
-        item = ReasoningItem(id=f"rs_{cycle}", summary=(SummaryText(text=f"plan {cycle}"),),
-                             encrypted_content=ENCRYPTED)
-        thoughts.append(Thought(
-            id=f"rs_{cycle}", replay_compatibility=REPLAY_TAG, created_at=base, seq=1,
-            payload=ReasoningPayload(item=item, paired_item_id=f"fc_{cycle}",
-                                     prefix_fingerprint=None)))
-        calls.append(ToolCall(id=f"call_{cycle}|fc_{cycle}", tool="lookup",
-                              args={"q": f"item {cycle}"}, created_at=base, seq=2,
-                              result=ToolResult(text=f"result {cycle} " * 8)))
-        messages.append(Message(id=f"msg_{cycle}", role="assistant",
-                                content=f"Answer {cycle}: " + "words " * 20,
-                                created_at=base, seq=3))
-    tool = Tool(name="lookup", description="Look something up",
-                parameters={"type": "object", "properties": {"q": {"type": "string"}}})
-    return Thread(model="gpt-5", system_prompt="You answer questions.", tools=(tool,),
-                  messages=tuple(messages), thoughts=tuple(thoughts), tool_calls=tuple(calls))
+        messages.append(
+            Message(
+                id=f"u{cycle}",
+                role="user",
+                content=f"Question {cycle}?",
+                attachments=attachments,
+                created_at=base,
+            )
+        )
+        item = ReasoningItem(
+            id=f"rs_{cycle}",
+            summary=(SummaryText(text=f"plan {cycle}"),),
+            encrypted_content=ENCRYPTED,
+        )
+        thoughts.append(
+            Thought(
+                id=f"rs_{cycle}",
+                replay_compatibility=REPLAY_TAG,
+                created_at=base,
+                seq=1,
+                payload=ReasoningPayload(
+                    item=item, paired_item_id=f"fc_{cycle}", prefix_fingerprint=None
+                ),
+            )
+        )
+        calls.append(
+            ToolCall(
+                id=f"call_{cycle}|fc_{cycle}",
+                tool="lookup",
+                args={"q": f"item {cycle}"},
+                created_at=base,
+                seq=2,
+                result=ToolResult(text=f"result {cycle} " * 8),
+            )
+        )
+        messages.append(
+            Message(
+                id=f"msg_{cycle}",
+                role="assistant",
+                content=f"Answer {cycle}: " + "words " * 20,
+                created_at=base,
+                seq=3,
+            )
+        )
+    tool = Tool(
+        name="lookup",
+        description="Look something up",
+        parameters={"type": "object", "properties": {"q": {"type": "string"}}},
+    )
+    return Thread(
+        model="gpt-5",
+        system_prompt="You answer questions.",
+        tools=(tool,),
+        messages=tuple(messages),
+        thoughts=tuple(thoughts),
+        tool_calls=tuple(calls),
+    )
 
 
 def with_valid_fingerprints(thread: Thread, settings: turnwire.Settings) -> Thread:
@@ -99,24 +139,33 @@ def with_valid_fingerprints(thread: Thread, settings: turnwire.Settings) -> Thre
     replace = msgspec.structs.replace
     placeholder = tuple(
         replace(t, payload=replace(t.payload, prefix_fingerprint="accept"))
-        for t in thread.thoughts if t.payload is not None
+        for t in thread.thoughts
+        if t.payload is not None
     )
     accepting = turnwire.build_container(settings=settings)
     with accepting.fingerprint_prefix.override(providers.Object(lambda: "accept")):
-        final = turnwire.render(replace(thread, thoughts=placeholder), container=accepting,
-                                model="gpt-5")
+        final = turnwire.render(
+            replace(thread, thoughts=placeholder), container=accepting, model="gpt-5"
+        )
     items = final.rendered.input
     by_id: dict[str, str] = {}
     scratch: dict[str, Any] = {}
     for index, item in enumerate(items):
         if isinstance(item, ReasoningItem) and item.id is not None:
             by_id[item.id] = fingerprint_prefix(
-                model="gpt-5", instructions=final.rendered.instructions,
-                tools=final.rendered.tools, input=items, through_item=index,
-                fingerprint_binding="prefix", endpoint=accepting.endpoint(), scratch=scratch)
+                model="gpt-5",
+                instructions=final.rendered.instructions,
+                tools=final.rendered.tools,
+                input=items,
+                through_item=index,
+                fingerprint_binding="prefix",
+                endpoint=accepting.endpoint(),
+                scratch=scratch,
+            )
     thoughts = tuple(
         replace(t, payload=replace(t.payload, prefix_fingerprint=by_id[t.id]))
-        for t in thread.thoughts if t.payload is not None
+        for t in thread.thoughts
+        if t.payload is not None
     )
     return replace(thread, thoughts=thoughts)
 
@@ -177,22 +226,52 @@ def pydantic_ai_convert(thread: Thread) -> Callable[[], Any] | None:
     for record in entries:
         if isinstance(record, Message) and record.role == "user":
             content: list[Any] = [record.content or ""]
-            content += [BinaryContent(data=m.data or b"", media_type=m.mime_type)
-                        for m in record.attachments]
+            content += [
+                BinaryContent(data=m.data or b"", media_type=m.mime_type)
+                for m in record.attachments
+            ]
             history.append(ModelRequest(parts=[UserPromptPart(content=content)]))
         elif isinstance(record, Thought) and record.payload is not None:
-            history.append(ModelResponse(parts=[ThinkingPart(
-                content="plan", id=record.id, signature=ENCRYPTED, provider_name="openai")]))
+            history.append(
+                ModelResponse(
+                    parts=[
+                        ThinkingPart(
+                            content="plan",
+                            id=record.id,
+                            signature=ENCRYPTED,
+                            provider_name="openai",
+                        )
+                    ]
+                )
+            )
         elif isinstance(record, ToolCall):
-            history.append(ModelResponse(parts=[ToolCallPart(
-                tool_name=record.tool, args=record.args, tool_call_id=record.call_id,
-                id=record.item_id)]))
-            history.append(ModelRequest(parts=[ToolReturnPart(
-                tool_name=record.tool, content=record.result.text if record.result else "",
-                tool_call_id=record.call_id)]))
+            history.append(
+                ModelResponse(
+                    parts=[
+                        ToolCallPart(
+                            tool_name=record.tool,
+                            args=record.args,
+                            tool_call_id=record.call_id,
+                            id=record.item_id,
+                        )
+                    ]
+                )
+            )
+            history.append(
+                ModelRequest(
+                    parts=[
+                        ToolReturnPart(
+                            tool_name=record.tool,
+                            content=record.result.text if record.result else "",
+                            tool_call_id=record.call_id,
+                        )
+                    ]
+                )
+            )
         elif isinstance(record, Message):
-            history.append(ModelResponse(parts=[TextPart(content=record.content or "",
-                                                         id=record.id)]))
+            history.append(
+                ModelResponse(parts=[TextPart(content=record.content or "", id=record.id)])
+            )
     model = OpenAIResponsesModel("gpt-5", provider=OpenAIProvider(api_key="sk-benchmark"))
     parameters = ModelRequestParameters()
 
@@ -218,38 +297,53 @@ def main() -> int:
         kinds = [type(i).__name__ for i in rendered.rendered.input]
         assert kinds.count("ReasoningItem") == records // 4, "every reasoning item must replay"
         runs = runs_small if records == 1_000 else runs_large
-        render_s = timed(lambda: turnwire.render(thread, container=container, model="gpt-5"),
-                         runs)
-        floor_s = timed(lambda: encode_body(rendered.request), runs * 3)
-        results[records] = {"render": render_s, "floor": floor_s,
-                            "items": len(rendered.rendered.input), "bytes": len(rendered.body)}
+        render_s = timed(
+            functools.partial(turnwire.render, thread, container=container, model="gpt-5"), runs
+        )
+        floor_s = timed(functools.partial(encode_body, rendered.request), runs * 3)
+        results[records] = {
+            "render": render_s,
+            "floor": floor_s,
+            "items": len(rendered.rendered.input),
+            "bytes": len(rendered.body),
+        }
         bodies[records] = rendered.json
 
     print(f"turnwire render benchmark (Python {sys.version.split()[0]}, median of runs)")
-    print(f"{'records':>8} {'items':>7} {'body':>9} {'render ms':>10} {'floor ms':>9} "
-          f"{'render/floor':>13}")
+    print(
+        f"{'records':>8} {'items':>7} {'body':>9} {'render ms':>10} {'floor ms':>9} "
+        f"{'render/floor':>13}"
+    )
     for records, r in results.items():
-        print(f"{records:>8} {r['items']:>7} {r['bytes'] / 1e6:>8.2f}M {r['render'] * 1e3:>10.2f}"
-              f" {r['floor'] * 1e3:>9.2f} {r['render'] / r['floor']:>12.1f}x")
+        print(
+            f"{records:>8} {r['items']:>7} {r['bytes'] / 1e6:>8.2f}M {r['render'] * 1e3:>10.2f}"
+            f" {r['floor'] * 1e3:>9.2f} {r['render'] / r['floor']:>12.1f}x"
+        )
     scaling = results[10_000]["render"] / results[1_000]["render"]
     print(f"scaling 10k/1k: {scaling:.1f}x (linear is about 10; target within 11)")
-    print(f"10k render within {results[10_000]['render'] / results[10_000]['floor']:.1f}x "
-          "of the floor (target 20x, stretch 10x)")
+    print(
+        f"10k render within {results[10_000]['render'] / results[10_000]['floor']:.1f}x "
+        "of the floor (target 20x, stretch 10x)"
+    )
 
     sdk = sdk_prepare(bodies[1_000])
     sdk_s = timed(sdk, 1 if args.quick else 3)
     ratio = sdk_s / results[1_000]["render"]
-    print(f"official SDK request preparation, 1k records: {sdk_s * 1e3:.0f} ms "
-          f"-> turnwire is {ratio:.0f}x faster (target at least 50x)")
+    print(
+        f"official SDK request preparation, 1k records: {sdk_s * 1e3:.0f} ms "
+        f"-> turnwire is {ratio:.0f}x faster (target at least 50x)"
+    )
 
     peer = pydantic_ai_convert(synthetic_thread(1_000))
     if peer is None:
         print("pydantic-ai: not installed (uv sync --group bench) - skipped")
     else:
         peer_s = timed(peer, runs_small)
-        print(f"pydantic-ai OpenAIResponsesModel._map_messages, 1k records: "
-              f"{peer_s * 1e3:.1f} ms -> turnwire is {peer_s / results[1_000]['render']:.1f}x "
-              "its speed (it renders less: no envelopes, no sweep, no fingerprints)")
+        print(
+            f"pydantic-ai OpenAIResponsesModel._map_messages, 1k records: "
+            f"{peer_s * 1e3:.1f} ms -> turnwire is {peer_s / results[1_000]['render']:.1f}x "
+            "its speed (it renders less: no envelopes, no sweep, no fingerprints)"
+        )
     return 0
 
 

@@ -131,8 +131,7 @@ def test_per_kind_media_policy():
     assert policy.for_kind("video") == "synthetic-description"
 
 
-@pytest.mark.parametrize("profile", sorted((REPO / "config").glob("*.yaml")),
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize("profile", sorted((REPO / "config").glob("*.yaml")), ids=lambda p: p.name)
 def test_every_shipped_profile_validates(profile):
     settings = load_settings([profile], env={})
     assert "timeline" in settings.render.bucket_order

@@ -163,6 +163,10 @@ def _timeline(
     return items, candidates
 
 
+def _strip_ids(items: list[InputItem]) -> list[InputItem]:
+    return [strip_item_id(item) if type(item) in _CARRY_IDS else item for item in items]
+
+
 def _sweep(
     items: list[InputItem],
     candidates: dict[int, Thought],
@@ -174,14 +178,12 @@ def _sweep(
     warn: Any,
 ) -> list[InputItem]:
     out: list[InputItem] = []
-    index, count = 0, len(items)
-    while index < count:
-        item = items[index]
-        thought = candidates.get(index)
-        if thought is None:
-            out.append(strip_item_id(item) if type(item) in _CARRY_IDS else item)
-            index += 1
+    done, count = 0, len(items)  # items[:done] are settled
+    for index in sorted(candidates):
+        if index < done:  # the partner of the previous kept candidate
             continue
+        out.extend(_strip_ids(items[done:index]))
+        thought = candidates[index]
         assert thought.payload is not None
         partner = items[index + 1] if index + 1 < count else None
         partner_id = output_item_id(partner)
@@ -205,12 +207,13 @@ def _sweep(
                 reason = "the request prefix changed since it was produced (stale fingerprint)"
         if reason is not None:
             warn(f"dropping the reasoning item of thought {thought.id}: {reason}")
-            index += 1
+            done = index + 1
             continue
         assert partner is not None
-        out.append(item)
+        out.append(items[index])
         out.append(partner)
-        index += 2
+        done = index + 2
+    out.extend(_strip_ids(items[done:]))
     return out
 
 
