@@ -26,6 +26,22 @@ def _envelope_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TURNWIRE_ENVELOPE_SECRET", SECRET)
 
 
+_REAL_RENDER = turnwire.api.render
+
+
+def _render_checked(*args: Any, **kwargs: Any) -> turnwire.RenderedRequest:
+    rendered = _REAL_RENDER(*args, **kwargs)
+    validate_body(rendered.json)
+    return rendered
+
+
+@pytest.fixture(autouse=True)
+def _every_render_is_checked_by_the_oracle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every body any test renders in-process validates against the official SDK types."""
+    monkeypatch.setattr(turnwire, "render", _render_checked)
+    monkeypatch.setattr(turnwire.api, "render", _render_checked)
+
+
 def make_container(
     settings: dict[str, Any] | None = None, *, extra_plugins: Iterable[Any] = ()
 ) -> turnwire.Container:
@@ -44,10 +60,7 @@ def render_body(
 ) -> dict[str, Any]:
     """Render through the public API and check the body against the SDK's own types."""
     container = container or make_container(settings, extra_plugins=extra_plugins)
-    rendered = turnwire.render(thread, container=container, model=model)
-    body = rendered.json
-    validate_body(body)
-    return body
+    return turnwire.render(thread, container=container, model=model).json
 
 
 @pytest.fixture

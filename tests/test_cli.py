@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from .conftest import REPO_EXAMPLES, SECRET
+from .oracle import validate_body
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -30,6 +31,7 @@ def test_render_prints_the_body_and_exits_zero():
     done = run("render", str(REPO_EXAMPLES / "weather.yaml"))
     assert done.returncode == 0, done.stderr
     body = json.loads(done.stdout)
+    validate_body(body)
     assert body["model"] == "gpt-5" and body["store"] is False
     assert body["input"][0]["role"] == "user"
 
@@ -48,6 +50,7 @@ def test_model_flag_and_config_profiles(tmp_path):
         "gpt-5-mini",
     )
     body = json.loads(done.stdout)
+    validate_body(body)
     assert body["model"] == "gpt-5-mini" and body["max_output_tokens"] == 64
     assert body["input"][0]["role"] == "developer" and "instructions" not in body
 
