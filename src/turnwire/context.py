@@ -18,6 +18,7 @@ __all__ = [
     "BUCKETS",
     "DEFAULT_STASH_KEYS",
     "Bucket",
+    "Endpoint",
     "EnvelopeAttrs",
     "EnvelopeNonce",
     "FingerprintBinding",

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -43,7 +42,6 @@ from turnwire.wire import (
     InputMessage,
     InputText,
     OutputMessage,
-    ReasoningItem,
 )
 
 __all__ = ["RenderedInput", "build_input", "output_item_id", "short_call_id", "strip_item_id"]
@@ -296,8 +294,3 @@ def build_input(thread: Thread, *, plan: StagePlan, options: RenderOptions) -> R
         fingerprintable_length=fingerprintable_length,
         warnings=tuple(warnings),
     )
-
-
-def reasoning_items(items: Sequence[InputItem]) -> list[int]:
-    """Positions of the reasoning items in ``items``."""
-    return [index for index, item in enumerate(items) if isinstance(item, ReasoningItem)]
