@@ -18,6 +18,11 @@ def _parser() -> argparse.ArgumentParser:
         description="Render stored conversations into exact OpenAI Responses API requests.",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log warnings to stderr")
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="log every stage call to stderr (with plugins.trace: true)",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     render = commands.add_parser("render", help="print the request body a thread renders to")
@@ -33,6 +38,16 @@ def _parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser("check-config", help="validate configuration files")
     check.add_argument("files", nargs="+", metavar="FILE")
+
+    plugins = commands.add_parser("plugins", help="list plugins, versions and their hooks")
+    plugins.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a configuration profile (its plugins: section applies)",
+    )
+    plugins.add_argument("--json", action="store_true", help="print JSON")
     return parser
 
 
@@ -53,6 +68,28 @@ def _check_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plugins(args: argparse.Namespace) -> int:
+    import msgspec
+
+    from turnwire.container import build_container
+
+    manager = build_container(args.config).plugin_manager()
+    infos = manager.describe()
+    if args.json:
+        payload = {"plugins": msgspec.to_builtins(infos), "skipped": manager.skipped}
+        print(msgspec.json.encode(payload).decode())
+        return 0
+    width = max(len(info.name) for info in infos)
+    for info in infos:
+        origin = f"{info.distribution} {info.version}"
+        kind = "built-in" if info.builtin else "plugin"
+        print(f"{info.name:<{width}}  {kind:<8}  {origin}")
+        print(f"{'':<{width}}  hooks: {', '.join(info.hooks)}")
+    for name, reason in sorted(manager.skipped.items()):
+        print(f"{name:<{width}}  skipped   ({reason})")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; return its exit status (2 for bad input, 1 for a failed run)."""
     args = _parser().parse_args(argv)
@@ -60,7 +97,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.WARNING if args.verbose else logging.ERROR,
         format="turnwire: %(levelname)s: %(message)s",
     )
-    handlers = {"render": _render, "check-config": _check_config}
+    if args.trace:
+        logging.getLogger("turnwire.trace").setLevel(logging.DEBUG)
+    handlers = {"render": _render, "check-config": _check_config, "plugins": _plugins}
     try:
         return handlers[args.command](args)
     except InputError as err:

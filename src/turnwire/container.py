@@ -63,6 +63,7 @@ def _plugin_manager(settings: Settings, extra_plugins: tuple[Any, ...]) -> Any:
         allow=plugins.allow,
         block=plugins.block,
         trace=plugins.trace,
+        plugin_settings=plugins.settings,
         extra_plugins=extra_plugins,
     )
 

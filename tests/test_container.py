@@ -1,0 +1,169 @@
+"""The container: providers mirror build_input's signature, the media-policy Selector, overrides."""
+
+from __future__ import annotations
+
+import inspect
+import json
+
+import pytest
+from dependency_injector import providers
+
+import turnwire
+from turnwire.container import Container
+from turnwire.context import MediaPolicy, RenderOptions
+from turnwire.hookspecs import STAGES
+
+from .conftest import at, make_container, render_body, thread, user
+
+AUDIO = {
+    "id": "s1",
+    "kind": "audio",
+    "mime_type": "audio/ogg",
+    "filename": "n.ogg",
+    "data_base64": "T2dnUw==",
+    "stash": [
+        {"key": "text:transcript", "value": "hello there", "trust_tier": "third-party-private"}
+    ],
+}
+
+
+def test_providers_mirror_the_signature_one_for_one():
+    options = set(RenderOptions.__struct_fields__)
+    assert options <= set(Container.providers)
+    assert set(STAGES) <= set(Container.providers)
+    parameters = set(inspect.signature(turnwire.build_input).parameters)
+    assert parameters == {"thread", "plan", "options"}
+
+
+@pytest.mark.parametrize(
+    ("configured", "expected"),
+    [
+        ("throw", MediaPolicy(default="throw")),
+        ("synthetic-description", MediaPolicy(default="synthetic-description")),
+        (
+            {"audio": "fallback-stash", "video": "synthetic-description"},
+            MediaPolicy(
+                default="throw",
+                per_kind={"audio": "fallback-stash", "video": "synthetic-description"},
+            ),
+        ),
+    ],
+)
+def test_the_media_policy_selector_follows_configuration(configured, expected):
+    container = make_container({"render": {"unsupported_media_policy": configured}})
+    assert container.unsupported_media_policy() == expected
+
+
+def test_per_modality_policy_renders_audio_and_video_differently():
+    video = {**AUDIO, "id": "v1", "kind": "video", "mime_type": "video/mp4", "filename": "c.mp4"}
+    t = thread(messages=[user("u1", "see", 0, attachments=[AUDIO, video])])
+    parts = render_body(
+        t,
+        {
+            "render": {
+                "unsupported_media_policy": {
+                    "audio": "fallback-stash",
+                    "video": "synthetic-description",
+                }
+            }
+        },
+    )["input"][0]["content"]
+    assert "\nhello there\n" in parts[1]["text"]
+    assert "[media: c.mp4, video/mp4, 4 B]" in parts[2]["text"]
+
+
+def test_any_provider_can_be_overridden_in_a_with_block_and_is_restored():
+    container = make_container()
+    t = thread(messages=[user("u1", "see", 0, attachments=[AUDIO])])
+    with pytest.raises(turnwire.UnsupportedMediaError):
+        turnwire.render(t, container=container, model="m")
+    with container.unsupported_media_policy.override(
+        providers.Object(MediaPolicy(default="synthetic-description"))
+    ):
+        assert "[media: n.ogg" in json.dumps(
+            turnwire.render(t, container=container, model="m").json
+        )
+    with pytest.raises(turnwire.UnsupportedMediaError):
+        turnwire.render(t, container=container, model="m")
+
+
+def test_option_providers_override_too():
+    container = make_container()
+    t = thread(system_prompt="SYS", messages=[user()])
+    with container.system_prompt_channel.override("system-item"):
+        body = turnwire.render(t, container=container, model="m").json
+    assert body["input"][0]["role"] == "system" and "instructions" not in body
+    with container.override_providers(self_identity="someone-else"):
+        assert container.render_options(model="m").self_identity == "someone-else"
+
+
+def test_containers_are_independent():
+    first, second = make_container(), make_container()
+    with first.bucket_order.override(("timeline",)):
+        assert second.bucket_order() == (
+            "standing_instructions",
+            "memories",
+            "retrievables",
+            "timeline",
+        )
+
+
+def test_profile_files_build_the_container(tmp_path):
+    profile = tmp_path / "p.yaml"
+    profile.write_text("render: {self_identity: agent-7}\nplugins: {load_entrypoints: false}\n")
+    container = turnwire.build_container([profile])
+    assert container.self_identity() == "agent-7"
+    assert container.plugin_manager() is container.plugin_manager()
+
+
+# ------------------------------------------------------------------ two deployment profiles
+
+
+def _paths(value, prefix="$"):
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _paths(item, f"{prefix}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _paths(item, f"{prefix}[{index}]")
+    else:
+        yield prefix, value
+
+
+def _differences(a, b):
+    left, right = dict(_paths(a)), dict(_paths(b))
+    return {path for path in left.keys() | right.keys() if left.get(path) != right.get(path)}
+
+
+def test_two_profiles_differ_exactly_where_the_profiles_differ():
+    t = thread(
+        system_prompt="SYS",
+        memories=[{"id": "m1", "content": "tea"}],
+        messages=[
+            user("u1", "listen", 0, attachments=[AUDIO]),
+            {"id": "msg_1", "role": "assistant", "content": "ok", "created_at": at(1)},
+        ],
+    )
+    base = {"render": {"unsupported_media_policy": "synthetic-description"}}
+    media = render_body(t, {"render": {"unsupported_media_policy": "fallback-stash"}})
+    plain = render_body(t, base)
+    assert _differences(plain, media) == {"$.input[0].content[1].text"}
+
+    channel = render_body(
+        t, {"render": {**base["render"], "system_prompt_channel": "developer-item"}}
+    )
+    assert channel["input"][0] == {
+        "role": "developer",
+        "content": [{"type": "input_text", "text": plain["instructions"]}],
+    }
+    assert channel["input"][1:] == plain["input"]
+    assert {k: v for k, v in channel.items() if k not in ("input", "instructions")} == {
+        k: v for k, v in plain.items() if k not in ("input", "instructions")
+    }
+
+    trailing = render_body(
+        t, {"render": {**base["render"], "bucket_order": ["timeline", "memories"]}}
+    )
+    assert trailing["instructions"] == "SYS"
+    assert trailing["input"][:-1] == plain["input"]
+    assert trailing["input"][-1]["content"][0]["text"] == plain["instructions"].split("\n\n", 1)[1]

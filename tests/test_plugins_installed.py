@@ -1,0 +1,172 @@
+"""Plugins installed for real: turnwire's wheel and both plugins in a fresh virtual environment.
+
+Nothing here imports the checkout: the commands run from a temporary folder, with the wheel's
+packaged default configuration and the plugins' entry points.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from .conftest import SECRET
+from .oracle import validate_body
+
+REPO = Path(__file__).resolve().parents[1]
+PLUGINS = ("turnwire-redact", "turnwire-markdown-context")
+
+THREAD = """\
+version: 1
+model: gpt-5
+memories:
+  - {id: m1, content: "Prefers tea"}
+tools:
+  - {name: crm}
+messages:
+  - {id: u1, role: user, content: "who owns the account?", created_at: "2026-01-01T10:00:00Z"}
+tool_calls:
+  - {id: c1, tool: crm, created_at: "2026-01-01T10:00:01Z",
+     result: {text: "owner: bob@corp.com"}}
+"""
+
+
+def _uv(*args: str, cwd: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "uv", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"},
+    )
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("installed")
+    _uv("build", "--wheel", "--out-dir", str(root / "dist"), str(REPO), cwd=root)
+    (wheel,) = (root / "dist").glob("turnwire-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        assert "turnwire/default.yaml" in archive.namelist()
+        packaged = archive.read("turnwire/default.yaml").decode()
+    assert packaged == (REPO / "config" / "default.yaml").read_text()
+    venv = root / "venv"
+    _uv("venv", "--python", sys.executable, str(venv), cwd=root)
+    _uv(
+        "pip",
+        "install",
+        "--python",
+        str(venv / "bin" / "python"),
+        str(wheel),
+        *(str(REPO / "plugins" / name) for name in PLUGINS),
+        cwd=root,
+    )
+    work = root / "work"
+    work.mkdir()
+    (work / "thread.yaml").write_text(THREAD)
+    return work
+
+
+def turnwire_cmd(work: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    binary = work.parent / "venv" / "bin" / "turnwire"
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env["TURNWIRE_ENVELOPE_SECRET"] = SECRET
+    return subprocess.run(
+        [str(binary), *args],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+
+
+def render(work: Path, config: str | None = None) -> dict:
+    args = ["render", "thread.yaml"]
+    if config is not None:
+        (work / "profile.yaml").write_text(config)
+        args += ["--config", "profile.yaml"]
+    done = turnwire_cmd(work, *args)
+    assert done.returncode == 0, done.stderr
+    body = json.loads(done.stdout)
+    validate_body(body)
+    return body
+
+
+def test_the_installed_turnwire_runs_outside_the_checkout(installed):
+    assert not (installed / "config").exists()
+    assert render(installed, "plugins: {load_entrypoints: false}\n")["store"] is False
+
+
+def test_turnwire_plugins_lists_distributions_versions_and_hooks(installed):
+    done = turnwire_cmd(installed, "plugins", "--json")
+    assert done.returncode == 0, done.stderr
+    listed = {p["name"]: p for p in json.loads(done.stdout)["plugins"]}
+    assert listed["redact"]["distribution"] == "turnwire-redact"
+    assert listed["redact"]["version"] == "0.1.0"
+    assert listed["redact"]["hooks"] == ["render_untrusted_content"]
+    assert listed["markdown_context"]["hooks"] == [
+        "render_first_party_retrievables",
+        "render_memories",
+    ]
+    assert listed["turnwire.stages.envelopes"]["builtin"] is True
+    text = turnwire_cmd(installed, "plugins").stdout
+    assert "redact" in text and "turnwire-redact 0.1.0" in text
+
+
+def test_both_plugins_change_the_rendered_request(installed):
+    plain = render(installed, "plugins: {load_entrypoints: false}\n")
+    assert "bob@corp.com" in plain["input"][2]["output"]
+    assert plain["instructions"].startswith("<memories>")
+    body = render(installed)
+    assert "bob@corp.com" not in body["input"][2]["output"]
+    assert "[redacted email]" in body["input"][2]["output"]
+    assert body["instructions"].startswith("## What you remember\n\n- Prefers tea")
+
+
+def test_a_block_listed_plugin_does_not_load(installed):
+    body = render(installed, "plugins: {block: [redact]}\n")
+    assert "bob@corp.com" in body["input"][2]["output"]
+    assert body["instructions"].startswith("## What you remember")
+    listed = json.loads(
+        turnwire_cmd(installed, "plugins", "--json", "--config", "profile.yaml").stdout
+    )
+    assert listed["skipped"] == {"redact": "block-listed"}
+
+
+def test_a_plugin_missing_from_the_allow_list_does_not_load(installed):
+    body = render(installed, "plugins: {allow: [redact]}\n")
+    assert "[redacted email]" in body["input"][2]["output"]
+    assert body["instructions"].startswith("<memories>")
+
+
+def test_plugin_settings_apply_and_bad_ones_fail_at_load_time(installed):
+    body = render(
+        installed,
+        "plugins: {settings: {markdown_context: {memories_title: Known},"
+        " redact: {replacement: '<gone>'}}}\n",
+    )
+    assert body["instructions"].startswith("## Known")
+    assert "owner: <gone>" in body["input"][2]["output"]
+    (installed / "profile.yaml").write_text("plugins: {settings: {redact: {emails: nope}}}\n")
+    done = turnwire_cmd(installed, "render", "thread.yaml", "--config", "profile.yaml")
+    assert done.returncode == 2
+    assert done.stderr.startswith(
+        "error: E_INVALID_OPENAI_RESPONSES_OPTIONS: $.plugins.settings.redact.emails:"
+    )
+
+
+def test_tracing_logs_every_stage_call(installed):
+    (installed / "profile.yaml").write_text("plugins: {trace: true}\n")
+    done = turnwire_cmd(installed, "--trace", "render", "thread.yaml", "--config", "profile.yaml")
+    assert done.returncode == 0, done.stderr
+    assert "render_untrusted_content" in done.stderr and "render_memories" in done.stderr
