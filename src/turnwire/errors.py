@@ -13,8 +13,17 @@ TurnwireError
 │   ├── PreflightError                  E_OPENAI_RESPONSES_PREFLIGHT (input[i], rule)
 │   ├── RenderError                     E_RENDER_FAILED              (stage, record)
 │   │   └── UnsupportedMediaError       E_OPENAI_RESPONSES_UNSUPPORTED_MEDIA_MODALITY
-│   └── PluginError                     E_PLUGIN_INVALID             (plugin)
-└── (transport and stream errors arrive with the streaming client)
+│   ├── PluginError                     E_PLUGIN_INVALID             (plugin)
+│   └── ContextOverflowError            E_OPENAI_RESPONSES_CONTEXT_OVERFLOW (per-bucket tokens)
+└── ClientError                         the exchange with the API failed
+    ├── HttpError                       E_OPENAI_RESPONSES_HTTP_ERROR (status; 0 = transport)
+    │   └── ReasoningReplayRejectedError E_OPENAI_RESPONSES_REASONING_REPLAY_REJECTED
+    ├── RequestTimeoutError             E_OPENAI_RESPONSES_REQUEST_TIMEOUT (seconds)
+    ├── StreamError                     E_OPENAI_RESPONSES_STREAM_ERROR (upstream message)
+    └── StreamStalledError              E_OPENAI_RESPONSES_STREAM_STALLED (idle seconds, partial)
+
+InvalidToolCallArgs (E_OPENAI_RESPONSES_INVALID_TOOL_CALL_ARGS) is never raised: its message
+becomes the error result the model sees on the next iteration.
 ```
 
 Messages say what was wrong, where, and what to do instead. They never contain secrets: values
@@ -24,11 +33,19 @@ that came from a secret-bearing setting are never interpolated.
 from __future__ import annotations
 
 __all__ = [
+    "ClientError",
     "ConfigError",
+    "ContextOverflowError",
+    "HttpError",
     "InputError",
+    "InvalidToolCallArgs",
     "PluginError",
     "PreflightError",
+    "ReasoningReplayRejectedError",
     "RenderError",
+    "RequestTimeoutError",
+    "StreamError",
+    "StreamStalledError",
     "ThreadFileError",
     "TurnwireError",
     "UnsupportedMediaError",
@@ -149,3 +166,117 @@ class PluginError(InputError):
     def __init__(self, message: str, *, plugin: str) -> None:
         super().__init__(message)
         self.plugin = plugin
+
+
+class ContextOverflowError(InputError):
+    """The rendered request is estimated to exceed ``context.context_window``.
+
+    :ivar total: the estimated token count.
+    :ivar window: the configured window.
+    :ivar breakdown: estimated tokens per bucket.
+    """
+
+    code = "E_OPENAI_RESPONSES_CONTEXT_OVERFLOW"
+    status = 529
+
+    def __init__(
+        self, *, total: int, window: int, encoding: str, breakdown: dict[str, int]
+    ) -> None:
+        parts = ", ".join(f"{name} {count}" for name, count in breakdown.items())
+        super().__init__(
+            f"the request is about {total} tokens ({encoding}), over the context window of "
+            f"{window}: {parts}; trim the thread or raise context.context_window"
+        )
+        self.total = total
+        self.window = window
+        self.breakdown = breakdown
+
+
+class ClientError(TurnwireError):
+    """The exchange with the Responses API failed; the thread is left as it was."""
+
+    code = "E_OPENAI_RESPONSES_CLIENT"
+    status = 502
+    fatal = False
+
+
+class HttpError(ClientError):
+    """A non-2xx answer, or a transport failure (``status`` 0) after every retry.
+
+    :ivar status: the HTTP status, or 0 when no answer arrived.
+    :ivar body: the start of the answer's body (at most 2,000 characters).
+    :ivar attempts: how many requests were sent.
+    """
+
+    code = "E_OPENAI_RESPONSES_HTTP_ERROR"
+
+    def __init__(self, *, status: int, body: str, attempts: int = 1) -> None:
+        excerpt = body[:2000]
+        where = f"HTTP {status}" if status else "no HTTP answer"
+        super().__init__(f"{where} after {attempts} attempt(s): {excerpt or '(empty body)'}")
+        self.status = status
+        self.body = excerpt
+        self.attempts = attempts
+
+
+class ReasoningReplayRejectedError(HttpError):
+    """The API rejected reasoning pairing even after the reasoning-free retry."""
+
+    code = "E_OPENAI_RESPONSES_REASONING_REPLAY_REJECTED"
+    status = 422
+
+    def __init__(self, *, body: str, attempts: int) -> None:
+        super().__init__(status=400, body=body, attempts=attempts)
+        self.message = (
+            "the API still rejects reasoning pairing after a retry without any reasoning item: "
+            f"{body[:2000]}; the thread's own output items are at fault (check their ids), "
+            "or set render.reasoning_replay to off"
+        )
+
+
+class RequestTimeoutError(ClientError):
+    """The exchange took longer than ``client.request_timeout_s``."""
+
+    code = "E_OPENAI_RESPONSES_REQUEST_TIMEOUT"
+    status = 504
+
+    def __init__(self, *, seconds: float, phase: str) -> None:
+        super().__init__(f"the request took longer than {seconds:g} s ({phase})")
+        self.seconds = seconds
+        self.phase = phase
+
+
+class StreamError(ClientError):
+    """The stream reported a failure (``response.failed``, ``error``) or could not be read."""
+
+    code = "E_OPENAI_RESPONSES_STREAM_ERROR"
+
+    def __init__(self, message: str, *, error_code: str | None = None) -> None:
+        super().__init__(f"stream error: {message}")
+        self.error_code = error_code
+
+
+class StreamStalledError(ClientError):
+    """No bytes arrived for ``client.stream_idle_timeout_s``; nothing was recorded.
+
+    :ivar partial: what had been received (a :class:`turnwire.client.slots.Generation`), for
+        inspection only: it is never persisted as history.
+    """
+
+    code = "E_OPENAI_RESPONSES_STREAM_STALLED"
+    status = 504
+
+    def __init__(self, *, seconds: float, partial: object = None) -> None:
+        super().__init__(
+            f"the stream sent nothing for {seconds:g} s; the partial answer was discarded"
+        )
+        self.seconds = seconds
+        self.partial = partial
+
+
+class InvalidToolCallArgs(TurnwireError):
+    """The model's tool arguments are not a JSON object. Never raised: see the module tree."""
+
+    code = "E_OPENAI_RESPONSES_INVALID_TOOL_CALL_ARGS"
+    status = 422
+    fatal = False

@@ -1,0 +1,155 @@
+"""Server-sent events over bytes, following the WHATWG event-stream rules.
+
+Lines end with LF, CRLF or CR (a CR at the end of one chunk and an LF at the start of the next
+are one line end). ``data:`` lines of one event are joined with LF; ``event:`` sets the type;
+``id:`` and ``retry:`` are kept; a line starting with ``:`` is a comment; a field name without a
+colon has an empty value; one space after the colon is dropped. A blank line dispatches the
+event; an event without data is not dispatched. Unlike the official SDK's decoder, an event
+still pending at end of stream (the server sent no final blank line) is dispatched by
+:meth:`SSEDecoder.close`.
+
+The decoder keeps the pending incomplete line as a list of fragments, so one huge event
+arriving in tiny chunks costs linear time.
+"""
+
+from __future__ import annotations
+
+__all__ = ["SSEDecoder", "ServerSentEvent"]
+
+
+class ServerSentEvent:
+    """One dispatched event. ``data`` is bytes (what the JSON decoder reads)."""
+
+    __slots__ = ("data", "event", "id", "retry")
+
+    def __init__(
+        self, data: bytes, event: str = "message", id: str | None = None, retry: int | None = None
+    ) -> None:
+        self.data = data
+        self.event = event
+        self.id = id
+        self.retry = retry
+
+    def __repr__(self) -> str:
+        return f"ServerSentEvent(event={self.event!r}, data={self.data[:60]!r}...)"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ServerSentEvent):
+            return NotImplemented
+        return (self.data, self.event, self.id, self.retry) == (
+            other.data,
+            other.event,
+            other.id,
+            other.retry,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class SSEDecoder:
+    """Incremental decoder: :meth:`feed` chunks, then :meth:`close` at end of stream."""
+
+    __slots__ = ("_after_cr", "_data", "_event", "_fragments", "_has_data", "_id", "_retry")
+
+    def __init__(self) -> None:
+        self._fragments: list[bytes] = []
+        self._after_cr = False
+        self._data: list[bytes] = []
+        self._has_data = False
+        self._event = ""
+        self._id: str | None = None
+        self._retry: int | None = None
+
+    def feed(self, chunk: bytes) -> list[ServerSentEvent]:
+        """Decode ``chunk``; return the events it completes."""
+        if self._after_cr:
+            self._after_cr = False
+            if chunk.startswith(b"\n"):
+                chunk = chunk[1:]
+        if not chunk:
+            return []
+        if b"\r" in chunk:
+            return self._feed_cr(chunk)
+        last = chunk.rfind(b"\n")
+        if last == -1:
+            self._fragments.append(chunk)
+            return []
+        if self._fragments:
+            self._fragments.append(chunk[: last + 1])
+            text = b"".join(self._fragments)
+            self._fragments = []
+        else:
+            text = chunk[: last + 1]
+        if last + 1 < len(chunk):
+            self._fragments.append(chunk[last + 1 :])
+        events: list[ServerSentEvent] = []
+        lines = text.split(b"\n")
+        lines.pop()  # the empty string after the final LF
+        for line in lines:
+            self._line(line, events)
+        return events
+
+    def _feed_cr(self, chunk: bytes) -> list[ServerSentEvent]:
+        text = b"".join([*self._fragments, chunk]) if self._fragments else chunk
+        self._fragments = []
+        events: list[ServerSentEvent] = []
+        start, length = 0, len(text)
+        while start < length:
+            cr = text.find(b"\r", start)
+            lf = text.find(b"\n", start)
+            if cr == -1 and lf == -1:
+                self._fragments.append(text[start:])
+                break
+            if cr == -1 or (lf != -1 and lf < cr):
+                self._line(text[start:lf], events)
+                start = lf + 1
+                continue
+            self._line(text[start:cr], events)
+            if cr + 1 == length:
+                self._after_cr = True
+                start = length
+            elif text[cr + 1 : cr + 2] == b"\n":
+                start = cr + 2
+            else:
+                start = cr + 1
+        return events
+
+    def _line(self, line: bytes, events: list[ServerSentEvent]) -> None:
+        if not line:
+            if self._has_data:
+                events.append(
+                    ServerSentEvent(
+                        b"\n".join(self._data), self._event or "message", self._id, self._retry
+                    )
+                )
+            self._data = []
+            self._has_data = False
+            self._event = ""
+            return
+        if line[0] == 58:  # ":" comment
+            return
+        name, colon, value = line.partition(b":")
+        if colon and value[:1] == b" ":
+            value = value[1:]
+        if name == b"data":
+            self._data.append(value)
+            self._has_data = True
+        elif name == b"event":
+            self._event = value.decode("utf-8", "replace")
+        elif name == b"id":
+            if b"\0" not in value:
+                self._id = value.decode("utf-8", "replace")
+        elif name == b"retry" and value.isdigit():
+            self._retry = int(value)
+
+    def close(self) -> list[ServerSentEvent]:
+        """End of stream: dispatch a pending event that lacked its final blank line."""
+        events: list[ServerSentEvent] = []
+        if self._fragments:
+            line = b"".join(self._fragments)
+            self._fragments = []
+            self._line(line, events)
+        self._after_cr = False
+        if self._has_data:
+            self._line(b"", events)
+        return events

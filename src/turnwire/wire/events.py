@@ -1,0 +1,174 @@
+"""Stream events of the Responses wire, decoded with msgspec.
+
+The hot events (text, summary, reasoning and argument deltas) are typed Structs; output items
+and response objects stay loosely typed (the API adds fields and item types over time).
+Anything not listed decodes as :class:`UnknownEvent`. Both shapes of the ``error`` event are
+accepted: the flat one of the spec and the nested one seen on the wire.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+__all__ = [
+    "ErrorEvent",
+    "FunctionCallArgumentsDelta",
+    "FunctionCallArgumentsDone",
+    "OutputItemAdded",
+    "OutputItemDone",
+    "ReasoningSummaryTextDelta",
+    "ReasoningTextDelta",
+    "RefusalDelta",
+    "ResponseCompleted",
+    "ResponseCreated",
+    "ResponseFailed",
+    "ResponseInProgress",
+    "ResponseIncomplete",
+    "ResponseLifecycle",
+    "ResponseQueued",
+    "StreamEvent",
+    "TextDelta",
+    "UnknownEvent",
+    "decode_event",
+]
+
+
+class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", gc=False):
+    sequence_number: int | None = None
+
+
+class TextDelta(_Event, frozen=True, kw_only=True, tag="response.output_text.delta"):
+    output_index: int
+    delta: str
+    item_id: str | None = None
+
+
+class RefusalDelta(_Event, frozen=True, kw_only=True, tag="response.refusal.delta"):
+    output_index: int
+    delta: str
+
+
+class ReasoningSummaryTextDelta(
+    _Event, frozen=True, kw_only=True, tag="response.reasoning_summary_text.delta"
+):
+    output_index: int
+    delta: str
+    summary_index: int = 0
+
+
+class ReasoningTextDelta(_Event, frozen=True, kw_only=True, tag="response.reasoning_text.delta"):
+    output_index: int
+    delta: str
+    content_index: int = 0
+
+
+class FunctionCallArgumentsDelta(
+    _Event, frozen=True, kw_only=True, tag="response.function_call_arguments.delta"
+):
+    output_index: int
+    delta: str
+
+
+class FunctionCallArgumentsDone(
+    _Event, frozen=True, kw_only=True, tag="response.function_call_arguments.done"
+):
+    output_index: int
+    arguments: str
+
+
+class OutputItemAdded(_Event, frozen=True, kw_only=True, tag="response.output_item.added"):
+    output_index: int
+    item: dict[str, Any]
+
+
+class OutputItemDone(_Event, frozen=True, kw_only=True, tag="response.output_item.done"):
+    output_index: int
+    item: dict[str, Any]
+
+
+class ResponseLifecycle(_Event, frozen=True, kw_only=True, tag="response.lifecycle"):
+    """Base of the events that carry the whole response object (never on the wire itself)."""
+
+    response: dict[str, Any]
+
+
+class ResponseCreated(ResponseLifecycle, frozen=True, kw_only=True, tag="response.created"):
+    pass
+
+
+class ResponseInProgress(ResponseLifecycle, frozen=True, kw_only=True, tag="response.in_progress"):
+    pass
+
+
+class ResponseQueued(ResponseLifecycle, frozen=True, kw_only=True, tag="response.queued"):
+    pass
+
+
+class ResponseCompleted(ResponseLifecycle, frozen=True, kw_only=True, tag="response.completed"):
+    pass
+
+
+class ResponseIncomplete(ResponseLifecycle, frozen=True, kw_only=True, tag="response.incomplete"):
+    pass
+
+
+class ResponseFailed(ResponseLifecycle, frozen=True, kw_only=True, tag="response.failed"):
+    pass
+
+
+class ErrorEvent(_Event, frozen=True, kw_only=True, tag="error"):
+    """``{type: error, code, message, param}`` or ``{type: error, error: {code, message}}``."""
+
+    code: str | None = None
+    message: str | None = None
+    param: str | None = None
+    error: dict[str, Any] | None = None
+
+    @property
+    def detail(self) -> tuple[str | None, str]:
+        nested = self.error or {}
+        code = self.code or nested.get("code") or nested.get("type")
+        message = self.message or nested.get("message") or "error event without a message"
+        return (None if code is None else str(code)), str(message)
+
+
+class UnknownEvent(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """An event type turnwire does not act on (hosted-tool progress, future events)."""
+
+    type: str
+    sequence_number: int | None = None
+
+
+StreamEvent = (
+    TextDelta
+    | RefusalDelta
+    | ReasoningSummaryTextDelta
+    | ReasoningTextDelta
+    | FunctionCallArgumentsDelta
+    | FunctionCallArgumentsDone
+    | OutputItemAdded
+    | OutputItemDone
+    | ResponseCreated
+    | ResponseInProgress
+    | ResponseQueued
+    | ResponseCompleted
+    | ResponseIncomplete
+    | ResponseFailed
+    | ErrorEvent
+)
+
+_TYPED = msgspec.json.Decoder(StreamEvent)
+_UNKNOWN = msgspec.json.Decoder(UnknownEvent)
+
+
+def decode_event(data: bytes | str) -> StreamEvent | UnknownEvent:
+    """Decode one event's ``data``; unknown types fall back to :class:`UnknownEvent`.
+
+    :raises msgspec.DecodeError: the data is not JSON, or lacks a string ``type``.
+    """
+    try:
+        return _TYPED.decode(data)
+    except msgspec.ValidationError:
+        return _UNKNOWN.decode(data)
