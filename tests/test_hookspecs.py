@@ -12,7 +12,7 @@ import turnwire
 from turnwire import hookspecs
 from turnwire.container import Container
 from turnwire.context import RenderOptions
-from turnwire.hookspecs import STAGES
+from turnwire.hookspecs import CLIENT_HOOKS, STAGES
 from turnwire.stages import DEFAULT_PLUGINS
 
 # Hook → the test module that covers its built-in (names mirror each other).
@@ -38,6 +38,9 @@ TEST_MODULE = {
     "fingerprint_prefix": "stages/test_fingerprint.py",
     "tools_to_wire": "stages/test_tools.py",
     "description_to_json_schema": "stages/test_tools.py",
+    "on_prompt_assembled": "client/test_dispatch.py",
+    "on_raw_generation": "client/test_dispatch.py",
+    "filter_tool_call_id": "client/test_dispatch.py",
 }
 
 # Per-call data arguments; every other argument is injected by name from a provider.
@@ -74,19 +77,25 @@ def test_stages_lists_every_hookspec_in_file_order():
         for name, obj in vars(hookspecs).items()
         if callable(obj) and hasattr(obj, "turnwire_spec")
     ]
-    assert declared == list(STAGES)
+    assert declared == list(STAGES) + list(CLIENT_HOOKS)
 
 
-@pytest.mark.parametrize(("name", "spec"), _specs())
+ALL_HOOKS = [(name, getattr(hookspecs, name)) for name in (*STAGES, *CLIENT_HOOKS)]
+
+
+@pytest.mark.parametrize(("name", "spec"), ALL_HOOKS)
 def test_every_hookspec_is_documented(name, spec):
     doc = inspect.getdoc(spec)
     assert doc and doc.splitlines()[0].endswith(".")
     for parameter in inspect.signature(spec).parameters:
         assert f":param {parameter}:" in doc, f"{name} does not document {parameter}"
     assert ":returns:" in doc
-    assert "Stops at the first non-None result." in doc
     assert "Runs once per" in doc
-    assert spec.turnwire_spec["firstresult"] is True
+    if spec.turnwire_spec["firstresult"]:
+        assert "Stops at the first non-None result." in doc
+    else:
+        assert "Calls every implementation (collect-all)." in doc
+        assert name.startswith("on_")
 
 
 @pytest.mark.parametrize(("name", "spec"), _specs())
@@ -103,7 +112,7 @@ def test_every_stage_has_a_provider_of_the_same_name():
     assert set(STAGES) <= set(Container.providers)
 
 
-@pytest.mark.parametrize("name", STAGES)
+@pytest.mark.parametrize("name", [*STAGES, *CLIENT_HOOKS])
 def test_every_hook_has_a_test_module(name):
     path = Path(__file__).parent / TEST_MODULE[name]
     assert path.is_file()
@@ -122,7 +131,7 @@ def test_every_built_in_is_trylast_and_implements_a_known_hook():
                 if impl.plugin is plugin:
                     assert impl.trylast, f"{plugin.__name__}.{hook.name} is not trylast"
     manager.check_pending()
-    assert implemented == set(STAGES)
+    assert implemented == {*STAGES, "filter_tool_call_id"}
 
 
 def test_hookspecs_imports_only_pluggy_at_run_time():

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -17,7 +18,7 @@ from turnwire.thread_file import load_thread
 from turnwire.turns import ContextAssembler
 from turnwire.wire import RequestBody
 
-__all__ = ["RenderedRequest", "render", "resolve_model"]
+__all__ = ["RenderedRequest", "render", "resolve_model", "run"]
 
 
 class RenderedRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -62,6 +63,7 @@ def render(
     config_files: Iterable[str | os.PathLike[str]] = (),
     model: str | None = None,
     container: Container | None = None,
+    reasoning_replay: str | None = None,
 ) -> RenderedRequest:
     """Render ``thread`` into the request body turnwire would POST, after the preflight check.
 
@@ -69,6 +71,8 @@ def render(
     :param config_files: configuration profiles merged over the packaged default.
     :param model: overrides the thread's model and ``request.model``.
     :param container: a container to use instead of building one from ``config_files``.
+    :param reasoning_replay: overrides ``render.reasoning_replay`` for this render (the
+        reasoning-free retry renders with ``off``).
     :raises turnwire.errors.InputError: bad thread, configuration or rendered body.
     """
     if container is None:
@@ -79,7 +83,10 @@ def render(
     resolved = resolve_model(thread, container, model)
     loaded = ContextAssembler().inline(thread)
     build_input = container.build_input()
-    rendered = build_input(loaded, options=container.render_options(model=resolved))
+    overrides: dict[str, Any] = {"model": resolved}
+    if reasoning_replay is not None:
+        overrides["reasoning_replay"] = reasoning_replay
+    rendered = build_input(loaded, options=container.render_options(**overrides))
     body = build_body(
         rendered,
         model=resolved,
@@ -89,3 +96,49 @@ def render(
     )
     preflight(body)
     return RenderedRequest(body=encode_body(body), request=body, rendered=rendered)
+
+
+def run(
+    thread: Thread | Mapping[str, Any] | str | os.PathLike[str],
+    *,
+    config_files: Iterable[str | os.PathLike[str]] = (),
+    base_url: str | None = None,
+    model: str | None = None,
+    once: bool = False,
+    save: bool = False,
+    on_text: Callable[[str], None] | None = None,
+    on_tool_result: Callable[[Any], None] | None = None,
+    container: Container | None = None,
+    handlers: Mapping[str, Callable[..., Any]] | None = None,
+    **transport_options: Any,
+) -> Any:
+    """Send a thread, stream the answer, run its tools until the model stops.
+
+    :param thread: a thread, a thread mapping, or a thread file path.
+    :param base_url: the Responses endpoint (default ``client.base_url``).
+    :param once: one request: tool calls are recorded but not run.
+    :param save: write the extended thread back to the thread file (paths only).
+    :param on_text: called with each text delta as it streams.
+    :param handlers: tool name → callable, instead of the tools' ``handler`` paths.
+    :returns: a :class:`turnwire.client.dispatch.RunResult`.
+    """
+    from turnwire.client.dispatch import Client
+    from turnwire.thread_file import save_thread
+
+    if container is None:
+        container = build_container(config_files)
+    path: Path | None = None
+    if isinstance(thread, str | os.PathLike):
+        path = Path(thread)
+    if save and path is None:
+        raise ConfigError("--save needs a thread file path to write back to", path="$")
+    loaded = thread if isinstance(thread, Thread) else load_thread(thread)
+    client = Client(
+        container, base_url=base_url, handlers=dict(handlers or {}), **transport_options
+    )
+    result = client.run_sync(
+        loaded, model=model, once=once, on_text=on_text, on_tool_result=on_tool_result
+    )
+    if save and path is not None:
+        save_thread(result.thread, path)
+    return result

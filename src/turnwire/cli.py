@@ -36,6 +36,29 @@ def _parser() -> argparse.ArgumentParser:
     )
     render.add_argument("--model", help="the model (overrides the thread and the config)")
 
+    run = commands.add_parser("run", help="send a thread, stream the answer, run its tools")
+    run.add_argument("thread", help="a thread file (YAML or JSON, schema version 1)")
+    run.add_argument("--base-url", help="the Responses endpoint (default: client.base_url)")
+    run.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a configuration profile, merged over the defaults (repeatable)",
+    )
+    run.add_argument("--model", help="the model (overrides the thread and the config)")
+    run.add_argument(
+        "--once", action="store_true", help="one request; record tool calls without running them"
+    )
+    run.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object at the end instead of streaming text",
+    )
+    run.add_argument(
+        "--save", action="store_true", help="write the extended thread back to the thread file"
+    )
+
     check = commands.add_parser("check-config", help="validate configuration files")
     check.add_argument("files", nargs="+", metavar="FILE")
 
@@ -57,6 +80,51 @@ def _render(args: argparse.Namespace) -> int:
     rendered = render(args.thread, config_files=args.config, model=args.model)
     sys.stdout.buffer.write(rendered.body + b"\n")
     sys.stdout.flush()
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    import msgspec
+
+    from turnwire.api import run
+
+    def on_text(delta: str) -> None:
+        sys.stdout.write(delta)
+        sys.stdout.flush()
+
+    def on_tool_result(call: object) -> None:
+        from turnwire.model import ToolCall
+
+        assert isinstance(call, ToolCall)
+        result = call.result
+        shown = "" if result is None else (result.text or "(artifact)")
+        mark = "error" if call.is_error else "ok"
+        print(
+            f"[tool {call.tool}({msgspec.json.encode(call.args).decode()}) {mark}: {shown[:200]}]",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    result = run(
+        args.thread,
+        config_files=args.config,
+        base_url=args.base_url,
+        model=args.model,
+        once=args.once,
+        save=args.save,
+        on_text=None if args.json else on_text,
+        on_tool_result=on_tool_result,
+    )
+    if args.json:
+        payload = {
+            "response": msgspec.to_builtins(result.response),
+            "records": msgspec.to_builtins(result.records),
+        }
+        print(msgspec.json.encode(payload).decode())
+    else:
+        print()
+        if args.save:
+            print(f"saved {args.thread}", file=sys.stderr)
     return 0
 
 
@@ -99,15 +167,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if args.trace:
         logging.getLogger("turnwire.trace").setLevel(logging.DEBUG)
-    handlers = {"render": _render, "check-config": _check_config, "plugins": _plugins}
+    handlers = {"render": _render, "run": _run, "check-config": _check_config, "plugins": _plugins}
     try:
         return handlers[args.command](args)
-    except InputError as err:
-        print(f"error: {err.code}: {err}", file=sys.stderr)
-        return 2
     except TurnwireError as err:
         print(f"error: {err.code}: {err}", file=sys.stderr)
-        return 1
+        # `run` fails with 1 whatever the cause; the other commands say 2 for bad input.
+        return 2 if isinstance(err, InputError) and args.command != "run" else 1
+    except KeyboardInterrupt:
+        print("error: E_INTERRUPTED: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

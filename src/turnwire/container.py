@@ -16,10 +16,11 @@ container: :func:`build_container` makes a fresh one.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from dependency_injector import containers, providers
@@ -30,7 +31,7 @@ from turnwire._relay import HOOK, StagePlan
 from turnwire.context import Endpoint, EnvelopeNonce, MediaPolicy, RenderOptions
 from turnwire.settings import Settings, load_settings
 
-__all__ = ["Container", "build_container"]
+__all__ = ["Container", "build_container", "overriding"]
 
 logger = logging.getLogger("turnwire")
 
@@ -181,6 +182,13 @@ class Container(containers.DeclarativeContainer):
     build_input = providers.Factory(
         functools.partial, pipeline.build_input, plan=stage_plan, options=render_options
     )
+
+
+@contextlib.contextmanager
+def overriding(provider: Any, value: Any) -> Iterator[None]:
+    """Within the block, ``provider`` resolves to ``value`` (then to what it was before)."""
+    with provider.override(providers.Object(value)):
+        yield
 
 
 def build_container(

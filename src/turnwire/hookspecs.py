@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from turnwire._relay import StageRelay
+    from turnwire.client.slots import Generation
     from turnwire.context import (
         Bucket,
         EnvelopeAttrs,
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from turnwire.model import Media, Memory, Message, Retrievable, Thought, Tool, ToolCall
     from turnwire.wire import FunctionTool, InputContent, InputItem, ReasoningItem
 
-__all__ = ["STAGES", "hookimpl", "hookspec"]
+__all__ = ["CLIENT_HOOKS", "STAGES", "hookimpl", "hookspec"]
 
 hookspec = pluggy.HookspecMarker("turnwire")
 hookimpl = pluggy.HookimplMarker("turnwire")
@@ -414,6 +415,54 @@ def description_to_json_schema(description: Mapping[str, Any] | None) -> dict[st
     Stops at the first non-None result. Runs once per declared tool.
     """
 
+
+# ------------------------------------------------------------------------------ client
+
+
+@hookspec
+def on_prompt_assembled(body: bytes, model: str, attempt_kind: str) -> None:
+    """Observe the exact body of a request that is about to be sent.
+
+    :param body: the request body bytes, exactly as they are POSTed.
+    :param model: the model of the request.
+    :param attempt_kind: ``request``, or ``reasoning-free-retry`` for the one-shot retry.
+    :returns: nothing; the return value is ignored.
+
+    Calls every implementation (collect-all). Runs once per request actually sent (the
+    reasoning-free retry included; transport retries resend the same body and do not run it
+    again). An observer that raises is logged (kind ``observer-error``) and never fails the turn.
+    """
+
+
+@hookspec
+def on_raw_generation(generation: Generation, model: str) -> None:
+    """Observe a parsed generation before its tool calls run.
+
+    :param generation: the response as received (text, reasoning, calls, usage).
+    :param model: the model of the request.
+    :returns: nothing; the return value is ignored.
+
+    Calls every implementation (collect-all). Runs once per response. An observer that raises
+    is logged (kind ``observer-error``) and never fails the turn.
+    """
+
+
+@hookspec(firstresult=True)
+def filter_tool_call_id(tool_call_id: str, existing_ids: frozenset[str]) -> str | None:
+    """Choose the id under which a new tool call is stored.
+
+    :param tool_call_id: the id from the response (``call_id`` or ``call_id|fc_...``).
+    :param existing_ids: the ids of the thread's tool calls so far.
+    :returns: the id to store.
+
+    Stops at the first non-None result. Runs once per tool call the model makes.
+    Default: unchanged unless it collides, then a fresh ``call_`` id that keeps an ``fc_``
+    item half (so the call still pairs with its reasoning item).
+    """
+
+
+CLIENT_HOOKS: tuple[str, ...] = ("on_prompt_assembled", "on_raw_generation", "filter_tool_call_id")
+"""The client's seams: observers (collect-all) and the tool-call id filter."""
 
 STAGES: tuple[str, ...] = (
     "render_untrusted_content",

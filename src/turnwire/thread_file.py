@@ -19,7 +19,7 @@ import yaml
 from turnwire.errors import ThreadFileError
 from turnwire.model import Artifact, Media, Thread
 
-__all__ = ["dump_thread", "load_thread"]
+__all__ = ["dump_thread", "load_thread", "save_thread"]
 
 _AT_PATH = re.compile(r" - at `(\$[^`]*)`$")
 
@@ -112,3 +112,66 @@ def load_thread(source: str | os.PathLike[str] | Mapping[str, Any]) -> Thread:
 def dump_thread(thread: Thread) -> bytes:
     """The thread as JSON in schema version 1 (inline bytes as ``data_base64``)."""
     return msgspec.json.encode(thread)
+
+
+def _relative(pointer: str | None, base: Path) -> str | None:
+    if pointer is None:
+        return None
+    try:
+        return str(Path(pointer).resolve().relative_to(base))
+    except ValueError:
+        return pointer
+
+
+def save_thread(thread: Thread, path: str | os.PathLike[str]) -> None:
+    """Write ``thread`` to ``path`` (YAML for ``.yaml``/``.yml``, else JSON), atomically.
+
+    Pointers inside the file's folder are written relative to it again; the file is replaced
+    in one step, so a crash leaves either the old or the new thread, never half of one.
+    """
+    target = Path(path)
+    base = target.resolve().parent
+    replace = msgspec.structs.replace
+
+    def media(item: Media) -> Media:
+        return replace(item, path=_relative(item.path, base)) if item.path else item
+
+    def artifact(item: Artifact | None) -> Artifact | None:
+        if item is None or item.path is None:
+            return item
+        return replace(item, path=_relative(item.path, base))
+
+    messages = tuple(
+        replace(m, attachments=tuple(media(a) for a in m.attachments)) if m.attachments else m
+        for m in thread.messages
+    )
+    calls = []
+    for call in thread.tool_calls:
+        result = call.result
+        if result is not None and (result.media or result.artifact or result.artifacts):
+            result = replace(
+                result,
+                media=None if result.media is None else tuple(media(m) for m in result.media),
+                artifact=artifact(result.artifact),
+                artifacts=None
+                if result.artifacts is None
+                else tuple(a for a in (artifact(a) for a in result.artifacts) if a),
+            )
+            calls.append(replace(call, result=result))
+        else:
+            calls.append(call)
+    portable = replace(
+        thread,
+        messages=messages,
+        tool_calls=tuple(calls),
+        retrievables=tuple(replace(r, artifact=artifact(r.artifact)) for r in thread.retrievables),
+    )
+    if target.suffix.lower() in (".yaml", ".yml"):
+        data = yaml.safe_dump(
+            msgspec.to_builtins(portable), sort_keys=False, allow_unicode=True
+        ).encode()
+    else:
+        data = msgspec.json.format(msgspec.json.encode(portable), indent=2) + b"\n"
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    temporary.write_bytes(data)
+    os.replace(temporary, target)

@@ -1,9 +1,13 @@
-"""The built-in render stages, registered as plain plugins (``trylast``) in this order."""
+"""The built-in render stages, registered as plain plugins (``trylast``) in this order.
+
+``turnwire.client.hooks`` (the tool-call id filter) is registered with them.
+"""
 
 from __future__ import annotations
 
 from types import ModuleType
 
+from turnwire.client import hooks as client_hooks
 from turnwire.stages import (
     artifacts,
     envelopes,
@@ -36,4 +40,5 @@ DEFAULT_PLUGINS: tuple[ModuleType, ...] = (
     thoughts,
     fingerprint,
     tools,
+    client_hooks,
 )

@@ -1,0 +1,617 @@
+"""Dispatch: render, guard, send, stream, record, run tools, loop.
+
+One iteration renders the thread (preflight included), checks the context window, POSTs the
+exact bytes, reads the stream into a :class:`~turnwire.client.slots.Generation` and records it
+as thread records: messages, thoughts (with the replay payload when reasoning replay is on)
+and tool calls (composite ``call_id|fc_...`` ids), all stamped with one timestamp and strictly
+increasing ``seq``. Tool calls then run in order and their results are recorded; the loop goes
+on until the model answers without calls, or ``client.max_iterations``.
+
+A 400 that blames a replayed reasoning item (``invalid_encrypted_content`` or a pairing
+phrase) is retried once without reasoning, and only when the request carried reasoning items
+or paired ids; the retry strips both. Nothing is recorded from a failed, stalled or rejected
+exchange: the thread stays as it was.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import uuid
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+
+from turnwire.client.slots import (
+    Generation,
+    MessageOutput,
+    ReasoningOutput,
+    ResponseAccumulator,
+    ToolCallOutput,
+    generation_from_response,
+)
+from turnwire.client.sse import SSEDecoder
+from turnwire.client.tools import ToolExecutor, artifact_tools, parse_arguments
+from turnwire.client.transport import RetryPolicy, Transport
+from turnwire.errors import (
+    HttpError,
+    ReasoningReplayRejectedError,
+    StreamError,
+    StreamStalledError,
+)
+from turnwire.model import (
+    REPLAY_TAG,
+    Identity,
+    Message,
+    ReasoningPayload,
+    Thought,
+    Thread,
+    ToolCall,
+    ToolResult,
+)
+from turnwire.wire import FunctionCall, OutputMessage, ReasoningItem, ReasoningText, SummaryText
+from turnwire.wire.events import TextDelta, decode_event
+
+__all__ = ["Client", "Records", "ResponseMeta", "RunResult", "finish_reason"]
+
+logger = logging.getLogger("turnwire")
+
+REASONING_PHRASES = (
+    "invalid_encrypted_content",
+    "of type 'reasoning' was provided without",
+    "was provided without its required preceding item of type 'reasoning'",
+    "items are not persisted when store is set to false",
+)
+PAIRING_PHRASES = REASONING_PHRASES[1:]
+PENDING = "pending"
+
+
+class _MatchesAny(str):
+    """A fingerprint equal to every other: renders the thread as if all replay were fresh."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return False
+
+    __hash__ = str.__hash__
+
+
+_WILDCARD = _MatchesAny("*")
+
+
+class ResponseMeta(msgspec.Struct, frozen=True, kw_only=True):
+    """The last response of a run: id, status, model, usage and the finish reason."""
+
+    id: str | None
+    status: str | None
+    model: str | None
+    usage: dict[str, Any] | None
+    finish_reason: str
+
+
+class Records(msgspec.Struct, frozen=True, kw_only=True):
+    """What a run added to the thread, in thread-file schema."""
+
+    messages: tuple[Message, ...] = ()
+    thoughts: tuple[Thought, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+class RunResult(msgspec.Struct, frozen=True, kw_only=True):
+    """The outcome of :meth:`Client.run`."""
+
+    thread: Thread
+    records: Records
+    response: ResponseMeta
+    iterations: int
+    requests: int
+
+
+def finish_reason(generation: Generation) -> str:
+    """``stop``, ``tool_calls``, ``length``, ``content_filter`` or ``error``."""
+    if generation.terminal in ("completed", "eof") and generation.status != "incomplete":
+        return "tool_calls" if generation.tool_calls else "stop"
+    if generation.terminal == "incomplete" or generation.status == "incomplete":
+        return "content_filter" if generation.incomplete_reason == "content_filter" else "length"
+    return "error"
+
+
+def _now() -> datetime:
+    moment = datetime.now(UTC)
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+
+
+class Client:
+    """Runs turns against a Responses endpoint, with a container's settings and stages.
+
+    :param container: settings, plugins, stages (``turnwire.build_container``).
+    :param transport: a transport to use instead of one built from ``client:`` settings.
+    :param handlers: tool name → callable, instead of importing the tools' ``handler`` paths.
+    :param clock: returns "now" for record timestamps (tests inject a fixed one).
+    """
+
+    def __init__(
+        self,
+        container: Any,
+        *,
+        transport: Transport | None = None,
+        base_url: str | None = None,
+        handlers: dict[str, Callable[..., Any]] | None = None,
+        clock: Callable[[], datetime] = _now,
+        **transport_options: Any,
+    ) -> None:
+        self.container = container
+        self.settings = container.settings()
+        client = self.settings.client
+        if transport is None:
+            api_key = os.environ.get(client.api_key_env) if client.api_key_env else None
+            retry = client.retry
+            transport = Transport(
+                base_url=base_url or client.base_url,
+                api_key=api_key,
+                organization=client.organization,
+                project=client.project,
+                headers=client.headers,
+                request_timeout_s=client.request_timeout_s,
+                connect_timeout_s=client.connect_timeout_s,
+                stream_idle_timeout_s=client.stream_idle_timeout_s,
+                retry=RetryPolicy(
+                    max_retries=retry.max_retries,
+                    initial_delay_s=retry.initial_delay_s,
+                    max_delay_s=retry.max_delay_s,
+                    max_retry_after_s=retry.max_retry_after_s,
+                    statuses=None if retry.statuses is None else frozenset(retry.statuses),
+                ),
+                **transport_options,
+            )
+        self.transport = transport
+        self.executor = ToolExecutor(
+            inline_max_bytes=self.settings.render.tool_result_inline_max_bytes,
+            handlers=handlers,
+        )
+        self.clock = clock
+        self.plugin_manager = container.plugin_manager()
+        self.requests = 0
+
+    # ------------------------------------------------------------------ public
+
+    def run_sync(self, thread: Thread, **kwargs: Any) -> RunResult:
+        """:meth:`run` for scripts: runs the event loop and closes the transport."""
+
+        async def main() -> RunResult:
+            try:
+                return await self.run(thread, **kwargs)
+            finally:
+                await self.transport.aclose()
+
+        return asyncio.run(main())
+
+    async def run(
+        self,
+        thread: Thread,
+        *,
+        model: str | None = None,
+        once: bool = False,
+        on_text: Callable[[str], None] | None = None,
+        on_tool_result: Callable[[ToolCall], None] | None = None,
+    ) -> RunResult:
+        """Send the thread, stream the answer, run tools and loop; return the extended thread.
+
+        :param once: one request; tool calls are recorded but not run.
+        :param on_text: called with each text delta as it arrives.
+        :param on_tool_result: called with each tool call once its result is recorded.
+        """
+        from turnwire.api import resolve_model
+
+        resolved = resolve_model(thread, self.container, model)
+        start_calls = len(thread.tool_calls)
+        start_messages, start_thoughts = len(thread.messages), len(thread.thoughts)
+        if not once:
+            thread = await self._run_pending(thread, on_tool_result)
+        iterations = 0
+        generation: Generation | None = None
+        while True:
+            iterations += 1
+            generation = await self._iteration(thread, resolved, on_text)
+            thread, calls = self._record(thread, generation)
+            self._observe("on_raw_generation", generation=generation, model=resolved)
+            runnable = [call for call in calls if call.result is None]
+            if runnable and not once:
+                thread = await self._execute(thread, runnable, on_tool_result)
+            thread = self._fingerprint_new_thoughts(thread, resolved)
+            if not calls or once:
+                break
+            if iterations >= self.settings.client.max_iterations:
+                logger.warning(
+                    "stopping after %d iterations (client.max_iterations)",
+                    iterations,
+                    extra={"kind": "max-iterations"},
+                )
+                break
+        assert generation is not None
+        records = Records(
+            messages=thread.messages[start_messages:],
+            thoughts=thread.thoughts[start_thoughts:],
+            tool_calls=tuple(c for c in thread.tool_calls[start_calls:]),
+        )
+        meta = ResponseMeta(
+            id=generation.response_id,
+            status=generation.status,
+            model=generation.model or resolved,
+            usage=generation.usage,
+            finish_reason=finish_reason(generation),
+        )
+        return RunResult(
+            thread=thread,
+            records=records,
+            response=meta,
+            iterations=iterations,
+            requests=self.requests,
+        )
+
+    # ------------------------------------------------------------------ one iteration
+
+    def _render(self, thread: Thread, model: str, *, replay_off: bool = False) -> Any:
+        from turnwire.api import render
+
+        declared = self._with_artifact_tools(thread)
+        return render(
+            declared,
+            container=self.container,
+            model=model,
+            reasoning_replay="off" if replay_off else None,
+        )
+
+    def _with_artifact_tools(self, thread: Thread) -> Thread:
+        limit = self.settings.render.tool_result_inline_max_bytes
+        has_handles = any(
+            call.result is not None
+            and (
+                call.result.artifact is not None
+                and (
+                    call.result.artifact.inline is False
+                    or (
+                        call.result.artifact.inline is None
+                        and call.inline is not True
+                        and call.result.artifact.text is not None
+                        and call.result.artifact.byte_length > limit
+                    )
+                )
+            )
+            for call in thread.tool_calls
+        )
+        if not has_handles:
+            return thread
+        known = {tool.name for tool in thread.tools}
+        extra = tuple(t for t in artifact_tools() if t.name not in known)
+        return msgspec.structs.replace(thread, tools=thread.tools + extra)
+
+    async def _iteration(
+        self, thread: Thread, model: str, on_text: Callable[[str], None] | None
+    ) -> Generation:
+        from turnwire.tokens import check_context_window
+
+        rendered = self._render(thread, model)
+        context = self.settings.context
+        check_context_window(
+            rendered.request,
+            encoding=context.token_encoding,
+            window=context.context_window,
+            fingerprintable_length=rendered.fingerprintable_length,
+        )
+        try:
+            return await self._exchange(rendered, model, on_text, "request")
+        except HttpError as err:
+            body = err.body.lower().replace("`", "")
+            if err.status != 400 or not any(p in body for p in REASONING_PHRASES):
+                raise
+            if not _carries_reasoning(rendered.request.input):
+                raise
+            logger.warning(
+                "the API rejected a replayed reasoning item; retrying once "
+                "without reasoning items or paired ids",
+                extra={"kind": "reasoning-replay-rejected"},
+            )
+            rendered = self._render(thread, model, replay_off=True)
+            try:
+                return await self._exchange(rendered, model, on_text, "reasoning-free-retry")
+            except HttpError as again:
+                lowered = again.body.lower().replace("`", "")
+                if again.status == 400 and any(p in lowered for p in PAIRING_PHRASES):
+                    raise ReasoningReplayRejectedError(
+                        body=again.body, attempts=again.attempts
+                    ) from again
+                raise
+
+    async def _exchange(
+        self, rendered: Any, model: str, on_text: Callable[[str], None] | None, attempt_kind: str
+    ) -> Generation:
+        body = rendered.body
+        stream = rendered.request.stream
+        self._observe("on_prompt_assembled", body=body, model=model, attempt_kind=attempt_kind)
+        self.requests += 1
+        async with self.transport.exchange(body, stream=stream) as answer:
+            if stream and answer.is_event_stream:
+                generation = await self._read_stream(answer.chunks, on_text)
+            else:
+                raw = b"".join([chunk async for chunk in answer.chunks])
+                try:
+                    generation = generation_from_response(msgspec.json.decode(raw))
+                except (msgspec.DecodeError, TypeError, AttributeError) as err:
+                    raise StreamError(f"the answer is not a response object: {err}") from err
+        if generation.terminal in ("failed", "error"):
+            raise StreamError(
+                generation.error_message or f"response {generation.terminal}",
+                error_code=generation.error_code,
+            )
+        return generation
+
+    async def _read_stream(self, chunks: Any, on_text: Callable[[str], None] | None) -> Generation:
+        decoder, accumulator = SSEDecoder(), ResponseAccumulator()
+        malformed = 0
+        finished: list[Generation] = []
+
+        def apply(raw_events: Iterable[Any]) -> None:
+            nonlocal malformed
+            events = []
+            for raw in raw_events:
+                try:
+                    event = decode_event(raw.data)
+                except msgspec.DecodeError:
+                    malformed += 1
+                    logger.warning(
+                        "skipping an event whose data is not JSON: %r",
+                        raw.data[:120],
+                        extra={"kind": "sse-parse-failure"},
+                    )
+                    continue
+                if on_text is not None and type(event) is TextDelta:
+                    on_text(event.delta)
+                events.append(event)
+            finished.extend(accumulator.feed(events))
+
+        try:
+            async for chunk in chunks:
+                apply(decoder.feed(chunk))
+                if finished:
+                    return finished[0]
+        except StreamStalledError as err:
+            err.partial = accumulator.partial()
+            raise
+        except StreamError as err:
+            logger.warning(
+                "the connection dropped mid-stream (%s); keeping what arrived",
+                err,
+                extra={"kind": "stream-disconnected"},
+            )
+        apply(decoder.close())
+        if finished:
+            return finished[0]
+        tail = accumulator.close()
+        if tail is None:
+            raise StreamError("the stream ended before any event")
+        logger.warning(
+            "the stream ended without a terminal event; keeping what arrived",
+            extra={"kind": "sse-eof-without-terminal-event"},
+        )
+        return tail
+
+    # ------------------------------------------------------------------ recording
+
+    def _record(self, thread: Thread, generation: Generation) -> tuple[Thread, list[ToolCall]]:
+        """Append the generation's records; return its tool calls (bad arguments come back
+        already answered with an error result, which the model reads next iteration)."""
+        render = self.settings.render
+        stamp = self.clock()
+        records: list[Message | Thought | ToolCall] = [
+            *thread.messages,
+            *thread.thoughts,
+            *thread.tool_calls,
+        ]
+        seq = 1 + max((r.seq for r in records if r.created_at == stamp), default=-1)
+        identity = (
+            None
+            if render.self_identity == "assistant"
+            else Identity(identifier=render.self_identity)
+        )
+        messages, thoughts, calls = [], [], []
+        existing = {call.id for call in thread.tool_calls}
+        outputs = generation.outputs
+        for position, output in enumerate(outputs):
+            if isinstance(output, MessageOutput):
+                text = output.refusal or output.text
+                if text:
+                    messages.append(
+                        Message(
+                            id=output.item_id or f"msg_{uuid.uuid4().hex}",
+                            role="assistant",
+                            content=text,
+                            identity=identity,
+                            created_at=stamp,
+                            seq=seq,
+                        )
+                    )
+                    seq += 1
+            elif isinstance(output, ReasoningOutput):
+                following = outputs[position + 1] if position + 1 < len(outputs) else None
+                thought = self._thought(output, following, identity, stamp, seq)
+                if thought is not None:
+                    thoughts.append(thought)
+                    seq += 1
+            elif isinstance(output, ToolCallOutput):
+                composite = (
+                    f"{output.call_id}|{output.item_id}" if output.item_id else output.call_id
+                )
+                chosen = (
+                    self._hook(
+                        "filter_tool_call_id",
+                        tool_call_id=composite,
+                        existing_ids=frozenset(existing),
+                    )
+                    or composite
+                )
+                existing.add(chosen)
+                args, error = parse_arguments(output.arguments)
+                call = ToolCall(
+                    id=chosen,
+                    tool=output.name or "(unnamed tool call)",
+                    args=args,
+                    created_at=stamp,
+                    seq=seq,
+                )
+                if error is not None:
+                    call = msgspec.structs.replace(
+                        call, is_error=True, result=ToolResult(text=error)
+                    )
+                calls.append(call)
+                seq += 1
+        extended = msgspec.structs.replace(
+            thread,
+            messages=thread.messages + tuple(messages),
+            thoughts=thread.thoughts + tuple(thoughts),
+            tool_calls=thread.tool_calls + tuple(calls),
+        )
+        return extended, calls
+
+    def _thought(
+        self,
+        output: ReasoningOutput,
+        following: object,
+        identity: Identity | None,
+        stamp: datetime,
+        seq: int,
+    ) -> Thought | None:
+        text = output.text
+        if self.settings.render.reasoning_replay == "off" or not output.item_id:
+            if not text:
+                return None  # nothing to show and nothing to replay: never fails a turn
+            return Thought(
+                id=output.item_id or f"rs_{uuid.uuid4().hex}",
+                content=text,
+                identity=identity,
+                created_at=stamp,
+                seq=seq,
+            )
+        item = ReasoningItem(
+            id=output.item_id,
+            summary=tuple(SummaryText(text=part) for part in output.summary),
+            content=tuple(ReasoningText(text=part) for part in output.content) or None,
+            encrypted_content=output.encrypted_content,
+        )
+        partner = getattr(following, "item_id", None)
+        payload = ReasoningPayload(item=item, paired_item_id=partner, prefix_fingerprint=PENDING)
+        return Thought(
+            id=output.item_id,
+            content=text,
+            identity=identity,
+            replay_compatibility=REPLAY_TAG,
+            payload=payload,
+            created_at=stamp,
+            seq=seq,
+        )
+
+    def _fingerprint_new_thoughts(self, thread: Thread, model: str) -> Thread:
+        """Give each newly recorded reasoning thought the fingerprint of its future prefix.
+
+        The thread is rendered once with every fingerprint accepted, which yields the input
+        the next request will send; each new reasoning item's prefix there is hashed with the
+        fingerprint stage (so a plugin's scheme applies on both sides).
+        """
+        pending = {
+            t.id
+            for t in thread.thoughts
+            if t.payload is not None and t.payload.prefix_fingerprint == PENDING
+        }
+        if not pending:
+            return thread
+        from turnwire._relay import StageRelay
+        from turnwire.container import overriding
+
+        with overriding(self.container.fingerprint_prefix, lambda: _WILDCARD):
+            rendered = self._render(thread, model)
+        items = rendered.rendered.input
+        relay = StageRelay(
+            self.container.stage_plan(),
+            {
+                **self.container.render_options(model=model).injectable(),
+                "warn": lambda message: None,
+                "scratch": {},
+            },
+        )
+        found: dict[str, str] = {}
+        for index, item in enumerate(items):
+            if isinstance(item, ReasoningItem) and item.id in pending:
+                found[item.id] = relay.fingerprint_prefix(
+                    model=model,
+                    instructions=rendered.rendered.instructions,
+                    tools=rendered.rendered.tools,
+                    input=items,
+                    through_item=index,
+                )
+        replace = msgspec.structs.replace
+        thoughts = tuple(
+            replace(t, payload=replace(t.payload, prefix_fingerprint=found.get(t.id)))
+            if t.id in pending and t.payload is not None
+            else t
+            for t in thread.thoughts
+        )
+        return replace(thread, thoughts=thoughts)
+
+    # ------------------------------------------------------------------ tools
+
+    async def _run_pending(
+        self, thread: Thread, on_tool_result: Callable[[ToolCall], None] | None
+    ) -> Thread:
+        pending = [call for call in thread.tool_calls if call.result is None]
+        if not pending:
+            return thread
+        return await self._execute(thread, pending, on_tool_result)
+
+    async def _execute(
+        self,
+        thread: Thread,
+        calls: list[ToolCall],
+        on_tool_result: Callable[[ToolCall], None] | None,
+    ) -> Thread:
+        done: dict[str, ToolCall] = {}
+        for call in calls:
+            finished = await self.executor.execute(call, thread)
+            done[call.id] = finished
+            if on_tool_result is not None:
+                on_tool_result(finished)
+        tool_calls = tuple(done.get(c.id, c) if c.result is None else c for c in thread.tool_calls)
+        return msgspec.structs.replace(thread, tool_calls=tool_calls)
+
+    # ------------------------------------------------------------------ hooks
+
+    def _hook(self, name: str, **kwargs: Any) -> Any:
+        return getattr(self.plugin_manager.hook, name)(**kwargs)
+
+    def _observe(self, name: str, **kwargs: Any) -> None:
+        caller = getattr(self.plugin_manager.hook, name)
+        for impl in caller.get_hookimpls():
+            try:
+                impl.function(**{arg: kwargs[arg] for arg in impl.argnames})
+            except Exception:
+                logger.exception(
+                    "observer %s of %s raised; the turn goes on",
+                    impl.plugin_name,
+                    name,
+                    extra={"kind": "observer-error"},
+                )
+
+
+def _carries_reasoning(items: Iterable[object]) -> bool:
+    for item in items:
+        if isinstance(item, ReasoningItem):
+            return True
+        if isinstance(item, OutputMessage | FunctionCall) and item.id:
+            return True
+    return False

@@ -1,0 +1,181 @@
+"""A real HTTP/1.1 server on 127.0.0.1 that plays scripted answers, for transport tests.
+
+Each request takes the next :class:`Reply` from the script (the last one repeats). Every
+request is logged (method, path, headers, body) so tests can assert what the server saw.
+Replies can stream a body in timed chunks, stop sending, close mid-body, or reset the
+connection before any header.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    chunks: list[bytes] = field(default_factory=list)
+    delay_s: float = 0.0  # between chunks
+    content_type: str = "text/event-stream"
+    stall_after: int | None = None  # stop sending (keep the socket open) after N chunks
+    close_after: int | None = None  # close the connection after N chunks (no final chunk)
+    reset: bool = False  # reset the connection before sending anything
+
+    @classmethod
+    def sse(cls, data: bytes, *, chunk: int = 4096, **extra: object) -> Reply:
+        return cls(chunks=[data[i : i + chunk] for i in range(0, len(data), chunk)], **extra)  # type: ignore[arg-type]
+
+    @classmethod
+    def json(cls, status: int, value: object, **extra: object) -> Reply:
+        return cls(
+            status=status,
+            chunks=[json.dumps(value).encode()],
+            content_type="application/json",
+            **extra,
+        )  # type: ignore[arg-type]
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def json(self) -> dict:
+        return json.loads(self.body)
+
+
+class ScriptedServer:
+    """``with ScriptedServer([Reply(...), ...]) as server: server.base_url``."""
+
+    def __init__(self, script: list[Reply]) -> None:
+        self.script = list(script)
+        self.requests: list[Seen] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._socket.bind(("127.0.0.1", 0))
+        self._socket.listen(16)
+        self._socket.settimeout(0.05)
+        self.port = self._socket.getsockname()[1]
+        self._threads: list[threading.Thread] = []
+        self._acceptor = threading.Thread(target=self._accept, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def __enter__(self) -> ScriptedServer:
+        self._acceptor.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._acceptor.join(timeout=5)
+        for thread in self._threads:
+            thread.join(timeout=5)
+        self._socket.close()
+
+    def _next(self) -> Reply:
+        with self._lock:
+            return self.script.pop(0) if len(self.script) > 1 else self.script[0]
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._socket.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def _read_request(self, conn: socket.socket) -> Seen | None:
+        conn.settimeout(5)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            part = conn.recv(65536)
+            if not part:
+                return None
+            data += part
+        head, _, rest = data.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        method, path, _ = lines[0].split(" ", 2)
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        length = int(headers.get("content-length", "0"))
+        while len(rest) < length:
+            part = conn.recv(65536)
+            if not part:
+                break
+            rest += part
+        return Seen(method, path, headers, rest[:length])
+
+    def _serve(self, conn: socket.socket) -> None:
+        try:
+            seen = self._read_request(conn)
+            if seen is None:
+                return
+            with self._lock:
+                self.requests.append(seen)
+            reply = self._next()
+            if reply.reset:
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                return
+            head = [
+                f"HTTP/1.1 {reply.status} X",
+                f"Content-Type: {reply.content_type}",
+                "Transfer-Encoding: chunked",
+                "Connection: close",
+            ]
+            head += [f"{name}: {value}" for name, value in reply.headers.items()]
+            conn.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
+            for index, chunk in enumerate(reply.chunks):
+                if reply.close_after is not None and index >= reply.close_after:
+                    return
+                if reply.stall_after is not None and index >= reply.stall_after:
+                    self._stop.wait(30)
+                    return
+                if index and reply.delay_s:
+                    time.sleep(reply.delay_s)
+                conn.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            if reply.stall_after is not None and reply.stall_after >= len(reply.chunks):
+                self._stop.wait(30)
+                return
+            if reply.close_after is not None and reply.close_after >= len(reply.chunks):
+                return  # every chunk sent, but never the final empty one
+            conn.sendall(b"0\r\n\r\n")
+        except OSError:
+            return
+        finally:
+            conn.close()
+
+
+def free_port() -> int:
+    """A port nothing listens on (for connection-refused tests)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def recorded(name: str) -> bytes:
+    from .streams import STREAMS, wire_bytes
+
+    return wire_bytes(next(p for p in STREAMS if p.name == name))
+
+
+__all__ = ["Path", "Reply", "ScriptedServer", "Seen", "free_port", "recorded"]

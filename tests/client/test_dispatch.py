@@ -1,0 +1,568 @@
+"""The client against a real HTTP server on 127.0.0.1: retries, faults, the reasoning-free
+retry, the tool loop, observers, and what ends up in the thread file on disk."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+import turnwire
+from turnwire import hookimpl
+from turnwire.errors import (
+    HttpError,
+    ReasoningReplayRejectedError,
+    RequestTimeoutError,
+    StreamError,
+    StreamStalledError,
+)
+
+from ..conftest import REPLAY, make_container, prefix_fingerprint, thread
+from ..oracle import validate_body
+from .server import Reply, ScriptedServer, free_port, recorded
+
+TEXT = recorded("text_simple_gpt-4o-mini.sse")
+CALL = recorded("function_call_legacy_noseq_gpt-4o.sse")
+AFTER_CALL = recorded("text_after_tool_legacy_noseq_gpt-4o.sse")
+ERROR_400 = {
+    "error": {
+        "message": "Invalid value",
+        "type": "invalid_request_error",
+        "code": None,
+        "param": None,
+    }
+}
+
+THREAD = """\
+version: 1
+model: gpt-4o
+tools:
+  - {name: get_capital, parameters: {type: object, properties: {country: {type: string}}}}
+messages:
+  - {id: u1, role: user, content: "What's the weather?", created_at: "2026-01-01T10:00:00Z"}
+"""
+
+
+@pytest.fixture
+def thread_file(tmp_path: Path) -> Path:
+    path = tmp_path / "thread.yaml"
+    path.write_text(THREAD)
+    return path
+
+
+class Sleeps(list):
+    async def __call__(self, seconds: float) -> None:
+        self.append(round(seconds, 3))
+
+
+def run(server, source, *, settings=None, sleeps=None, handlers=None, container=None, **options):
+    container = container or make_container(
+        {"client": {"retry": {"max_retries": 2}}, **(settings or {})}
+    )
+    return turnwire.api.run(
+        source,
+        container=container,
+        base_url=server.base_url,
+        save=isinstance(source, Path),
+        handlers=handlers
+        if handlers is not None
+        else {"get_capital": lambda country="?": f"the capital of {country}"},
+        sleep=sleeps if sleeps is not None else Sleeps(),
+        jitter=lambda: 0.0,
+        **options,
+    )
+
+
+def assert_unchanged(path: Path) -> None:
+    assert path.read_text() == THREAD
+
+
+# ------------------------------------------------------------------ retries
+
+
+def test_429_with_retry_after_then_success(thread_file):
+    sleeps = Sleeps()
+    script = [Reply.json(429, ERROR_400, headers={"retry-after": "3"}), Reply.sse(TEXT)]
+    with ScriptedServer(script) as server:
+        result = run(server, thread_file, sleeps=sleeps)
+    assert sleeps == [3.0]
+    assert len(server.requests) == 2
+    assert server.requests[0].body == server.requests[1].body
+    assert result.response.finish_reason == "stop"
+    saved = turnwire.load_thread(thread_file)
+    assert saved.messages[-1].content == result.records.messages[0].content
+    assert saved.messages[-1].content.startswith("Hi in Portuguese")
+
+
+def test_retry_after_ms_wins_over_retry_after(thread_file):
+    sleeps = Sleeps()
+    headers = {"retry-after-ms": "1500", "retry-after": "9"}
+    with ScriptedServer([Reply.json(429, ERROR_400, headers=headers), Reply.sse(TEXT)]) as s:
+        run(s, thread_file, sleeps=sleeps)
+    assert sleeps == [1.5]
+
+
+def test_server_errors_back_off_exponentially_then_succeed(thread_file):
+    sleeps = Sleeps()
+    script = [
+        Reply.json(500, ERROR_400),
+        Reply.json(502, ERROR_400),
+        Reply.json(503, ERROR_400),
+        Reply.sse(TEXT),
+    ]
+    with ScriptedServer(script) as server:
+        run(server, thread_file, sleeps=sleeps, settings={"client": {"retry": {"max_retries": 3}}})
+    assert sleeps == [0.5, 1.0, 2.0]
+    assert len(server.requests) == 4
+    assert len(turnwire.load_thread(thread_file).messages) == 2
+
+
+def test_retries_exhausted_leave_the_thread_unchanged(thread_file):
+    with ScriptedServer([Reply.json(503, ERROR_400)]) as server:
+        with pytest.raises(HttpError) as caught:
+            run(server, thread_file)
+    assert (caught.value.status, caught.value.attempts) == (503, 3)
+    assert len(server.requests) == 3
+    assert_unchanged(thread_file)
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "requests"),
+    [
+        (503, {"x-should-retry": "false"}, 1),
+        (400, {"x-should-retry": "true"}, 2),
+        (429, {"retry-after": "121"}, 1),
+        (404, {}, 1),
+        (408, {}, 2),
+        (409, {}, 2),
+    ],
+)
+def test_the_sdks_retry_rules(thread_file, status, headers, requests):
+    script = [Reply.json(status, ERROR_400, headers=headers), Reply.sse(TEXT)]
+    with ScriptedServer(script) as server:
+        try:
+            run(server, thread_file)
+        except HttpError as err:
+            assert err.status == status
+    assert len(server.requests) == requests
+
+
+def test_connection_refused_is_retried_then_reported_with_status_0(thread_file):
+    sleeps = Sleeps()
+    server = SimpleNamespace(base_url=f"http://127.0.0.1:{free_port()}/v1")
+    with pytest.raises(HttpError) as caught:
+        run(server, thread_file, sleeps=sleeps)
+    assert caught.value.status == 0 and caught.value.attempts == 3
+    assert "ConnectError" in str(caught.value)
+    assert sleeps == [0.5, 1.0]
+    assert_unchanged(thread_file)
+
+
+def test_a_reset_before_headers_is_retried(thread_file):
+    with ScriptedServer([Reply(reset=True), Reply.sse(TEXT)]) as server:
+        result = run(server, thread_file)
+    assert len(server.requests) == 2
+    assert result.records.messages
+
+
+# ------------------------------------------------------------------ the stream
+
+
+def _truncated(data: bytes) -> bytes:
+    return data[: data.index(b"event: response.output_text.done")]
+
+
+def test_a_clean_end_without_a_terminal_event_drains_what_arrived(thread_file, caplog):
+    with ScriptedServer([Reply.sse(_truncated(TEXT))]) as server:
+        with caplog.at_level(logging.WARNING, logger="turnwire"):
+            result = run(server, thread_file)
+    assert "sse-eof-without-terminal-event" in [r.kind for r in caplog.records]
+    assert result.records.messages[0].content.startswith("Hi in Portuguese")
+    assert (
+        turnwire.load_thread(thread_file).messages[-1].content == result.records.messages[0].content
+    )
+
+
+def test_a_disconnect_mid_stream_drains_what_arrived(thread_file, caplog):
+    reply = Reply.sse(_truncated(TEXT), chunk=512)
+    reply.close_after = len(reply.chunks)
+    with ScriptedServer([reply]) as server, caplog.at_level(logging.WARNING, logger="turnwire"):
+        result = run(server, thread_file)
+    kinds = [r.kind for r in caplog.records]
+    assert "stream-disconnected" in kinds and "sse-eof-without-terminal-event" in kinds
+    assert result.records.messages[0].content.startswith("Hi in Portuguese")
+    assert len(server.requests) == 1
+
+
+def test_a_stalled_stream_raises_with_the_partial_answer_and_records_nothing(thread_file):
+    reply = Reply.sse(TEXT, chunk=900, stall_after=3)
+    with ScriptedServer([reply]) as server, pytest.raises(StreamStalledError) as caught:
+        run(server, thread_file, settings={"client": {"stream_idle_timeout_s": 0.3}})
+    partial = caught.value.partial
+    assert partial is not None and partial.terminal == "eof"
+    assert len(server.requests) == 1
+    assert_unchanged(thread_file)
+
+
+def test_a_slow_body_past_the_request_timeout(thread_file):
+    reply = Reply.sse(TEXT, chunk=500, delay_s=0.25)
+    with ScriptedServer([reply]) as server, pytest.raises(RequestTimeoutError) as caught:
+        run(server, thread_file, settings={"client": {"request_timeout_s": 0.6}})
+    assert caught.value.phase == "while reading the answer"
+    assert len(server.requests) == 1  # a timeout while streaming is never retried
+    assert_unchanged(thread_file)
+
+
+def test_malformed_frames_are_skipped(thread_file, caplog):
+    cut = TEXT.index(b"event: response.output_text.delta")
+    broken = TEXT[:cut] + b"data: {not json\n\n" + TEXT[cut:]
+    with ScriptedServer([Reply.sse(broken)]) as server:
+        with caplog.at_level(logging.WARNING, logger="turnwire"):
+            result = run(server, thread_file)
+    assert "sse-parse-failure" in [r.kind for r in caplog.records]
+    assert result.response.status == "completed"
+
+
+def test_a_failed_stream_is_a_stream_error_and_records_nothing(thread_file):
+    failing = recorded("error_then_failed_insufficient_quota_gpt-5-nano.jsonl")
+    with ScriptedServer([Reply.sse(failing)]) as server, pytest.raises(StreamError) as caught:
+        run(server, thread_file)
+    assert caught.value.error_code == "insufficient_quota"
+    assert_unchanged(thread_file)
+
+
+def test_the_body_is_sent_as_rendered_with_the_reference_headers(thread_file, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret-key-000")
+    expected = turnwire.render(
+        turnwire.load_thread(thread_file), container=make_container(), model="gpt-4o"
+    ).body
+    with ScriptedServer([Reply.sse(TEXT)]) as server:
+        run(
+            server,
+            thread_file,
+            settings={
+                "client": {"organization": "org-1", "project": "proj-1", "headers": {"X-Team": "a"}}
+            },
+        )
+    seen = server.requests[0]
+    assert seen.method == "POST" and seen.path == "/v1/responses"
+    assert seen.headers["authorization"] == "Bearer sk-test-secret-key-000"
+    assert seen.headers["accept"] == "text/event-stream"
+    assert seen.headers["openai-organization"] == "org-1"
+    assert seen.headers["openai-project"] == "proj-1" and seen.headers["x-team"] == "a"
+    assert seen.body == expected
+
+
+def test_the_api_key_never_reaches_an_error_or_a_log(thread_file, monkeypatch, caplog):
+    key = "sk-test-secret-key-123"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    echo = {"error": {"message": f"Incorrect API key provided: {key}"}}
+    with ScriptedServer([Reply.json(401, echo)]) as server:
+        with caplog.at_level(logging.DEBUG, logger="turnwire"):
+            with pytest.raises(HttpError) as caught:
+                run(server, thread_file)
+    assert key not in str(caught.value) and key not in repr(caught.value)
+    assert "[redacted]" in str(caught.value)
+    assert key not in caplog.text
+
+
+def test_non_streaming_json_answers(thread_file):
+    answer = json.loads(
+        (
+            Path(__file__).parents[2].parent
+            / "shared"
+            / "conformance"
+            / "responses"
+            / "parallel_function_calls_gpt-4o-mini.json"
+        ).read_text()
+    )
+    script = [
+        Reply.json(200, answer),
+        Reply.json(
+            200,
+            {
+                **answer,
+                "output": [
+                    {
+                        "type": "message",
+                        "id": "msg_x",
+                        "role": "assistant",
+                        "status": "completed",
+                        "content": [{"type": "output_text", "text": "done", "annotations": []}],
+                    }
+                ],
+            },
+        ),
+    ]
+    with ScriptedServer(script) as server:
+        result = run(
+            server,
+            thread_file,
+            settings={"client": {"stream": False}},
+            handlers={"add": lambda a, b: a + b, "multiply": lambda a, b: a * b},
+        )
+    assert server.requests[0].json["stream"] is False
+    assert [c.tool for c in result.records.tool_calls] == ["add", "multiply"]
+    assert result.records.messages[-1].content == "done"
+
+
+# ------------------------------------------------------------------ the reasoning-free retry
+
+
+def _replay_thread(path: Path) -> Path:
+    base = thread(
+        model="gpt-5",
+        messages=[
+            {"id": "u1", "role": "user", "content": "hi", "created_at": "2026-01-01T10:00:00Z"}
+        ],
+    )
+    fp = prefix_fingerprint(base, REPLAY)
+    path.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "model": "gpt-5",
+                "messages": [
+                    {
+                        "id": "u1",
+                        "role": "user",
+                        "content": "hi",
+                        "created_at": "2026-01-01T10:00:00Z",
+                    },
+                    {
+                        "id": "msg_1",
+                        "role": "assistant",
+                        "content": "hello",
+                        "created_at": "2026-01-01T10:00:02Z",
+                        "seq": 1,
+                    },
+                ],
+                "thoughts": [
+                    {
+                        "id": "rs_1",
+                        "created_at": "2026-01-01T10:00:02Z",
+                        "seq": 0,
+                        "replay_compatibility": "openai-responses-reasoning-v1",
+                        "payload": {
+                            "variant": "responses-reasoning",
+                            "item": {
+                                "type": "reasoning",
+                                "id": "rs_1",
+                                "summary": [],
+                                "encrypted_content": "gAAAA-x",
+                            },
+                            "paired_item_id": "msg_1",
+                            "prefix_fingerprint": fp,
+                        },
+                    }
+                ],
+            }
+        )
+    )
+    return path
+
+
+PHRASES = [
+    "The encrypted content for item rs_1 could not be verified. (invalid_encrypted_content)",
+    "Item 'rs_1' of type 'reasoning' was provided without its required following item.",
+    "Item 'msg_1' of type 'message' was provided without its required preceding item of type "
+    "'reasoning'.",
+    "Item with id 'rs_1' not found. Items are not persisted when `store` is set to false.",
+]
+
+
+@pytest.mark.parametrize("phrase", PHRASES)
+def test_a_reasoning_400_gets_one_retry_without_reasoning_or_ids(tmp_path, phrase):
+    path = _replay_thread(tmp_path / "t.json")
+    body = {"error": {"message": phrase, "type": "invalid_request_error", "code": None}}
+    with ScriptedServer([Reply.json(400, body), Reply.sse(TEXT)]) as server:
+        result = run(server, path, settings=REPLAY)
+    first, second = (r.json for r in server.requests)
+    assert [i.get("type") for i in first["input"]] == [None, "reasoning", "message"]
+    assert all(i.get("type") != "reasoning" and "id" not in i for i in second["input"])
+    validate_body(second)
+    assert result.records.messages
+
+
+def test_a_pairing_400_that_survives_the_retry_is_reasoning_replay_rejected(tmp_path):
+    path = _replay_thread(tmp_path / "t.json")
+    before = path.read_text()
+    body = {"error": {"message": PHRASES[1]}}
+    with ScriptedServer([Reply.json(400, body)]) as server:
+        with pytest.raises(ReasoningReplayRejectedError) as caught:
+            run(server, path, settings=REPLAY)
+    assert len(server.requests) == 2
+    assert caught.value.code == "E_OPENAI_RESPONSES_REASONING_REPLAY_REJECTED"
+    assert path.read_text() == before
+
+
+def test_a_400_about_something_else_is_not_retried(tmp_path):
+    path = _replay_thread(tmp_path / "t.json")
+    with ScriptedServer([Reply.json(400, ERROR_400)]) as server:
+        with pytest.raises(HttpError) as caught:
+            run(server, path, settings=REPLAY)
+    assert caught.value.status == 400 and len(server.requests) == 1
+
+
+def test_no_reasoning_free_retry_when_the_request_carried_no_reasoning(thread_file):
+    body = {"error": {"message": PHRASES[0]}}
+    with ScriptedServer([Reply.json(400, body)]) as server, pytest.raises(HttpError):
+        run(server, thread_file)
+    assert len(server.requests) == 1
+
+
+# ------------------------------------------------------------------ the tool loop
+
+
+def test_tool_calls_run_and_loop_until_the_model_answers(thread_file):
+    with ScriptedServer([Reply.sse(CALL), Reply.sse(AFTER_CALL)]) as server:
+        result = run(server, thread_file)
+    assert result.iterations == 2 and len(server.requests) == 2
+    call = result.records.tool_calls[0]
+    assert call.id.startswith("call_") and "|fc_" in call.id
+    assert call.result.text.startswith("the capital of")
+    second = server.requests[1].json
+    kinds = [i.get("type") for i in second["input"]]
+    assert kinds[-2:] == ["function_call", "function_call_output"]
+    assert "the capital of" in second["input"][-1]["output"]
+    saved = turnwire.load_thread(thread_file)
+    assert saved.tool_calls[0].result == call.result
+    assert saved.messages[-1].content == result.records.messages[-1].content
+    records = [*saved.messages, *saved.tool_calls]
+    assert sorted(r.seq for r in records if r.created_at == call.created_at) == sorted(
+        {r.seq for r in records if r.created_at == call.created_at}
+    )
+
+
+@pytest.mark.parametrize(
+    ("handlers", "arguments", "expected"),
+    [
+        ({}, None, "Tool get_capital cannot run: it has no handler"),
+        ({"get_capital": lambda **kw: 1 / 0}, None, "Tool get_capital failed: ZeroDivisionError"),
+        (None, '{"city": ', 'Tool arguments are not valid JSON. Raw value: {"city": '),
+        (None, '["Paris"]', "Tool arguments must be a JSON object; received array."),
+    ],
+)
+def test_tool_failures_become_error_results_the_model_sees(
+    thread_file, handlers, arguments, expected
+):
+    stream = CALL
+    if arguments is not None:
+        original = json.loads(
+            next(
+                line[6:]
+                for line in CALL.decode().splitlines()
+                if line.startswith("data: ") and '"response.output_item.done"' in line
+            )
+        )
+        raw = original["item"]["arguments"]
+        stream = CALL.replace(json.dumps(raw).encode(), json.dumps(arguments).encode())
+    with ScriptedServer([Reply.sse(stream), Reply.sse(AFTER_CALL)]) as server:
+        result = run(server, thread_file, handlers=handlers if handlers is not None else None)
+    call = result.records.tool_calls[0]
+    assert call.is_error and call.result.text.startswith(expected)
+    assert expected in server.requests[1].json["input"][-1]["output"]
+
+
+def test_an_unknown_tool_lists_the_available_ones(tmp_path):
+    path = tmp_path / "t.yaml"
+    path.write_text(THREAD.replace("get_capital", "get_time"))
+    with ScriptedServer([Reply.sse(CALL), Reply.sse(AFTER_CALL)]) as server:
+        result = run(server, path)
+    assert result.records.tool_calls[0].result.text == (
+        "Tool not found: get_capital. Available tools: get_time."
+    )
+
+
+def test_large_results_become_artifacts_readable_with_the_artifact_tools(thread_file):
+    big = "line of log\n" * 1000
+    with ScriptedServer([Reply.sse(CALL), Reply.sse(AFTER_CALL)]) as server:
+        result = run(server, thread_file, handlers={"get_capital": lambda **kw: big})
+    call = result.records.tool_calls[0]
+    assert call.result.artifact is not None and call.result.artifact.text == big
+    second = server.requests[1].json
+    assert 'kind="artifact-handle"' in second["input"][-1]["output"]
+    assert {"artifact_head", "artifact_grep"} <= {t["name"] for t in second["tools"]}
+
+
+def test_once_records_calls_without_running_them_and_the_next_run_runs_them(thread_file):
+    with ScriptedServer([Reply.sse(CALL)]) as server:
+        result = run(server, thread_file, once=True)
+    assert result.records.tool_calls[0].result is None
+    assert turnwire.load_thread(thread_file).tool_calls[0].result is None
+    with ScriptedServer([Reply.sse(AFTER_CALL)]) as server:
+        again = run(server, thread_file)
+    assert "the capital of" in server.requests[0].json["input"][-1]["output"]
+    assert again.thread.tool_calls[0].result.text.startswith("the capital of")
+
+
+def test_the_iteration_cap(thread_file, caplog):
+    with ScriptedServer([Reply.sse(CALL)]) as server:
+        with caplog.at_level(logging.WARNING, logger="turnwire"):
+            result = run(server, thread_file, settings={"client": {"max_iterations": 2}})
+    assert result.iterations == 2 and len(server.requests) == 2
+    assert "max-iterations" in [r.kind for r in caplog.records]
+
+
+# ------------------------------------------------------------------ hooks
+
+
+class Observer:
+    def __init__(self) -> None:
+        self.bodies: list[tuple[str, bytes]] = []
+        self.generations: list[object] = []
+
+    @hookimpl
+    def on_prompt_assembled(self, body, attempt_kind):
+        self.bodies.append((attempt_kind, body))
+
+    @hookimpl
+    def on_raw_generation(self, generation):
+        self.generations.append(generation)
+
+
+class Broken:
+    @hookimpl
+    def on_prompt_assembled(self, body):
+        raise RuntimeError("observer bug")
+
+
+def test_observers_see_every_request_sent_and_a_broken_one_never_fails_the_turn(tmp_path, caplog):
+    path = _replay_thread(tmp_path / "t.json")
+    observer = Observer()
+    container = make_container(REPLAY, extra_plugins=[observer, Broken()])
+    body = {"error": {"message": PHRASES[0]}}
+    script = [Reply.json(503, ERROR_400), Reply.json(400, body), Reply.sse(TEXT)]
+    with ScriptedServer(script) as server, caplog.at_level(logging.ERROR, logger="turnwire"):
+        run(server, path, container=container)
+    assert [kind for kind, _ in observer.bodies] == ["request", "reasoning-free-retry"]
+    assert observer.bodies[1][1] == server.requests[2].body
+    assert len(observer.generations) == 1
+    assert "observer-error" in [r.kind for r in caplog.records]
+
+
+def test_filter_tool_call_id_de_collides_and_keeps_the_fc_half():
+    from turnwire.client.hooks import filter_tool_call_id
+
+    assert (
+        filter_tool_call_id(tool_call_id="call_1|fc_1", existing_ids=frozenset()) == "call_1|fc_1"
+    )
+    fresh = filter_tool_call_id(tool_call_id="call_1|fc_1", existing_ids=frozenset({"call_1|fc_1"}))
+    assert fresh.endswith("|fc_1") and fresh.startswith("call_") and fresh != "call_1|fc_1"
+    bare = filter_tool_call_id(tool_call_id="call_1", existing_ids=frozenset({"call_1"}))
+    assert "|" not in bare and bare != "call_1"
+
+
+def test_a_filter_tool_call_id_plugin_decides_the_stored_id(thread_file):
+    class Prefixer:
+        @hookimpl
+        def filter_tool_call_id(self, tool_call_id):
+            return "x-" + tool_call_id
+
+    container = make_container(extra_plugins=[Prefixer()])
+    with ScriptedServer([Reply.sse(CALL), Reply.sse(AFTER_CALL)]) as server:
+        result = run(server, thread_file, container=container)
+    assert result.records.tool_calls[0].id.startswith("x-call_")
