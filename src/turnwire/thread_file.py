@@ -19,7 +19,7 @@ import yaml
 from turnwire.errors import ThreadFileError
 from turnwire.model import Artifact, Media, Thread
 
-__all__ = ["dump_thread", "load_thread", "save_thread"]
+__all__ = ["dump_thread", "load_thread", "save_thread", "thread_to_builtins"]
 
 _AT_PATH = re.compile(r" - at `(\$[^`]*)`$")
 
@@ -109,9 +109,15 @@ def load_thread(source: str | os.PathLike[str] | Mapping[str, Any]) -> Thread:
     return _rebase(_convert(data), path.resolve().parent)
 
 
+def thread_to_builtins(thread: Thread) -> dict[str, Any]:
+    """The thread as plain data in schema version 1 (defaults left out, ``version`` first)."""
+    data = msgspec.to_builtins(thread)
+    return {"version": 1, **{k: v for k, v in data.items() if k != "version"}}
+
+
 def dump_thread(thread: Thread) -> bytes:
     """The thread as JSON in schema version 1 (inline bytes as ``data_base64``)."""
-    return msgspec.json.encode(thread)
+    return msgspec.json.encode(thread_to_builtins(thread))
 
 
 def _relative(pointer: str | None, base: Path) -> str | None:

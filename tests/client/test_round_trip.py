@@ -1,0 +1,107 @@
+"""A recorded response, recorded as thread records, rendered as the next request."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import msgspec
+
+import turnwire
+
+from ..conftest import REPLAY, make_container
+from ..oracle import validate_body
+from .server import Reply, ScriptedServer, recorded
+
+REASONING_THEN_CALL = recorded("reasoning_summary_encrypted_function_call_gpt-5.sse")
+REASONING_THEN_TEXT = recorded("reasoning_summary_encrypted_text_turn2_gpt-5.sse")
+THREAD = {
+    "version": 1,
+    "model": "gpt-5",
+    "system_prompt": "You are terse.",
+    "tools": [
+        {
+            "name": "weather",
+            "parameters": {"type": "object", "properties": {"location": {"type": "string"}}},
+        }
+    ],
+    "messages": [
+        {
+            "id": "u1",
+            "role": "user",
+            "content": "Weather in Florence?",
+            "created_at": "2026-01-01T10:00:00Z",
+        }
+    ],
+}
+
+
+def _run(tmp_path: Path, settings: dict) -> tuple[turnwire.Thread, list]:
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(THREAD))
+    container = make_container(settings)
+    with ScriptedServer([Reply.sse(REASONING_THEN_CALL), Reply.sse(REASONING_THEN_TEXT)]) as s:
+        turnwire.api.run(
+            path,
+            container=container,
+            base_url=s.base_url,
+            save=True,
+            handlers={"weather": lambda location: "40 C"},
+        )
+    return turnwire.load_thread(path), s.requests
+
+
+def test_replayed_reasoning_is_paired_in_the_next_requests(tmp_path):
+    saved, requests = _run(tmp_path, REPLAY)
+    second = requests[1].json
+    validate_body(second)
+    kinds = [(i.get("type"), i.get("id", "")[:3]) for i in second["input"]]
+    assert kinds == [
+        (None, ""),
+        ("reasoning", "rs_"),
+        ("function_call", "fc_"),
+        ("function_call_output", ""),
+    ]
+    assert second["input"][1]["encrypted_content"].startswith("gAAAA")
+    assert "reasoning.encrypted_content" in second["include"]
+
+    # The thread on disk renders the same prefix, and the second reasoning item pairs too.
+    thoughts = saved.thoughts
+    assert [t.payload.paired_item_id[:4] for t in thoughts] == ["fc_0", "msg_"]
+    assert all(len(t.payload.prefix_fingerprint) == 64 for t in thoughts)
+    body = turnwire.render(saved, container=make_container(REPLAY)).json
+    assert [i.get("type") for i in body["input"]] == [
+        None,
+        "reasoning",
+        "function_call",
+        "function_call_output",
+        "reasoning",
+        "message",
+    ]
+    assert body["input"][:4] == second["input"]
+    assert body["input"][5]["id"] == thoughts[1].payload.paired_item_id
+
+
+def test_a_changed_prefix_drops_the_reasoning_and_strips_the_partners_id(tmp_path):
+    saved, _ = _run(tmp_path, REPLAY)
+    changed = msgspec.structs.replace(saved, system_prompt="You are verbose.")
+    body = turnwire.render(changed, container=make_container(REPLAY)).json
+    validate_body(body)
+    assert all(i.get("type") != "reasoning" for i in body["input"])
+    assert all("id" not in i for i in body["input"])
+
+
+def test_model_binding_survives_a_changed_prefix(tmp_path):
+    settings = {"render": {**REPLAY["render"], "fingerprint_binding": "model"}}
+    saved, _ = _run(tmp_path, settings)
+    changed = msgspec.structs.replace(saved, system_prompt="You are verbose.")
+    body = turnwire.render(changed, container=make_container(settings)).json
+    assert [i.get("type") for i in body["input"]].count("reasoning") == 2
+
+
+def test_with_replay_off_reasoning_is_kept_as_text_and_never_replayed(tmp_path):
+    saved, requests = _run(tmp_path, {})
+    assert all(t.payload is None and t.content for t in saved.thoughts)
+    second = requests[1].json
+    assert all(i.get("type") != "reasoning" and "id" not in i for i in second["input"])
+    assert any("self-reasoning" in str(i.get("content")) for i in second["input"])

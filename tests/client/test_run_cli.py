@@ -1,0 +1,126 @@
+"""`turnwire run` as a process, against a local server playing every recorded stream."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ..conftest import SECRET
+from .server import Reply, ScriptedServer
+from .streams import STREAMS, payloads, wire_bytes
+
+REPO = Path(__file__).resolve().parents[2]
+THREAD = """\
+version: 1
+model: gpt-5
+messages:
+  - {id: u1, role: user, content: "hello", created_at: "2026-01-01T10:00:00Z"}
+"""
+
+
+def turnwire_run(thread: Path, base_url: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TURNWIRE_ENVELOPE_SECRET": SECRET}
+    env.pop("OPENAI_API_KEY", None)
+    config = thread.parent / "c.yaml"
+    config.write_text("plugins: {load_entrypoints: false}\nclient: {retry: {max_retries: 0}}\n")
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "turnwire",
+            "run",
+            str(thread),
+            "--base-url",
+            base_url,
+            "--config",
+            str(config),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
+
+
+def _terminal(path: Path) -> dict:
+    terminals = [
+        p for p in payloads(path) if p["type"] in ("response.completed", "response.incomplete")
+    ]
+    return terminals[0]["response"]
+
+
+OK_STREAMS = [p for p in STREAMS if not p.name.startswith("error_")]
+
+
+@pytest.mark.parametrize("path", OK_STREAMS, ids=[p.name for p in OK_STREAMS])
+def test_run_once_json_prints_records_that_match_the_terminal_response(tmp_path, path):
+    thread = tmp_path / "t.yaml"
+    thread.write_text(THREAD)
+    with ScriptedServer([Reply.sse(wire_bytes(path))]) as server:
+        done = turnwire_run(thread, server.base_url, "--once", "--json")
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    response = _terminal(path)
+    assert printed["response"]["id"] == response["id"]
+    assert printed["response"]["status"] == response["status"]
+    assert printed["response"]["usage"] == response["usage"]
+    records = printed["records"]
+    messages = [o for o in response["output"] if o["type"] == "message"]
+    texts = [
+        "".join(p["text"] for p in m["content"] if p["type"] == "output_text") for m in messages
+    ]
+    assert [m["content"] for m in records["messages"]] == [t for t in texts if t]
+    assert [m["id"] for m in records["messages"]] == [
+        m["id"] for m, t in zip(messages, texts, strict=True) if t
+    ]
+    calls = [o for o in response["output"] if o["type"] == "function_call"]
+    assert [c["id"] for c in records["tool_calls"]] == [f"{c['call_id']}|{c['id']}" for c in calls]
+    assert [c["args"] for c in records["tool_calls"]] == [json.loads(c["arguments"]) for c in calls]
+    assert all("result" not in c for c in records["tool_calls"])  # --once: not run
+    reasoning = [o for o in response["output"] if o["type"] == "reasoning"]
+    shown = [o for o in reasoning if any(p["text"] for p in o["summary"])]
+    assert [t["id"] for t in records["thoughts"]] == [o["id"] for o in shown]
+    assert thread.read_text() == THREAD  # no --save
+
+
+def test_run_streams_text_and_saves(tmp_path):
+    thread = tmp_path / "t.yaml"
+    thread.write_text(THREAD)
+    path = next(p for p in STREAMS if p.name == "text_simple_gpt-4o-mini.sse")
+    with ScriptedServer([Reply.sse(wire_bytes(path), chunk=64)]) as server:
+        done = turnwire_run(thread, server.base_url, "--save")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Hi in Portuguese")
+    assert "saved" in done.stderr
+    assert "Hi in Portuguese" in thread.read_text()
+
+
+def test_a_failing_run_exits_1_with_the_error_line_last(tmp_path):
+    thread = tmp_path / "t.yaml"
+    thread.write_text(THREAD)
+    path = next(p for p in STREAMS if p.name.startswith("error_then_failed"))
+    with ScriptedServer([Reply.sse(wire_bytes(path))]) as server:
+        done = turnwire_run(thread, server.base_url)
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: E_OPENAI_RESPONSES_STREAM_ERROR: stream error: ")
+    assert thread.read_text() == THREAD
+
+
+def test_bad_input_to_run_also_exits_1(tmp_path):
+    thread = tmp_path / "t.yaml"
+    thread.write_text(
+        "version: 1\nmessages: [{id: u, role: robot, content: x, "
+        "created_at: '2026-01-01T00:00:00Z'}]\n"
+    )
+    done = turnwire_run(thread, "http://127.0.0.1:9/v1")
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1].startswith("error: E_THREAD_FILE_INVALID: ")
