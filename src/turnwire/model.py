@@ -55,8 +55,12 @@ Unit = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 
 
 class _Record(
-    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True,
-    gc=False
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    forbid_unknown_fields=True,
+    omit_defaults=True,
+    gc=False,
 ):
     """Base of every domain record."""
 

@@ -1,0 +1,1 @@
+"""Example tool handlers used by the example threads and the offline demo."""
