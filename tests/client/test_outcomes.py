@@ -122,3 +122,64 @@ def test_cancelling_a_run_stops_cleanly_and_records_nothing():
     with ScriptedServer([reply]) as server:
         seen = asyncio.run(scenario(server.base_url))
     assert seen and len(server.requests) == 1
+
+
+def test_per_dispatch_overrides_merge_key_by_key_and_may_reset_to_null(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-override-000")
+    t = thread(model="gpt-5", messages=[user()])
+    base = {
+        "client": {"headers": {"X-A": "1", "X-B": "2"}, "organization": "org-base"},
+        "request": {"max_output_tokens": 64},
+    }
+
+    async def scenario(base_url: str) -> None:
+        client = Client(make_container(base), base_url=base_url)
+        await client.run(
+            t,
+            overrides={
+                "client": {"headers": {"X-B": "3"}, "organization": None},
+                "request": {"max_output_tokens": None},
+            },
+        )
+        await client.run(t)
+        await client.transport.aclose()
+
+    with ScriptedServer([Reply.sse(TEXT)]) as server:
+        asyncio.run(scenario(server.base_url))
+    first, second = server.requests
+    assert (first.headers["x-a"], first.headers["x-b"]) == ("1", "3")
+    assert "openai-organization" not in first.headers
+    assert "max_output_tokens" not in first.json
+    assert (second.headers["x-b"], second.headers["openai-organization"]) == ("2", "org-base")
+    assert second.json["max_output_tokens"] == 64
+
+
+def test_overrides_are_validated_again():
+    client = Client(make_container(), base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(turnwire.ConfigError) as caught:
+        client.with_overrides({"request": {"max_output_tokens": 8}})
+    assert caught.value.path == "$.request.max_output_tokens"
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_tool_choice_forcing_a_hidden_tool(strict, caplog):
+    import logging
+
+    t = thread(
+        model="gpt-5",
+        messages=[user()],
+        tools=[{"name": "visible"}, {"name": "secret", "hidden": True}],
+    )
+    settings = {
+        "request": {"tool_choice": {"type": "function", "name": "secret"}},
+        "client": {"strict_tool_choice": strict},
+    }
+    with ScriptedServer([Reply.sse(TEXT)]) as server:
+        if strict:
+            with pytest.raises(turnwire.ConfigError) as caught:
+                turnwire.api.run(t, container=make_container(settings), base_url=server.base_url)
+            assert "hidden" in str(caught.value) and server.requests == []
+        else:
+            with caplog.at_level(logging.WARNING, logger="turnwire"):
+                turnwire.api.run(t, container=make_container(settings), base_url=server.base_url)
+            assert "tool-choice-unavailable" in [r.kind for r in caplog.records]

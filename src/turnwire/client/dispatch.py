@@ -19,7 +19,7 @@ import asyncio
 import logging
 import os
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,6 +37,7 @@ from turnwire.client.sse import SSEDecoder
 from turnwire.client.tools import ToolExecutor, artifact_tools, parse_arguments
 from turnwire.client.transport import RetryPolicy, Transport
 from turnwire.errors import (
+    ConfigError,
     HttpError,
     ReasoningReplayRejectedError,
     StreamError,
@@ -179,6 +180,28 @@ class Client:
         self.clock = clock
         self.plugin_manager = container.plugin_manager()
         self.requests = 0
+        self._handlers = dict(handlers or {})
+        self._transport_options = transport_options
+        self._base_url = base_url
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> Client:
+        """A client whose settings are this one's with ``overrides`` merged over them.
+
+        Mappings merge key by key (``client.headers``, ``client.retry``...), any other value
+        replaces, ``None`` included, and the result is validated again. The new client shares
+        this one's HTTP connection pool and plugins.
+        """
+        from turnwire.container import build_container
+        from turnwire.settings import merge, settings_from_tree
+
+        tree = merge(msgspec.to_builtins(self.settings), overrides)
+        settings = settings_from_tree(tree)
+        container = build_container(settings=settings, extra_plugins=self.container.extra_plugins())
+        options = dict(self._transport_options)
+        options.setdefault("client", self.transport.shared_client())
+        return Client(
+            container, base_url=self._base_url, handlers=self._handlers, clock=self.clock, **options
+        )
 
     # ------------------------------------------------------------------ public
 
@@ -201,13 +224,20 @@ class Client:
         once: bool = False,
         on_text: Callable[[str], None] | None = None,
         on_tool_result: Callable[[ToolCall], None] | None = None,
+        overrides: Mapping[str, Any] | None = None,
     ) -> RunResult:
         """Send the thread, stream the answer, run tools and loop; return the extended thread.
 
         :param once: one request; tool calls are recorded but not run.
         :param on_text: called with each text delta as it arrives.
         :param on_tool_result: called with each tool call once its result is recorded.
+        :param overrides: settings for this run only, merged over the client's (see
+            :meth:`with_overrides`).
         """
+        if overrides:
+            return await self.with_overrides(overrides).run(
+                thread, model=model, once=once, on_text=on_text, on_tool_result=on_tool_result
+            )
         from turnwire.api import resolve_model
 
         resolved = resolve_model(thread, self.container, model)
@@ -293,11 +323,40 @@ class Client:
         extra = tuple(t for t in artifact_tools() if t.name not in known)
         return msgspec.structs.replace(thread, tools=thread.tools + extra)
 
+    def _check_tool_choice(self, thread: Thread) -> None:
+        choice = self.settings.request.tool_choice
+        name = getattr(choice, "name", None)
+        if name is None:
+            return
+        tool = thread.tool(name)
+        forged = name in {tool.name for tool in artifact_tools()}
+        if tool is not None and not tool.hidden and not forged:
+            return
+        problem = f"request.tool_choice forces {name!r}, which is " + (
+            "a built-in artifact tool that exists only while artifacts do"
+            if forged
+            else "hidden"
+            if tool is not None
+            else "not a tool of the thread"
+        )
+        if self.settings.client.strict_tool_choice:
+            raise ConfigError(
+                f"$.request.tool_choice: {problem}; remove the override or unset "
+                "client.strict_tool_choice",
+                path="$.request.tool_choice",
+            )
+        logger.warning(
+            "%s; this is almost always a misconfiguration",
+            problem,
+            extra={"kind": "tool-choice-unavailable"},
+        )
+
     async def _iteration(
         self, thread: Thread, model: str, on_text: Callable[[str], None] | None
     ) -> Generation:
         from turnwire.tokens import check_context_window
 
+        self._check_tool_choice(thread)
         rendered = self._render(thread, model)
         context = self.settings.context
         check_context_window(

@@ -188,6 +188,10 @@ class Transport:
             self._client = httpx.AsyncClient(timeout=timeout)
         return self._client
 
+    def shared_client(self) -> httpx.AsyncClient:
+        """The HTTP client, for another transport to share (this one keeps closing it)."""
+        return self._http()
+
     async def aclose(self) -> None:
         if self._owns_client and self._client is not None:
             await self._client.aclose()
