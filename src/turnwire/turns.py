@@ -1,20 +1,297 @@
-"""Loading what stored records point at, per call.
+"""Turns: what the store keeps, and the only code that knows both shapes.
 
-:class:`ContextAssembler` reads the bytes behind file pointers (attachments, artifact bodies)
-just before a request is rendered. The bytes never go back into the store: a stored record keeps
-its pointer only.
+A :class:`Turn` is the stored unit: a user's question (text and uploaded file pointers) or
+one assistant step (its reasoning, tool calls with their results, and the message that ends
+it), with the model and usage of the response that produced it. :class:`TurnBuilder` converts
+between turns and the thread records the renderer reads; it is pure (no I/O, no store).
+
+:class:`ContextAssembler` reads the bytes behind file pointers just before a request is
+rendered: a stored turn never holds file bytes, only pointers.
 """
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, Literal
 
 import msgspec
 
 from turnwire.errors import RenderError
-from turnwire.model import Artifact, Media, Thread
+from turnwire.model import Artifact, Media, Message, Thought, Thread, ToolCall
 
-__all__ = ["ContextAssembler"]
+__all__ = [
+    "ContextAssembler",
+    "FilePart",
+    "MessagePart",
+    "Part",
+    "TextPart",
+    "ThoughtPart",
+    "ToolCallPart",
+    "Turn",
+    "TurnBuilder",
+]
+
+
+class _Part(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    tag_field="kind",
+    forbid_unknown_fields=True,
+    omit_defaults=True,
+):
+    pass
+
+
+class TextPart(_Part, frozen=True, kw_only=True, tag="text"):
+    """The text of a user's question."""
+
+    text: str
+
+
+class FilePart(_Part, frozen=True, kw_only=True, tag="file"):
+    """An uploaded file, by pointer only (its bytes are read per call, never stored)."""
+
+    media: Media
+
+
+class MessagePart(_Part, frozen=True, kw_only=True, tag="message"):
+    """A whole message record (assistant answers; messages imported from a thread file)."""
+
+    message: Message
+
+
+class ThoughtPart(_Part, frozen=True, kw_only=True, tag="thought"):
+    """A reasoning record, with its replay payload."""
+
+    thought: Thought
+
+
+class ToolCallPart(_Part, frozen=True, kw_only=True, tag="tool_call"):
+    """A tool call, with its result once it ran."""
+
+    call: ToolCall
+
+
+Part = TextPart | FilePart | MessagePart | ThoughtPart | ToolCallPart
+
+
+class Turn(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True
+):
+    """One stored step of a conversation.
+
+    :ivar model: the model that produced an assistant turn.
+    :ivar usage: the response's usage, on the last turn of a run.
+    :ivar request_fingerprint: the fingerprint of the request prefix the run was sent with.
+    """
+
+    id: str
+    role: Literal["user", "assistant"]
+    parts: tuple[Part, ...]
+    created_at: datetime
+    model: str | None = None
+    usage: dict[str, Any] | None = None
+    request_fingerprint: str | None = None
+
+
+def _now() -> datetime:
+    moment = datetime.now(UTC)
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+
+
+def _pointer_only(media: Media) -> Media | None:
+    """The media without inline bytes; ``None`` when it has no pointer to keep."""
+    if media.path is None:
+        return None
+    return msgspec.structs.replace(media, data=None) if media.data is not None else media
+
+
+class TurnBuilder:
+    """Converts between stored turns and thread records. Pure: no I/O, no store, no state.
+
+    :param clock: "now" for new turns (tests inject a fixed one).
+    :param new_id: a fresh turn id.
+    """
+
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], datetime] = _now,
+        new_id: Callable[[], str] = lambda: f"turn_{uuid.uuid4().hex}",
+    ) -> None:
+        self.clock = clock
+        self.new_id = new_id
+
+    def build_user_turn(self, prompt: str, files: Sequence[Media] = ()) -> Turn:
+        """The user's question: a text part unless the prompt is empty, a file part per pointer.
+
+        :raises ValueError: a file has no pointer (``path``): bytes are never stored.
+        """
+        parts: list[Part] = [TextPart(text=prompt)] if prompt else []
+        for media in files:
+            if media.path is None:
+                raise ValueError(f"file {media.id} has no path: a turn keeps pointers only")
+            parts.append(FilePart(media=msgspec.structs.replace(media, data=None)))
+        if not parts:
+            raise ValueError("a user turn needs a prompt or at least one file")
+        return Turn(id=self.new_id(), role="user", parts=tuple(parts), created_at=self.clock())
+
+    def build_assistant_turns(
+        self,
+        run_records: Iterable[Message | Thought | ToolCall],
+        *,
+        model: str | None,
+        usage: dict[str, Any] | None = None,
+        request_fingerprint: str | None = None,
+        without_final_answer: bool = False,
+    ) -> list[Turn]:
+        """A run's records as assistant turns: one per answer message, in order.
+
+        Reasoning and tool calls accumulate until the message that ends the step; what
+        follows the last message (calls recorded with ``--once``) is a last turn of its own.
+        Every turn gets the model; the last one gets the usage. Inline file bytes are dropped
+        (pointers kept), and a record left without anything to store is dropped. With
+        ``without_final_answer`` (a blocked answer), the final message is not stored.
+        """
+        records = list(run_records)
+        if without_final_answer:
+            last = max((i for i, r in enumerate(records) if isinstance(r, Message)), default=None)
+            if last is not None:
+                del records[last]
+        turns: list[Turn] = []
+        pending: list[Part] = []
+        for record in records:
+            part = self._part(record)
+            if part is None:
+                continue
+            pending.append(part)
+            if isinstance(part, MessagePart):
+                turns.append(self._assistant(pending, record.created_at, model))
+                pending = []
+        if pending:
+            created = getattr(pending[-1], "call", None) or getattr(pending[-1], "thought", None)
+            turns.append(
+                self._assistant(pending, created.created_at if created else self.clock(), model)
+            )
+        if turns:
+            last_turn = turns[-1]
+            turns[-1] = msgspec.structs.replace(
+                last_turn, usage=usage, request_fingerprint=request_fingerprint
+            )
+        return turns
+
+    def _assistant(self, parts: list[Part], created: datetime, model: str | None) -> Turn:
+        return Turn(
+            id=self.new_id(), role="assistant", parts=tuple(parts), created_at=created, model=model
+        )
+
+    @staticmethod
+    def _part(record: Message | Thought | ToolCall) -> Part | None:
+        if isinstance(record, Message):
+            kept = tuple(m for m in (_pointer_only(a) for a in record.attachments) if m)
+            if not record.content and not kept:
+                return None
+            message = msgspec.structs.replace(record, attachments=kept)
+            return MessagePart(message=message)
+        if isinstance(record, Thought):
+            return ThoughtPart(thought=record)
+        return ToolCallPart(call=record)
+
+    def records_as_turns(self, thread: Thread) -> list[Turn]:
+        """A whole thread's records as turns, in timeline order (import; lossless)."""
+        entries: list[tuple[datetime, int, int, int, Message | Thought | ToolCall]] = []
+        entries += ((r.created_at, r.seq, 0, i, r) for i, r in enumerate(thread.messages))
+        entries += ((r.created_at, r.seq, 1, i, r) for i, r in enumerate(thread.thoughts))
+        entries += ((r.created_at, r.seq, 2, i, r) for i, r in enumerate(thread.tool_calls))
+        entries.sort()
+        turns: list[Turn] = []
+        run: list[Message | Thought | ToolCall] = []
+        for *_, record in entries:
+            if isinstance(record, Message) and record.role == "user":
+                turns += self._imported_run(run)
+                run = []
+                turns.append(
+                    Turn(
+                        id=self.new_id(),
+                        role="user",
+                        parts=(MessagePart(message=record),),
+                        created_at=record.created_at,
+                    )
+                )
+            else:
+                run.append(record)
+        return turns + self._imported_run(run)
+
+    def _imported_run(self, run: list[Message | Thought | ToolCall]) -> list[Turn]:
+        turns: list[Turn] = []
+        pending: list[Part] = []
+        for record in run:
+            part: Part = (
+                MessagePart(message=record)
+                if isinstance(record, Message)
+                else ThoughtPart(thought=record)
+                if isinstance(record, Thought)
+                else ToolCallPart(call=record)
+            )
+            pending.append(part)
+            if isinstance(record, Message):
+                turns.append(self._assistant(pending, record.created_at, None))
+                pending = []
+        if pending:
+            turns.append(self._assistant(pending, self._created(pending[-1]), None))
+        return turns
+
+    @staticmethod
+    def _created(part: Part) -> datetime:
+        record = (
+            getattr(part, "message", None)
+            or getattr(part, "thought", None)
+            or getattr(part, "call", None)
+        )
+        assert record is not None
+        return record.created_at  # type: ignore[no-any-return]
+
+    def to_messages(
+        self, turns: Iterable[Turn], *, current: Turn | None = None, keep_all_files: bool = False
+    ) -> tuple[tuple[Message, ...], tuple[Thought, ...], tuple[ToolCall, ...]]:
+        """Stored turns as thread records (messages, thoughts, tool calls).
+
+        A user turn built from a prompt becomes a message with the turn's id; its file parts
+        are dropped, except those of ``current`` (or all of them with ``keep_all_files``, for
+        an export), which stay as pointers for the :class:`ContextAssembler` to inline for this
+        call. A turn left without anything to say is dropped. A tool call stored again later
+        (run after a ``--once``) supersedes the earlier copy, in the earlier place.
+        """
+        messages: list[Message] = []
+        thoughts: list[Thought] = []
+        calls: dict[str, ToolCall] = {}
+        for turn in turns:
+            text = "".join(p.text for p in turn.parts if isinstance(p, TextPart))
+            files = tuple(p.media for p in turn.parts if isinstance(p, FilePart))
+            if not keep_all_files and (current is None or turn.id != current.id):
+                files = ()
+            if text or files:
+                messages.append(
+                    Message(
+                        id=turn.id,
+                        role="user",
+                        content=text or None,
+                        attachments=files,
+                        created_at=turn.created_at,
+                    )
+                )
+            for part in turn.parts:
+                if isinstance(part, MessagePart):
+                    messages.append(part.message)
+                elif isinstance(part, ThoughtPart):
+                    thoughts.append(part.thought)
+                elif isinstance(part, ToolCallPart):
+                    calls[part.call.id] = part.call
+        return tuple(messages), tuple(thoughts), tuple(calls.values())
 
 
 class ContextAssembler:
