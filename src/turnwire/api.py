@@ -18,7 +18,7 @@ from turnwire.thread_file import load_thread
 from turnwire.turns import ContextAssembler
 from turnwire.wire import RequestBody
 
-__all__ = ["RenderedRequest", "render", "resolve_model", "run"]
+__all__ = ["RenderedRequest", "media_from_path", "render", "resolve_model", "run", "run_thread"]
 
 
 class RenderedRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -141,4 +141,98 @@ def run(
     )
     if save and path is not None:
         save_thread(result.thread, path)
+    return result
+
+
+def media_from_path(path: str | os.PathLike[str], *, media_id: str | None = None) -> Any:
+    """A file pointer for an upload: kind and MIME type guessed from the name."""
+    import mimetypes
+    import uuid
+
+    from turnwire.model import Media, MediaKind
+
+    file = Path(path).resolve()
+    if not file.is_file():
+        raise ConfigError(f"{path} is not a file", path="$")
+    mime = mimetypes.guess_type(file.name)[0] or "application/octet-stream"
+    major = mime.split("/", 1)[0]
+    kind: MediaKind = (
+        "image"
+        if major == "image"
+        else "audio"
+        if major == "audio"
+        else "video"
+        if major == "video"
+        else "document"
+    )
+    return Media(
+        id=media_id or f"file_{uuid.uuid4().hex[:12]}",
+        kind=kind,
+        mime_type=mime,
+        filename=file.name,
+        path=str(file),
+    )
+
+
+def run_thread(
+    thread_id: str,
+    *,
+    store: Any,
+    prompt: str = "",
+    files: Iterable[str | os.PathLike[str]] = (),
+    config_files: Iterable[str | os.PathLike[str]] = (),
+    base_url: str | None = None,
+    model: str | None = None,
+    once: bool = False,
+    on_text: Callable[[str], None] | None = None,
+    on_tool_result: Callable[[Any], None] | None = None,
+    container: Container | None = None,
+    handlers: Mapping[str, Callable[..., Any]] | None = None,
+    **transport_options: Any,
+) -> Any:
+    """One turn of a stored thread: the user's question (if any), the run, the new turns.
+
+    The new turns (the question, tool results of calls a ``--once`` left pending, one turn per
+    answer step) are appended in one transaction, and only when the run succeeded.
+    """
+    from turnwire.client.dispatch import Client
+    from turnwire.turns import ToolCallPart, Turn
+
+    if container is None:
+        container = build_container(config_files)
+    builder = store.builder
+    uploads = [media_from_path(path) for path in files]
+    current = builder.build_user_turn(prompt, uploads) if (prompt or uploads) else None
+    thread = store.load(thread_id, current=current)
+    client = Client(
+        container, base_url=base_url, handlers=dict(handlers or {}), **transport_options
+    )
+    result = client.run_sync(
+        thread, model=model, once=once, on_text=on_text, on_tool_result=on_tool_result
+    )
+    turns = [current] if current is not None else []
+    if result.resolved:
+        turns.append(
+            Turn(
+                id=builder.new_id(),
+                role="assistant",
+                created_at=builder.clock(),
+                parts=tuple(ToolCallPart(call=call) for call in result.resolved),
+            )
+        )
+    from turnwire.model import Message, Thought, ToolCall
+
+    new: list[Message | Thought | ToolCall] = [
+        *result.records.messages,
+        *result.records.thoughts,
+        *result.records.tool_calls,
+    ]
+    records = sorted(new, key=lambda record: (record.created_at, record.seq))
+    turns += builder.build_assistant_turns(
+        records,
+        model=result.response.model,
+        usage=result.response.usage,
+        request_fingerprint=result.request_fingerprint,
+    )
+    store.append_turns(thread_id, turns)
     return result

@@ -6,8 +6,9 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from typing import Any
 
-from turnwire.errors import InputError, TurnwireError
+from turnwire.errors import ConfigError, InputError, TurnwireError
 
 __all__ = ["main"]
 
@@ -37,7 +38,19 @@ def _parser() -> argparse.ArgumentParser:
     render.add_argument("--model", help="the model (overrides the thread and the config)")
 
     run = commands.add_parser("run", help="send a thread, stream the answer, run its tools")
-    run.add_argument("thread", help="a thread file (YAML or JSON, schema version 1)")
+    run.add_argument("thread", nargs="?", help="a thread file (YAML or JSON, schema version 1)")
+    run.add_argument(
+        "--thread", dest="thread_id", metavar="ID", help="a thread of the store instead of a file"
+    )
+    run.add_argument("--prompt", default="", help="with --thread: the user's new question")
+    run.add_argument(
+        "--file",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="with --thread: a file to attach to the question (repeatable)",
+    )
+    run.add_argument("--db", help="the store file (default: store.path, $TURNWIRE_STORE)")
     run.add_argument("--base-url", help="the Responses endpoint (default: client.base_url)")
     run.add_argument(
         "--config",
@@ -61,6 +74,42 @@ def _parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser("check-config", help="validate configuration files")
     check.add_argument("files", nargs="+", metavar="FILE")
+
+    store_options = argparse.ArgumentParser(add_help=False)
+    store_options.add_argument(
+        "--db",
+        help="the store file (default: store.path, "
+        "$TURNWIRE_STORE, then $XDG_DATA_HOME/turnwire/threads.db)",
+    )
+    store_options.add_argument("--config", action="append", default=[], metavar="FILE")
+    threads = commands.add_parser("threads", help="the stored threads")
+    actions = threads.add_subparsers(dest="action", required=True)
+    listing = actions.add_parser(
+        "list", parents=[store_options], help="every thread, most recent first"
+    )
+    listing.add_argument("--json", action="store_true")
+    show = actions.add_parser(
+        "show", parents=[store_options], help="a thread, as a thread file (JSON)"
+    )
+    show.add_argument("id")
+    export = actions.add_parser(
+        "export", parents=[store_options], help="write a thread to a thread file"
+    )
+    export.add_argument("id")
+    export.add_argument("file")
+    importing = actions.add_parser(
+        "import", parents=[store_options], help="store a thread file as a new thread"
+    )
+    importing.add_argument("file")
+    importing.add_argument("--id", help="the new thread's id (default: a fresh one)")
+    importing.add_argument("--title")
+    delete = actions.add_parser(
+        "delete", parents=[store_options], help="delete a thread and its turns"
+    )
+    delete.add_argument("id")
+
+    demo = commands.add_parser("demo", help="a whole conversation, offline, on recorded answers")
+    demo.add_argument("--db", help="where to store the demo thread (default: a temp folder)")
 
     plugins = commands.add_parser("plugins", help="list plugins, versions and their hooks")
     plugins.add_argument(
@@ -128,6 +177,54 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _store(args: argparse.Namespace) -> Any:
+    from turnwire.settings import load_settings
+    from turnwire.store.sqlite import SQLiteStore, default_store_path
+
+    path = args.db or load_settings(getattr(args, "config", ())).store.path
+    return SQLiteStore(path or default_store_path())
+
+
+def _threads(args: argparse.Namespace) -> int:
+    import msgspec
+
+    from turnwire.thread_file import dump_thread, load_thread, save_thread
+
+    with _store(args) as store:
+        if args.action == "list":
+            summaries = store.list_threads()
+            if args.json:
+                print(msgspec.json.encode(summaries).decode())
+                return 0
+            for item in summaries:
+                print(
+                    f"{item.id}  {item.turns:>4} turns  {item.updated_at:%Y-%m-%d %H:%M}  "
+                    f"{item.model or '-'}  {item.title or ''}".rstrip()
+                )
+            if not summaries:
+                print(f"no threads in {store.path}", file=sys.stderr)
+        elif args.action == "show":
+            print(msgspec.json.format(dump_thread(store.export_thread(args.id))).decode())
+        elif args.action == "export":
+            save_thread(store.export_thread(args.id), args.file)
+            print(f"exported {args.id} to {args.file}", file=sys.stderr)
+        elif args.action == "import":
+            thread_id = store.import_thread(
+                load_thread(args.file), thread_id=args.id, title=args.title
+            )
+            print(thread_id)
+        elif args.action == "delete":
+            store.delete_thread(args.id)
+            print(f"deleted {args.id}", file=sys.stderr)
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from turnwire.demo import run_demo
+
+    return int(run_demo(db=args.db))
+
+
 def _check_config(args: argparse.Namespace) -> int:
     from turnwire.settings import load_settings
 
@@ -167,7 +264,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if args.trace:
         logging.getLogger("turnwire.trace").setLevel(logging.DEBUG)
-    handlers = {"render": _render, "run": _run, "check-config": _check_config, "plugins": _plugins}
+    handlers = {
+        "render": _render,
+        "run": _run,
+        "check-config": _check_config,
+        "plugins": _plugins,
+        "threads": _threads,
+        "demo": _demo,
+    }
     try:
         return handlers[args.command](args)
     except TurnwireError as err:

@@ -46,6 +46,7 @@ __all__ = [
     "RequestSettings",
     "RetrySettings",
     "Settings",
+    "StoreSettings",
     "default_config_path",
     "load_settings",
 ]
@@ -178,6 +179,13 @@ class PluginSettings(_Section, frozen=True, kw_only=True):
     settings: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
 
 
+class StoreSettings(_Section, frozen=True, kw_only=True):
+    """``store:``: where ``--thread`` conversations live (null: ``$TURNWIRE_STORE``, else
+    ``$XDG_DATA_HOME/turnwire/threads.db``)."""
+
+    path: str | None = None
+
+
 class Settings(_Section, frozen=True, kw_only=True):
     """The whole configuration."""
 
@@ -186,6 +194,7 @@ class Settings(_Section, frozen=True, kw_only=True):
     client: ClientSettings = msgspec.field(default_factory=ClientSettings)
     context: ContextSettings = msgspec.field(default_factory=ContextSettings)
     plugins: PluginSettings = msgspec.field(default_factory=PluginSettings)
+    store: StoreSettings = msgspec.field(default_factory=StoreSettings)
 
 
 def default_config_path() -> Path:

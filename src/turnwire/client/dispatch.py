@@ -113,6 +113,10 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     response: ResponseMeta
     iterations: int
     requests: int
+    resolved: tuple[ToolCall, ...] = ()
+    """Tool calls recorded earlier without a result (``--once``) that this run ran first."""
+    request_fingerprint: str | None = None
+    """The fingerprint of the last request's prefix (what a later replay is checked against)."""
 
 
 def finish_reason(generation: Generation) -> str:
@@ -181,6 +185,7 @@ class Client:
         self.plugin_manager = container.plugin_manager()
         self.requests = 0
         self._handlers = dict(handlers or {})
+        self._last_rendered: Any = None
         self._transport_options = transport_options
         self._base_url = base_url
 
@@ -243,8 +248,11 @@ class Client:
         resolved = resolve_model(thread, self.container, model)
         start_calls = len(thread.tool_calls)
         start_messages, start_thoughts = len(thread.messages), len(thread.thoughts)
+        ran_pending: tuple[ToolCall, ...] = ()
         if not once:
+            pending = {call.id for call in thread.tool_calls if call.result is None}
             thread = await self._run_pending(thread, on_tool_result)
+            ran_pending = tuple(c for c in thread.tool_calls[:start_calls] if c.id in pending)
         iterations = 0
         generation: Generation | None = None
         while True:
@@ -284,6 +292,33 @@ class Client:
             response=meta,
             iterations=iterations,
             requests=self.requests,
+            resolved=ran_pending,
+            request_fingerprint=self._request_fingerprint(resolved),
+        )
+
+    def _request_fingerprint(self, model: str) -> str | None:
+        from turnwire._relay import StageRelay
+
+        rendered = self._last_rendered
+        if rendered is None:
+            return None
+        relay = StageRelay(
+            self.container.stage_plan(),
+            {
+                **self.container.render_options(model=model).injectable(),
+                "warn": lambda message: None,
+                "scratch": {},
+            },
+        )
+        items = rendered.rendered.input
+        return str(
+            relay.fingerprint_prefix(
+                model=model,
+                instructions=rendered.rendered.instructions,
+                tools=rendered.rendered.tools,
+                input=items,
+                through_item=rendered.fingerprintable_length,
+            )
         )
 
     # ------------------------------------------------------------------ one iteration
@@ -357,7 +392,7 @@ class Client:
         from turnwire.tokens import check_context_window
 
         self._check_tool_choice(thread)
-        rendered = self._render(thread, model)
+        rendered = self._last_rendered = self._render(thread, model)
         context = self.settings.context
         check_context_window(
             rendered.request,
@@ -378,7 +413,7 @@ class Client:
                 "without reasoning items or paired ids",
                 extra={"kind": "reasoning-replay-rejected"},
             )
-            rendered = self._render(thread, model, replay_off=True)
+            rendered = self._last_rendered = self._render(thread, model, replay_off=True)
             try:
                 return await self._exchange(rendered, model, on_text, "reasoning-free-retry")
             except HttpError as again:

@@ -27,7 +27,9 @@ from turnwire.turns import Part, Turn, TurnBuilder
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SQLiteStore", "default_store_path"]
 
 MIGRATIONS: tuple[tuple[int, str], ...] = (
-    (1, """
+    (
+        1,
+        """
         CREATE TABLE threads (
             id TEXT PRIMARY KEY,
             title TEXT,
@@ -44,13 +46,17 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
             parts TEXT NOT NULL,
             PRIMARY KEY (thread_id, position)
         );
-    """),
-    (2, """
+    """,
+    ),
+    (
+        2,
+        """
         ALTER TABLE turns ADD COLUMN model TEXT;
         ALTER TABLE turns ADD COLUMN usage TEXT;
         ALTER TABLE turns ADD COLUMN request_fingerprint TEXT;
         CREATE UNIQUE INDEX turns_by_id ON turns(id);
-    """),
+    """,
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -85,14 +91,20 @@ class SQLiteStore:
     :param builder: the turn builder used to import and load threads.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, builder: TurnBuilder | None = None,
-                 timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        builder: TurnBuilder | None = None,
+        timeout_s: float = 30.0,
+    ) -> None:
         self.path = Path(path)
         self.builder = builder or TurnBuilder()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._db = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None,
-                                       check_same_thread=False)
+            self._db = sqlite3.connect(
+                self.path, timeout=timeout_s, isolation_level=None, check_same_thread=False
+            )
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA foreign_keys=ON")
             self._db.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
@@ -123,8 +135,10 @@ class SQLiteStore:
         with self._transaction():
             current = self.schema_version
             if current > SCHEMA_VERSION:
-                raise StoreError(f"the store {self.path} has schema version {current}, newer "
-                                 f"than this turnwire's {SCHEMA_VERSION}; upgrade turnwire")
+                raise StoreError(
+                    f"the store {self.path} has schema version {current}, newer "
+                    f"than this turnwire's {SCHEMA_VERSION}; upgrade turnwire"
+                )
             for version, script in MIGRATIONS:
                 if version > current:
                     for statement in filter(str.strip, script.split(";")):
@@ -143,17 +157,20 @@ class SQLiteStore:
 
     # ------------------------------------------------------------------ threads
 
-    def create_thread(self, header: Thread, *, thread_id: str | None = None,
-                      title: str | None = None) -> str:
+    def create_thread(
+        self, header: Thread, *, thread_id: str | None = None, title: str | None = None
+    ) -> str:
         """Create an empty thread from ``header`` (its records are ignored); return its id."""
         thread_id = thread_id or f"thr_{uuid.uuid4().hex}"
         empty = msgspec.structs.replace(header, messages=(), thoughts=(), tool_calls=())
         now = _iso(datetime.now(UTC))
         try:
             with self._transaction() as db:
-                db.execute("INSERT INTO threads (id, title, header, created_at, updated_at) "
-                           "VALUES (?, ?, ?, ?, ?)",
-                           (thread_id, title, _ENCODER.encode(empty).decode(), now, now))
+                db.execute(
+                    "INSERT INTO threads (id, title, header, created_at, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (thread_id, title, _ENCODER.encode(empty).decode(), now, now),
+                )
         except sqlite3.IntegrityError as err:
             raise StoreError(f"a thread {thread_id!r} already exists") from err
         return thread_id
@@ -164,8 +181,7 @@ class SQLiteStore:
             raise UnknownThreadError(thread_id)
 
     def header(self, thread_id: str) -> Thread:
-        row = self._db.execute("SELECT header FROM threads WHERE id = ?",
-                               (thread_id,)).fetchone()
+        row = self._db.execute("SELECT header FROM threads WHERE id = ?", (thread_id,)).fetchone()
         if row is None:
             raise UnknownThreadError(thread_id)
         return _HEADER.decode(row[0])
@@ -174,9 +190,10 @@ class SQLiteStore:
         """Replace the thread's header (prompt, tools, memories...), keeping its turns."""
         empty = msgspec.structs.replace(header, messages=(), thoughts=(), tool_calls=())
         with self._transaction() as db:
-            changed = db.execute("UPDATE threads SET header = ?, updated_at = ? WHERE id = ?",
-                                 (_ENCODER.encode(empty).decode(), _iso(datetime.now(UTC)),
-                                  thread_id)).rowcount
+            changed = db.execute(
+                "UPDATE threads SET header = ?, updated_at = ? WHERE id = ?",
+                (_ENCODER.encode(empty).decode(), _iso(datetime.now(UTC)), thread_id),
+            ).rowcount
         if not changed:
             raise UnknownThreadError(thread_id)
 
@@ -186,59 +203,87 @@ class SQLiteStore:
             return
         with self._transaction() as db:
             self._require(thread_id)
-            row = db.execute("SELECT COALESCE(MAX(position) + 1, 0) FROM turns "
-                             "WHERE thread_id = ?", (thread_id,)).fetchone()
+            row = db.execute(
+                "SELECT COALESCE(MAX(position) + 1, 0) FROM turns WHERE thread_id = ?", (thread_id,)
+            ).fetchone()
             position = int(row[0])
             for offset, turn in enumerate(turns):
                 self._insert(db, thread_id, position + offset, turn)
-            db.execute("UPDATE threads SET updated_at = ? WHERE id = ?",
-                       (_iso(datetime.now(UTC)), thread_id))
+            db.execute(
+                "UPDATE threads SET updated_at = ? WHERE id = ?",
+                (_iso(datetime.now(UTC)), thread_id),
+            )
 
     def _insert(self, db: sqlite3.Connection, thread_id: str, position: int, turn: Turn) -> None:
         usage = None if turn.usage is None else _ENCODER.encode(turn.usage).decode()
         db.execute(
             "INSERT INTO turns (thread_id, position, id, role, created_at, parts, model, usage, "
             "request_fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (thread_id, position, turn.id, turn.role, _iso(turn.created_at),
-             _ENCODER.encode(turn.parts).decode(), turn.model, usage, turn.request_fingerprint),
+            (
+                thread_id,
+                position,
+                turn.id,
+                turn.role,
+                _iso(turn.created_at),
+                _ENCODER.encode(turn.parts).decode(),
+                turn.model,
+                usage,
+                turn.request_fingerprint,
+            ),
         )
 
     def turns(self, thread_id: str) -> list[Turn]:
         self._require(thread_id)
         rows = self._db.execute(
             "SELECT id, role, created_at, parts, model, usage, request_fingerprint FROM turns "
-            "WHERE thread_id = ? ORDER BY position", (thread_id,)).fetchall()
+            "WHERE thread_id = ? ORDER BY position",
+            (thread_id,),
+        ).fetchall()
         return [self._turn(row) for row in rows]
 
     @staticmethod
     def _turn(row: tuple[Any, ...]) -> Turn:
         turn_id, role, created, parts, model, usage, fingerprint = row
-        return Turn(id=turn_id, role=role, created_at=datetime.fromisoformat(created),
-                    parts=_PARTS.decode(parts), model=model,
-                    usage=None if usage is None else msgspec.json.decode(usage),
-                    request_fingerprint=fingerprint)
+        return Turn(
+            id=turn_id,
+            role=role,
+            created_at=datetime.fromisoformat(created),
+            parts=_PARTS.decode(parts),
+            model=model,
+            usage=None if usage is None else msgspec.json.decode(usage),
+            request_fingerprint=fingerprint,
+        )
 
-    def load(self, thread_id: str, *, current: Turn | None = None,
-             keep_all_files: bool = False) -> Thread:
+    def load(
+        self, thread_id: str, *, current: Turn | None = None, keep_all_files: bool = False
+    ) -> Thread:
         """The thread as the renderer reads it (files of ``current`` kept as pointers)."""
         header = self.header(thread_id)
         turns = self.turns(thread_id)
         if current is not None:
             turns.append(current)
-        messages, thoughts, calls = self.builder.to_messages(turns, current=current,
-                                                             keep_all_files=keep_all_files)
-        return msgspec.structs.replace(header, messages=messages, thoughts=thoughts,
-                                       tool_calls=calls)
+        messages, thoughts, calls = self.builder.to_messages(
+            turns, current=current, keep_all_files=keep_all_files
+        )
+        return msgspec.structs.replace(
+            header, messages=messages, thoughts=thoughts, tool_calls=calls
+        )
 
     def list_threads(self) -> list[ThreadSummary]:
         rows = self._db.execute(
             "SELECT t.id, t.title, t.header, t.created_at, t.updated_at, COUNT(u.id) "
             "FROM threads t LEFT JOIN turns u ON u.thread_id = t.id "
-            "GROUP BY t.id ORDER BY t.updated_at DESC").fetchall()
+            "GROUP BY t.id ORDER BY t.updated_at DESC"
+        ).fetchall()
         return [
-            ThreadSummary(id=row[0], title=row[1], model=_HEADER.decode(row[2]).model,
-                          turns=row[5], created_at=datetime.fromisoformat(row[3]),
-                          updated_at=datetime.fromisoformat(row[4]))
+            ThreadSummary(
+                id=row[0],
+                title=row[1],
+                model=_HEADER.decode(row[2]).model,
+                turns=row[5],
+                created_at=datetime.fromisoformat(row[3]),
+                updated_at=datetime.fromisoformat(row[4]),
+            )
             for row in rows
         ]
 
@@ -247,8 +292,9 @@ class SQLiteStore:
             if not db.execute("DELETE FROM threads WHERE id = ?", (thread_id,)).rowcount:
                 raise UnknownThreadError(thread_id)
 
-    def import_thread(self, thread: Thread, *, thread_id: str | None = None,
-                      title: str | None = None) -> str:
+    def import_thread(
+        self, thread: Thread, *, thread_id: str | None = None, title: str | None = None
+    ) -> str:
         """Store a whole thread (header and records) as a new thread, in one transaction."""
         thread_id = thread_id or f"thr_{uuid.uuid4().hex}"
         empty = msgspec.structs.replace(thread, messages=(), thoughts=(), tool_calls=())
@@ -256,9 +302,11 @@ class SQLiteStore:
         now = _iso(datetime.now(UTC))
         try:
             with self._transaction() as db:
-                db.execute("INSERT INTO threads (id, title, header, created_at, updated_at) "
-                           "VALUES (?, ?, ?, ?, ?)",
-                           (thread_id, title, _ENCODER.encode(empty).decode(), now, now))
+                db.execute(
+                    "INSERT INTO threads (id, title, header, created_at, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (thread_id, title, _ENCODER.encode(empty).decode(), now, now),
+                )
                 for position, turn in enumerate(turns):
                     self._insert(db, thread_id, position, turn)
         except sqlite3.IntegrityError as err:
