@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from turnwire.errors import ConfigError, InputError, TurnwireError
+from turnwire.errors import InputError, TurnwireError
 
 __all__ = ["main"]
 
