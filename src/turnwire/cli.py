@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from turnwire.errors import InputError, TurnwireError
+from turnwire.errors import ConfigError, InputError, TurnwireError
 
 __all__ = ["main"]
 
@@ -154,16 +154,40 @@ def _run(args: argparse.Namespace) -> int:
             flush=True,
         )
 
-    result = run(
-        args.thread,
-        config_files=args.config,
-        base_url=args.base_url,
-        model=args.model,
-        once=args.once,
-        save=args.save,
-        on_text=None if args.json else on_text,
-        on_tool_result=on_tool_result,
-    )
+    text_sink = None if args.json else on_text
+    if args.thread_id:
+        from turnwire.api import run_thread
+
+        if args.thread or args.save:
+            raise ConfigError("--thread runs a stored thread: give no THREAD file and no --save")
+        with _store(args) as store:
+            result = run_thread(
+                args.thread_id,
+                store=store,
+                prompt=args.prompt,
+                files=args.file,
+                config_files=args.config,
+                base_url=args.base_url,
+                model=args.model,
+                once=args.once,
+                on_text=text_sink,
+                on_tool_result=on_tool_result,
+            )
+    else:
+        if not args.thread:
+            raise ConfigError("give a THREAD file, or --thread ID for a stored thread")
+        if args.prompt or args.file:
+            raise ConfigError("--prompt and --file go with --thread; add them to the file")
+        result = run(
+            args.thread,
+            config_files=args.config,
+            base_url=args.base_url,
+            model=args.model,
+            once=args.once,
+            save=args.save,
+            on_text=text_sink,
+            on_tool_result=on_tool_result,
+        )
     if args.json:
         payload = {
             "response": msgspec.to_builtins(result.response),

@@ -1,0 +1,180 @@
+"""TurnBuilder: the only code that knows both the stored shape and the render input shape."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from turnwire.model import Media, Message, ReasoningPayload, Thought, ToolCall, ToolResult
+from turnwire.turns import (
+    FilePart,
+    MessagePart,
+    TextPart,
+    ThoughtPart,
+    ToolCallPart,
+    Turn,
+    TurnBuilder,
+)
+from turnwire.wire import ReasoningItem
+
+T = datetime(2026, 1, 1, 10, tzinfo=UTC)
+
+
+def builder() -> TurnBuilder:
+    ids = iter(f"turn_{n}" for n in range(100))
+    return TurnBuilder(clock=lambda: T, new_id=lambda: next(ids))
+
+
+def pointer(name: str = "cat.png") -> Media:
+    return Media(
+        id=f"f-{name}", kind="image", mime_type="image/png", filename=name, path=f"/data/{name}"
+    )
+
+
+def at(seconds: int) -> datetime:
+    return T + timedelta(seconds=seconds)
+
+
+def test_user_turn_has_a_text_part_and_one_file_part_per_pointer():
+    turn = builder().build_user_turn("look", [pointer("a.png"), pointer("b.png")])
+    assert turn.id == "turn_0" and turn.role == "user" and turn.created_at == T
+    assert [type(p) for p in turn.parts] == [TextPart, FilePart, FilePart]
+    assert turn.parts[1].media.path == "/data/a.png"
+
+
+def test_an_empty_prompt_gives_no_text_part_and_files_alone_are_a_question():
+    turn = builder().build_user_turn("", [pointer()])
+    assert [type(p) for p in turn.parts] == [FilePart]
+    with pytest.raises(ValueError, match="prompt or at least one file"):
+        builder().build_user_turn("", [])
+
+
+def test_file_bytes_never_reach_a_turn():
+    inline = Media(id="x", kind="image", mime_type="image/png", data=b"PNG")
+    with pytest.raises(ValueError, match="pointers only"):
+        builder().build_user_turn("hi", [inline])
+
+
+def _run():
+    item = ReasoningItem(id="rs_1", summary=(), encrypted_content="e")
+    thought = Thought(
+        id="rs_1",
+        replay_compatibility="openai-responses-reasoning-v1",
+        payload=ReasoningPayload(item=item, paired_item_id="fc_1"),
+        created_at=at(1),
+        seq=0,
+    )
+    call = ToolCall(
+        id="call_1|fc_1",
+        tool="weather",
+        args={"city": "Paris"},
+        created_at=at(1),
+        seq=1,
+        result=ToolResult(text="21C"),
+    )
+    answer = Message(
+        id="msg_1",
+        role="assistant",
+        content="21C in Paris",
+        created_at=at(1),
+        seq=2,
+        attachments=(
+            Media(id="chart", kind="image", mime_type="image/png", path="/data/chart.png"),
+            Media(id="inline", kind="image", mime_type="image/png", data=b"PNGDATA"),
+        ),
+    )
+    follow_up = Message(id="msg_2", role="assistant", content="Anything else?", created_at=at(2))
+    return [thought, call, answer, follow_up]
+
+
+def test_assistant_turns_one_per_message_model_on_each_usage_on_the_last():
+    turns = builder().build_assistant_turns(
+        _run(), model="gpt-5", usage={"total_tokens": 9}, request_fingerprint="f" * 64
+    )
+    assert [[type(p) for p in t.parts] for t in turns] == [
+        [ThoughtPart, ToolCallPart, MessagePart],
+        [MessagePart],
+    ]
+    assert all(t.model == "gpt-5" and t.role == "assistant" for t in turns)
+    assert turns[0].usage is None and turns[1].usage == {"total_tokens": 9}
+    assert turns[1].request_fingerprint == "f" * 64
+    assert [t.created_at for t in turns] == [at(1), at(2)]
+
+
+def test_inline_bytes_are_dropped_and_pointers_kept():
+    turns = builder().build_assistant_turns(_run(), model="gpt-5")
+    kept = turns[0].parts[2].message.attachments
+    assert [m.id for m in kept] == ["chart"] and kept[0].data is None
+
+
+def test_a_record_left_without_anything_to_store_is_dropped():
+    only_bytes = Message(
+        id="m",
+        role="assistant",
+        created_at=at(1),
+        attachments=(Media(id="inline", kind="image", mime_type="image/png", data=b"x"),),
+    )
+    assert builder().build_assistant_turns([only_bytes], model="m") == []
+
+
+def test_a_blocked_answer_is_stored_without_its_final_text():
+    turns = builder().build_assistant_turns(_run(), model="gpt-5", without_final_answer=True)
+    assert [m.message.id for t in turns for m in t.parts if isinstance(m, MessagePart)] == ["msg_1"]
+
+
+def test_records_after_the_last_message_are_a_turn_of_their_own():
+    pending = ToolCall(id="call_9", tool="weather", created_at=at(3), seq=5)
+    turns = builder().build_assistant_turns([*_run()[:3], pending], model="gpt-5")
+    assert [type(p) for p in turns[-1].parts] == [ToolCallPart]
+    assert turns[-1].created_at == at(3)
+
+
+def test_to_messages_is_the_reverse_minus_the_files():
+    b = builder()
+    first = b.build_user_turn("look at this", [pointer()])
+    answers = b.build_assistant_turns(_run(), model="gpt-5")
+    current = b.build_user_turn("and this one?", [pointer("dog.png")])
+    messages, thoughts, calls = b.to_messages([first, *answers, current], current=current)
+    assert [m.id for m in messages] == [first.id, "msg_1", "msg_2", current.id]
+    assert messages[0].attachments == ()  # an earlier turn's file: dropped
+    assert [a.filename for a in messages[3].attachments] == ["dog.png"]  # this call's file
+    assert [t.id for t in thoughts] == ["rs_1"] and [c.id for c in calls] == ["call_1|fc_1"]
+    exported, _, _ = b.to_messages([first], keep_all_files=True)
+    assert exported[0].attachments[0].filename == "cat.png"
+
+
+def test_a_tool_call_stored_again_supersedes_the_pending_copy_in_place():
+    b = builder()
+    pending = ToolCall(id="call_1", tool="weather", created_at=at(1))
+    done = ToolCall(id="call_1", tool="weather", created_at=at(1), result=ToolResult(text="ok"))
+    later = ToolCall(id="call_2", tool="weather", created_at=at(2))
+    turns = [
+        Turn(
+            id="a",
+            role="assistant",
+            created_at=at(1),
+            parts=(ToolCallPart(call=pending), ToolCallPart(call=later)),
+        ),
+        Turn(id="b", role="assistant", created_at=at(3), parts=(ToolCallPart(call=done),)),
+    ]
+    _, _, calls = b.to_messages(turns)
+    assert [(c.id, c.result) for c in calls] == [
+        ("call_1", ToolResult(text="ok")),
+        ("call_2", None),
+    ]
+
+
+def test_a_threads_records_as_turns_group_each_run():
+    b = builder()
+    user = Message(id="u1", role="user", content="weather?", created_at=at(0))
+    turns = b.records_as_turns(_thread(user))
+    assert [t.role for t in turns] == ["user", "assistant", "assistant"]
+    assert turns[0].parts == (MessagePart(message=user),)
+
+
+def _thread(user):
+    from turnwire.model import Thread
+
+    run = _run()
+    return Thread(messages=(user, run[2], run[3]), thoughts=(run[0],), tool_calls=(run[1],))
