@@ -11,10 +11,23 @@ from .conftest import at
 
 
 def _thread(paths):
-    return turnwire.load_thread({"version": 1, "messages": [{
-        "id": "u1", "role": "user", "content": "look", "created_at": at(0),
-        "attachments": [{"id": f"a{i}", "kind": "image", "mime_type": "image/png",
-                         "path": str(p)} for i, p in enumerate(paths)]}]})
+    return turnwire.load_thread(
+        {
+            "version": 1,
+            "messages": [
+                {
+                    "id": "u1",
+                    "role": "user",
+                    "content": "look",
+                    "created_at": at(0),
+                    "attachments": [
+                        {"id": f"a{i}", "kind": "image", "mime_type": "image/png", "path": str(p)}
+                        for i, p in enumerate(paths)
+                    ],
+                }
+            ],
+        }
+    )
 
 
 def test_pointers_are_inlined_for_the_call_and_the_thread_keeps_them(tmp_path):
@@ -49,9 +62,19 @@ def test_files_over_the_per_request_limit_are_a_clear_error(tmp_path):
 def test_artifact_pointers_are_read_as_text(tmp_path):
     log = tmp_path / "out.log"
     log.write_text("line 1\nline 2\n")
-    thread = turnwire.load_thread({"version": 1, "messages": [
-        {"id": "u1", "role": "user", "content": "x", "created_at": at(0)}],
-        "tool_calls": [{"id": "c1", "tool": "t", "created_at": at(1),
-                        "result": {"artifact": {"path": str(log), "inline": True}}}]})
+    thread = turnwire.load_thread(
+        {
+            "version": 1,
+            "messages": [{"id": "u1", "role": "user", "content": "x", "created_at": at(0)}],
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "tool": "t",
+                    "created_at": at(1),
+                    "result": {"artifact": {"path": str(log), "inline": True}},
+                }
+            ],
+        }
+    )
     loaded = ContextAssembler().inline(thread)
     assert loaded.tool_calls[0].result.artifact.text == "line 1\nline 2\n"

@@ -109,8 +109,10 @@ def test_with_replay_off_reasoning_is_kept_as_text_and_never_replayed(tmp_path):
 
 def test_records_of_one_response_have_strictly_increasing_seq_in_output_order(tmp_path):
     saved, _ = _run(tmp_path, REPLAY)
-    records = sorted([*saved.messages[1:], *saved.thoughts, *saved.tool_calls],
-                     key=lambda r: (r.created_at, r.seq))
+    records = sorted(
+        [*saved.messages[1:], *saved.thoughts, *saved.tool_calls],
+        key=lambda r: (r.created_at, r.seq),
+    )
     first_response = [r for r in records if r.created_at == saved.thoughts[0].created_at]
     assert [type(r).__name__ for r in first_response] == ["Thought", "ToolCall"]
     seqs = [r.seq for r in first_response]
