@@ -420,3 +420,18 @@ def test_rendering_is_deterministic(texts):
     first = turnwire.render(t, container=make_container(), model="gpt-5").body
     second = turnwire.render(t, container=make_container(), model="gpt-5").body
     assert first == second
+
+
+def test_many_warnings_are_logged_once_each_up_to_five_then_counted(caplog):
+    t = thread(
+        messages=[user()],
+        thoughts=[
+            reasoning_thought(f"rs_{n}", 1, fingerprint="0" * 64, paired=None, seq=n)
+            for n in range(8)
+        ],
+    )
+    with caplog.at_level(logging.WARNING, logger="turnwire"):
+        rendered = turnwire.render(t, container=make_container(REPLAY), model="gpt-5")
+    assert len(rendered.rendered.warnings) == 8
+    assert len(caplog.records) == 6
+    assert "and 3 more render warnings" in caplog.records[-1].getMessage()

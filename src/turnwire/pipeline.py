@@ -30,7 +30,7 @@ from turnwire._canonical import canonical_json
 from turnwire._relay import StagePlan, StageRelay
 from turnwire.context import RenderOptions
 from turnwire.errors import ConfigError
-from turnwire.model import REPLAY_TAG, Message, Thought, Thread, ToolCall
+from turnwire.model import REPLAY_TAG, Message, Thought, Thread, Tool, ToolCall
 from turnwire.stages.system_prompt import render_bucket
 from turnwire.stages.thoughts import thought_text
 from turnwire.stages.timeline import valid_item_id
@@ -93,8 +93,13 @@ def strip_item_id(item: InputItem) -> InputItem:
     return item
 
 
+_PLAIN = (str, bool, type(None))
+
+
 def _needs_js_numbers(value: Any) -> bool:
     """Whether msgspec would print a number of ``value`` unlike ``JSON.stringify``."""
+    if type(value) is dict and all(type(v) in _PLAIN for v in value.values()):
+        return False  # the usual arguments: strings, flags, nulls
     if isinstance(value, float):
         return True
     if isinstance(value, int):
@@ -114,7 +119,7 @@ def _arguments(tool_call: ToolCall) -> str:
     return _ENCODER.encode(args).decode()
 
 
-def _tool_call_items(call: ToolCall, thread: Thread, stages: Any) -> list[InputItem]:
+def _tool_call_items(call: ToolCall, tools: dict[str, Tool], stages: Any) -> list[InputItem]:
     call_id = short_call_id(call.call_id)
     items: list[InputItem] = [
         FunctionCall(
@@ -125,7 +130,7 @@ def _tool_call_items(call: ToolCall, thread: Thread, stages: Any) -> list[InputI
         )
     ]
     if call.result is not None:
-        output = stages.render_tool_call_result(tool_call=call, tool=thread.tool(call.tool)) or ""
+        output = stages.render_tool_call_result(tool_call=call, tool=tools.get(call.tool)) or ""
         items.append(FunctionCallOutput(call_id=call_id, output=output))
     return items
 
@@ -136,16 +141,18 @@ def _timeline(
     surfaced = stages.filter_thoughts(thoughts=thread.thoughts) or ()
     entries: list[tuple[Any, int, int, int, Message | Thought | ToolCall]] = []
     for rank, records in enumerate((thread.messages, surfaced, thread.tool_calls)):
-        entries.extend((r.created_at, r.seq, rank, i, r) for i, r in enumerate(records))
+        entries += [(r.created_at, r.seq, rank, i, r) for i, r in enumerate(records)]
     entries.sort()  # the first four fields are unique, so records are never compared
 
+    tools = {tool.name: tool for tool in thread.tools}
+    render_message = stages.render_timeline_message
     items: list[InputItem] = []
     candidates: dict[int, Thought] = {}
     for *_, record in entries:
         if isinstance(record, Message):
-            items.extend(stages.render_timeline_message(message=record) or ())
+            items.extend(render_message(message=record) or ())
         elif isinstance(record, ToolCall):
-            items.extend(_tool_call_items(record, thread, stages))
+            items.extend(_tool_call_items(record, tools, stages))
         else:
             item = None
             if options.reasoning_replay != "off":
@@ -213,6 +220,22 @@ def _sweep(
         done = index + 2
     out.extend(_strip_ids(items[done:]))
     return out
+
+
+_LOGGED_WARNINGS = 5
+
+
+def _log_warnings(warnings: list[str]) -> None:
+    """Log what the stages reported: the first few in full, then how many more (all are kept in
+    ``RenderedInput.warnings``), so a long thread cannot flood the log on every render."""
+    for message in warnings[:_LOGGED_WARNINGS]:
+        logger.warning(message, extra={"kind": "helper-warning"})
+    if len(warnings) > _LOGGED_WARNINGS:
+        logger.warning(
+            "... and %d more render warnings (see RenderedInput.warnings)",
+            len(warnings) - _LOGGED_WARNINGS,
+            extra={"kind": "helper-warning"},
+        )
 
 
 def build_input(thread: Thread, *, plan: StagePlan, options: RenderOptions) -> RenderedInput:
@@ -285,8 +308,7 @@ def build_input(thread: Thread, *, plan: StagePlan, options: RenderOptions) -> R
     if trailing_text:
         items.append(InputMessage(role="system", content=(InputText(text=trailing_text),)))
 
-    for message in warnings:
-        logger.warning(message, extra={"kind": "helper-warning"})
+    _log_warnings(warnings)
     return RenderedInput(
         instructions=instructions,
         input=tuple(items),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import msgspec
 
@@ -115,14 +115,10 @@ def _fail(rule: str, detail: str, index: int | None = None) -> PreflightError:
     )
 
 
-class _Facts(NamedTuple):
-    """What the rules need to know about one input item, whatever its representation."""
-
-    kind: str
-    item_id: str | None
-    call_id: str | None
-    assistant_input_text: bool
-    encrypted: bool
+# What the rules need to know about one input item, whatever its representation: a plain
+# tuple (cheaper than a NamedTuple on the hot path) of
+# (kind, item_id, call_id, assistant_input_text, has_encrypted_content).
+_Facts = tuple[str, str | None, str | None, bool, bool]
 
 
 def _input_message_facts(item: InputMessage) -> _Facts:
@@ -132,19 +128,15 @@ def _input_message_facts(item: InputMessage) -> _Facts:
         and not isinstance(content, str)
         and any(isinstance(part, InputText) for part in content)
     )
-    return _Facts("message", None, None, bad, False)
+    return ("message", None, None, bad, False)
 
 
 _STRUCT_FACTS: dict[type, Callable[[Any], _Facts]] = {
     InputMessage: _input_message_facts,
-    OutputMessage: lambda item: _Facts("message", item.id, None, False, False),
-    FunctionCall: lambda item: _Facts("function_call", item.id, item.call_id, False, False),
-    FunctionCallOutput: lambda item: _Facts(
-        "function_call_output", None, item.call_id, False, False
-    ),
-    ReasoningItem: lambda item: _Facts(
-        "reasoning", item.id, None, False, bool(item.encrypted_content)
-    ),
+    OutputMessage: lambda item: ("message", item.id, None, False, False),
+    FunctionCall: lambda item: ("function_call", item.id, item.call_id, False, False),
+    FunctionCallOutput: lambda item: ("function_call_output", None, item.call_id, False, False),
+    ReasoningItem: lambda item: ("reasoning", item.id, None, False, bool(item.encrypted_content)),
 }
 
 
@@ -152,9 +144,7 @@ def _struct_facts(item: object) -> _Facts:
     extract = _STRUCT_FACTS.get(type(item))
     if extract is not None:
         return extract(item)
-    return _Facts(
-        str(getattr(item, "type", "unknown")), getattr(item, "id", None), None, False, False
-    )
+    return (str(getattr(item, "type", "unknown")), getattr(item, "id", None), None, False, False)
 
 
 def _mapping_facts(item: Mapping[str, Any]) -> _Facts:
@@ -168,7 +158,7 @@ def _mapping_facts(item: Mapping[str, Any]) -> _Facts:
         and any(isinstance(part, Mapping) and part.get("type") == "input_text" for part in content)
     )
     call_id = item.get("call_id")
-    return _Facts(
+    return (
         kind,
         item.get("id"),
         None if call_id is None else str(call_id),
@@ -228,7 +218,7 @@ def _check_items(facts: Sequence[_Facts], *, stateless: bool) -> None:
     answered: set[str] = set()
     count = len(facts)
     for index, fact in enumerate(facts):
-        kind, item_id = fact.kind, fact.item_id
+        kind, item_id, fact_call_id, assistant_input_text, encrypted = fact
         if item_id is not None:
             if item_id in seen_ids:
                 raise _fail(
@@ -244,22 +234,22 @@ def _check_items(facts: Sequence[_Facts], *, stateless: bool) -> None:
                 )
         if kind == "reasoning":
             following = facts[index + 1] if index + 1 < count else None
-            if following is None or not following.item_id or following.kind in _PASSIVE_TYPES:
+            if following is None or not following[1] or following[0] in _PASSIVE_TYPES:
                 raise _fail(
                     "reasoning-partner",
                     f"reasoning item {item_id!r} is not followed by an output item with an id",
                     index,
                 )
-            if stateless and not fact.encrypted:
+            if stateless and not encrypted:
                 raise _fail(
                     "reasoning-encrypted",
                     f"reasoning item {item_id!r} has no encrypted_content",
                     index,
                 )
-        elif fact.assistant_input_text:
+        elif assistant_input_text:
             raise _fail("assistant-input-text", "assistant message has input_text parts", index)
         elif kind in ("function_call", "function_call_output"):
-            call_id = fact.call_id or ""
+            call_id = fact_call_id or ""
             if len(call_id) > 64:
                 raise _fail("call-id-length", f"call_id is {len(call_id)} characters", index)
             if kind == "function_call":
