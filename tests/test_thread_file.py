@@ -170,3 +170,21 @@ def at_dt():
     from datetime import UTC, datetime
 
     return datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def test_save_thread_writes_schema_version_1_with_relative_pointers(tmp_path):
+    import shutil
+
+    from turnwire.thread_file import save_thread
+
+    shutil.copy(REPO_EXAMPLES / "cat.png", tmp_path / "cat.png")
+    source = (REPO_EXAMPLES / "weather.yaml").read_text()
+    (tmp_path / "t.yaml").write_text(source)
+    thread = load_thread(tmp_path / "t.yaml")
+    save_thread(thread, tmp_path / "t.yaml")
+    save_thread(thread, tmp_path / "t.json")
+    text = (tmp_path / "t.yaml").read_text()
+    assert text.startswith("version: 1\n") and "path: cat.png" in text
+    assert json.loads((tmp_path / "t.json").read_text())["version"] == 1
+    assert load_thread(tmp_path / "t.yaml") == thread == load_thread(tmp_path / "t.json")
+    assert not list(tmp_path.glob(".*.tmp"))

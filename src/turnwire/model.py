@@ -13,6 +13,7 @@ always sorts before the output item it belongs to.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -39,6 +40,7 @@ __all__ = [
     "ToolCall",
     "ToolResult",
     "TrustTier",
+    "map_pointers",
     "tool_call_checksum",
 ]
 
@@ -370,3 +372,40 @@ class Thread(_Record, frozen=True, kw_only=True):
             if tool.name == name:
                 return tool
         return None
+
+
+def map_pointers(
+    thread: Thread,
+    media: Callable[[Media], Media],
+    artifact: Callable[[Artifact], Artifact],
+) -> Thread:
+    """``thread`` with ``media`` applied to every attachment and media result, and
+    ``artifact`` to every artifact (tool results and retrieved documents).
+
+    Records without media or artifacts are kept as they are (the same objects).
+    """
+    replace = msgspec.structs.replace
+    messages = tuple(
+        replace(m, attachments=tuple(media(a) for a in m.attachments)) if m.attachments else m
+        for m in thread.messages
+    )
+    calls = []
+    for call in thread.tool_calls:
+        result = call.result
+        if result is None or not (result.media or result.artifact or result.artifacts):
+            calls.append(call)
+            continue
+        result = replace(
+            result,
+            media=None if result.media is None else tuple(media(m) for m in result.media),
+            artifact=None if result.artifact is None else artifact(result.artifact),
+            artifacts=None
+            if result.artifacts is None
+            else tuple(artifact(a) for a in result.artifacts),
+        )
+        calls.append(replace(call, result=result))
+    retrievables = tuple(
+        replace(r, artifact=artifact(r.artifact)) if r.artifact is not None else r
+        for r in thread.retrievables
+    )
+    return replace(thread, messages=messages, tool_calls=tuple(calls), retrievables=retrievables)

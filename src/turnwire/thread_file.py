@@ -17,7 +17,7 @@ import msgspec
 import yaml
 
 from turnwire.errors import ThreadFileError
-from turnwire.model import Artifact, Media, Thread
+from turnwire.model import Thread, map_pointers
 
 __all__ = ["dump_thread", "load_thread", "save_thread", "thread_to_builtins"]
 
@@ -48,45 +48,14 @@ def _absolute(pointer: str | None, base: Path) -> str | None:
     return str((base / pointer).resolve())
 
 
-def _rebase_media(media: Media, base: Path) -> Media:
-    return msgspec.structs.replace(media, path=_absolute(media.path, base))
-
-
-def _rebase_artifact(artifact: Artifact | None, base: Path) -> Artifact | None:
-    if artifact is None or artifact.path is None:
-        return artifact
-    return msgspec.structs.replace(artifact, path=_absolute(artifact.path, base))
-
-
 def _rebase(thread: Thread, base: Path) -> Thread:
+    """Relative pointers made absolute against the thread file's folder."""
     replace = msgspec.structs.replace
-    messages = tuple(
-        replace(m, attachments=tuple(_rebase_media(a, base) for a in m.attachments))
-        if m.attachments
-        else m
-        for m in thread.messages
+    return map_pointers(
+        thread,
+        lambda media: replace(media, path=_absolute(media.path, base)) if media.path else media,
+        lambda art: replace(art, path=_absolute(art.path, base)) if art.path else art,
     )
-    calls = []
-    for call in thread.tool_calls:
-        result = call.result
-        if result is not None:
-            result = replace(
-                result,
-                artifact=_rebase_artifact(result.artifact, base),
-                artifacts=None
-                if result.artifacts is None
-                else tuple(a for a in (_rebase_artifact(a, base) for a in result.artifacts) if a),
-                media=None
-                if result.media is None
-                else tuple(_rebase_media(m, base) for m in result.media),
-            )
-            calls.append(replace(call, result=result))
-        else:
-            calls.append(call)
-    retrievables = tuple(
-        replace(r, artifact=_rebase_artifact(r.artifact, base)) for r in thread.retrievables
-    )
-    return replace(thread, messages=messages, tool_calls=tuple(calls), retrievables=retrievables)
 
 
 def load_thread(source: str | os.PathLike[str] | Mapping[str, Any]) -> Thread:
@@ -138,46 +107,16 @@ def save_thread(thread: Thread, path: str | os.PathLike[str]) -> None:
     target = Path(path)
     base = target.resolve().parent
     replace = msgspec.structs.replace
-
-    def media(item: Media) -> Media:
-        return replace(item, path=_relative(item.path, base)) if item.path else item
-
-    def artifact(item: Artifact | None) -> Artifact | None:
-        if item is None or item.path is None:
-            return item
-        return replace(item, path=_relative(item.path, base))
-
-    messages = tuple(
-        replace(m, attachments=tuple(media(a) for a in m.attachments)) if m.attachments else m
-        for m in thread.messages
-    )
-    calls = []
-    for call in thread.tool_calls:
-        result = call.result
-        if result is not None and (result.media or result.artifact or result.artifacts):
-            result = replace(
-                result,
-                media=None if result.media is None else tuple(media(m) for m in result.media),
-                artifact=artifact(result.artifact),
-                artifacts=None
-                if result.artifacts is None
-                else tuple(a for a in (artifact(a) for a in result.artifacts) if a),
-            )
-            calls.append(replace(call, result=result))
-        else:
-            calls.append(call)
-    portable = replace(
+    portable = map_pointers(
         thread,
-        messages=messages,
-        tool_calls=tuple(calls),
-        retrievables=tuple(replace(r, artifact=artifact(r.artifact)) for r in thread.retrievables),
+        lambda media: replace(media, path=_relative(media.path, base)) if media.path else media,
+        lambda art: replace(art, path=_relative(art.path, base)) if art.path else art,
     )
+    tree = thread_to_builtins(portable)
     if target.suffix.lower() in (".yaml", ".yml"):
-        data = yaml.safe_dump(
-            msgspec.to_builtins(portable), sort_keys=False, allow_unicode=True
-        ).encode()
+        data = yaml.safe_dump(tree, sort_keys=False, allow_unicode=True).encode()
     else:
-        data = msgspec.json.format(msgspec.json.encode(portable), indent=2) + b"\n"
+        data = msgspec.json.format(msgspec.json.encode(tree), indent=2) + b"\n"
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     temporary.write_bytes(data)
     os.replace(temporary, target)

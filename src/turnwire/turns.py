@@ -20,7 +20,7 @@ from typing import Any, Literal
 import msgspec
 
 from turnwire.errors import RenderError
-from turnwire.model import Artifact, Media, Message, Thought, Thread, ToolCall
+from turnwire.model import Artifact, Media, Message, Thought, Thread, ToolCall, map_pointers
 
 __all__ = [
     "ContextAssembler",
@@ -317,38 +317,13 @@ class ContextAssembler:
                 return item
             return replace(item, data=self._read(item.path, item.id, budget), path=None)
 
-        def artifact(item: Artifact | None, owner: str) -> Artifact | None:
-            if item is None or item.text is not None or item.path is None:
+        def artifact(item: Artifact) -> Artifact:
+            if item.text is not None or item.path is None:
                 return item
-            data = self._read(item.path, owner, budget)
+            data = self._read(item.path, item.path, budget)
             return replace(item, text=data.decode("utf-8", "replace"), path=None)
 
-        messages = tuple(
-            replace(m, attachments=tuple(media(a) for a in m.attachments)) if m.attachments else m
-            for m in thread.messages
-        )
-        calls = []
-        for call in thread.tool_calls:
-            result = call.result
-            if result is not None and (result.media or result.artifact or result.artifacts):
-                result = replace(
-                    result,
-                    media=None if result.media is None else tuple(media(m) for m in result.media),
-                    artifact=artifact(result.artifact, call.id),
-                    artifacts=None
-                    if result.artifacts is None
-                    else tuple(a for a in (artifact(a, call.id) for a in result.artifacts) if a),
-                )
-                calls.append(replace(call, result=result))
-            else:
-                calls.append(call)
-        retrievables = tuple(
-            replace(r, artifact=artifact(r.artifact, r.id)) if r.artifact else r
-            for r in thread.retrievables
-        )
-        return replace(
-            thread, messages=messages, tool_calls=tuple(calls), retrievables=retrievables
-        )
+        return map_pointers(thread, media, artifact)
 
     def _read(self, path: str, owner: str, budget: list[int]) -> bytes:
         file = Path(path)

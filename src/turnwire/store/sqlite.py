@@ -161,6 +161,11 @@ class SQLiteStore:
         self, header: Thread, *, thread_id: str | None = None, title: str | None = None
     ) -> str:
         """Create an empty thread from ``header`` (its records are ignored); return its id."""
+        return self._new_thread(header, (), thread_id, title)
+
+    def _new_thread(
+        self, header: Thread, turns: Sequence[Turn], thread_id: str | None, title: str | None
+    ) -> str:
         thread_id = thread_id or f"thr_{uuid.uuid4().hex}"
         empty = msgspec.structs.replace(header, messages=(), thoughts=(), tool_calls=())
         now = _iso(datetime.now(UTC))
@@ -171,6 +176,8 @@ class SQLiteStore:
                     "VALUES (?, ?, ?, ?, ?)",
                     (thread_id, title, _ENCODER.encode(empty).decode(), now, now),
                 )
+                for position, turn in enumerate(turns):
+                    self._insert(db, thread_id, position, turn)
         except sqlite3.IntegrityError as err:
             raise StoreError(f"a thread {thread_id!r} already exists") from err
         return thread_id
@@ -296,22 +303,7 @@ class SQLiteStore:
         self, thread: Thread, *, thread_id: str | None = None, title: str | None = None
     ) -> str:
         """Store a whole thread (header and records) as a new thread, in one transaction."""
-        thread_id = thread_id or f"thr_{uuid.uuid4().hex}"
-        empty = msgspec.structs.replace(thread, messages=(), thoughts=(), tool_calls=())
-        turns = self.builder.records_as_turns(thread)
-        now = _iso(datetime.now(UTC))
-        try:
-            with self._transaction() as db:
-                db.execute(
-                    "INSERT INTO threads (id, title, header, created_at, updated_at) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    (thread_id, title, _ENCODER.encode(empty).decode(), now, now),
-                )
-                for position, turn in enumerate(turns):
-                    self._insert(db, thread_id, position, turn)
-        except sqlite3.IntegrityError as err:
-            raise StoreError(f"a thread {thread_id!r} already exists") from err
-        return thread_id
+        return self._new_thread(thread, self.builder.records_as_turns(thread), thread_id, title)
 
     def export_thread(self, thread_id: str) -> Thread:
         """The thread with every record and file pointer, as a thread file holds it."""

@@ -16,8 +16,8 @@ from typing import Annotated, Any
 
 import msgspec
 
-from turnwire import HandleInfo, Memory, Retrievable, hookimpl
-from turnwire.text import iso, neutralise
+from turnwire import Memory, Retrievable, hookimpl
+from turnwire.text import iso, neutralise, retrievable_body
 
 __all__ = ["MarkdownContextPlugin", "MarkdownSettings", "configure", "settings_struct"]
 
@@ -84,24 +84,9 @@ class MarkdownContextPlugin:
             suffix = f" ({', '.join(facts)})" if facts else ""
             parts.append(
                 f"{self.heading}# {neutralise(title)}{suffix}\n\n"
-                f"{_indent(neutralise(self._body(record, stages)), '> ')}"
+                f"{_indent(neutralise(retrievable_body(record, stages)), '> ')}"
             )
         return "\n\n".join(parts)
-
-    @staticmethod
-    def _body(record: Retrievable, stages: Any) -> str:
-        artifact = record.artifact
-        if artifact is None:
-            return record.content or ""
-        if record.inline:
-            return artifact.body
-        handle = HandleInfo(
-            call_id=record.id,
-            kind=artifact.kind,
-            byte_length=artifact.byte_length,
-            line_count=artifact.line_count,
-        )
-        return str(stages.render_retrievable_handle_body(handle=handle) or "")
 
 
 settings_struct = MarkdownSettings
