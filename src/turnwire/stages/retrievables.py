@@ -34,10 +34,6 @@ def render_retrievable_safety_directive() -> str:
 
 def retrievable_body(retrievable: Retrievable, stages: Any) -> str:
     """What a retrieved record shows: its content, its inline artifact, or a handle."""
-    return _body(retrievable, stages)
-
-
-def _body(retrievable: Retrievable, stages: Any) -> str:
     artifact = retrievable.artifact
     if artifact is None:
         return retrievable.content or ""
@@ -72,7 +68,7 @@ def render_first_party_retrievables(
             head += attr("kind", record.kind)
         if record.score is not None:
             head += attr("score", record.score)
-        children.append(f"{head}>\n{neutralise(_body(record, stages), tag)}\n</{tag}>")
+        children.append(f"{head}>\n{neutralise(retrievable_body(record, stages), tag)}\n</{tag}>")
     return "<retrieved_corpus>\n" + "\n".join(children) + "\n</retrieved_corpus>"
 
 
@@ -82,7 +78,7 @@ def _third_party(
     blocks = []
     for record in retrievables:
         attrs = EnvelopeAttrs(nonce=envelope_nonce(record.id), kind=kind, tool=record.source)
-        blocks.append(stages.render_untrusted_content(content=_body(record, stages), attrs=attrs))
+        blocks.append(stages.render_untrusted_content(content=retrievable_body(record, stages), attrs=attrs))
     return "\n".join(blocks)
 
 
