@@ -78,7 +78,9 @@ def _third_party(
     blocks = []
     for record in retrievables:
         attrs = EnvelopeAttrs(nonce=envelope_nonce(record.id), kind=kind, tool=record.source)
-        blocks.append(stages.render_untrusted_content(content=retrievable_body(record, stages), attrs=attrs))
+        blocks.append(
+            stages.render_untrusted_content(content=retrievable_body(record, stages), attrs=attrs)
+        )
     return "\n".join(blocks)
 
 
