@@ -5,7 +5,7 @@ container built from YAML wires them (:func:`build_container`).
 """
 
 from turnwire._relay import HOOK, StagePlan, StageRelay
-from turnwire.api import RenderedRequest, render
+from turnwire.api import RenderedRequest, render, run, run_thread
 from turnwire.container import Container, build_container
 from turnwire.context import EnvelopeAttrs, EnvelopeNonce, HandleInfo, MediaPolicy, RenderOptions
 from turnwire.errors import (
@@ -90,4 +90,6 @@ __all__ = [
     "load_thread",
     "preflight",
     "render",
+    "run",
+    "run_thread",
 ]
