@@ -18,7 +18,15 @@ from turnwire.thread_file import load_thread
 from turnwire.turns import ContextAssembler
 from turnwire.wire import RequestBody
 
-__all__ = ["RenderedRequest", "media_from_path", "render", "resolve_model", "run", "run_thread"]
+__all__ = [
+    "RenderedRequest",
+    "media_from_path",
+    "render",
+    "render_input",
+    "resolve_model",
+    "run",
+    "run_thread",
+]
 
 
 class RenderedRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -57,6 +65,19 @@ def resolve_model(thread: Thread, container: Container, model: str | None) -> st
     return str(resolved)
 
 
+def render_input(
+    thread: Thread, *, container: Container, model: str, reasoning_replay: str | None = None
+) -> RenderedInput:
+    """``build_input`` for ``thread`` with its file bytes loaded (no body, no preflight)."""
+    loaded = ContextAssembler().inline(thread)
+    overrides: dict[str, Any] = {"model": model}
+    if reasoning_replay is not None:
+        overrides["reasoning_replay"] = reasoning_replay
+    build_input = container.build_input()
+    rendered: RenderedInput = build_input(loaded, options=container.render_options(**overrides))
+    return rendered
+
+
 def render(
     thread: Thread | Mapping[str, Any] | str | os.PathLike[str],
     *,
@@ -81,12 +102,9 @@ def render(
         thread = load_thread(thread)
     settings = container.settings()
     resolved = resolve_model(thread, container, model)
-    loaded = ContextAssembler().inline(thread)
-    build_input = container.build_input()
-    overrides: dict[str, Any] = {"model": resolved}
-    if reasoning_replay is not None:
-        overrides["reasoning_replay"] = reasoning_replay
-    rendered = build_input(loaded, options=container.render_options(**overrides))
+    rendered = render_input(
+        thread, container=container, model=resolved, reasoning_replay=reasoning_replay
+    )
     body = build_body(
         rendered,
         model=resolved,

@@ -120,3 +120,26 @@ def test_records_of_one_response_have_strictly_increasing_seq_in_output_order(tm
     second = [r for r in records if r.created_at == saved.thoughts[1].created_at]
     assert [type(r).__name__ for r in second] == ["Thought", "Message"]
     assert second[0].seq < second[1].seq
+
+
+def test_once_with_reasoning_replay_records_fingerprints_for_the_pending_call(tmp_path):
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(THREAD))
+    container = make_container(REPLAY)
+    with ScriptedServer([Reply.sse(REASONING_THEN_CALL)]) as server:
+        result = turnwire.api.run(
+            path, container=container, base_url=server.base_url, save=True, once=True
+        )
+    (thought,) = result.records.thoughts
+    assert len(thought.payload.prefix_fingerprint) == 64
+    assert result.records.tool_calls[0].result is None
+    with ScriptedServer([Reply.sse(REASONING_THEN_TEXT)]) as server:
+        turnwire.api.run(
+            path,
+            container=container,
+            base_url=server.base_url,
+            save=True,
+            handlers={"weather": lambda location: "40 C"},
+        )
+    kinds = [i.get("type") for i in server.requests[0].json["input"]]
+    assert kinds == [None, "reasoning", "function_call", "function_call_output"]

@@ -296,27 +296,26 @@ class Client:
             request_fingerprint=self._request_fingerprint(resolved),
         )
 
-    def _request_fingerprint(self, model: str) -> str | None:
+    def _fingerprinter(self, model: str) -> Callable[..., Any]:
+        """The fingerprint stage through a relay, so plugins and overrides apply here too."""
         from turnwire._relay import StageRelay
 
+        options = self.container.render_options(model=model).injectable()
+        relay = StageRelay(
+            self.container.stage_plan(), {**options, "warn": lambda message: None, "scratch": {}}
+        )
+        return relay.fingerprint_prefix
+
+    def _request_fingerprint(self, model: str) -> str | None:
         rendered = self._last_rendered
         if rendered is None:
             return None
-        relay = StageRelay(
-            self.container.stage_plan(),
-            {
-                **self.container.render_options(model=model).injectable(),
-                "warn": lambda message: None,
-                "scratch": {},
-            },
-        )
-        items = rendered.rendered.input
         return str(
-            relay.fingerprint_prefix(
+            self._fingerprinter(model)(
                 model=model,
                 instructions=rendered.rendered.instructions,
                 tools=rendered.rendered.tools,
-                input=items,
+                input=rendered.rendered.input,
                 through_item=rendered.fingerprintable_length,
             )
         )
@@ -625,30 +624,26 @@ class Client:
         }
         if not pending:
             return thread
-        from turnwire._relay import StageRelay
+        from turnwire.api import render_input
         from turnwire.container import overriding
 
         with overriding(self.container.fingerprint_prefix, lambda: _WILDCARD):
-            rendered = self._render(thread, model)
-        items = rendered.rendered.input
-        relay = StageRelay(
-            self.container.stage_plan(),
-            {
-                **self.container.render_options(model=model).injectable(),
-                "warn": lambda message: None,
-                "scratch": {},
-            },
-        )
-        found: dict[str, str] = {}
-        for index, item in enumerate(items):
-            if isinstance(item, ReasoningItem) and item.id in pending:
-                found[item.id] = relay.fingerprint_prefix(
-                    model=model,
-                    instructions=rendered.rendered.instructions,
-                    tools=rendered.rendered.tools,
-                    input=items,
-                    through_item=index,
-                )
+            rendered = render_input(
+                self._with_artifact_tools(thread), container=self.container, model=model
+            )
+        items = rendered.input
+        fingerprint = self._fingerprinter(model)
+        found = {
+            item.id: fingerprint(
+                model=model,
+                instructions=rendered.instructions,
+                tools=rendered.tools,
+                input=items,
+                through_item=index,
+            )
+            for index, item in enumerate(items)
+            if isinstance(item, ReasoningItem) and item.id in pending
+        }
         replace = msgspec.structs.replace
         thoughts = tuple(
             replace(t, payload=replace(t.payload, prefix_fingerprint=found.get(t.id)))
