@@ -12,6 +12,7 @@ from typing import Protocol
 
 import msgspec
 
+from turnwire.errors import InputError
 from turnwire.model import Thread
 from turnwire.turns import Turn
 
@@ -27,9 +28,6 @@ class ThreadSummary(msgspec.Struct, frozen=True, kw_only=True):
     turns: int
     created_at: datetime
     updated_at: datetime
-
-
-from turnwire.errors import InputError  # noqa: E402
 
 
 class UnknownThreadError(InputError):
