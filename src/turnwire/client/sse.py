@@ -18,17 +18,29 @@ __all__ = ["SSEDecoder", "ServerSentEvent"]
 
 
 class ServerSentEvent:
-    """One dispatched event. ``data`` is bytes (what the JSON decoder reads)."""
+    """One dispatched event. ``data`` is bytes (what the JSON decoder reads); the event name is
+    decoded only when asked for."""
 
-    __slots__ = ("data", "event", "id", "retry")
+    __slots__ = ("_event", "data", "id", "retry")
 
     def __init__(
-        self, data: bytes, event: str = "message", id: str | None = None, retry: int | None = None
+        self,
+        data: bytes,
+        event: str | bytes = "message",
+        id: str | None = None,
+        retry: int | None = None,
     ) -> None:
         self.data = data
-        self.event = event
+        self._event = event
         self.id = id
         self.retry = retry
+
+    @property
+    def event(self) -> str:
+        name = self._event
+        if isinstance(name, bytes):
+            name = self._event = name.decode("utf-8", "replace") or "message"
+        return name
 
     def __repr__(self) -> str:
         return f"ServerSentEvent(event={self.event!r}, data={self.data[:60]!r}...)"
@@ -56,7 +68,7 @@ class SSEDecoder:
         self._after_cr = False
         self._data: list[bytes] = []
         self._has_data = False
-        self._event = ""
+        self._event: bytes = b""
         self._id: str | None = None
         self._retry: int | None = None
 
@@ -85,8 +97,23 @@ class SSEDecoder:
         events: list[ServerSentEvent] = []
         lines = text.split(b"\n")
         lines.pop()  # the empty string after the final LF
+        data = self._data
         for line in lines:
-            self._line(line, events)
+            # The two lines every Responses event has, handled inline; the rest in _line.
+            if line[:6] == b"data: ":
+                data.append(line[6:])
+                self._has_data = True
+            elif not line and self._has_data:
+                events.append(
+                    ServerSentEvent(
+                        b"\n".join(data), self._event or "message", self._id, self._retry
+                    )
+                )
+                data.clear()
+                self._has_data = False
+                self._event = b""
+            else:
+                self._line(line, events)
         return events
 
     def _feed_cr(self, chunk: bytes) -> list[ServerSentEvent]:
@@ -122,9 +149,9 @@ class SSEDecoder:
                         b"\n".join(self._data), self._event or "message", self._id, self._retry
                     )
                 )
-            self._data = []
+            self._data.clear()
             self._has_data = False
-            self._event = ""
+            self._event = b""
             return
         if line[0] == 58:  # ":" comment
             return
@@ -135,7 +162,7 @@ class SSEDecoder:
             self._data.append(value)
             self._has_data = True
         elif name == b"event":
-            self._event = value.decode("utf-8", "replace")
+            self._event = value
         elif name == b"id":
             if b"\0" not in value:
                 self._id = value.decode("utf-8", "replace")
