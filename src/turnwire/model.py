@@ -214,7 +214,8 @@ class Message(_Record, frozen=True, kw_only=True):
     """A message of the conversation, from the user or from an assistant.
 
     The identity defaults to the role: an assistant message without identity is the agent's own
-    output (with the default ``self_identity``).
+    output (with the default ``self_identity``). ``phase`` is the API's label of an assistant
+    message (``commentary`` before tool calls, ``final_answer``), replayed as it came.
     """
 
     id: NonEmpty
@@ -222,6 +223,7 @@ class Message(_Record, frozen=True, kw_only=True):
     content: str | None = None
     identity: Identity | None = None
     attachments: tuple[Media, ...] = ()
+    phase: str | None = None
     created_at: AwareDatetime
     seq: int = 0
 

@@ -87,7 +87,8 @@ def output_item_id(item: object) -> str | None:
 def strip_item_id(item: InputItem) -> InputItem:
     """The item without its id (an output message becomes assistant string content)."""
     if isinstance(item, OutputMessage):
-        return InputMessage(role="assistant", content="".join(part.text for part in item.content))
+        text = "".join(part.text for part in item.content)
+        return InputMessage(role="assistant", content=text, phase=item.phase)
     if isinstance(item, FunctionCall) and item.id is not None:
         return msgspec.structs.replace(item, id=None)
     return item

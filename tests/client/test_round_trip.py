@@ -143,3 +143,21 @@ def test_once_with_reasoning_replay_records_fingerprints_for_the_pending_call(tm
         )
     kinds = [i.get("type") for i in server.requests[0].json["input"]]
     assert kinds == [None, "reasoning", "function_call", "function_call_output"]
+
+
+def test_the_phase_of_an_assistant_message_is_recorded_and_replayed(tmp_path):
+    stream = recorded("phase_commentary_function_call_gpt-5.5.sse")
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({**THREAD, "model": "gpt-5.5"}))
+    container = make_container(REPLAY)
+    with ScriptedServer([Reply.sse(stream)]) as server:
+        result = turnwire.api.run(
+            path, container=container, base_url=server.base_url, save=True, once=True
+        )
+    (message,) = result.records.messages
+    assert message.phase == "commentary"
+    saved = msgspec.structs.replace(turnwire.load_thread(path), tool_calls=())  # call not run
+    body = turnwire.render(saved, container=container).json
+    validate_body(body)
+    replayed = [i for i in body["input"] if i.get("role") == "assistant"]
+    assert replayed and all(i["phase"] == "commentary" for i in replayed)

@@ -527,6 +527,7 @@ class Client:
                             role="assistant",
                             content=text,
                             identity=identity,
+                            phase=output.phase,
                             created_at=stamp,
                             seq=seq,
                         )

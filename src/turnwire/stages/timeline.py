@@ -65,10 +65,11 @@ def render_timeline_message(
                         status="completed",
                         id=item_id,
                         content=(OutputText(text=text, annotations=()),),
+                        phase=message.phase,
                     )
                 )
             else:
-                items.append(InputMessage(role="assistant", content=text))
+                items.append(InputMessage(role="assistant", content=text, phase=message.phase))
     elif message.content:
         tag = f"peer_agent_output_{nonce}"
         created = f' createdAt="{iso(message.created_at)}"'

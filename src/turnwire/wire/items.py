@@ -33,6 +33,7 @@ class InputMessage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True
 
     role: Literal["user", "assistant", "system", "developer"]
     content: str | tuple[InputContent, ...]
+    phase: str | None = None
 
 
 class OutputMessage(WireStruct, frozen=True, kw_only=True, tag="message"):
@@ -42,6 +43,7 @@ class OutputMessage(WireStruct, frozen=True, kw_only=True, tag="message"):
     status: Literal["completed", "in_progress", "incomplete"]
     id: str
     content: tuple[OutputText, ...]
+    phase: str | None = None
 
 
 class FunctionCall(WireStruct, frozen=True, kw_only=True, tag="function_call"):
