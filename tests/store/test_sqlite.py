@@ -237,3 +237,13 @@ def test_turn_metadata_is_kept(store):
     store.append_turns(thread_id, [turn])
     (stored,) = store.turns(thread_id)
     assert stored == turn and isinstance(stored.parts[0], MessagePart)
+
+
+def test_update_header_keeps_the_turns(store):
+    thread_id = store.create_thread(turnwire.load_thread({"version": 1, "system_prompt": "a"}))
+    store.append_turns(thread_id, [user_turn(1)])
+    store.update_header(thread_id, turnwire.load_thread({"version": 1, "system_prompt": "b"}))
+    assert store.header(thread_id).system_prompt == "b"
+    assert len(store.turns(thread_id)) == 1
+    with pytest.raises(UnknownThreadError):
+        store.update_header("thr_missing", turnwire.load_thread({"version": 1}))
