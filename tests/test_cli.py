@@ -129,3 +129,8 @@ def test_without_a_secret_render_warns_in_verbose_mode():
     )
     assert done.returncode == 0
     assert "envelope nonces are stable but predictable" in done.stderr
+
+
+def test_version():
+    done = run("--version")
+    assert done.returncode == 0 and done.stdout.strip() == "turnwire 0.1.0"

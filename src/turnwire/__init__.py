@@ -4,6 +4,8 @@ Every rendering step is a pluggy stage (see :mod:`turnwire.hookspecs`); a depend
 container built from YAML wires them (:func:`build_container`).
 """
 
+import logging
+
 from turnwire._relay import HOOK, StagePlan, StageRelay
 from turnwire.api import RenderedRequest, render, run, run_thread
 from turnwire.container import Container, build_container
@@ -42,6 +44,9 @@ from turnwire.thread_file import dump_thread, load_thread
 from turnwire.turns import ContextAssembler
 
 __version__ = "0.1.0"
+
+# A library logs to "turnwire" and leaves the handlers to the application.
+logging.getLogger("turnwire").addHandler(logging.NullHandler())
 
 __all__ = [
     "HOOK",

@@ -13,11 +13,21 @@ from turnwire.errors import ConfigError, InputError, TurnwireError
 __all__ = ["main"]
 
 
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("turnwire")
+    except metadata.PackageNotFoundError:  # pragma: no cover - a bare checkout
+        return "unknown"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="turnwire",
         description="Render stored conversations into exact OpenAI Responses API requests.",
     )
+    parser.add_argument("--version", action="version", version=f"turnwire {_version()}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log warnings to stderr")
     parser.add_argument(
         "--trace",
