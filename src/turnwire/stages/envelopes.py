@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from turnwire.context import EnvelopeAttrs
 from turnwire.hookspecs import hookimpl
-from turnwire.stages._text import attr, neutralise, safe_tag
+from turnwire.stages._text import escape_attr, neutralise, safe_tag
 
 __all__ = ["envelope", "render_trusted_content", "render_untrusted_content"]
 
@@ -13,11 +13,11 @@ def envelope(prefix: str, content: str, attrs: EnvelopeAttrs) -> str:
     """``<PREFIX_NONCE nonce=".." kind=".." [tool=".."] [modality=".."]>`` body closing-tag."""
     nonce = safe_tag(attrs.nonce)  # tag-safe characters need no attribute escaping
     tag = f"{prefix}_{nonce}"
-    head = f'<{tag} nonce="{nonce}"{attr("kind", attrs.kind)}'
+    head = f'<{tag} nonce="{nonce}" kind="{escape_attr(attrs.kind)}"'
     if attrs.tool:
-        head += attr("tool", attrs.tool)
+        head += f' tool="{escape_attr(attrs.tool)}"'
     if attrs.modality:
-        head += attr("modality", attrs.modality)
+        head += f' modality="{escape_attr(attrs.modality)}"'
     return f"{head}>\n{neutralise(content, tag)}\n</{tag}>"
 
 

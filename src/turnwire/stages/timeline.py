@@ -8,7 +8,7 @@ from typing import Any
 from turnwire.context import EnvelopeNonce
 from turnwire.hookspecs import hookimpl
 from turnwire.model import Message
-from turnwire.stages._text import attr, iso, neutralise
+from turnwire.stages._text import escape_attr, iso, neutralise
 from turnwire.wire import (
     InputContent,
     InputItem,
@@ -41,20 +41,22 @@ def _media_item(message: Message, stages: Any) -> InputMessage | None:
 def render_timeline_message(
     message: Message, self_identity: str, envelope_nonce: EnvelopeNonce, stages: Any
 ) -> tuple[InputItem, ...]:
-    who = message.who
+    identity = message.identity
+    identifier = identity.identifier if identity is not None else message.role
+    shown = identity.display if identity is not None else message.role
     nonce = envelope_nonce(message.id)
     items: list[InputItem] = []
     if message.role == "user":
         tag = f"message_{nonce}"
         created = f' createdAt="{iso(message.created_at)}"'
-        head = f'<{tag}{attr("from", who.display)} role="user"{created}>'
+        head = f'<{tag} from="{escape_attr(shown)}" role="user"{created}>'
         text = f"{head}\n{neutralise(message.content or '', tag)}\n</{tag}>"
         blocks: list[InputContent] = [InputText(text=text)]
         for media in message.attachments:
             blocks.extend(stages.render_media_blocks(media=media) or ())
         return (InputMessage(role="user", content=tuple(blocks)),)
 
-    if who.identifier == self_identity:
+    if identifier == self_identity:
         text = neutralise(message.content or "")
         if text:
             item_id = valid_item_id(message.id, "msg_")
@@ -73,7 +75,7 @@ def render_timeline_message(
     elif message.content:
         tag = f"peer_agent_output_{nonce}"
         created = f' createdAt="{iso(message.created_at)}"'
-        head = f"<{tag}{attr('from', who.display)}{created}>"
+        head = f'<{tag} from="{escape_attr(shown)}"{created}>'
         text = f"{head}\n{neutralise(message.content, tag)}\n</{tag}>"
         items.append(InputMessage(role="assistant", content=text))
     attachments = _media_item(message, stages)
