@@ -181,6 +181,21 @@ def timed(fn: Callable[[], Any], runs: int) -> float:
     return statistics.median(samples)
 
 
+def interleaved(
+    subject: Callable[[], Any], floor: Callable[[], Any], runs: int
+) -> tuple[float, float]:
+    """Median seconds of ``subject`` and of ``floor``, measured in alternation so that a noisy
+    machine slows both alike."""
+    subject_samples, floor_samples = [], []
+    for _ in range(runs):
+        for fn, samples in ((subject, subject_samples), (floor, floor_samples)):
+            gc.collect()
+            start = time.perf_counter()
+            fn()
+            samples.append(time.perf_counter() - start)
+    return statistics.median(subject_samples), statistics.median(floor_samples)
+
+
 def sdk_prepare(body: dict[str, Any]) -> Callable[[], Any]:
     from openai._compat import model_dump  # noqa: F401  (import check: the SDK is installed)
     from openai._utils import maybe_transform
@@ -285,7 +300,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer runs")
     args = parser.parse_args()
-    runs_small, runs_large = (5, 2) if args.quick else (21, 5)
+    runs_small, runs_large = (5, 3) if args.quick else (21, 9)
 
     settings = turnwire.load_settings(overrides=SETTINGS)
     container = turnwire.build_container(settings=settings)
@@ -297,10 +312,11 @@ def main() -> int:
         kinds = [type(i).__name__ for i in rendered.rendered.input]
         assert kinds.count("ReasoningItem") == records // 4, "every reasoning item must replay"
         runs = runs_small if records == 1_000 else runs_large
-        render_s = timed(
-            functools.partial(turnwire.render, thread, container=container, model="gpt-5"), runs
+        render_s, floor_s = interleaved(
+            functools.partial(turnwire.render, thread, container=container, model="gpt-5"),
+            functools.partial(encode_body, rendered.request),
+            runs,
         )
-        floor_s = timed(functools.partial(encode_body, rendered.request), runs * 3)
         results[records] = {
             "render": render_s,
             "floor": floor_s,
