@@ -1,0 +1,74 @@
+"""Typed stream events: both error shapes, unknown types, sequence gaps."""
+
+from __future__ import annotations
+
+import json
+
+import msgspec
+import pytest
+
+from turnwire.client.slots import ResponseAccumulator
+from turnwire.wire.events import ErrorEvent, TextDelta, UnknownEvent, decode_event
+
+
+def test_the_flat_error_shape_of_the_spec():
+    event = decode_event(
+        b'{"type":"error","code":"server_error","message":"boom","param":null,"sequence_number":3}'
+    )
+    assert isinstance(event, ErrorEvent) and event.detail == ("server_error", "boom")
+
+
+def test_the_nested_error_shape_seen_on_the_wire():
+    event = decode_event(
+        json.dumps(
+            {
+                "type": "error",
+                "sequence_number": 1,
+                "error": {
+                    "type": "insufficient_quota",
+                    "code": "insufficient_quota",
+                    "message": "quota",
+                    "param": None,
+                },
+            }
+        )
+    )
+    assert event.detail == ("insufficient_quota", "quota")
+
+
+def test_unknown_and_future_events_fall_back():
+    event = decode_event(b'{"type":"response.future_thing","payload":{"x":1}}')
+    assert event == UnknownEvent(type="response.future_thing")
+    with pytest.raises(msgspec.DecodeError):
+        decode_event(b"{not json")
+
+
+def test_sequence_number_gaps_are_noted():
+    accumulator = ResponseAccumulator()
+    created = decode_event(
+        json.dumps(
+            {
+                "type": "response.created",
+                "sequence_number": 0,
+                "response": {"id": "resp_1", "status": "in_progress"},
+            }
+        )
+    )
+    added = decode_event(
+        json.dumps(
+            {
+                "type": "response.output_item.added",
+                "output_index": 0,
+                "sequence_number": 1,
+                "item": {"type": "message", "id": "msg_1"},
+            }
+        )
+    )
+    deltas = [
+        TextDelta(output_index=0, delta=word, sequence_number=seq)
+        for seq, word in ((2, "a"), (5, "b"), (6, "c"))
+    ]
+    accumulator.feed([created, added, *deltas])
+    generation = accumulator.close()
+    assert generation.sequence_gaps == 1 and generation.text == "abc"
+    assert generation.terminal == "eof"
