@@ -121,14 +121,12 @@ def _arguments(tool_call: ToolCall) -> str:
 
 
 def _tool_call_items(call: ToolCall, tools: dict[str, Tool], stages: Any) -> list[InputItem]:
-    call_id = short_call_id(call.call_id)
+    head, separator, tail = call.id.partition("|")
+    composite = bool(separator and head)
+    call_id = short_call_id(head if composite else call.id)
+    item_id = valid_item_id(tail, "fc_") if composite and tail else None
     items: list[InputItem] = [
-        FunctionCall(
-            call_id=call_id,
-            name=call.tool,
-            arguments=_arguments(call),
-            id=valid_item_id(call.item_id, "fc_"),
-        )
+        FunctionCall(call_id=call_id, name=call.tool, arguments=_arguments(call), id=item_id)
     ]
     if call.result is not None:
         output = stages.render_tool_call_result(tool_call=call, tool=tools.get(call.tool)) or ""

@@ -48,7 +48,7 @@ def attr(name: str, value: object) -> str:
 
 def safe_tag(name: str) -> str:
     """A tag-name-safe version of ``name`` (anything outside ``[A-Za-z0-9_-]`` becomes ``_``)."""
-    if _TAG_SAFE.fullmatch(name):
+    if (name.isascii() and name.isalnum()) or _TAG_SAFE.fullmatch(name):
         return name
     return re.sub(r"[^A-Za-z0-9_-]", "_", name) or "_"
 
