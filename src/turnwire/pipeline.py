@@ -147,7 +147,8 @@ def _timeline(
     render_message = stages.render_timeline_message
     items: list[InputItem] = []
     candidates: dict[int, Thought] = {}
-    for *_, record in entries:
+    for entry in entries:
+        record = entry[4]
         if isinstance(record, Message):
             items.extend(render_message(message=record) or ())
         elif isinstance(record, ToolCall):
