@@ -13,7 +13,6 @@ registered as is, unless it offers the settings protocol:
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import metadata
 from typing import Any
@@ -22,14 +21,13 @@ import msgspec
 import pluggy
 
 from turnwire import hookspecs
-from turnwire.errors import ConfigError, PluginError
+from turnwire.errors import ConfigError, PluginError, validation_location
 from turnwire.stages import DEFAULT_PLUGINS
 
 __all__ = ["ENTRY_POINT_GROUP", "PluginInfo", "TurnwirePluginManager", "build_plugin_manager"]
 
 ENTRY_POINT_GROUP = "turnwire.plugins"
 logger = logging.getLogger("turnwire")
-_AT_PATH = re.compile(r" - at `\$([^`]*)`$")
 
 
 class PluginInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -157,10 +155,8 @@ def _configure(name: str, loaded: Any, raw: Mapping[str, Any] | None) -> Any:
     try:
         settings = msgspec.convert(dict(raw or {}), struct)
     except msgspec.ValidationError as err:
-        message = str(err)
-        match = _AT_PATH.search(message)
-        path = f"$.plugins.settings.{name}{match.group(1) if match else ''}"
-        raise ConfigError(f"{path}: {_AT_PATH.sub('', message)}", path=path) from err
+        path, detail = validation_location(err, root=f"$.plugins.settings.{name}")
+        raise ConfigError(f"{path}: {detail}", path=path) from err
     if not callable(configure):
         raise PluginError(
             f"plugin {name} declares settings_struct but no configure(settings)", plugin=name

@@ -32,6 +32,8 @@ that came from a secret-bearing setting are never interpolated.
 
 from __future__ import annotations
 
+import re
+
 __all__ = [
     "ClientError",
     "ConfigError",
@@ -49,6 +51,7 @@ __all__ = [
     "ThreadFileError",
     "TurnwireError",
     "UnsupportedMediaError",
+    "validation_location",
 ]
 
 
@@ -280,3 +283,24 @@ class InvalidToolCallArgs(TurnwireError):
     code = "E_OPENAI_RESPONSES_INVALID_TOOL_CALL_ARGS"
     status = 422
     fatal = False
+
+
+_AT_PATH = re.compile(r" - at `\$([^`]*)`$")
+# A cross-field rule names its field first ("bucket_order: ..."); the path then points at it.
+_FIELD_RULE = re.compile(r"([a-z_]+): ")
+
+
+def validation_location(err: Exception, *, root: str = "$") -> tuple[str, str]:
+    """``(path, detail)`` of a msgspec ``ValidationError``, the path rooted at ``root``.
+
+    msgspec ends its messages with `` - at `$.a.b` ``; a rule raised by a ``__post_init__``
+    that starts with a field name (``"bucket_order: ..."``) extends the path to that field.
+    """
+    message = str(err)
+    match = _AT_PATH.search(message)
+    path = root + (match.group(1) if match else "")
+    detail = _AT_PATH.sub("", message)
+    field = _FIELD_RULE.match(detail)
+    if field is not None:
+        path, detail = f"{path}.{field.group(1)}", detail[field.end() :]
+    return path, detail

@@ -30,7 +30,7 @@ from turnwire.context import (
     SystemPromptChannel,
     ThoughtSurfacing,
 )
-from turnwire.errors import ConfigError
+from turnwire.errors import ConfigError, validation_location
 from turnwire.wire.request import (
     FunctionToolChoice,
     ReasoningOptions,
@@ -267,11 +267,6 @@ def _interpolate(value: Any, env: Mapping[str, str], path: str) -> Any:
         return text
 
 
-_AT_PATH = re.compile(r" - at `(\$[^`]*)`$")
-# A cross-field rule names its field first ("bucket_order: ..."); the path then points at it.
-_FIELD_RULE = re.compile(r"([a-z_]+): ")
-
-
 def _check_rejected(tree: Mapping[str, Any]) -> None:
     request = tree.get("request")
     if isinstance(request, Mapping):
@@ -295,13 +290,7 @@ def settings_from_tree(tree: Mapping[str, Any]) -> Settings:
     try:
         return msgspec.convert(tree, Settings)
     except msgspec.ValidationError as err:
-        message = str(err)
-        match = _AT_PATH.search(message)
-        path = match.group(1) if match else "$"
-        detail = _AT_PATH.sub("", message)
-        field = _FIELD_RULE.match(detail)
-        if field is not None:
-            path, detail = f"{path}.{field.group(1)}", detail[field.end() :]
+        path, detail = validation_location(err)
         raise ConfigError(f"{path}: {detail}", path=path) from err
 
 

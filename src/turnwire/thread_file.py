@@ -8,7 +8,6 @@ loaded thread renders wherever the process runs. Every validation error names it
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,12 +15,10 @@ from typing import Any
 import msgspec
 import yaml
 
-from turnwire.errors import ThreadFileError
+from turnwire.errors import ThreadFileError, validation_location
 from turnwire.model import Thread, map_pointers
 
 __all__ = ["dump_thread", "load_thread", "save_thread", "thread_to_builtins"]
-
-_AT_PATH = re.compile(r" - at `(\$[^`]*)`$")
 
 
 def _convert(data: Any) -> Thread:
@@ -36,10 +33,8 @@ def _convert(data: Any) -> Thread:
     try:
         return msgspec.convert(data, Thread)
     except msgspec.ValidationError as err:
-        message = str(err)
-        match = _AT_PATH.search(message)
-        path = match.group(1) if match else "$"
-        raise ThreadFileError(f"{path}: {_AT_PATH.sub('', message)}", path=path) from err
+        path, detail = validation_location(err)
+        raise ThreadFileError(f"{path}: {detail}", path=path) from err
 
 
 def _absolute(pointer: str | None, base: Path) -> str | None:
