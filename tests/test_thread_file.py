@@ -24,7 +24,7 @@ def _fails(data, path, words):
 def test_the_example_thread_loads_from_yaml_and_resolves_relative_paths():
     t = load_thread(REPO_EXAMPLES / "weather.yaml")
     attachment = t.messages[0].attachments[0]
-    assert attachment.path == str((REPO_EXAMPLES / "cat.png").resolve())
+    assert attachment.path == str((REPO_EXAMPLES / "photo.png").resolve())
     assert t.tool_calls[0].call_id == "call_1" and t.tool_calls[0].item_id == "fc_1"
     assert t.messages[0].who.display == "Alice"
 
@@ -177,14 +177,14 @@ def test_save_thread_writes_schema_version_1_with_relative_pointers(tmp_path):
 
     from turnwire.thread_file import save_thread
 
-    shutil.copy(REPO_EXAMPLES / "cat.png", tmp_path / "cat.png")
+    shutil.copy(REPO_EXAMPLES / "photo.png", tmp_path / "photo.png")
     source = (REPO_EXAMPLES / "weather.yaml").read_text()
     (tmp_path / "t.yaml").write_text(source)
     thread = load_thread(tmp_path / "t.yaml")
     save_thread(thread, tmp_path / "t.yaml")
     save_thread(thread, tmp_path / "t.json")
     text = (tmp_path / "t.yaml").read_text()
-    assert text.startswith("version: 1\n") and "path: cat.png" in text
+    assert text.startswith("version: 1\n") and "path: photo.png" in text
     assert json.loads((tmp_path / "t.json").read_text())["version"] == 1
     assert load_thread(tmp_path / "t.yaml") == thread == load_thread(tmp_path / "t.json")
     assert not list(tmp_path.glob(".*.tmp"))
