@@ -62,7 +62,7 @@ class TurnwirePluginManager(pluggy.PluginManager):
                     distribution=distribution,
                     version=version,
                     hooks=hooks,
-                    builtin=name.startswith("turnwire.stages."),
+                    builtin=name.startswith("turnwire."),
                 )
             )
         return infos
@@ -99,7 +99,7 @@ def build_plugin_manager(
     manager.add_hookspecs(hookspecs)
     version = _turnwire_version()
     for plugin in DEFAULT_PLUGINS:
-        name = f"turnwire.stages.{plugin.__name__.rsplit('.', 1)[-1]}"
+        name = plugin.__name__
         manager.register(plugin, name=name)
         manager.origins[name] = ("turnwire", version)
     settings = dict(plugin_settings or {})
