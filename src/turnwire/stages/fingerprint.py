@@ -65,7 +65,7 @@ def fingerprint_prefix(
     hasher, position = state[1], state[2]
     if through_item > position:
         # One sorted encode of the new items: "[a,b]" minus its brackets is "a,b".
-        chunk = _SORTED.encode(list(input[position:through_item]))
+        chunk = _SORTED.encode(input[position:through_item])
         if position:
             hasher.update(b",")
         hasher.update(chunk[1:-1])
