@@ -147,6 +147,10 @@ def _run(args: argparse.Namespace) -> int:
 
     from turnwire.api import run
 
+    # A run can wait (retries, a slow stream): its warnings are progress the user should see.
+    logging.getLogger("turnwire").setLevel(logging.WARNING)
+    logging.getLogger().setLevel(logging.WARNING)
+
     def on_text(delta: str) -> None:
         sys.stdout.write(delta)
         sys.stdout.flush()

@@ -124,3 +124,40 @@ def test_bad_input_to_run_also_exits_1(tmp_path):
     done = turnwire_run(thread, "http://127.0.0.1:9/v1")
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1].startswith("error: E_THREAD_FILE_INVALID: ")
+
+
+def test_run_shows_retries_as_they_happen(tmp_path):
+    thread = tmp_path / "t.yaml"
+    thread.write_text(THREAD)
+    text = next(p for p in STREAMS if p.name == "text_simple_gpt-4o-mini.sse")
+    busy = Reply(
+        status=429,
+        chunks=[b'{"error": {"message": "slow down"}}'],
+        content_type="application/json",
+        headers={"retry-after-ms": "10"},
+    )
+    with ScriptedServer([busy, Reply.sse(wire_bytes(text))]) as server:
+        env_config = tmp_path / "c2.yaml"
+        env_config.write_text("plugins: {load_entrypoints: false}\n")
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "turnwire",
+                "run",
+                str(thread),
+                "--base-url",
+                server.base_url,
+                "--config",
+                str(env_config),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=120,
+            check=False,
+            env={**os.environ, "TURNWIRE_ENVELOPE_SECRET": SECRET},
+        )
+    assert done.returncode == 0, done.stderr
+    assert "retrying (http-429) in 0.01 s" in done.stderr
+    assert done.stdout.startswith("Hi in Portuguese")
