@@ -170,3 +170,13 @@ def test_tracing_logs_every_stage_call(installed):
     done = turnwire_cmd(installed, "--trace", "render", "thread.yaml", "--config", "profile.yaml")
     assert done.returncode == 0, done.stderr
     assert "render_untrusted_content" in done.stderr and "render_memories" in done.stderr
+
+
+def test_check_config_validates_plugin_settings_too(installed):
+    (installed / "good.yaml").write_text("plugins: {settings: {redact: {phones: false}}}\n")
+    done = turnwire_cmd(installed, "check-config", "good.yaml")
+    assert done.returncode == 0, done.stderr
+    assert "plugins: " in done.stdout and "redact" in done.stdout
+    (installed / "bad.yaml").write_text("plugins: {settings: {redact: {phones: maybe}}}\n")
+    bad = turnwire_cmd(installed, "check-config", "bad.yaml")
+    assert bad.returncode == 2 and "$.plugins.settings.redact.phones" in bad.stderr

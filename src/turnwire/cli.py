@@ -264,10 +264,14 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _check_config(args: argparse.Namespace) -> int:
+    from turnwire.container import build_container
     from turnwire.settings import load_settings
 
-    load_settings(args.files)
-    print(f"ok: {', '.join(args.files)}")
+    settings = load_settings(args.files)
+    # Loading the plugins validates plugins.settings against each plugin's own schema too.
+    manager = build_container(settings=settings).plugin_manager()
+    loaded = [info.name for info in manager.describe() if not info.builtin]
+    print(f"ok: {', '.join(args.files)}" + (f" (plugins: {', '.join(loaded)})" if loaded else ""))
     return 0
 
 
