@@ -134,3 +134,24 @@ def test_without_a_secret_render_warns_in_verbose_mode():
 def test_version():
     done = run("--version")
     assert done.returncode == 0 and done.stdout.strip() == "turnwire 0.1.0"
+
+
+def test_set_overrides_one_setting_at_a_time():
+    done = run(
+        "render",
+        str(REPO_EXAMPLES / "weather.yaml"),
+        "--set",
+        "request.max_output_tokens=64",
+        "--set",
+        "render.system_prompt_channel=system-item",
+        "--set",
+        "request.metadata.team=core",
+    )
+    assert done.returncode == 0, done.stderr
+    body = json.loads(done.stdout)
+    assert body["max_output_tokens"] == 64 and body["metadata"] == {"team": "core"}
+    assert body["input"][0]["role"] == "system"
+    bad = run("render", str(REPO_EXAMPLES / "weather.yaml"), "--set", "request.max_output_tokens=8")
+    assert bad.returncode == 2 and "$.request.max_output_tokens" in bad.stderr
+    malformed = run("render", str(REPO_EXAMPLES / "weather.yaml"), "--set", "temperature")
+    assert malformed.returncode == 2 and "KEY=VALUE" in malformed.stderr

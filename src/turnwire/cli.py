@@ -46,6 +46,13 @@ def _parser() -> argparse.ArgumentParser:
         help="a configuration profile, merged over the defaults (repeatable)",
     )
     render.add_argument("--model", help="the model (overrides the thread and the config)")
+    render.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="one setting, as a YAML value (request.temperature=0.2); repeatable",
+    )
 
     run = commands.add_parser("run", help="send a thread, stream the answer, run its tools")
     run.add_argument("thread", nargs="?", help="a thread file (YAML or JSON, schema version 1)")
@@ -70,6 +77,13 @@ def _parser() -> argparse.ArgumentParser:
         help="a configuration profile, merged over the defaults (repeatable)",
     )
     run.add_argument("--model", help="the model (overrides the thread and the config)")
+    run.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="one setting, as a YAML value (client.retry.max_retries=5); repeatable",
+    )
     run.add_argument(
         "--once", action="store_true", help="one request; record tool calls without running them"
     )
@@ -133,10 +147,39 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _overrides(assignments: Sequence[str]) -> dict[str, Any]:
+    """``--set a.b=value`` assignments as one settings layer (values parsed as YAML)."""
+    import yaml
+
+    from turnwire.settings import merge
+
+    tree: dict[str, Any] = {}
+    for assignment in assignments:
+        key, equals, raw = assignment.partition("=")
+        if not equals or not key or any(not part for part in key.split(".")):
+            raise ConfigError(
+                f"--set {assignment!r}: write KEY=VALUE, such as request.temperature=0.2"
+            )
+        try:
+            value: Any = yaml.safe_load(raw) if raw else ""
+        except yaml.YAMLError as err:
+            raise ConfigError(f"--set {assignment!r}: the value is not YAML: {err}") from err
+        for part in reversed(key.split(".")):
+            value = {part: value}
+        tree = merge(tree, value)
+    return tree
+
+
+def _container(args: argparse.Namespace) -> Any:
+    from turnwire.container import build_container
+
+    return build_container(args.config, overrides=_overrides(getattr(args, "set", [])))
+
+
 def _render(args: argparse.Namespace) -> int:
     from turnwire.api import render
 
-    rendered = render(args.thread, config_files=args.config, model=args.model)
+    rendered = render(args.thread, container=_container(args), model=args.model)
     sys.stdout.buffer.write(rendered.body + b"\n")
     sys.stdout.flush()
     return 0
@@ -180,7 +223,7 @@ def _run(args: argparse.Namespace) -> int:
                 store=store,
                 prompt=args.prompt,
                 files=args.file,
-                config_files=args.config,
+                container=_container(args),
                 base_url=args.base_url,
                 model=args.model,
                 once=args.once,
@@ -194,7 +237,7 @@ def _run(args: argparse.Namespace) -> int:
             raise ConfigError("--prompt and --file go with --thread; add them to the file")
         result = run(
             args.thread,
-            config_files=args.config,
+            container=_container(args),
             base_url=args.base_url,
             model=args.model,
             once=args.once,

@@ -20,7 +20,7 @@ import contextlib
 import functools
 import logging
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from dependency_injector import containers, providers
@@ -195,15 +195,19 @@ def build_container(
     config_files: Iterable[str | os.PathLike[str]] = (),
     *,
     settings: Settings | None = None,
+    overrides: Mapping[str, Any] | None = None,
     extra_plugins: Iterable[Any] = (),
 ) -> Container:
     """A fresh container for the packaged defaults merged with ``config_files`` in order.
 
     :param config_files: deployment profiles (YAML).
     :param settings: already validated settings (skips loading files).
+    :param overrides: a last layer given in code, shaped like the files.
     :param extra_plugins: plugin objects registered after the built-ins.
     """
     container = Container()
-    container.settings.override(settings if settings is not None else load_settings(config_files))
+    if settings is None:
+        settings = load_settings(config_files, overrides=overrides)
+    container.settings.override(settings)
     container.extra_plugins.override(tuple(extra_plugins))
     return container
