@@ -284,15 +284,21 @@ class ToolCall(_Record, frozen=True, kw_only=True):
     created_at: AwareDatetime
     seq: int = 0
 
+    def split_id(self) -> tuple[str, str | None]:
+        """``(call_id, item_id)``: split on the first ``|``; with nothing before it, the whole
+        id is the call id."""
+        head, sep, tail = self.id.partition("|")
+        if sep and head:
+            return head, tail or None
+        return self.id, None
+
     @property
     def call_id(self) -> str:
-        head, sep, _ = self.id.partition("|")
-        return head if sep and head else self.id
+        return self.split_id()[0]
 
     @property
     def item_id(self) -> str | None:
-        head, sep, tail = self.id.partition("|")
-        return tail if sep and head and tail else None
+        return self.split_id()[1]
 
     @property
     def digest(self) -> str:

@@ -121,10 +121,9 @@ def _arguments(tool_call: ToolCall) -> str:
 
 
 def _tool_call_items(call: ToolCall, tools: dict[str, Tool], stages: Any) -> list[InputItem]:
-    head, separator, tail = call.id.partition("|")
-    composite = bool(separator and head)
-    call_id = short_call_id(head if composite else call.id)
-    item_id = valid_item_id(tail, "fc_") if composite and tail else None
+    raw_call_id, raw_item_id = call.split_id()
+    call_id = short_call_id(raw_call_id)
+    item_id = valid_item_id(raw_item_id, "fc_")
     items: list[InputItem] = [
         FunctionCall(call_id=call_id, name=call.tool, arguments=_arguments(call), id=item_id)
     ]

@@ -7,6 +7,7 @@ estimate exceeds ``context.context_window``.
 
 from __future__ import annotations
 
+import msgspec
 import toktok
 
 from turnwire.errors import ContextOverflowError
@@ -41,8 +42,6 @@ def _texts(item: InputItem) -> list[str]:
 
 def estimate(body: RequestBody, *, encoding: str, fingerprintable_length: int) -> dict[str, int]:
     """Estimated tokens per bucket: instructions, timeline, trailing, tools."""
-    import msgspec
-
     groups: dict[str, list[str]] = {
         "instructions": [body.instructions or ""],
         "timeline": [t for item in body.input[:fingerprintable_length] for t in _texts(item)],

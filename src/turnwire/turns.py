@@ -162,21 +162,7 @@ class TurnBuilder:
             last = max((i for i, r in enumerate(records) if isinstance(r, Message)), default=None)
             if last is not None:
                 del records[last]
-        turns: list[Turn] = []
-        pending: list[Part] = []
-        for record in records:
-            part = self._part(record)
-            if part is None:
-                continue
-            pending.append(part)
-            if isinstance(part, MessagePart):
-                turns.append(self._assistant(pending, record.created_at, model))
-                pending = []
-        if pending:
-            created = getattr(pending[-1], "call", None) or getattr(pending[-1], "thought", None)
-            turns.append(
-                self._assistant(pending, created.created_at if created else self.clock(), model)
-            )
+        turns = self._steps(records, model, lossless=False)
         if turns:
             last_turn = turns[-1]
             turns[-1] = msgspec.structs.replace(
@@ -189,17 +175,46 @@ class TurnBuilder:
             id=self.new_id(), role="assistant", parts=tuple(parts), created_at=created, model=model
         )
 
+    def _steps(
+        self, records: Iterable[Message | Thought | ToolCall], model: str | None, *, lossless: bool
+    ) -> list[Turn]:
+        """Assistant records grouped into steps: each message closes the step before it.
+
+        ``lossless`` (an import) keeps every record as it is; otherwise inline file bytes are
+        dropped and a record left without anything to store is dropped.
+        """
+        turns: list[Turn] = []
+        pending: list[Part] = []
+        last: Message | Thought | ToolCall | None = None
+        for record in records:
+            part = self._record_part(record) if lossless else self._part(record)
+            if part is None:
+                continue
+            pending.append(part)
+            last = record
+            if isinstance(record, Message):
+                turns.append(self._assistant(pending, record.created_at, model))
+                pending = []
+        if pending and last is not None:
+            turns.append(self._assistant(pending, last.created_at, model))
+        return turns
+
     @staticmethod
-    def _part(record: Message | Thought | ToolCall) -> Part | None:
+    def _record_part(record: Message | Thought | ToolCall) -> Part:
+        if isinstance(record, Message):
+            return MessagePart(message=record)
+        if isinstance(record, Thought):
+            return ThoughtPart(thought=record)
+        return ToolCallPart(call=record)
+
+    @classmethod
+    def _part(cls, record: Message | Thought | ToolCall) -> Part | None:
         if isinstance(record, Message):
             kept = tuple(m for m in (_pointer_only(a) for a in record.attachments) if m)
             if not record.content and not kept:
                 return None
-            message = msgspec.structs.replace(record, attachments=kept)
-            return MessagePart(message=message)
-        if isinstance(record, Thought):
-            return ThoughtPart(thought=record)
-        return ToolCallPart(call=record)
+            return MessagePart(message=msgspec.structs.replace(record, attachments=kept))
+        return cls._record_part(record)
 
     def records_as_turns(self, thread: Thread) -> list[Turn]:
         """A whole thread's records as turns, in timeline order (import; lossless)."""
@@ -210,9 +225,10 @@ class TurnBuilder:
         entries.sort()
         turns: list[Turn] = []
         run: list[Message | Thought | ToolCall] = []
-        for *_, record in entries:
+        for entry in entries:
+            record = entry[4]
             if isinstance(record, Message) and record.role == "user":
-                turns += self._imported_run(run)
+                turns += self._steps(run, None, lossless=True)
                 run = []
                 turns.append(
                     Turn(
@@ -224,36 +240,7 @@ class TurnBuilder:
                 )
             else:
                 run.append(record)
-        return turns + self._imported_run(run)
-
-    def _imported_run(self, run: list[Message | Thought | ToolCall]) -> list[Turn]:
-        turns: list[Turn] = []
-        pending: list[Part] = []
-        for record in run:
-            part: Part = (
-                MessagePart(message=record)
-                if isinstance(record, Message)
-                else ThoughtPart(thought=record)
-                if isinstance(record, Thought)
-                else ToolCallPart(call=record)
-            )
-            pending.append(part)
-            if isinstance(record, Message):
-                turns.append(self._assistant(pending, record.created_at, None))
-                pending = []
-        if pending:
-            turns.append(self._assistant(pending, self._created(pending[-1]), None))
-        return turns
-
-    @staticmethod
-    def _created(part: Part) -> datetime:
-        record = (
-            getattr(part, "message", None)
-            or getattr(part, "thought", None)
-            or getattr(part, "call", None)
-        )
-        assert record is not None
-        return record.created_at  # type: ignore[no-any-return]
+        return turns + self._steps(run, None, lossless=True)
 
     def to_messages(
         self, turns: Iterable[Turn], *, current: Turn | None = None, keep_all_files: bool = False

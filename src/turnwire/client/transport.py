@@ -102,17 +102,9 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
 class Answer:
     """A 2xx answer whose body has not been read yet (see :meth:`Transport.exchange`)."""
 
-    def __init__(
-        self,
-        response: httpx.Response,
-        chunks: AsyncIterator[bytes],
-        attempts: int,
-        deadline: float | None,
-    ) -> None:
+    def __init__(self, response: httpx.Response, chunks: AsyncIterator[bytes]) -> None:
         self.response = response
         self.chunks = chunks
-        self.attempts = attempts
-        self.deadline = deadline
 
     @property
     def is_event_stream(self) -> bool:
@@ -256,7 +248,7 @@ class Transport:
                 continue
             chunks = self._chunks(response, deadline)
             try:
-                yield Answer(response, chunks, attempt, deadline)
+                yield Answer(response, chunks)
             finally:
                 await response.aclose()
             return
