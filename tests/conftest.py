@@ -167,3 +167,24 @@ REPLAY = {
         "replay_compatibility": ["openai-responses-reasoning-v1"],
     }
 }
+
+
+def turnwire_process(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> Any:
+    """``python -m turnwire ARGS`` as a real process, with the test envelope secret and
+    without any API key from the environment."""
+    import os
+    import subprocess
+    import sys
+
+    environment = {**os.environ, "TURNWIRE_ENVELOPE_SECRET": SECRET, **(env or {})}
+    if "OPENAI_API_KEY" not in (env or {}):
+        environment.pop("OPENAI_API_KEY", None)
+    return subprocess.run(
+        [sys.executable, "-m", "turnwire", *args],
+        capture_output=True,
+        text=True,
+        env=environment,
+        cwd=cwd or Path(__file__).parents[1],
+        timeout=120,
+        check=False,
+    )

@@ -8,23 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .conftest import REPO_EXAMPLES, SECRET
+from .conftest import REPO_EXAMPLES, SECRET, turnwire_process
 from .oracle import validate_body
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    environment = {**os.environ, "TURNWIRE_ENVELOPE_SECRET": SECRET, **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "turnwire", *args],
-        capture_output=True,
-        text=True,
-        env=environment,
-        cwd=REPO,
-        timeout=60,
-        check=False,
-    )
+    return turnwire_process(*args, env=env)
 
 
 def test_render_prints_the_body_and_exits_zero():

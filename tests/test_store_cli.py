@@ -13,23 +13,13 @@ import turnwire
 from turnwire.store.sqlite import SQLiteStore
 
 from .client.server import Reply, ScriptedServer, recorded
-from .conftest import REPO_EXAMPLES, SECRET
+from .conftest import REPO_EXAMPLES, turnwire_process
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "TURNWIRE_ENVELOPE_SECRET": SECRET}
-    env.pop("OPENAI_API_KEY", None)
-    return subprocess.run(
-        [sys.executable, "-m", "turnwire", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=120,
-        check=False,
-    )
+    return turnwire_process(*args, cwd=cwd)
 
 
 def test_import_list_show_export_delete(tmp_path):

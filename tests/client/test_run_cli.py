@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from ..conftest import SECRET
+from ..conftest import turnwire_process
 from .server import Reply, ScriptedServer
 from .streams import STREAMS, payloads, wire_bytes
 
@@ -24,29 +22,10 @@ messages:
 
 
 def turnwire_run(thread: Path, base_url: str, *extra: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "TURNWIRE_ENVELOPE_SECRET": SECRET}
-    env.pop("OPENAI_API_KEY", None)
     config = thread.parent / "c.yaml"
     config.write_text("plugins: {load_entrypoints: false}\nclient: {retry: {max_retries: 0}}\n")
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "turnwire",
-            "run",
-            str(thread),
-            "--base-url",
-            base_url,
-            "--config",
-            str(config),
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=120,
-        check=False,
+    return turnwire_process(
+        "run", str(thread), "--base-url", base_url, "--config", str(config), *extra
     )
 
 
@@ -137,26 +116,10 @@ def test_run_shows_retries_as_they_happen(tmp_path):
         headers={"retry-after-ms": "10"},
     )
     with ScriptedServer([busy, Reply.sse(wire_bytes(text))]) as server:
-        env_config = tmp_path / "c2.yaml"
-        env_config.write_text("plugins: {load_entrypoints: false}\n")
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "turnwire",
-                "run",
-                str(thread),
-                "--base-url",
-                server.base_url,
-                "--config",
-                str(env_config),
-            ],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            timeout=120,
-            check=False,
-            env={**os.environ, "TURNWIRE_ENVELOPE_SECRET": SECRET},
+        config = tmp_path / "c2.yaml"
+        config.write_text("plugins: {load_entrypoints: false}\n")
+        done = turnwire_process(
+            "run", str(thread), "--base-url", server.base_url, "--config", str(config)
         )
     assert done.returncode == 0, done.stderr
     assert "retrying (http-429) in 0.01 s" in done.stderr
