@@ -566,3 +566,43 @@ def test_a_filter_tool_call_id_plugin_decides_the_stored_id(thread_file):
     with ScriptedServer([Reply.sse(CALL), Reply.sse(AFTER_CALL)]) as server:
         result = run(server, thread_file, container=container)
     assert result.records.tool_calls[0].id.startswith("x-call_")
+
+
+def test_a_small_result_forced_to_a_handle_still_gets_the_artifact_tools(tmp_path):
+    """The client declares the artifact tools by the same rule the stage shows handles by."""
+    path = tmp_path / "t.yaml"
+    path.write_text(
+        THREAD
+        + """tool_calls:
+  - {id: "call_0", tool: get_capital, created_at: "2026-01-01T10:00:01Z", inline: false,
+     result: {artifact: {text: "tiny"}}}
+"""
+    )
+    with ScriptedServer([Reply.sse(TEXT)]) as server:
+        run(server, path)
+    sent = server.requests[0].json
+    assert 'kind="artifact-handle"' in sent["input"][2]["output"]
+    assert "artifact_head" in {t["name"] for t in sent["tools"]}
+
+
+def test_a_retrieved_document_handle_is_readable_with_the_artifact_tools(tmp_path):
+    log = tmp_path / "report.txt"
+    log.write_text("alpha\nbeta\ngamma\n")
+    path = tmp_path / "t.yaml"
+    path.write_text(
+        THREAD
+        + f"""retrievables:
+  - {{id: doc-1, trust_tier: first-party, artifact: {{path: {log}}}}}
+"""
+    )
+    head_call = CALL.replace(b"get_capital", b"artifact_grep").replace(
+        b'{\\"country\\":\\"France\\"}', b'{\\"callId\\":\\"doc-1\\",\\"pattern\\":\\"be\\"}'
+    )
+    assert b"artifact_grep" in head_call and b"doc-1" in head_call
+    with ScriptedServer([Reply.sse(head_call), Reply.sse(AFTER_CALL)]) as server:
+        result = run(server, path)
+    first = server.requests[0].json
+    assert "This retrieved record is large" in first["instructions"]
+    assert "artifact_grep" in {t["name"] for t in first["tools"]}
+    call = result.records.tool_calls[0]
+    assert (call.tool, call.is_error, call.result.text) == ("artifact_grep", False, "2: beta")

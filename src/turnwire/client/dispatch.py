@@ -53,6 +53,7 @@ from turnwire.model import (
     ToolCall,
     ToolResult,
 )
+from turnwire.stages.tool_results import shows_inline
 from turnwire.wire import FunctionCall, OutputMessage, ReasoningItem, ReasoningText, SummaryText
 from turnwire.wire.events import TextDelta, decode_event
 
@@ -337,20 +338,10 @@ class Client:
         limit = self.settings.render.tool_result_inline_max_bytes
         has_handles = any(
             call.result is not None
-            and (
-                call.result.artifact is not None
-                and (
-                    call.result.artifact.inline is False
-                    or (
-                        call.result.artifact.inline is None
-                        and call.inline is not True
-                        and call.result.artifact.text is not None
-                        and call.result.artifact.byte_length > limit
-                    )
-                )
-            )
+            and call.result.artifact is not None
+            and shows_inline(call.result.artifact, call, limit) is not True
             for call in thread.tool_calls
-        )
+        ) or any(r.artifact is not None and not r.inline for r in thread.retrievables)
         if not has_handles:
             return thread
         known = {tool.name for tool in thread.tools}

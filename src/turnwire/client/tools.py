@@ -13,6 +13,7 @@ import inspect
 import json
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -76,6 +77,14 @@ def parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
         )
         return {}, error.message
     return value, None
+
+
+def _read_body(artifact: Artifact) -> str:
+    """An artifact's body, read from its file when it is only a pointer."""
+    if artifact.text is not None:
+        return artifact.text
+    assert artifact.path is not None
+    return Path(artifact.path).read_text(encoding="utf-8", errors="replace")
 
 
 def _as_text(value: Any) -> str:
@@ -162,16 +171,23 @@ class ToolExecutor:
     @staticmethod
     def _artifact(name: str, args: dict[str, Any], thread: Thread) -> tuple[str, bool]:
         call_id = args.get("callId")
+        bodies: list[Artifact] = []
         source = next((c for c in thread.tool_calls if c.id == call_id), None)
         result = source.result if source is not None else None
-        bodies = []
         if result is not None and result.artifact is not None:
             bodies = [result.artifact]
         elif result is not None and result.artifacts:
             bodies = list(result.artifacts)
+        record = next((r for r in thread.retrievables if r.id == call_id), None)
+        if not bodies and record is not None and record.artifact is not None:
+            bodies = [record.artifact]  # a retrieved document shown as a handle
         if not bodies:
             return f"No artifact has callId {call_id!r}.", True
-        artifact = Artifact(text="\n\n".join(b.body for b in bodies))
+        try:
+            text = "\n\n".join(_read_body(b) for b in bodies)
+        except OSError as err:
+            return f"The artifact {call_id!r} cannot be read: {err.strerror}", True
+        artifact = Artifact(text=text)
         lines = artifact.body.splitlines()
         try:
             if name == "artifact_head":

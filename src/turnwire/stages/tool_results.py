@@ -10,14 +10,18 @@ from turnwire.model import Artifact, Tool, ToolCall
 from turnwire.stages.envelopes import envelope
 from turnwire.wire import InputContent, InputText
 
-__all__ = ["render_tool_call_result"]
+__all__ = ["render_tool_call_result", "shows_inline"]
 
 
-def _inline(artifact: Artifact, tool_call: ToolCall, limit: int) -> bool:
+def shows_inline(artifact: Artifact, tool_call: ToolCall, limit: int) -> bool | None:
+    """Whether the model sees the artifact's body (else a handle): the artifact's flag, then
+    the call's, then the size against ``limit``; ``None`` when only the unread size decides."""
     if artifact.inline is not None:
         return artifact.inline
     if tool_call.inline is not None:
         return tool_call.inline
+    if artifact.text is None:
+        return None
     return artifact.byte_length <= limit
 
 
@@ -75,7 +79,7 @@ def render_tool_call_result(
         )
     if result.artifact is not None:
         artifact = result.artifact
-        if not _inline(artifact, tool_call, tool_result_inline_max_bytes):
+        if not shows_inline(artifact, tool_call, tool_result_inline_max_bytes):
             handle = HandleInfo(
                 call_id=tool_call.id,
                 kind=artifact.kind,
