@@ -1,4 +1,4 @@
-"""Helpers to read the recorded streams in ../shared/conformance/streams."""
+"""Helpers to read the recorded streams in tests/data/conformance/streams."""
 
 from __future__ import annotations
 

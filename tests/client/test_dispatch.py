@@ -20,7 +20,7 @@ from turnwire.errors import (
     StreamStalledError,
 )
 
-from ..conftest import REPLAY, make_container, prefix_fingerprint, thread
+from ..conftest import CONFORMANCE, REPLAY, make_container, prefix_fingerprint, thread
 from ..oracle import validate_body
 from .server import Reply, ScriptedServer, free_port, recorded
 
@@ -271,13 +271,7 @@ def test_the_api_key_never_reaches_an_error_or_a_log(thread_file, monkeypatch, c
 
 def test_non_streaming_json_answers(thread_file):
     answer = json.loads(
-        (
-            Path(__file__).parents[2].parent
-            / "shared"
-            / "conformance"
-            / "responses"
-            / "parallel_function_calls_gpt-4o-mini.json"
-        ).read_text()
+        (CONFORMANCE / "responses" / "parallel_function_calls_gpt-4o-mini.json").read_text()
     )
     script = [
         Reply.json(200, answer),
