@@ -27,9 +27,7 @@ def _tracked(*folders: str) -> list[Path]:
 
 
 def test_no_test_benchmark_or_script_reads_outside_the_repository() -> None:
-    files = _tracked("tests", "benchmarks", "scripts", "plugins", ".ci", "src") + [
-        REPO / ".ci" / "run"
-    ]
+    files = [*_tracked("tests", "benchmarks", "scripts", "plugins", ".ci", "src"), REPO / ".ci/run"]
     assert len(files) > 50
     offenders = [
         f"{path.relative_to(REPO)}:{number}: {line.strip()}"
