@@ -52,3 +52,46 @@ def test_only_the_container_imports_dependency_injector():
         str(p.relative_to(src)) for p in src.rglob("*.py") if "dependency_injector" in p.read_text()
     )
     assert importers == ["container.py"]
+
+
+def test_every_export_loads_lazily_from_the_module_named():
+    import ast
+    import importlib
+    from pathlib import Path
+
+    assert set(turnwire._EXPORTS) == set(turnwire.__all__)
+    for name, module in turnwire._EXPORTS.items():
+        assert getattr(turnwire, name) is getattr(importlib.import_module(module), name)
+    # What type checkers see (the TYPE_CHECKING imports) is exactly what loads at run time.
+    tree = ast.parse(Path(turnwire.__file__).read_text())
+    guarded = next(node for node in tree.body if isinstance(node, ast.If))
+    seen = {
+        alias.name: node.module
+        for node in guarded.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert seen == turnwire._EXPORTS
+
+
+def test_every_error_class_is_exported():
+    import inspect
+
+    import turnwire.errors
+    import turnwire.store
+    import turnwire.store.sqlite
+
+    for module in (turnwire.errors, turnwire.store, turnwire.store.sqlite):
+        for name, value in vars(module).items():
+            if inspect.isclass(value) and issubclass(value, Exception):
+                if value.__module__ == module.__name__:
+                    assert name in turnwire.__all__, name
+    for name in ("Client", "RunResult", "Records", "SQLiteStore", "ThreadStore", "save_thread"):
+        assert name in turnwire.__all__
+
+
+def test_unknown_attribute_is_an_attribute_error():
+    import pytest
+
+    with pytest.raises(AttributeError, match="no attribute 'Clinet'"):
+        _ = turnwire.Clinet  # type: ignore[attr-defined]

@@ -1,88 +1,209 @@
 """turnwire: stored agent conversations → exact, stateless OpenAI Responses API requests.
 
 Every rendering step is a pluggy stage (see :mod:`turnwire.hookspecs`); a dependency-injector
-container built from YAML wires them (:func:`build_container`).
+container built from YAML wires them (:func:`build_container`). :func:`render` gives the exact
+body, :func:`run` sends it and runs the tool loop, :class:`Client` does both for long-lived
+callers, and :class:`SQLiteStore` keeps threads between turns.
+
+The names below load on first use, so ``import turnwire`` (and ``turnwire --version``) stays
+fast; type checkers see ordinary imports.
 """
 
-import logging
+from __future__ import annotations
 
-from turnwire._relay import HOOK, StagePlan, StageRelay
-from turnwire.api import RenderedRequest, render, run, run_thread
-from turnwire.container import Container, build_container
-from turnwire.context import EnvelopeAttrs, EnvelopeNonce, HandleInfo, MediaPolicy, RenderOptions
-from turnwire.errors import (
-    ConfigError,
-    InputError,
-    PluginError,
-    PreflightError,
-    RenderError,
-    ThreadFileError,
-    TurnwireError,
-    UnsupportedMediaError,
-)
-from turnwire.hookspecs import hookimpl, hookspec
-from turnwire.model import (
-    REPLAY_TAG,
-    Artifact,
-    Identity,
-    Media,
-    Memory,
-    Message,
-    ReasoningPayload,
-    Retrievable,
-    StashEntry,
-    Thought,
-    Thread,
-    Tool,
-    ToolCall,
-    ToolResult,
-)
-from turnwire.pipeline import RenderedInput, build_input
-from turnwire.request import build_body, encode_body, preflight
-from turnwire.settings import Settings, load_settings
-from turnwire.thread_file import dump_thread, load_thread
-from turnwire.turns import ContextAssembler
+import importlib
+import importlib.util
+import logging
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from turnwire._relay import HOOK, StagePlan, StageRelay
+    from turnwire.api import RenderedRequest, render, run, run_thread
+    from turnwire.client.dispatch import Client, Records, ResponseMeta, RunResult
+    from turnwire.container import Container, build_container
+    from turnwire.context import (
+        EnvelopeAttrs,
+        EnvelopeNonce,
+        HandleInfo,
+        MediaPolicy,
+        RenderOptions,
+    )
+    from turnwire.errors import (
+        ClientError,
+        ConfigError,
+        ContextOverflowError,
+        HttpError,
+        InputError,
+        InvalidToolCallArgs,
+        MissingApiKeyError,
+        PluginError,
+        PreflightError,
+        ReasoningReplayRejectedError,
+        RenderError,
+        RequestTimeoutError,
+        StreamError,
+        StreamStalledError,
+        ThreadFileError,
+        TurnwireError,
+        UnsupportedMediaError,
+    )
+    from turnwire.hookspecs import hookimpl, hookspec
+    from turnwire.model import (
+        REPLAY_TAG,
+        Artifact,
+        Identity,
+        Media,
+        Memory,
+        Message,
+        ReasoningPayload,
+        Retrievable,
+        StashEntry,
+        Thought,
+        Thread,
+        Tool,
+        ToolCall,
+        ToolResult,
+    )
+    from turnwire.pipeline import RenderedInput, build_input
+    from turnwire.request import build_body, encode_body, preflight
+    from turnwire.settings import Settings, load_settings
+    from turnwire.store import ThreadStore, ThreadSummary, UnknownThreadError
+    from turnwire.store.sqlite import SQLiteStore, StoreError
+    from turnwire.thread_file import dump_thread, load_thread, save_thread
+    from turnwire.turns import ContextAssembler, Turn, TurnBuilder
 
 __version__ = "0.1.0"
 
 # A library logs to "turnwire" and leaves the handlers to the application.
 logging.getLogger("turnwire").addHandler(logging.NullHandler())
 
+_EXPORTS: dict[str, str] = {
+    "HOOK": "turnwire._relay",
+    "REPLAY_TAG": "turnwire.model",
+    "Artifact": "turnwire.model",
+    "Client": "turnwire.client.dispatch",
+    "ClientError": "turnwire.errors",
+    "ConfigError": "turnwire.errors",
+    "Container": "turnwire.container",
+    "ContextAssembler": "turnwire.turns",
+    "ContextOverflowError": "turnwire.errors",
+    "EnvelopeAttrs": "turnwire.context",
+    "EnvelopeNonce": "turnwire.context",
+    "HandleInfo": "turnwire.context",
+    "HttpError": "turnwire.errors",
+    "Identity": "turnwire.model",
+    "InputError": "turnwire.errors",
+    "InvalidToolCallArgs": "turnwire.errors",
+    "Media": "turnwire.model",
+    "MediaPolicy": "turnwire.context",
+    "Memory": "turnwire.model",
+    "Message": "turnwire.model",
+    "MissingApiKeyError": "turnwire.errors",
+    "PluginError": "turnwire.errors",
+    "PreflightError": "turnwire.errors",
+    "ReasoningPayload": "turnwire.model",
+    "ReasoningReplayRejectedError": "turnwire.errors",
+    "Records": "turnwire.client.dispatch",
+    "RenderError": "turnwire.errors",
+    "RenderOptions": "turnwire.context",
+    "RenderedInput": "turnwire.pipeline",
+    "RenderedRequest": "turnwire.api",
+    "RequestTimeoutError": "turnwire.errors",
+    "ResponseMeta": "turnwire.client.dispatch",
+    "Retrievable": "turnwire.model",
+    "RunResult": "turnwire.client.dispatch",
+    "SQLiteStore": "turnwire.store.sqlite",
+    "Settings": "turnwire.settings",
+    "StagePlan": "turnwire._relay",
+    "StageRelay": "turnwire._relay",
+    "StashEntry": "turnwire.model",
+    "StoreError": "turnwire.store.sqlite",
+    "StreamError": "turnwire.errors",
+    "StreamStalledError": "turnwire.errors",
+    "Thought": "turnwire.model",
+    "Thread": "turnwire.model",
+    "ThreadFileError": "turnwire.errors",
+    "ThreadStore": "turnwire.store",
+    "ThreadSummary": "turnwire.store",
+    "Tool": "turnwire.model",
+    "ToolCall": "turnwire.model",
+    "ToolResult": "turnwire.model",
+    "Turn": "turnwire.turns",
+    "TurnBuilder": "turnwire.turns",
+    "TurnwireError": "turnwire.errors",
+    "UnknownThreadError": "turnwire.store",
+    "UnsupportedMediaError": "turnwire.errors",
+    "build_body": "turnwire.request",
+    "build_container": "turnwire.container",
+    "build_input": "turnwire.pipeline",
+    "dump_thread": "turnwire.thread_file",
+    "encode_body": "turnwire.request",
+    "hookimpl": "turnwire.hookspecs",
+    "hookspec": "turnwire.hookspecs",
+    "load_settings": "turnwire.settings",
+    "load_thread": "turnwire.thread_file",
+    "preflight": "turnwire.request",
+    "render": "turnwire.api",
+    "run": "turnwire.api",
+    "run_thread": "turnwire.api",
+    "save_thread": "turnwire.thread_file",
+}
+
 __all__ = [
     "HOOK",
     "REPLAY_TAG",
     "Artifact",
+    "Client",
+    "ClientError",
     "ConfigError",
     "Container",
     "ContextAssembler",
+    "ContextOverflowError",
     "EnvelopeAttrs",
     "EnvelopeNonce",
     "HandleInfo",
+    "HttpError",
     "Identity",
     "InputError",
+    "InvalidToolCallArgs",
     "Media",
     "MediaPolicy",
     "Memory",
     "Message",
+    "MissingApiKeyError",
     "PluginError",
     "PreflightError",
     "ReasoningPayload",
+    "ReasoningReplayRejectedError",
+    "Records",
     "RenderError",
     "RenderOptions",
     "RenderedInput",
     "RenderedRequest",
+    "RequestTimeoutError",
+    "ResponseMeta",
     "Retrievable",
+    "RunResult",
+    "SQLiteStore",
     "Settings",
     "StagePlan",
     "StageRelay",
     "StashEntry",
+    "StoreError",
+    "StreamError",
+    "StreamStalledError",
     "Thought",
     "Thread",
     "ThreadFileError",
+    "ThreadStore",
+    "ThreadSummary",
     "Tool",
     "ToolCall",
     "ToolResult",
+    "Turn",
+    "TurnBuilder",
     "TurnwireError",
+    "UnknownThreadError",
     "UnsupportedMediaError",
     "build_body",
     "build_container",
@@ -97,4 +218,21 @@ __all__ = [
     "render",
     "run",
     "run_thread",
+    "save_thread",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        # A submodule (``turnwire.api``) is an attribute too once imported; import it on use.
+        if not name.startswith("_") and importlib.util.find_spec(f"turnwire.{name}") is not None:
+            return importlib.import_module(f"turnwire.{name}")
+        raise AttributeError(f"module 'turnwire' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

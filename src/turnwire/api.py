@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -17,6 +17,11 @@ from turnwire.request import build_body, encode_body, preflight
 from turnwire.thread_file import load_thread
 from turnwire.turns import ContextAssembler
 from turnwire.wire import RequestBody
+
+if TYPE_CHECKING:
+    from turnwire.client.dispatch import RunResult
+    from turnwire.model import Media, ToolCall
+    from turnwire.store import ThreadStore
 
 __all__ = [
     "RenderedRequest",
@@ -121,24 +126,37 @@ def run(
     *,
     config_files: Iterable[str | os.PathLike[str]] = (),
     base_url: str | None = None,
+    api_key: str | None = None,
+    organization: str | None = None,
+    project: str | None = None,
     model: str | None = None,
     once: bool = False,
     save: bool = False,
     on_text: Callable[[str], None] | None = None,
-    on_tool_result: Callable[[Any], None] | None = None,
+    on_tool_result: Callable[[ToolCall], None] | None = None,
     container: Container | None = None,
     handlers: Mapping[str, Callable[..., Any]] | None = None,
     **transport_options: Any,
-) -> Any:
+) -> RunResult:
     """Send a thread, stream the answer, run its tools until the model stops.
 
     :param thread: a thread, a thread mapping, or a thread file path.
-    :param base_url: the Responses endpoint (default ``client.base_url``).
+    :param base_url: the Responses endpoint (default ``client.base_url``, else
+        ``$OPENAI_BASE_URL``, else ``https://api.openai.com/v1``).
+    :param api_key: the API key (default: the variable ``client.api_key_env`` names,
+        ``OPENAI_API_KEY``).
+    :param organization: ``OpenAI-Organization`` (default ``client.organization``, else
+        ``$OPENAI_ORG_ID``).
+    :param project: ``OpenAI-Project`` (default ``client.project``, else ``$OPENAI_PROJECT_ID``).
     :param once: one request: tool calls are recorded but not run.
     :param save: write the extended thread back to the thread file (paths only).
     :param on_text: called with each text delta as it streams.
+    :param on_tool_result: called with each tool call once its result is recorded.
     :param handlers: tool name → callable, instead of the tools' ``handler`` paths.
-    :returns: a :class:`turnwire.client.dispatch.RunResult`.
+    :param transport_options: passed to :class:`turnwire.client.transport.Transport`
+        (``sleep``, ``jitter``, ``client``...).
+    :raises turnwire.errors.TurnwireError: bad input, or the exchange failed; nothing of a
+        failed exchange is recorded.
     """
     from turnwire.client.dispatch import Client
     from turnwire.thread_file import save_thread
@@ -152,7 +170,13 @@ def run(
         raise ConfigError("--save needs a thread file path to write back to", path="$")
     loaded = thread if isinstance(thread, Thread) else load_thread(thread)
     client = Client(
-        container, base_url=base_url, handlers=dict(handlers or {}), **transport_options
+        container,
+        base_url=base_url,
+        api_key=api_key,
+        organization=organization,
+        project=project,
+        handlers=handlers,
+        **transport_options,
     )
     result = client.run_sync(
         loaded, model=model, once=once, on_text=on_text, on_tool_result=on_tool_result
@@ -162,7 +186,7 @@ def run(
     return result
 
 
-def media_from_path(path: str | os.PathLike[str], *, media_id: str | None = None) -> Any:
+def media_from_path(path: str | os.PathLike[str], *, media_id: str | None = None) -> Media:
     """A file pointer for an upload: kind and MIME type guessed from the name."""
     import mimetypes
     import uuid
@@ -195,23 +219,27 @@ def media_from_path(path: str | os.PathLike[str], *, media_id: str | None = None
 def run_thread(
     thread_id: str,
     *,
-    store: Any,
+    store: ThreadStore,
     prompt: str = "",
     files: Iterable[str | os.PathLike[str]] = (),
     config_files: Iterable[str | os.PathLike[str]] = (),
     base_url: str | None = None,
+    api_key: str | None = None,
+    organization: str | None = None,
+    project: str | None = None,
     model: str | None = None,
     once: bool = False,
     on_text: Callable[[str], None] | None = None,
-    on_tool_result: Callable[[Any], None] | None = None,
+    on_tool_result: Callable[[ToolCall], None] | None = None,
     container: Container | None = None,
     handlers: Mapping[str, Callable[..., Any]] | None = None,
     **transport_options: Any,
-) -> Any:
+) -> RunResult:
     """One turn of a stored thread: the user's question (if any), the run, the new turns.
 
     The new turns (the question, tool results of calls a ``--once`` left pending, one turn per
-    answer step) are appended in one transaction, and only when the run succeeded.
+    answer step) are appended in one transaction, and only when the run succeeded. The other
+    parameters are :func:`run`'s.
     """
     from turnwire.client.dispatch import Client
     from turnwire.turns import ToolCallPart, Turn
@@ -223,7 +251,13 @@ def run_thread(
     current = builder.build_user_turn(prompt, uploads) if (prompt or uploads) else None
     thread = store.load(thread_id, current=current)
     client = Client(
-        container, base_url=base_url, handlers=dict(handlers or {}), **transport_options
+        container,
+        base_url=base_url,
+        api_key=api_key,
+        organization=organization,
+        project=project,
+        handlers=handlers,
+        **transport_options,
     )
     result = client.run_sync(
         thread, model=model, once=once, on_text=on_text, on_tool_result=on_tool_result

@@ -10,6 +10,7 @@ TurnwireError
 ├── InputError                          bad input: the caller must change something
 │   ├── ThreadFileError                 E_THREAD_FILE_INVALID        ($.path)
 │   ├── ConfigError                     E_INVALID_OPENAI_RESPONSES_OPTIONS ($.path)
+│   │   └── MissingApiKeyError          E_OPENAI_API_KEY_MISSING     (the variable to set)
 │   ├── PreflightError                  E_OPENAI_RESPONSES_PREFLIGHT (input[i], rule)
 │   ├── RenderError                     E_RENDER_FAILED              (stage, record)
 │   │   └── UnsupportedMediaError       E_OPENAI_RESPONSES_UNSUPPORTED_MEDIA_MODALITY
@@ -41,6 +42,7 @@ __all__ = [
     "HttpError",
     "InputError",
     "InvalidToolCallArgs",
+    "MissingApiKeyError",
     "PluginError",
     "PreflightError",
     "ReasoningReplayRejectedError",
@@ -105,6 +107,20 @@ class ConfigError(InputError):
     def __init__(self, message: str, *, path: str = "$") -> None:
         super().__init__(message)
         self.path = path
+
+
+class MissingApiKeyError(ConfigError):
+    """No API key for an endpoint that is not on this machine; nothing was sent.
+
+    :ivar variable: the environment variable to set (``client.api_key_env``), if any.
+    """
+
+    code = "E_OPENAI_API_KEY_MISSING"
+    status = 401
+
+    def __init__(self, message: str, *, variable: str | None) -> None:
+        super().__init__(message, path="$.client.api_key_env")
+        self.variable = variable
 
 
 class PreflightError(InputError):

@@ -39,6 +39,7 @@ from turnwire.client.transport import RetryPolicy, Transport
 from turnwire.errors import (
     ConfigError,
     HttpError,
+    MissingApiKeyError,
     ReasoningReplayRejectedError,
     StreamError,
     StreamStalledError,
@@ -129,6 +130,20 @@ def finish_reason(generation: Generation) -> str:
     return "error"
 
 
+def _is_local(url: str) -> bool:
+    """Whether ``url`` names this machine (a local server needs no key)."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(url).hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _now() -> datetime:
     moment = datetime.now(UTC)
     return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
@@ -137,8 +152,18 @@ def _now() -> datetime:
 class Client:
     """Runs turns against a Responses endpoint, with a container's settings and stages.
 
+    Use it as an async context manager (``async with Client(container) as client:``), or call
+    :meth:`aclose` when done, so its HTTP connections are closed.
+
     :param container: settings, plugins, stages (``turnwire.build_container``).
     :param transport: a transport to use instead of one built from ``client:`` settings.
+    :param base_url: the endpoint (default ``client.base_url``, which defaults to
+        ``$OPENAI_BASE_URL``, else ``https://api.openai.com/v1``).
+    :param api_key: the API key (default: the variable ``client.api_key_env`` names).
+    :param organization: the ``OpenAI-Organization`` header (default ``client.organization``,
+        which defaults to ``$OPENAI_ORG_ID``).
+    :param project: the ``OpenAI-Project`` header (default ``client.project``, which defaults
+        to ``$OPENAI_PROJECT_ID``).
     :param handlers: tool name → callable, instead of importing the tools' ``handler`` paths.
     :param clock: returns "now" for record timestamps (tests inject a fixed one).
     """
@@ -149,21 +174,29 @@ class Client:
         *,
         transport: Transport | None = None,
         base_url: str | None = None,
-        handlers: dict[str, Callable[..., Any]] | None = None,
+        api_key: str | None = None,
+        organization: str | None = None,
+        project: str | None = None,
+        handlers: Mapping[str, Callable[..., Any]] | None = None,
         clock: Callable[[], datetime] = _now,
         **transport_options: Any,
     ) -> None:
         self.container = container
         self.settings = container.settings()
         client = self.settings.client
+        self._missing_key: str | None = None
         if transport is None:
-            api_key = os.environ.get(client.api_key_env) if client.api_key_env else None
+            url = base_url or client.base_url
+            if api_key is None and client.api_key_env:
+                api_key = os.environ.get(client.api_key_env) or None
+            if api_key is None and not _is_local(url):
+                self._missing_key = url
             retry = client.retry
             transport = Transport(
-                base_url=base_url or client.base_url,
+                base_url=url,
                 api_key=api_key,
-                organization=client.organization,
-                project=client.project,
+                organization=organization or client.organization,
+                project=project or client.project,
                 headers=client.headers,
                 request_timeout_s=client.request_timeout_s,
                 connect_timeout_s=client.connect_timeout_s,
@@ -180,7 +213,7 @@ class Client:
         self.transport = transport
         self.executor = ToolExecutor(
             inline_max_bytes=self.settings.render.tool_result_inline_max_bytes,
-            handlers=handlers,
+            handlers=dict(handlers or {}),
         )
         self.clock = clock
         self.plugin_manager = container.plugin_manager()
@@ -188,7 +221,31 @@ class Client:
         self._handlers = dict(handlers or {})
         self._last_rendered: Any = None
         self._transport_options = transport_options
-        self._base_url = base_url
+        self._credentials = (base_url, api_key, organization, project)
+
+    def __repr__(self) -> str:
+        return f"Client(url={self.transport.url!r})"
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections this client opened (a client passed in stays open)."""
+        await self.transport.aclose()
+
+    def _require_key(self) -> None:
+        if self._missing_key is None:
+            return
+        variable = self.settings.client.api_key_env
+        where = f"set {variable}" if variable else "pass api_key="
+        raise MissingApiKeyError(
+            f"no API key for {self._missing_key}: {where} (or pass api_key= in code); "
+            "nothing was sent",
+            variable=variable,
+        )
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> Client:
         """A client whose settings are this one's with ``overrides`` merged over them.
@@ -205,8 +262,16 @@ class Client:
         container = build_container(settings=settings, extra_plugins=self.container.extra_plugins())
         options = dict(self._transport_options)
         options.setdefault("client", self.transport.shared_client())
+        base_url, api_key, organization, project = self._credentials
         return Client(
-            container, base_url=self._base_url, handlers=self._handlers, clock=self.clock, **options
+            container,
+            base_url=base_url,
+            api_key=api_key,
+            organization=organization,
+            project=project,
+            handlers=self._handlers,
+            clock=self.clock,
+            **options,
         )
 
     # ------------------------------------------------------------------ public
@@ -246,6 +311,7 @@ class Client:
             )
         from turnwire.api import resolve_model
 
+        self._require_key()
         resolved = resolve_model(thread, self.container, model)
         start_calls = len(thread.tool_calls)
         start_messages, start_thoughts = len(thread.messages), len(thread.thoughts)

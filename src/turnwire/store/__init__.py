@@ -14,7 +14,7 @@ import msgspec
 
 from turnwire.errors import InputError
 from turnwire.model import Thread
-from turnwire.turns import Turn
+from turnwire.turns import Turn, TurnBuilder
 
 __all__ = ["ThreadStore", "ThreadSummary", "UnknownThreadError"]
 
@@ -43,6 +43,9 @@ class UnknownThreadError(InputError):
 
 class ThreadStore(Protocol):
     """What turnwire needs from a store."""
+
+    builder: TurnBuilder
+    """Builds the turns appended to this store (ids, clock)."""
 
     def create_thread(
         self, header: Thread, *, thread_id: str | None = None, title: str | None = None
