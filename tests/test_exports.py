@@ -83,9 +83,9 @@ def test_every_error_class_is_exported():
 
     for module in (turnwire.errors, turnwire.store, turnwire.store.sqlite):
         for name, value in vars(module).items():
-            if inspect.isclass(value) and issubclass(value, Exception):
-                if value.__module__ == module.__name__:
-                    assert name in turnwire.__all__, name
+            ours = inspect.isclass(value) and value.__module__ == module.__name__
+            if ours and issubclass(value, Exception):
+                assert name in turnwire.__all__, name
     for name in ("Client", "RunResult", "Records", "SQLiteStore", "ThreadStore", "save_thread"):
         assert name in turnwire.__all__
 
