@@ -71,13 +71,20 @@ def resolve_model(thread: Thread, container: Container, model: str | None) -> st
 
 
 def render_input(
-    thread: Thread, *, container: Container, model: str, reasoning_replay: str | None = None
+    thread: Thread,
+    *,
+    container: Container,
+    model: str,
+    reasoning_replay: str | None = None,
+    unfingerprinted_reasoning: str | None = None,
 ) -> RenderedInput:
     """``build_input`` for ``thread`` with its file bytes loaded (no body, no preflight)."""
     loaded = ContextAssembler().inline(thread)
     overrides: dict[str, Any] = {"model": model}
     if reasoning_replay is not None:
         overrides["reasoning_replay"] = reasoning_replay
+    if unfingerprinted_reasoning is not None:
+        overrides["unfingerprinted_reasoning"] = unfingerprinted_reasoning
     build_input = container.build_input()
     rendered: RenderedInput = build_input(loaded, options=container.render_options(**overrides))
     return rendered

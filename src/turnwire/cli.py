@@ -6,6 +6,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from turnwire.errors import ConfigError, InputError, TurnwireError
@@ -22,39 +23,92 @@ def _version() -> str:
         return "unknown"
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="turnwire",
-        description="Render stored conversations into exact OpenAI Responses API requests.",
+def _logging_options(*, top: bool) -> argparse.ArgumentParser:
+    """-v / --quiet / --trace, accepted before the subcommand and after it."""
+    options = argparse.ArgumentParser(add_help=False)
+    # Below the subcommand the defaults are suppressed, so they never undo what was given above.
+    default: Any = False if top else argparse.SUPPRESS
+    loudness = options.add_mutually_exclusive_group()
+    loudness.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=default,
+        help="log every warning (each render warning, retries, plugin notes) to stderr",
     )
-    parser.add_argument("--version", action="version", version=f"turnwire {_version()}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log warnings to stderr")
-    parser.add_argument(
+    loudness.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=default,
+        help="print errors only: no warnings, no summary lines",
+    )
+    options.add_argument(
         "--trace",
         action="store_true",
+        default=default,
         help="log every stage call to stderr (with plugins.trace: true)",
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    return options
 
-    render = commands.add_parser("render", help="print the request body a thread renders to")
-    render.add_argument("thread", help="a thread file (YAML or JSON, schema version 1)")
-    render.add_argument(
+
+def _config_options(*, example: str) -> argparse.ArgumentParser:
+    """--config / --profile / --set, for every command that builds settings."""
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument(
         "--config",
         action="append",
         default=[],
         metavar="FILE",
         help="a configuration profile, merged over the defaults (repeatable)",
     )
-    render.add_argument("--model", help="the model (overrides the thread and the config)")
-    render.add_argument(
+    options.add_argument(
+        "--profile",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a profile shipped with turnwire, by name (production, local-dev, strict-media, "
+        "examples); merged before the --config files (repeatable)",
+    )
+    options.add_argument(
         "--set",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="one setting, as a YAML value (request.temperature=0.2); repeatable",
+        help=f"one setting, as a YAML value ({example}); repeatable, applied last",
     )
+    return options
 
-    run = commands.add_parser("run", help="send a thread, stream the answer, run its tools")
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="turnwire",
+        description="Render stored conversations into exact OpenAI Responses API requests.",
+        parents=[_logging_options(top=True)],
+    )
+    parser.add_argument("--version", action="version", version=f"turnwire {_version()}")
+    logs = _logging_options(top=False)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    render_config = _config_options(example="request.temperature=0.2")
+    run_config = _config_options(example="client.retry.max_retries=5")
+    render = commands.add_parser(
+        "render",
+        parents=[logs, render_config],
+        help="print the request body a thread renders to",
+        description="Print the exact request body `turnwire run` would POST, as JSON.",
+    )
+    render.add_argument(
+        "thread", help="a thread file (YAML or JSON, schema version 1), or - for stdin"
+    )
+    render.add_argument("--model", help="the model (overrides the thread and the config)")
+
+    run = commands.add_parser(
+        "run",
+        parents=[logs, run_config],
+        help="send a thread, stream the answer, run its tools",
+        description="Send a thread, stream the answer, run its tools until the model stops.",
+    )
     run.add_argument("thread", nargs="?", help="a thread file (YAML or JSON, schema version 1)")
     run.add_argument(
         "--thread", dest="thread_id", metavar="ID", help="a thread of the store instead of a file"
@@ -67,75 +121,126 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="with --thread: a file to attach to the question (repeatable)",
     )
-    run.add_argument("--db", help="the store file (default: store.path, $TURNWIRE_STORE)")
-    run.add_argument("--base-url", help="the Responses endpoint (default: client.base_url)")
     run.add_argument(
-        "--config",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="a configuration profile, merged over the defaults (repeatable)",
+        "--db",
+        help="with --thread: the store file (default: store.path, "
+        "$TURNWIRE_STORE, then $XDG_DATA_HOME/turnwire/threads.db)",
+    )
+    run.add_argument(
+        "--base-url",
+        help="the Responses endpoint (default: client.base_url, $OPENAI_BASE_URL, "
+        "https://api.openai.com/v1)",
     )
     run.add_argument("--model", help="the model (overrides the thread and the config)")
-    run.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="one setting, as a YAML value (client.retry.max_retries=5); repeatable",
-    )
     run.add_argument(
         "--once", action="store_true", help="one request; record tool calls without running them"
     )
     run.add_argument(
         "--json",
         action="store_true",
-        help="print one JSON object at the end instead of streaming text",
+        help="print one JSON object at the end instead of streaming text "
+        '(a failure prints {"error": ...})',
     )
     run.add_argument(
         "--save", action="store_true", help="write the extended thread back to the thread file"
     )
 
-    check = commands.add_parser("check-config", help="validate configuration files")
-    check.add_argument("files", nargs="+", metavar="FILE")
+    fingerprint = commands.add_parser(
+        "fingerprint",
+        parents=[logs, render_config],
+        help="stamp imported reasoning with the fingerprint these settings render",
+        description="Give every thought that has a replay payload but no prefix_fingerprint "
+        "(reasoning imported from elsewhere) the fingerprint of the prefix it has in the "
+        "request these settings render, so it replays. Writes the thread file in place.",
+    )
+    fingerprint.add_argument("thread", help="a thread file (YAML or JSON, schema version 1)")
+    fingerprint.add_argument("--model", help="the model (overrides the thread and the config)")
+    fingerprint.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write the stamped thread here instead (- for stdout, as JSON)",
+    )
+
+    check = commands.add_parser(
+        "check-config",
+        parents=[logs],
+        help="validate configuration files",
+        description="Validate configuration files merged over the defaults, plugins included.",
+    )
+    check.add_argument("files", nargs="*", metavar="FILE", help="configuration profiles, in order")
+    check.add_argument(
+        "--profile",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a profile shipped with turnwire, by name; merged before the files (repeatable)",
+    )
+    check.add_argument(
+        "--print",
+        dest="print_settings",
+        action="store_true",
+        help="print the merged, validated settings as YAML (header values that look secret "
+        "are masked)",
+    )
 
     store_options = argparse.ArgumentParser(add_help=False)
     store_options.add_argument(
         "--db",
         help="the store file (default: store.path, "
-        "$TURNWIRE_STORE, then $XDG_DATA_HOME/turnwire/threads.db)",
+        "$TURNWIRE_STORE, then $XDG_DATA_HOME/turnwire/threads.db); its folder must exist",
     )
-    store_options.add_argument("--config", action="append", default=[], metavar="FILE")
-    threads = commands.add_parser("threads", help="the stored threads")
-    actions = threads.add_subparsers(dest="action", required=True)
+    store_options.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a configuration profile (its store: section applies); repeatable",
+    )
+    threads = commands.add_parser(
+        "threads", parents=[logs], help="the stored threads", description="The stored threads."
+    )
+    actions = threads.add_subparsers(dest="action", required=True, metavar="ACTION")
     listing = actions.add_parser(
-        "list", parents=[store_options], help="every thread, most recent first"
+        "list", parents=[logs, store_options], help="every thread, most recent first"
     )
-    listing.add_argument("--json", action="store_true")
+    listing.add_argument("--json", action="store_true", help="print JSON")
     show = actions.add_parser(
-        "show", parents=[store_options], help="a thread, as a thread file (JSON)"
+        "show", parents=[logs, store_options], help="a thread, as a thread file (JSON)"
     )
-    show.add_argument("id")
+    show.add_argument("id", help="the thread's id (see `turnwire threads list`)")
     export = actions.add_parser(
-        "export", parents=[store_options], help="write a thread to a thread file"
+        "export", parents=[logs, store_options], help="write a thread to a thread file"
     )
-    export.add_argument("id")
-    export.add_argument("file")
+    export.add_argument("id", help="the thread's id")
+    export.add_argument(
+        "file", help="the thread file to write (.yaml/.yml: YAML, else JSON), or - for stdout"
+    )
     importing = actions.add_parser(
-        "import", parents=[store_options], help="store a thread file as a new thread"
+        "import", parents=[logs, store_options], help="store a thread file as a new thread"
     )
-    importing.add_argument("file")
+    importing.add_argument("file", help="a thread file (YAML or JSON), or - for stdin")
     importing.add_argument("--id", help="the new thread's id (default: a fresh one)")
-    importing.add_argument("--title")
+    importing.add_argument("--title", help="a title for `threads list`")
     delete = actions.add_parser(
-        "delete", parents=[store_options], help="delete a thread and its turns"
+        "delete", parents=[logs, store_options], help="delete a thread and its turns"
     )
-    delete.add_argument("id")
+    delete.add_argument("id", help="the thread's id")
 
-    demo = commands.add_parser("demo", help="a whole conversation, offline, on recorded answers")
+    demo = commands.add_parser(
+        "demo",
+        parents=[logs],
+        help="a whole conversation, offline, on recorded answers",
+        description="Run a whole conversation end to end with no network and no key.",
+    )
     demo.add_argument("--db", help="where to store the demo thread (default: a temp folder)")
 
-    plugins = commands.add_parser("plugins", help="list plugins, versions and their hooks")
+    plugins = commands.add_parser(
+        "plugins",
+        parents=[logs],
+        help="list plugins, versions and their hooks",
+        description="List the built-in and installed plugins, their versions and hooks.",
+    )
     plugins.add_argument(
         "--config",
         action="append",
@@ -170,18 +275,70 @@ def _overrides(assignments: Sequence[str]) -> dict[str, Any]:
     return tree
 
 
+def _config_files(args: argparse.Namespace) -> list[Any]:
+    """The shipped profiles named by --profile, then the --config files, in order."""
+    from turnwire.settings import profile_path
+
+    files = getattr(args, "config", None) or getattr(args, "files", [])
+    return [*(profile_path(name) for name in getattr(args, "profile", [])), *files]
+
+
 def _container(args: argparse.Namespace) -> Any:
     from turnwire.container import build_container
 
-    return build_container(args.config, overrides=_overrides(getattr(args, "set", [])))
+    return build_container(_config_files(args), overrides=_overrides(getattr(args, "set", [])))
+
+
+def _thread(source: str) -> Any:
+    """The thread named on the command line (``-``: standard input)."""
+    from turnwire.thread_file import load_thread
+
+    if source == "-":
+        from turnwire.thread_file import load_thread_bytes
+
+        return load_thread_bytes(sys.stdin.buffer.read(), name="<stdin>", base=Path.cwd())
+    return load_thread(source)
+
+
+def _summarise_warnings(args: argparse.Namespace, warnings: Sequence[str]) -> None:
+    """At the default level, one line for what -v would show in full."""
+    if not warnings or args.verbose or args.quiet:
+        return
+    more = f" (and {len(warnings) - 1} more)" if len(warnings) > 1 else ""
+    print(f"turnwire: warning: {warnings[0]}{more}; -v shows each", file=sys.stderr)
 
 
 def _render(args: argparse.Namespace) -> int:
     from turnwire.api import render
 
-    rendered = render(args.thread, container=_container(args), model=args.model)
+    rendered = render(_thread(args.thread), container=_container(args), model=args.model)
     sys.stdout.buffer.write(rendered.body + b"\n")
     sys.stdout.flush()
+    _summarise_warnings(args, rendered.rendered.warnings)
+    return 0
+
+
+def _fingerprint(args: argparse.Namespace) -> int:
+    from turnwire.api import resolve_model
+    from turnwire.fingerprints import stamp_fingerprints
+    from turnwire.thread_file import dump_thread, load_thread, save_thread
+
+    container = _container(args)
+    thread = load_thread(args.thread)
+    stamped, report = stamp_fingerprints(
+        thread, container=container, model=resolve_model(thread, container, args.model)
+    )
+    target = args.output or args.thread
+    if target == "-":
+        sys.stdout.buffer.write(dump_thread(stamped) + b"\n")
+    elif report.stamped or target != args.thread:
+        save_thread(stamped, target)
+    if not args.quiet:
+        where = "stdout" if target == "-" else target
+        total = len(report.stamped) + len(report.skipped)
+        print(f"stamped {len(report.stamped)} of {total} thoughts ({where})", file=sys.stderr)
+        for thought_id, reason in sorted(report.skipped.items()):
+            print(f"  not stamped: {thought_id}: {reason}", file=sys.stderr)
     return 0
 
 
@@ -191,8 +348,9 @@ def _run(args: argparse.Namespace) -> int:
     from turnwire.api import run
 
     # A run can wait (retries, a slow stream): its warnings are progress the user should see.
-    logging.getLogger("turnwire").setLevel(logging.WARNING)
-    logging.getLogger().setLevel(logging.WARNING)
+    if not args.quiet:
+        logging.getLogger("turnwire").setLevel(logging.WARNING)
+        logging.getLogger().setLevel(logging.WARNING)
 
     def on_text(delta: str) -> None:
         sys.stdout.write(delta)
@@ -205,11 +363,9 @@ def _run(args: argparse.Namespace) -> int:
         result = call.result
         shown = "" if result is None else (result.text or "(artifact)")
         mark = "error" if call.is_error else "ok"
-        print(
-            f"[tool {call.tool}({msgspec.json.encode(call.args).decode()}) {mark}: {shown[:200]}]",
-            file=sys.stderr,
-            flush=True,
-        )
+        if not args.quiet:
+            args_text = msgspec.json.encode(call.args).decode()
+            print(f"[tool {call.tool}({args_text}) {mark}: {shown[:200]}]", file=sys.stderr)
 
     text_sink = None if args.json else on_text
     if args.thread_id:
@@ -253,23 +409,28 @@ def _run(args: argparse.Namespace) -> int:
         print(msgspec.json.encode(payload).decode())
     else:
         print()
-        if args.save:
+        if args.save and not args.quiet:
             print(f"saved {args.thread}", file=sys.stderr)
     return 0
 
 
 def _store(args: argparse.Namespace) -> Any:
     from turnwire.settings import load_settings
-    from turnwire.store.sqlite import SQLiteStore, default_store_path
+    from turnwire.store.sqlite import SQLiteStore, StoreError, default_store_path
 
-    path = args.db or load_settings(getattr(args, "config", ())).store.path
-    return SQLiteStore(path or default_store_path())
+    explicit = args.db or load_settings(getattr(args, "config", ())).store.path
+    if explicit:
+        folder = Path(explicit).expanduser().resolve().parent
+        if not folder.is_dir():
+            # A typo in --db must not quietly start a new, empty store somewhere else.
+            raise StoreError(f"the store's folder {folder} does not exist; create it first")
+    return SQLiteStore(explicit or default_store_path())
 
 
 def _threads(args: argparse.Namespace) -> int:
     import msgspec
 
-    from turnwire.thread_file import dump_thread, load_thread, save_thread
+    from turnwire.thread_file import dump_thread, save_thread
 
     with _store(args) as store:
         if args.action == "list":
@@ -282,21 +443,25 @@ def _threads(args: argparse.Namespace) -> int:
                     f"{item.id}  {item.turns:>4} turns  {item.updated_at:%Y-%m-%d %H:%M}  "
                     f"{item.model or '-'}  {item.title or ''}".rstrip()
                 )
-            if not summaries:
+            if not summaries and not args.quiet:
                 print(f"no threads in {store.path}", file=sys.stderr)
         elif args.action == "show":
             print(msgspec.json.format(dump_thread(store.export_thread(args.id))).decode())
         elif args.action == "export":
-            save_thread(store.export_thread(args.id), args.file)
-            print(f"exported {args.id} to {args.file}", file=sys.stderr)
+            thread = store.export_thread(args.id)
+            if args.file == "-":
+                print(msgspec.json.format(dump_thread(thread)).decode())
+            else:
+                save_thread(thread, args.file)
+                if not args.quiet:
+                    print(f"exported {args.id} to {args.file}", file=sys.stderr)
         elif args.action == "import":
-            thread_id = store.import_thread(
-                load_thread(args.file), thread_id=args.id, title=args.title
-            )
+            thread_id = store.import_thread(_thread(args.file), thread_id=args.id, title=args.title)
             print(thread_id)
         elif args.action == "delete":
             store.delete_thread(args.id)
-            print(f"deleted {args.id}", file=sys.stderr)
+            if not args.quiet:
+                print(f"deleted {args.id}", file=sys.stderr)
     return 0
 
 
@@ -306,15 +471,37 @@ def _demo(args: argparse.Namespace) -> int:
     return int(run_demo(db=args.db))
 
 
+_SECRET_HEADER = ("authorization", "api-key", "apikey", "cookie", "token", "secret")
+
+
+def _printable(settings: Any) -> dict[str, Any]:
+    import msgspec
+
+    tree: dict[str, Any] = msgspec.to_builtins(settings)
+    headers = tree["client"]["headers"]
+    for name in headers:
+        if any(mark in name.lower() for mark in _SECRET_HEADER):
+            headers[name] = "[redacted]"
+    return tree
+
+
 def _check_config(args: argparse.Namespace) -> int:
     from turnwire.container import build_container
     from turnwire.settings import load_settings
 
-    settings = load_settings(args.files)
+    files = _config_files(args)
+    settings = load_settings(files)
     # Loading the plugins validates plugins.settings against each plugin's own schema too.
     manager = build_container(settings=settings).plugin_manager()
     loaded = [info.name for info in manager.describe() if not info.builtin]
-    print(f"ok: {', '.join(args.files)}" + (f" (plugins: {', '.join(loaded)})" if loaded else ""))
+    if args.print_settings:
+        import yaml
+
+        print(yaml.safe_dump(_printable(settings), sort_keys=False, allow_unicode=True), end="")
+    if not args.quiet:
+        names = ", ".join(str(file) for file in files) or "the defaults"
+        plugins = f" (plugins: {', '.join(loaded)})" if loaded else ""
+        print(f"ok: {names}{plugins}", file=sys.stderr if args.print_settings else sys.stdout)
     return 0
 
 
@@ -340,6 +527,19 @@ def _plugins(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fail(args: argparse.Namespace, err: TurnwireError) -> None:
+    """The one error line on stderr; with --json, the same as a JSON object on stdout."""
+    print(f"error: {err.code}: {err}", file=sys.stderr)
+    if getattr(args, "json", False):
+        import msgspec
+
+        error: dict[str, Any] = {"code": err.code, "message": str(err), "status": err.status}
+        path = getattr(err, "path", None)
+        if isinstance(path, str):
+            error["path"] = path
+        print(msgspec.json.encode({"error": error}).decode(), flush=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; return its exit status (2 for bad input, 1 for a failed run)."""
     args = _parser().parse_args(argv)
@@ -352,6 +552,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     handlers = {
         "render": _render,
         "run": _run,
+        "fingerprint": _fingerprint,
         "check-config": _check_config,
         "plugins": _plugins,
         "threads": _threads,
@@ -360,7 +561,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handlers[args.command](args)
     except TurnwireError as err:
-        print(f"error: {err.code}: {err}", file=sys.stderr)
+        _fail(args, err)
         # `run` fails with 1 whatever the cause; the other commands say 2 for bad input.
         return 2 if isinstance(err, InputError) and args.command != "run" else 1
     except KeyboardInterrupt:

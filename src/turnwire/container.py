@@ -89,6 +89,9 @@ class Container(containers.DeclarativeContainer):
     reasoning_replay = providers.Callable(lambda s: s.render.reasoning_replay, settings)
     replay_compatibility = providers.Callable(lambda s: s.render.replay_compatibility, settings)
     fingerprint_binding = providers.Callable(lambda s: s.render.fingerprint_binding, settings)
+    unfingerprinted_reasoning = providers.Callable(
+        lambda s: s.render.unfingerprinted_reasoning, settings
+    )
     tool_result_inline_max_bytes = providers.Callable(
         lambda s: s.render.tool_result_inline_max_bytes, settings
     )
@@ -173,6 +176,7 @@ class Container(containers.DeclarativeContainer):
         reasoning_replay=reasoning_replay,
         replay_compatibility=replay_compatibility,
         fingerprint_binding=fingerprint_binding,
+        unfingerprinted_reasoning=unfingerprinted_reasoning,
         unsupported_media_policy=unsupported_media_policy,
         tool_result_inline_max_bytes=tool_result_inline_max_bytes,
         strict=strict,

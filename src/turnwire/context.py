@@ -38,6 +38,7 @@ SystemPromptChannel = Literal["instructions", "developer-item", "system-item"]
 ThoughtSurfacing = Literal["all-self", "latest-self", "all"]
 ReasoningReplay = Literal["off", "encrypted", "summary-only"]
 FingerprintBinding = Literal["prefix", "model"]
+UnfingerprintedReasoning = Literal["drop", "trust"]
 MediaPolicyName = Literal["throw", "fallback-stash", "synthetic-description"]
 Warn = Callable[[str], None]
 
@@ -125,6 +126,7 @@ class RenderOptions(msgspec.Struct, frozen=True, kw_only=True):
     reasoning_replay: ReasoningReplay = "off"
     replay_compatibility: tuple[str, ...] = ()
     fingerprint_binding: FingerprintBinding = "prefix"
+    unfingerprinted_reasoning: UnfingerprintedReasoning = "drop"
     unsupported_media_policy: MediaPolicy = msgspec.field(default_factory=MediaPolicy)
     tool_result_inline_max_bytes: int = 4096
     strict: bool | None = None

@@ -199,6 +199,12 @@ def _sweep(
             reason = "the item after it carries no id the API can pair"
         elif recorded is not None and recorded != partner_id:
             reason = f"the item after it is {partner_id}, not its recorded partner {recorded}"
+        elif thought.payload.prefix_fingerprint is None:
+            if options.unfingerprinted_reasoning != "trust":
+                reason = (
+                    "it has no prefix_fingerprint (imported reasoning: run `turnwire "
+                    "fingerprint`, or set render.unfingerprinted_reasoning: trust)"
+                )
         else:
             fingerprint = stages.fingerprint_prefix(
                 model=options.model,

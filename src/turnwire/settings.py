@@ -29,6 +29,7 @@ from turnwire.context import (
     ReasoningReplay,
     SystemPromptChannel,
     ThoughtSurfacing,
+    UnfingerprintedReasoning,
 )
 from turnwire.errors import ConfigError, validation_location
 from turnwire.wire.request import (
@@ -49,6 +50,8 @@ __all__ = [
     "StoreSettings",
     "default_config_path",
     "load_settings",
+    "profile_names",
+    "profile_path",
 ]
 
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
@@ -69,6 +72,7 @@ class RenderSettings(_Section, frozen=True, kw_only=True):
     reasoning_replay: ReasoningReplay = "off"
     replay_compatibility: tuple[NonEmpty, ...] = ()
     fingerprint_binding: FingerprintBinding = "prefix"
+    unfingerprinted_reasoning: UnfingerprintedReasoning = "drop"
     unsupported_media_policy: MediaPolicyName | dict[Literal["audio", "video"], MediaPolicyName] = (
         "throw"
     )
@@ -167,6 +171,11 @@ class ContextSettings(_Section, frozen=True, kw_only=True):
     def __post_init__(self) -> None:
         if self.token_encoding is not None and self.context_window is None:
             raise ValueError("context_window: required when token_encoding is set")
+        if self.token_encoding is not None:
+            from turnwire.tokens import INSTALL_HINT, counter_installed
+
+            if not counter_installed():
+                raise ValueError(f"token_encoding: the context-window guard needs it: {INSTALL_HINT}")
 
 
 class PluginSettings(_Section, frozen=True, kw_only=True):
@@ -203,6 +212,30 @@ def default_config_path() -> Path:
     if packaged.is_file():
         return Path(str(packaged))
     return Path(__file__).resolve().parents[2] / "config" / "default.yaml"
+
+
+def profile_names() -> list[str]:
+    """The profiles shipped with turnwire (``--profile NAME``)."""
+    return sorted(path.stem for path in _profile_folder().glob("*.yaml") if path.stem != "default")
+
+
+def _profile_folder() -> Path:
+    packaged = resources.files("turnwire").joinpath("profiles")
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parents[2] / "config"
+
+
+def profile_path(name: str) -> Path:
+    """The file of the shipped profile ``name`` (in the wheel, or ``config/`` in a checkout).
+
+    :raises ConfigError: no profile has that name.
+    """
+    path = _profile_folder() / f"{name}.yaml"
+    if name in profile_names() and path.is_file():
+        return path
+    known = ", ".join(profile_names()) or "none"
+    raise ConfigError(f"--profile {name!r}: no shipped profile has that name (known: {known})")
 
 
 def _read(path: Path) -> dict[str, Any]:

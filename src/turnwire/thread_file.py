@@ -18,7 +18,7 @@ import yaml
 from turnwire.errors import ThreadFileError, validation_location
 from turnwire.model import Thread, map_pointers
 
-__all__ = ["dump_thread", "load_thread", "save_thread", "thread_to_builtins"]
+__all__ = ["dump_thread", "load_thread", "load_thread_bytes", "save_thread", "thread_to_builtins"]
 
 
 def _convert(data: Any) -> Thread:
@@ -71,6 +71,15 @@ def load_thread(source: str | os.PathLike[str] | Mapping[str, Any]) -> Thread:
     except yaml.YAMLError as err:
         raise ThreadFileError(f"thread file {path} is neither valid YAML nor JSON: {err}") from err
     return _rebase(_convert(data), path.resolve().parent)
+
+
+def load_thread_bytes(data: bytes, *, name: str, base: Path) -> Thread:
+    """Load a thread from bytes (standard input); relative pointers resolve against ``base``."""
+    try:
+        tree = yaml.safe_load(data)
+    except yaml.YAMLError as err:
+        raise ThreadFileError(f"thread file {name} is neither valid YAML nor JSON: {err}") from err
+    return _rebase(_convert(tree), base.resolve())
 
 
 def thread_to_builtins(thread: Thread) -> dict[str, Any]:

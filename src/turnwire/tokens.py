@@ -8,9 +8,8 @@ estimate exceeds ``context.context_window``.
 from __future__ import annotations
 
 import msgspec
-import toktok
 
-from turnwire.errors import ContextOverflowError
+from turnwire.errors import ConfigError, ContextOverflowError
 from turnwire.wire import (
     FunctionCall,
     FunctionCallOutput,
@@ -21,7 +20,18 @@ from turnwire.wire import (
     RequestBody,
 )
 
-__all__ = ["check_context_window", "estimate"]
+__all__ = ["check_context_window", "counter_installed", "estimate"]
+
+INSTALL_HINT = "install the optional token counter: pip install 'turnwire[tokens]' (toktok-rs)"
+
+
+def counter_installed() -> bool:
+    """Whether the optional token counter (``turnwire[tokens]``) can be imported."""
+    try:
+        import toktok  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def _texts(item: InputItem) -> list[str]:
@@ -42,6 +52,12 @@ def _texts(item: InputItem) -> list[str]:
 
 def estimate(body: RequestBody, *, encoding: str, fingerprintable_length: int) -> dict[str, int]:
     """Estimated tokens per bucket: instructions, timeline, trailing, tools."""
+    try:
+        import toktok
+    except ImportError as err:
+        raise ConfigError(
+            f"context.token_encoding is set: {INSTALL_HINT}", path="$.context.token_encoding"
+        ) from err
     groups: dict[str, list[str]] = {
         "instructions": [body.instructions or ""],
         "timeline": [t for item in body.input[:fingerprintable_length] for t in _texts(item)],
