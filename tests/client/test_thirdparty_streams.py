@@ -181,3 +181,24 @@ def test_run_once_json_records_what_the_terminal_response_implies(tmp_path, path
     assert recorded == [(i, n, json.loads(a)) for i, n, a in calls]
     assert all("result" not in c for c in records["tool_calls"])  # --once: not run
     assert thread.read_text() == THREAD
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="litellm closes its stream with `data: [DONE]`, which the client logs as malformed",
+)
+def test_the_closing_done_sentinel_is_not_reported_as_a_malformed_frame(tmp_path):
+    path = THIRDPARTY / "litellm_text.sse"
+    data = path.read_bytes()
+    assert data.endswith(b"data: [DONE]\n\n")
+    thread = tmp_path / "t.yaml"
+    thread.write_text(THREAD)
+    config = tmp_path / "c.yaml"
+    config.write_text("plugins: {load_entrypoints: false}\nclient: {retry: {max_retries: 0}}\n")
+    with ScriptedServer([Reply.sse(data, chunk=len(data))]) as server:  # [DONE] in one read
+        done = turnwire_process(
+            "run", str(thread), "--base-url", server.base_url, "--config", str(config),
+            "--once", "--json",
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "not JSON" not in done.stderr
