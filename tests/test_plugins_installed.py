@@ -55,8 +55,14 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _uv("build", "--wheel", "--out-dir", str(root / "dist"), str(REPO), cwd=root)
     (wheel,) = (root / "dist").glob("turnwire-*.whl")
     with zipfile.ZipFile(wheel) as archive:
-        assert "turnwire/default.yaml" in archive.namelist()
+        names = archive.namelist()
+        assert "turnwire/default.yaml" in names
         packaged = archive.read("turnwire/default.yaml").decode()
+        for profile in (REPO / "config").glob("*.yaml"):
+            shipped = archive.read(f"turnwire/profiles/{profile.name}").decode()
+            assert shipped == profile.read_text()
+        assert "MIT License" in archive.read("turnwire/LICENSE").decode()
+        assert any(name.endswith(".dist-info/licenses/LICENSE") for name in names)
     assert packaged == (REPO / "config" / "default.yaml").read_text()
     venv = root / "venv"
     _uv("venv", "--python", sys.executable, str(venv), cwd=root)
@@ -105,6 +111,22 @@ def render(work: Path, config: str | None = None) -> dict:
 def test_the_installed_turnwire_runs_outside_the_checkout(installed):
     assert not (installed / "config").exists()
     assert render(installed, "plugins: {load_entrypoints: false}\n")["store"] is False
+
+
+def test_the_shipped_profiles_are_usable_by_name_from_the_wheel(installed):
+    done = turnwire_cmd(installed, "check-config", "--profile", "strict-media", "--print")
+    assert done.returncode == 0, done.stderr
+    assert "profiles/strict-media.yaml" in done.stderr
+    body = render_args(installed, "--profile", "production", "--set", "plugins.allow=[]")
+    assert body["store"] is False
+
+
+def render_args(work: Path, *args: str) -> dict:
+    done = turnwire_cmd(work, "render", "thread.yaml", *args)
+    assert done.returncode == 0, done.stderr
+    body = json.loads(done.stdout)
+    validate_body(body)
+    return body
 
 
 def test_turnwire_plugins_lists_distributions_versions_and_hooks(installed):
