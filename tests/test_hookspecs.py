@@ -41,6 +41,7 @@ TEST_MODULE = {
     "on_prompt_assembled": "client/test_dispatch.py",
     "on_raw_generation": "client/test_dispatch.py",
     "filter_tool_call_id": "client/test_dispatch.py",
+    "parse_text_tool_calls": "client/test_text_tool_calls.py",
 }
 
 # Per-call data arguments; every other argument is injected by name from a provider.

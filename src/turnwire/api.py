@@ -279,7 +279,7 @@ def run_thread(
                 parts=tuple(ToolCallPart(call=call) for call in result.resolved),
             )
         )
-    from turnwire.model import Message, Thought, ToolCall
+    from turnwire.model import Message, Thought
 
     new: list[Message | Thought | ToolCall] = [
         *result.records.messages,

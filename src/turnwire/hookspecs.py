@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from turnwire._relay import StageRelay
     from turnwire.client.slots import Generation
+    from turnwire.client.text_calls import TextToolCalls
     from turnwire.context import (
         Bucket,
         EnvelopeAttrs,
@@ -461,7 +462,27 @@ def filter_tool_call_id(tool_call_id: str, existing_ids: frozenset[str]) -> str 
     """
 
 
-CLIENT_HOOKS: tuple[str, ...] = ("on_prompt_assembled", "on_raw_generation", "filter_tool_call_id")
+@hookspec(firstresult=True)
+def parse_text_tool_calls(text: str, tools: Sequence[Tool]) -> TextToolCalls | None:
+    """Find the tool calls a model wrote into its answer text (local models).
+
+    :param text: the response's message texts, joined without a separator.
+    :param tools: the tools the thread declares (a parser may accept only their names).
+    :returns: the calls found and the text without their markup, or ``None`` for none.
+
+    Stops at the first non-None result. Runs once per response that has text and no
+    structured tool calls (never otherwise). Default: no implementation, so text stays text;
+    the ``turnwire-local-tools`` plugin parses the common local-model formats. A parser never
+    raises on malformed text: it returns ``None``.
+    """
+
+
+CLIENT_HOOKS: tuple[str, ...] = (
+    "on_prompt_assembled",
+    "on_raw_generation",
+    "filter_tool_call_id",
+    "parse_text_tool_calls",
+)
 """The client's seams: observers (collect-all) and the tool-call id filter."""
 
 STAGES: tuple[str, ...] = (

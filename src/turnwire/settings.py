@@ -175,7 +175,9 @@ class ContextSettings(_Section, frozen=True, kw_only=True):
             from turnwire.tokens import INSTALL_HINT, counter_installed
 
             if not counter_installed():
-                raise ValueError(f"token_encoding: the context-window guard needs it: {INSTALL_HINT}")
+                raise ValueError(
+                    f"token_encoding: the context-window guard needs it: {INSTALL_HINT}"
+                )
 
 
 class PluginSettings(_Section, frozen=True, kw_only=True):

@@ -34,6 +34,7 @@ from turnwire.client.slots import (
     generation_from_response,
 )
 from turnwire.client.sse import SSEDecoder
+from turnwire.client.text_calls import TextToolCalls, apply_text_tool_calls
 from turnwire.client.tools import ToolExecutor, artifact_tools, parse_arguments
 from turnwire.client.transport import RetryPolicy, Transport
 from turnwire.errors import (
@@ -325,6 +326,7 @@ class Client:
         while True:
             iterations += 1
             generation = await self._iteration(thread, resolved, on_text)
+            generation = apply_text_tool_calls(generation, self._text_call_parser(thread))
             thread, calls = self._record(thread, generation)
             self._observe("on_raw_generation", generation=generation, model=resolved)
             runnable = [call for call in calls if call.result is None]
@@ -737,6 +739,18 @@ class Client:
         return msgspec.structs.replace(thread, tool_calls=tool_calls)
 
     # ------------------------------------------------------------------ hooks
+
+    def _text_call_parser(self, thread: Thread) -> Callable[[str], TextToolCalls | None]:
+        def parse(text: str) -> TextToolCalls | None:
+            try:
+                found = self._hook("parse_text_tool_calls", text=text, tools=thread.tools)
+            except Exception:
+                # A parser that breaks leaves the answer as text; it never fails the turn.
+                logger.exception("parse_text_tool_calls raised", extra={"kind": "parser-error"})
+                return None
+            return found if isinstance(found, TextToolCalls) else None
+
+        return parse
 
     def _hook(self, name: str, **kwargs: Any) -> Any:
         return getattr(self.plugin_manager.hook, name)(**kwargs)
