@@ -61,7 +61,8 @@ TOOLS = [{"name": "get_capital", "parameters": {"type": "object", "properties": 
 
 
 def test_a_call_written_as_text_runs_and_its_result_goes_back():
-    text = 'Let me look.\n<tool_call>{"name": "get_capital", "arguments": {"country": "France"}}</tool_call>'
+    call = {"name": "get_capital", "arguments": {"country": "France"}}
+    text = f"Let me look.\n<tool_call>{json.dumps(call)}</tool_call>"
     script = [
         Reply.json(200, _answer(text, "r1")),
         Reply.json(200, _answer("It is Paris.", "r2")),
@@ -85,7 +86,7 @@ def test_a_call_written_as_text_runs_and_its_result_goes_back():
     assert sent_call["name"] == "get_capital"
     assert json.loads(sent_call["arguments"]) == {"country": "France"}
     assert output["call_id"] == sent_call["call_id"]
-    assert output["output"] == "the capital of France is Paris"
+    assert "\nthe capital of France is Paris\n</untrusted_content_" in output["output"]
     assert result.response.finish_reason == "stop"
 
 
@@ -112,7 +113,7 @@ def test_structured_calls_win_and_the_parser_is_not_asked():
         MessageOutput(output_index=0, item_id="msg_1", text="<tool_call>...</tool_call>"),
         ToolCallOutput(output_index=1, item_id="fc_1", call_id="c1", name="f", arguments="{}"),
     )
-    assert apply_text_tool_calls(generation, lambda text: asked.append(text)) is generation
+    assert apply_text_tool_calls(generation, asked.append)  # type: ignore[arg-type] is generation
     assert asked == []
 
 
