@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     from turnwire.store.sqlite import SQLiteStore, StoreError
     from turnwire.thread_file import dump_thread, load_thread, save_thread
     from turnwire.turns import ContextAssembler, Turn, TurnBuilder
+    from turnwire.windows import transcript
 
 __version__ = "0.1.0"
 
@@ -147,6 +148,7 @@ _EXPORTS: dict[str, str] = {
     "run": "turnwire.api",
     "run_thread": "turnwire.api",
     "save_thread": "turnwire.thread_file",
+    "transcript": "turnwire.windows",
 }
 
 __all__ = [
@@ -219,6 +221,7 @@ __all__ = [
     "run",
     "run_thread",
     "save_thread",
+    "transcript",
 ]
 
 

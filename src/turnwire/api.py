@@ -16,6 +16,7 @@ from turnwire.pipeline import RenderedInput
 from turnwire.request import build_body, encode_body, preflight
 from turnwire.thread_file import load_thread
 from turnwire.turns import ContextAssembler
+from turnwire.windows import apply_window
 from turnwire.wire import RequestBody
 
 if TYPE_CHECKING:
@@ -78,8 +79,10 @@ def render_input(
     reasoning_replay: str | None = None,
     unfingerprinted_reasoning: str | None = None,
 ) -> RenderedInput:
-    """``build_input`` for ``thread`` with its file bytes loaded (no body, no preflight)."""
-    loaded = ContextAssembler().inline(thread)
+    """``build_input`` for the turns of ``thread`` that ``context.window`` keeps, with their
+    file bytes loaded (no body, no preflight)."""
+    windowed = apply_window(thread, container.settings().context.window)
+    loaded = ContextAssembler().inline(windowed)
     overrides: dict[str, Any] = {"model": model}
     if reasoning_replay is not None:
         overrides["reasoning_replay"] = reasoning_replay

@@ -209,6 +209,11 @@ def _parser() -> argparse.ArgumentParser:
         "show", parents=[logs, store_options], help="a thread, as a thread file (JSON)"
     )
     show.add_argument("id", help="the thread's id (see `turnwire threads list`)")
+    show.add_argument(
+        "--transcript",
+        action="store_true",
+        help="the conversation as plain text (who said what, tool calls and results)",
+    )
     export = actions.add_parser(
         "export", parents=[logs, store_options], help="write a thread to a thread file"
     )
@@ -446,7 +451,13 @@ def _threads(args: argparse.Namespace) -> int:
             if not summaries and not args.quiet:
                 print(f"no threads in {store.path}", file=sys.stderr)
         elif args.action == "show":
-            print(msgspec.json.format(dump_thread(store.export_thread(args.id))).decode())
+            thread = store.export_thread(args.id)
+            if args.transcript:
+                from turnwire.windows import transcript
+
+                sys.stdout.write(transcript(thread))
+            else:
+                print(msgspec.json.format(dump_thread(thread)).decode())
         elif args.action == "export":
             thread = store.export_thread(args.id)
             if args.file == "-":

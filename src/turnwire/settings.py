@@ -32,6 +32,7 @@ from turnwire.context import (
     UnfingerprintedReasoning,
 )
 from turnwire.errors import ConfigError, validation_location
+from turnwire.windows import Window
 from turnwire.wire.request import (
     FunctionToolChoice,
     ReasoningOptions,
@@ -163,8 +164,10 @@ class ClientSettings(_Section, frozen=True, kw_only=True):
 
 
 class ContextSettings(_Section, frozen=True, kw_only=True):
-    """``context:``: the context-window guard (off while ``token_encoding`` is null)."""
+    """``context:``: which turns a request sends (``window``) and the context-window guard
+    (off while ``token_encoding`` is null)."""
 
+    window: Window = "all"
     token_encoding: Literal["o200k_base", "cl100k_base"] | None = None
     context_window: Annotated[int, msgspec.Meta(ge=1)] | None = None
 

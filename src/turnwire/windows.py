@@ -1,0 +1,181 @@
+"""Windows over a long conversation, and a plain-text transcript of it.
+
+A window chooses which turns of the timeline a request sends; it is applied to the thread before
+rendering (``context.window``), so a stored thread keeps its whole history. A turn starts at a
+user message and holds everything after it up to the next one: the assistant's reasoning, its
+tool calls with their results, its answer. Windows cut only between turns, so a call never loses
+its output and a reasoning item never loses the item it produced, and the leading system content
+(system prompt, standing instructions, memories, documents, tools) is always kept.
+
+- ``all`` (the default): every turn.
+- ``{last_turns: N}``: the last N turns.
+- ``{token_budget: N}``: the longest run of most recent whole turns whose estimate fits in N
+  tokens (the last turn is always kept, with a warning when it alone is over).
+
+The estimate is the one of :func:`estimate_tokens`: text by length (about four bytes a token),
+each attachment a fixed 765 tokens (a high-detail 512x512 image), reasoning blobs by length.
+A cut changes the request prefix, so reasoning recorded after the old prefix is no longer
+replayed (its fingerprint is stale): the API would refuse it anyway.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Annotated, Literal
+
+import msgspec
+
+from turnwire.model import Message, Thought, Thread, ToolCall
+
+__all__ = [
+    "Window",
+    "WindowSettings",
+    "apply_window",
+    "estimate_tokens",
+    "timeline_turns",
+    "transcript",
+]
+
+logger = logging.getLogger("turnwire")
+
+Record = Message | Thought | ToolCall
+ATTACHMENT_TOKENS = 765
+_BYTES_PER_TOKEN = 4
+
+
+class WindowSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``context.window`` as a mapping: exactly one of ``last_turns`` or ``token_budget``."""
+
+    last_turns: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    token_budget: Annotated[int, msgspec.Meta(ge=1)] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.last_turns is None) == (self.token_budget is None):
+            raise ValueError("give exactly one of last_turns or token_budget")
+
+
+Window = Literal["all"] | WindowSettings
+
+
+def _ordered(thread: Thread) -> list[Record]:
+    """The timeline in render order: ``(created_at, seq)``, then messages, thoughts, calls."""
+    groups: tuple[tuple[Record, ...], ...] = (thread.messages, thread.thoughts, thread.tool_calls)
+    entries = [
+        (record.created_at, record.seq, rank, index, record)
+        for rank, records in enumerate(groups)
+        for index, record in enumerate(records)
+    ]
+    entries.sort(key=lambda entry: entry[:4])
+    return [entry[4] for entry in entries]
+
+
+def timeline_turns(thread: Thread) -> list[list[Record]]:
+    """The timeline cut into turns, each starting at a user message (the first may not)."""
+    turns: list[list[Record]] = []
+    for record in _ordered(thread):
+        if not turns or (isinstance(record, Message) and record.role == "user"):
+            turns.append([])
+        turns[-1].append(record)
+    return turns
+
+
+def _text_tokens(text: str | None) -> int:
+    if not text:
+        return 0
+    return -(-len(text.encode()) // _BYTES_PER_TOKEN)
+
+
+def estimate_tokens(record: Record) -> int:
+    """A quick estimate of what ``record`` costs in a request (see the module docstring)."""
+    if isinstance(record, Message):
+        return _text_tokens(record.content) + ATTACHMENT_TOKENS * len(record.attachments)
+    if isinstance(record, Thought):
+        blob = record.payload.item.encrypted_content if record.payload is not None else None
+        return _text_tokens(record.content) + _text_tokens(blob)
+    result = record.result
+    tokens = _text_tokens(record.tool) + _text_tokens(msgspec.json.encode(record.args).decode())
+    if result is not None:
+        tokens += _text_tokens(result.text)
+        tokens += ATTACHMENT_TOKENS * len(result.media or ())
+        artifacts = (result.artifact,) if result.artifact is not None else result.artifacts or ()
+        tokens += sum(_text_tokens(artifact.text) for artifact in artifacts)
+    return tokens
+
+
+def _keep(turns: Sequence[list[Record]], window: WindowSettings) -> int:
+    """How many trailing turns the window keeps."""
+    if window.last_turns is not None:
+        return min(window.last_turns, len(turns))
+    assert window.token_budget is not None
+    total, kept = 0, 0
+    for turn in reversed(turns):
+        total += sum(estimate_tokens(record) for record in turn)
+        if total > window.token_budget and kept:
+            break
+        kept += 1
+        if total > window.token_budget:
+            logger.warning(
+                "the last turn alone is estimated at %d tokens, over context.window.token_budget "
+                "(%d); it is sent whole",
+                total,
+                window.token_budget,
+                extra={"kind": "window-over-budget"},
+            )
+            break
+    return kept
+
+
+def apply_window(thread: Thread, window: Window) -> Thread:
+    """``thread`` with only the turns ``window`` keeps (the header untouched)."""
+    if window == "all":
+        return thread
+    assert isinstance(window, WindowSettings)
+    turns = timeline_turns(thread)
+    kept = _keep(turns, window)
+    if kept >= len(turns):
+        return thread
+    keep = {id(record) for turn in turns[len(turns) - kept :] for record in turn}
+    return msgspec.structs.replace(
+        thread,
+        messages=tuple(r for r in thread.messages if id(r) in keep),
+        thoughts=tuple(r for r in thread.thoughts if id(r) in keep),
+        tool_calls=tuple(r for r in thread.tool_calls if id(r) in keep),
+    )
+
+
+def _speaker(message: Message) -> str:
+    if message.identity is not None and message.identity.representation:
+        return message.identity.representation
+    return "User" if message.role == "user" else "Assistant"
+
+
+def transcript(thread: Thread) -> str:
+    """The conversation as plain text, one block per record, for people and helper calls.
+
+    Messages show who spoke and what they said (attachments by file name), tool calls their
+    arguments and result, thoughts their text; the header (system prompt, tools) is left out.
+    """
+    lines: list[str] = []
+    for record in _ordered(thread):
+        if isinstance(record, Message):
+            files = "".join(
+                f" [attached {media.filename or media.id}]" for media in record.attachments
+            )
+            lines.append(f"{_speaker(record)}: {record.content or ''}{files}".rstrip())
+        elif isinstance(record, Thought):
+            if record.content:
+                lines.append(f"(thinking) {record.content}")
+        else:
+            arguments = msgspec.json.encode(record.args).decode()
+            if record.result is None:
+                outcome = "(not run yet)"
+            elif record.result.text is not None:
+                outcome = record.result.text
+            elif record.result.media:
+                outcome = ", ".join(media.filename or media.id for media in record.result.media)
+            else:
+                outcome = "(artifact)"
+            mark = " error" if record.is_error else ""
+            lines.append(f"[tool {record.tool}({arguments}){mark}] {outcome}")
+    return "\n".join(lines) + ("\n" if lines else "")
