@@ -208,5 +208,6 @@ def test_threads_show_transcript(tmp_path):
     assert done.returncode == 0, done.stderr
     shown = turnwire_process("threads", "show", "w", "--transcript", "--db", str(db))
     assert shown.returncode == 0, shown.stderr
-    assert shown.stdout.splitlines()[0] == "Alice: What's the weather in Paris? [attached photo.png]"
+    first = shown.stdout.splitlines()[0]
+    assert first == "Alice: What's the weather in Paris? [attached photo.png]"
     assert '[tool get_weather({"city":"Paris"})] 21C' in shown.stdout
