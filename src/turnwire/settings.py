@@ -168,7 +168,7 @@ class ContextSettings(_Section, frozen=True, kw_only=True):
     (off while ``token_encoding`` is null)."""
 
     window: Window = "all"
-    token_encoding: Literal["o200k_base", "cl100k_base"] | None = None
+    token_encoding: Literal["o200k_base", "o200k_harmony", "cl100k_base", "qwen3.5"] | None = None
     context_window: Annotated[int, msgspec.Meta(ge=1)] | None = None
 
     def __post_init__(self) -> None:

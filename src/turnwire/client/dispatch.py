@@ -454,9 +454,9 @@ class Client:
         context = self.settings.context
         check_context_window(
             rendered.request,
+            thread,
             encoding=context.token_encoding,
             window=context.context_window,
-            fingerprintable_length=rendered.fingerprintable_length,
         )
         try:
             return await self._exchange(rendered, model, on_text, "request")
