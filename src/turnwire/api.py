@@ -78,6 +78,7 @@ def render_input(
     model: str,
     reasoning_replay: str | None = None,
     unfingerprinted_reasoning: str | None = None,
+    render_context: Mapping[str, str] | None = None,
 ) -> RenderedInput:
     """``build_input`` for the turns of ``thread`` that ``context.window`` keeps, with their
     file bytes loaded (no body, no preflight)."""
@@ -88,6 +89,8 @@ def render_input(
         overrides["reasoning_replay"] = reasoning_replay
     if unfingerprinted_reasoning is not None:
         overrides["unfingerprinted_reasoning"] = unfingerprinted_reasoning
+    if render_context:
+        overrides["render_context"] = dict(render_context)
     build_input = container.build_input()
     rendered: RenderedInput = build_input(loaded, options=container.render_options(**overrides))
     return rendered
@@ -100,6 +103,7 @@ def render(
     model: str | None = None,
     container: Container | None = None,
     reasoning_replay: str | None = None,
+    render_context: Mapping[str, str] | None = None,
 ) -> RenderedRequest:
     """Render ``thread`` into the request body turnwire would POST, after the preflight check.
 
@@ -109,6 +113,8 @@ def render(
     :param container: a container to use instead of building one from ``config_files``.
     :param reasoning_replay: overrides ``render.reasoning_replay`` for this render (the
         reasoning-free retry renders with ``off``).
+    :param render_context: values stages may ask for by name (``render_context``): the
+        system-prompt template's ``{date}``, ``{user}`` ... (input, like the thread).
     :raises turnwire.errors.InputError: bad thread, configuration or rendered body.
     """
     if container is None:
@@ -118,7 +124,11 @@ def render(
     settings = container.settings()
     resolved = resolve_model(thread, container, model)
     rendered = render_input(
-        thread, container=container, model=resolved, reasoning_replay=reasoning_replay
+        thread,
+        container=container,
+        model=resolved,
+        reasoning_replay=reasoning_replay,
+        render_context=render_context,
     )
     body = build_body(
         rendered,
@@ -146,6 +156,7 @@ def run(
     on_tool_result: Callable[[ToolCall], None] | None = None,
     container: Container | None = None,
     handlers: Mapping[str, Callable[..., Any]] | None = None,
+    render_context: Mapping[str, str] | None = None,
     **transport_options: Any,
 ) -> RunResult:
     """Send a thread, stream the answer, run its tools until the model stops.
@@ -163,6 +174,8 @@ def run(
     :param on_text: called with each text delta as it streams.
     :param on_tool_result: called with each tool call once its result is recorded.
     :param handlers: tool name → callable, instead of the tools' ``handler`` paths.
+    :param render_context: values stages may ask for by name, for every request of the run
+        (see :func:`render`).
     :param transport_options: passed to :class:`turnwire.client.transport.Transport`
         (``sleep``, ``jitter``, ``client``...).
     :raises turnwire.errors.TurnwireError: bad input, or the exchange failed; nothing of a
@@ -189,7 +202,12 @@ def run(
         **transport_options,
     )
     result = client.run_sync(
-        loaded, model=model, once=once, on_text=on_text, on_tool_result=on_tool_result
+        loaded,
+        model=model,
+        once=once,
+        on_text=on_text,
+        on_tool_result=on_tool_result,
+        render_context=render_context,
     )
     if save and path is not None:
         save_thread(result.thread, path)
@@ -243,6 +261,7 @@ def run_thread(
     on_tool_result: Callable[[ToolCall], None] | None = None,
     container: Container | None = None,
     handlers: Mapping[str, Callable[..., Any]] | None = None,
+    render_context: Mapping[str, str] | None = None,
     **transport_options: Any,
 ) -> RunResult:
     """One turn of a stored thread: the user's question (if any), the run, the new turns.
@@ -270,7 +289,12 @@ def run_thread(
         **transport_options,
     )
     result = client.run_sync(
-        thread, model=model, once=once, on_text=on_text, on_tool_result=on_tool_result
+        thread,
+        model=model,
+        once=once,
+        on_text=on_text,
+        on_tool_result=on_tool_result,
+        render_context=render_context,
     )
     turns = [current] if current is not None else []
     if result.resolved:

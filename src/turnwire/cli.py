@@ -77,6 +77,14 @@ def _config_options(*, example: str) -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help=f"one setting, as a YAML value ({example}); repeatable, applied last",
     )
+    options.add_argument(
+        "--context",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a render-context value stages may ask for (with render.system_prompt_template: "
+        "true, {KEY} in the system prompt); repeatable",
+    )
     return options
 
 
@@ -294,6 +302,20 @@ def _container(args: argparse.Namespace) -> Any:
     return build_container(_config_files(args), overrides=_overrides(getattr(args, "set", [])))
 
 
+def _render_context(args: argparse.Namespace) -> dict[str, str]:
+    """``--context KEY=VALUE`` pairs (values stay strings)."""
+    values: dict[str, str] = {}
+    for assignment in getattr(args, "context", []):
+        key, equals, value = assignment.partition("=")
+        if not equals or not key.isidentifier():
+            raise ConfigError(
+                f"--context {assignment!r}: write KEY=VALUE with a name for KEY, such as "
+                "--context user=Ana"
+            )
+        values[key] = value
+    return values
+
+
 def _thread(source: str) -> Any:
     """The thread named on the command line (``-``: standard input)."""
     from turnwire.thread_file import load_thread
@@ -316,7 +338,12 @@ def _summarise_warnings(args: argparse.Namespace, warnings: Sequence[str]) -> No
 def _render(args: argparse.Namespace) -> int:
     from turnwire.api import render
 
-    rendered = render(_thread(args.thread), container=_container(args), model=args.model)
+    rendered = render(
+        _thread(args.thread),
+        container=_container(args),
+        model=args.model,
+        render_context=_render_context(args),
+    )
     sys.stdout.buffer.write(rendered.body + b"\n")
     sys.stdout.flush()
     _summarise_warnings(args, rendered.rendered.warnings)
@@ -331,7 +358,10 @@ def _fingerprint(args: argparse.Namespace) -> int:
     container = _container(args)
     thread = load_thread(args.thread)
     stamped, report = stamp_fingerprints(
-        thread, container=container, model=resolve_model(thread, container, args.model)
+        thread,
+        container=container,
+        model=resolve_model(thread, container, args.model),
+        render_context=_render_context(args),
     )
     target = args.output or args.thread
     if target == "-":
@@ -390,6 +420,7 @@ def _run(args: argparse.Namespace) -> int:
                 once=args.once,
                 on_text=text_sink,
                 on_tool_result=on_tool_result,
+                render_context=_render_context(args),
             )
     else:
         if not args.thread:
@@ -405,6 +436,7 @@ def _run(args: argparse.Namespace) -> int:
             save=args.save,
             on_text=text_sink,
             on_tool_result=on_tool_result,
+            render_context=_render_context(args),
         )
     if args.json:
         payload = {

@@ -92,6 +92,9 @@ class Container(containers.DeclarativeContainer):
     unfingerprinted_reasoning = providers.Callable(
         lambda s: s.render.unfingerprinted_reasoning, settings
     )
+    system_prompt_template = providers.Callable(lambda s: s.render.system_prompt_template, settings)
+    # Per dispatch (``render_context=``), never from the settings: the default is empty.
+    render_context: providers.Provider[dict[str, str]] = providers.Factory(dict)
     tool_result_inline_max_bytes = providers.Callable(
         lambda s: s.render.tool_result_inline_max_bytes, settings
     )
@@ -177,6 +180,8 @@ class Container(containers.DeclarativeContainer):
         replay_compatibility=replay_compatibility,
         fingerprint_binding=fingerprint_binding,
         unfingerprinted_reasoning=unfingerprinted_reasoning,
+        system_prompt_template=system_prompt_template,
+        render_context=render_context,
         unsupported_media_policy=unsupported_media_policy,
         tool_result_inline_max_bytes=tool_result_inline_max_bytes,
         strict=strict,

@@ -50,6 +50,7 @@ def stamp_fingerprints(
     container: Container,
     model: str,
     only: Collection[str] | None = None,
+    render_context: Mapping[str, str] | None = None,
 ) -> tuple[Thread, StampReport]:
     """``thread`` with each unfingerprinted thought that pairs given its fingerprint.
 
@@ -60,6 +61,7 @@ def stamp_fingerprints(
 
     :param only: stamp just these thought ids; other unfingerprinted thoughts render as
         ``render.unfingerprinted_reasoning`` says (the client stamps what a run recorded).
+    :param render_context: the render context the requests will be rendered with.
     """
     missing = {
         thought.id: thought
@@ -72,7 +74,11 @@ def stamp_fingerprints(
     if only is not None and container.settings().render.unfingerprinted_reasoning == "drop":
         view = _with_fingerprint(thread, dict.fromkeys(_others(thread, missing), _NEVER))
     rendered = render_input(
-        view, container=container, model=model, unfingerprinted_reasoning="trust"
+        view,
+        container=container,
+        model=model,
+        unfingerprinted_reasoning="trust",
+        render_context=render_context,
     )
     by_item = {
         thought.payload.item.id: thought.id

@@ -216,6 +216,8 @@ def render_system_prompt(
     memories: tuple[Memory, ...],
     retrievables: tuple[Retrievable, ...],
     bucket_order: tuple[Bucket, ...],
+    system_prompt_template: bool,
+    render_context: Mapping[str, str],
     stages: StageRelay,
 ) -> str | None:
     """Render the leading system content: the prompt and every bucket before ``timeline``.
@@ -225,11 +227,17 @@ def render_system_prompt(
     :param memories: the thread's memories.
     :param retrievables: the thread's retrieved records.
     :param bucket_order: the configured bucket order.
+    :param system_prompt_template: whether ``{name}`` placeholders in the prompt take values
+        from ``render_context``.
+    :param render_context: the values the caller passed for this dispatch (``render_context=``
+        in Python, ``--context KEY=VALUE`` on the command line); any stage may ask for it.
     :param stages: the relay to the bucket stages.
     :returns: the parts separated by a blank line (``""`` when all are empty).
 
     Stops at the first non-None result. Runs once per request. Where the text goes (the
     ``instructions`` field or a leading item) is ``system_prompt_channel``'s business.
+    Default: the prompt (its placeholders filled when ``system_prompt_template`` is on; names
+    only, unknown ones left as written), then each bucket before ``timeline``.
     """
 
 

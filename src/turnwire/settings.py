@@ -74,6 +74,7 @@ class RenderSettings(_Section, frozen=True, kw_only=True):
     replay_compatibility: tuple[NonEmpty, ...] = ()
     fingerprint_binding: FingerprintBinding = "prefix"
     unfingerprinted_reasoning: UnfingerprintedReasoning = "drop"
+    system_prompt_template: bool = False
     unsupported_media_policy: MediaPolicyName | dict[Literal["audio", "video"], MediaPolicyName] = (
         "throw"
     )

@@ -221,6 +221,7 @@ class Client:
         self.requests = 0
         self._handlers = dict(handlers or {})
         self._last_rendered: Any = None
+        self._render_context: dict[str, str] = {}
         self._transport_options = transport_options
         self._credentials = (base_url, api_key, organization, project)
 
@@ -297,6 +298,7 @@ class Client:
         on_text: Callable[[str], None] | None = None,
         on_tool_result: Callable[[ToolCall], None] | None = None,
         overrides: Mapping[str, Any] | None = None,
+        render_context: Mapping[str, str] | None = None,
     ) -> RunResult:
         """Send the thread, stream the answer, run tools and loop; return the extended thread.
 
@@ -305,11 +307,19 @@ class Client:
         :param on_tool_result: called with each tool call once its result is recorded.
         :param overrides: settings for this run only, merged over the client's (see
             :meth:`with_overrides`).
+        :param render_context: values stages may ask for by name, for every request of this
+            run (see :func:`turnwire.render`).
         """
         if overrides:
             return await self.with_overrides(overrides).run(
-                thread, model=model, once=once, on_text=on_text, on_tool_result=on_tool_result
+                thread,
+                model=model,
+                once=once,
+                on_text=on_text,
+                on_tool_result=on_tool_result,
+                render_context=render_context,
             )
+        self._render_context = dict(render_context or {})
         from turnwire.api import resolve_model
 
         self._require_key()
@@ -369,7 +379,9 @@ class Client:
         """The fingerprint stage through a relay, so plugins and overrides apply here too."""
         from turnwire._relay import StageRelay
 
-        options = self.container.render_options(model=model).injectable()
+        options = self.container.render_options(
+            model=model, render_context=self._render_context
+        ).injectable()
         relay = StageRelay(
             self.container.stage_plan(), {**options, "warn": lambda message: None, "scratch": {}}
         )
@@ -400,6 +412,7 @@ class Client:
             container=self.container,
             model=model,
             reasoning_replay="off" if replay_off else None,
+            render_context=self._render_context,
         )
 
     def _with_artifact_tools(self, thread: Thread) -> Thread:
@@ -689,7 +702,10 @@ class Client:
 
         with overriding(self.container.fingerprint_prefix, lambda: _WILDCARD):
             rendered = render_input(
-                self._with_artifact_tools(thread), container=self.container, model=model
+                self._with_artifact_tools(thread),
+                container=self.container,
+                model=model,
+                render_context=self._render_context,
             )
         items = rendered.input
         fingerprint = self._fingerprinter(model)
