@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 import yaml
 
+from turnwire._loading import DocumentKind, format_for
 from turnwire.context import (
     BUCKETS,
     DEFAULT_STASH_KEYS,
@@ -205,15 +206,12 @@ def default_config_path() -> Path:
     return Path(__file__).resolve().parents[2] / "config" / "default.yaml"
 
 
+CONFIG_FILES = DocumentKind("configuration file", ConfigError)
+"""How configuration files are read: the limits of thread files, and :class:`ConfigError`."""
+
+
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ConfigError(f"cannot read configuration file {path}: {err.strerror}") from err
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ConfigError(f"configuration file {path} is not valid YAML: {err}") from err
+    data = CONFIG_FILES.parse(CONFIG_FILES.read(path), name=str(path), format=format_for(path))
     if data is None:
         return {}
     if not isinstance(data, dict):
