@@ -435,7 +435,7 @@ class DocumentKind:
         problem = err.problem or err.context or "invalid"
         if err.context and err.problem:
             context = err.context
-            if err.context_mark is not None and err.context_mark is not mark:
+            if err.context_mark is not None and _mark_where(err.context_mark) != where:
                 context += f" at {_mark_where(err.context_mark)}"
             problem += f" ({context})"
         return self.fail(name, where, f"{self.yaml_syntax}: {problem}")
