@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -664,3 +665,59 @@ def test_render_of_an_ascii_escaped_emoji_thread_prints_the_utf8_body(tmp_path: 
     utf8 = turnwire_process("render", str(tmp_path / "utf8.json"))
     assert escaped.stdout == utf8.stdout
     assert f"\nweather {EMOJI}?\n" in json.loads(escaped.stdout)["input"][0]["content"][0]["text"]
+
+
+POINTER_PATHS = [
+    "$.messages[0].attachments[0].path",
+    "$.tool_calls[0].result.media[0].path",
+    "$.tool_calls[1].result.artifact.path",
+    "$.tool_calls[2].result.artifacts[0].path",
+    "$.retrievables[0].artifact.path",
+]
+
+
+def _pointer_everywhere(pointers: list[str]) -> dict[str, Any]:
+    """A thread with a file pointer in each of the five places, in POINTER_PATHS order."""
+
+    def media(pointer: str) -> dict[str, Any]:
+        return {"id": "a", "kind": "image", "mime_type": "image/png", "path": pointer}
+
+    first, second, third, fourth, fifth = pointers
+    return _doc(
+        messages=[{"id": "u", "role": "user", "created_at": at(0), "attachments": [media(first)]}],
+        tool_calls=[
+            {**_call({}), "id": "c1", "result": {"media": [media(second)]}},
+            {**_call({}), "id": "c2", "result": {"artifact": {"path": third}}},
+            {**_call({}), "id": "c3", "result": {"artifacts": [{"path": fourth}]}},
+        ],
+        retrievables=[{"id": "r", "trust_tier": "first-party", "artifact": {"path": fifth}}],
+    )
+
+
+@pytest.mark.parametrize("place", range(len(POINTER_PATHS)))
+@pytest.mark.parametrize("form", ["json", "yaml", "mapping"])
+def test_a_nul_character_in_a_file_path_fails_naming_it(place: int, form: str) -> None:
+    pointers = ["ok.png"] * len(POINTER_PATHS)
+    pointers[place] = "a\x00b.png"
+    doc = _pointer_everywhere(pointers)
+    with pytest.raises(ThreadFileError) as caught:
+        if form == "mapping":
+            load_thread(doc)
+        else:
+            text = json.dumps(doc) if form == "json" else yaml.safe_dump(doc)
+            load_thread_bytes(text.encode(), format=form)  # type: ignore[arg-type]
+    path = POINTER_PATHS[place]
+    assert str(caught.value) == f"{path}: a file path cannot contain a NUL character"
+    assert caught.value.path == path
+
+
+def test_every_file_pointer_is_rebased_and_listed(tmp_path: Path) -> None:
+    """The NUL check visits every pointer that loading rebases."""
+    from turnwire.thread_file import _pointers
+
+    names = [f"f{i}.txt" for i in range(len(POINTER_PATHS))]
+    loaded = load_thread_bytes(json.dumps(_pointer_everywhere(names)).encode(), base=tmp_path)
+    assert list(_pointers(loaded)) == [
+        (path, str(tmp_path.resolve() / name))
+        for path, name in zip(POINTER_PATHS, names, strict=True)
+    ]

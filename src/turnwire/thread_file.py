@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,10 +61,39 @@ def _convert(data: Any) -> Thread:
             path="$.version",
         )
     try:
-        return msgspec.convert(data, Thread)
+        thread = msgspec.convert(data, Thread)
     except msgspec.ValidationError as err:
         path, detail = validation_location(err)
         raise ThreadFileError(f"{path}: {detail}", path=path) from err
+    _check_pointers(thread)
+    return thread
+
+
+def _pointers(thread: Thread) -> Iterator[tuple[str, str | None]]:
+    """``($.path, pointer)`` of every file pointer, in the order of :func:`map_pointers`."""
+    for i, message in enumerate(thread.messages):
+        for j, media in enumerate(message.attachments):
+            yield f"$.messages[{i}].attachments[{j}].path", media.path
+    for i, call in enumerate(thread.tool_calls):
+        result = call.result
+        if result is None:
+            continue
+        for j, media in enumerate(result.media or ()):
+            yield f"$.tool_calls[{i}].result.media[{j}].path", media.path
+        if result.artifact is not None:
+            yield f"$.tool_calls[{i}].result.artifact.path", result.artifact.path
+        for j, artifact in enumerate(result.artifacts or ()):
+            yield f"$.tool_calls[{i}].result.artifacts[{j}].path", artifact.path
+    for i, document in enumerate(thread.retrievables):
+        if document.artifact is not None:
+            yield f"$.retrievables[{i}].artifact.path", document.artifact.path
+
+
+def _check_pointers(thread: Thread) -> None:
+    # The operating system cannot name a file with a NUL in it (Python raises ValueError).
+    for path, pointer in _pointers(thread):
+        if pointer is not None and "\0" in pointer:
+            raise ThreadFileError(f"{path}: a file path cannot contain a NUL character", path=path)
 
 
 def _absolute(pointer: str | None, base: Path) -> str | None:
@@ -132,6 +161,7 @@ def _decode_json(data: bytes, name: str, *, or_yaml: bool) -> Thread:
             raise json_error from None
         return _convert(tree)
     _check_unbounded(thread, name, data)
+    _check_pointers(thread)
     return thread
 
 
