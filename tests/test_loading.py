@@ -358,7 +358,7 @@ def test_a_million_digit_integer_fails_at_once() -> None:
     )
     _fails(
         as_json,
-        "$.tool_calls[0].args[...]: integer value out of range",
+        "$.tool_calls[0].args[...]: an integer outside the 64-bit range",
         path="$.tool_calls[0].args[...]",
     )
     _fails(b"version: 1\nn: " + digits, "line 2, column 4: an integer of 1000000 characters")
@@ -456,12 +456,30 @@ def test_a_lone_surrogate_in_yaml_fails(kind: DocumentKind) -> None:
             "thread file t.in, line 2, column 8: neither valid YAML nor JSON: character #x0007 "
             "is not allowed",
         ),
+        (
+            "model: \u00e9\u00e9 \x07\n".encode(),
+            "yaml",
+            "thread file t.in, line 1, column 11: neither valid YAML nor JSON: character #x0007 "
+            "is not allowed",
+        ),
     ],
 )
 def test_syntax_errors_are_one_line_with_line_and_column(
     data: bytes, format: str | None, expected: str
 ) -> None:
     assert _fails(data, format=format) == expected
+
+
+@pytest.mark.parametrize("kind", [FAST, PURE], ids=["libyaml", "pure-python"])
+def test_a_control_character_after_wide_ones_is_placed_by_character(kind: DocumentKind) -> None:
+    with pytest.raises(ThreadFileError) as caught:
+        kind.parse("a: 1\nb: \u00e9\u20ac\U0001f600 \x01\n".encode(), name="c.yaml")
+    assert str(caught.value).startswith("thread file c.yaml, line 2, column 8: ")
+
+
+def test_a_float_beyond_the_float_range_fails_naming_its_path() -> None:
+    data = b'{"version": 1, "x": {"y": 1e999}}'
+    _fails(data, "$[...][...]: a number beyond the range of a float", path="$[...][...]")
 
 
 def test_a_schema_error_in_a_json_file_starts_with_its_path(tmp_path: Path) -> None:

@@ -123,10 +123,10 @@ def read_regular_file(
             raise error(_too_big(noun, os.fspath(path), limit))
         chunks: list[bytes] = []
         total = 0
-        want = min(info.st_size, limit) + 1
+        want = info.st_size + 1  # one more, to see the end (or that the file grew)
         while total <= limit:
             try:
-                chunk = os.read(fd, max(want - total, 64 * 1024))
+                chunk = os.read(fd, min(max(want - total, 64 * 1024), limit + 1 - total))
             except OSError as err:
                 raise error(f"cannot read {noun} {os.fspath(path)}: {err.strerror}") from err
             if not chunk:
@@ -353,7 +353,12 @@ class DocumentKind:
     def _out_of_range(self, name: str, message: str) -> InputError:
         detail, _, at = message.partition(" - at `")
         path = at.rstrip("`") or "$"
-        return self.fail(name, path, f"{detail.lower()} (integers must fit in 64 bits)", path=path)
+        problem = (
+            "an integer outside the 64-bit range"
+            if detail.startswith("Integer")
+            else "a number beyond the range of a float"
+        )
+        return self.fail(name, path, problem, path=path)
 
     def check_tree(
         self, value: Any, *, name: str, data: bytes, path: str = "$", depth: int = 1
@@ -391,8 +396,10 @@ class DocumentKind:
 
     def parse_yaml(self, data: bytes, *, name: str) -> Any:
         """``data`` (already through :meth:`text`) as plain data, every limit checked."""
-        loader = (_PureLoader if self.pure_yaml else _FastLoader)(data)
+        loader: yaml.SafeLoader | None = None
         try:
+            # PyYAML's reader checks the first characters as the loader is made.
+            loader = (_PureLoader if self.pure_yaml else _FastLoader)(data)
             root = loader.get_single_node()
             if root is None:
                 return None
@@ -403,9 +410,13 @@ class DocumentKind:
         except yaml.MarkedYAMLError as err:
             raise self._yaml_syntax(name, err) from None
         except yaml.reader.ReaderError as err:
+            # libyaml counts bytes, PyYAML's reader characters.
+            offset = err.position
+            if self.pure_yaml or not _HAS_LIBYAML:
+                offset = len(data.decode()[:offset].encode())
             raise self.fail(
                 name,
-                _where(data, len(data.decode()[: err.position].encode())),
+                _where(data, offset),
                 f"{self.yaml_syntax}: character #x{err.character:04x} is not allowed",
             ) from None
         except yaml.YAMLError as err:
@@ -414,7 +425,8 @@ class DocumentKind:
             # The pure-Python composer recurses per level (libyaml stops at 1,000 itself).
             raise self.fail(name, self._yaml_too_deep_at(data), self._depth_problem()) from None
         finally:
-            loader.dispose()
+            if loader is not None:
+                loader.dispose()
 
     def _yaml_too_deep_at(self, data: bytes) -> str:
         """Where YAML nesting first exceeds the limit, found from parser events (which keep
@@ -524,6 +536,7 @@ def _bounded_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
     return value
 
 
+_HAS_LIBYAML = hasattr(yaml, "CSafeLoader")
 if TYPE_CHECKING:
     _LibYamlLoader = yaml.SafeLoader
 else:
