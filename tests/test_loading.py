@@ -324,6 +324,37 @@ def test_yaml_nested_deeper_than_the_limit_fails(kind: DocumentKind, levels: int
         kind.parse(block, name="d.yaml")
 
 
+@pytest.mark.parametrize("kind", [FAST, PURE], ids=["libyaml", "pure-python"])
+@pytest.mark.parametrize("anchor", ["", "&top "], ids=["no anchor", "with an anchor"])
+def test_yaml_at_the_depth_limit_loads_and_one_more_fails(kind: DocumentKind, anchor: str) -> None:
+    # The top mapping is level 1; x's value opens 63 more sequences, the last holding a scalar.
+    at_limit = f"x: {anchor}" + "[" * 63 + "1" + "]" * 63
+    value = kind.parse(at_limit.encode(), name="d.yaml")
+    for _ in range(63):
+        value = value[0] if isinstance(value, list) else value["x"]
+    assert value == [1]
+    over = f"x: {anchor}" + "[" * 64 + "1" + "]" * 64
+    column = len("x: ") + len(anchor) + 64  # the 64th `[`, level 65
+    with pytest.raises(ThreadFileError, match=f"line 1, column {column}: nested deeper than 64"):
+        kind.parse(over.encode(), name="d.yaml")
+
+
+@pytest.mark.parametrize("kind", [FAST, PURE], ids=["libyaml", "pure-python"])
+def test_an_alias_cannot_carry_nesting_past_the_limit(kind: DocumentKind) -> None:
+    deep = "[" * 40 + "1" + "]" * 40
+    text = f"a: &d {deep}\nb: {'[' * 30}*d{']' * 30}\n"
+    # Reached through b's 30 sequences, the anchored value's 34th level is the 65th: the
+    # node graph keeps no alias positions, so the place named is in the anchored value.
+    with pytest.raises(ThreadFileError, match=r"line 1, column 40: nested deeper than 64 levels"):
+        kind.parse(text.encode(), name="d.yaml")
+    # The alias is walked first here, so the deep anchored value is the repeat visit.
+    text = f"a: {'[' * 30}&d {deep}{']' * 30}\nb: *d\n"
+    with pytest.raises(ThreadFileError, match=r"line 1, column 34: nested deeper than 64 levels"):
+        kind.parse(text.encode(), name="d.yaml")
+    fine = f"a: &d {deep}\nb: {'[' * 20}*d{']' * 20}\n"
+    assert kind.parse(fine.encode(), name="d.yaml")["a"] == kind.parse(deep.encode(), name="d")
+
+
 @pytest.mark.parametrize(
     ("doc", "path"),
     [
@@ -415,9 +446,11 @@ def test_an_escaped_backslash_before_u_is_not_a_surrogate() -> None:
 
 
 @pytest.mark.parametrize("kind", [FAST, PURE], ids=["libyaml", "pure-python"])
-def test_a_lone_surrogate_in_yaml_fails(kind: DocumentKind) -> None:
+@pytest.mark.parametrize("escape", ["\\ud83d", "\\U0000DE00", "\\ud83d\\ude00"])
+def test_a_lone_surrogate_in_yaml_fails(kind: DocumentKind, escape: str) -> None:
+    # YAML escapes name code points; a surrogate is none, even as half of a pair.
     with pytest.raises(ThreadFileError) as caught:
-        kind.parse(b'version: 1\nmodel: "\\ud83d"\n', name="s.yaml")
+        kind.parse(b'version: 1\nmodel: "' + escape.encode() + b'"\n', name="s.yaml")
     message = str(caught.value)
     assert message.startswith("thread file s.yaml, line 2, column "), message
     assert "neither valid YAML nor JSON" in message

@@ -403,7 +403,7 @@ class DocumentKind:
             root = loader.get_single_node()
             if root is None:
                 return None
-            self._check_nodes(root, name)
+            self._check_nodes(root, name, data)
             return loader.construct_document(root)
         except _Refused as err:
             raise self.fail(name, _mark_where(err.mark), err.problem) from None
@@ -452,13 +452,19 @@ class DocumentKind:
             problem += f" ({context})"
         return self.fail(name, where, f"{self.yaml_syntax}: {problem}")
 
-    def _check_nodes(self, root: yaml.Node, name: str) -> None:
+    def _check_nodes(self, root: yaml.Node, name: str, data: bytes) -> None:
         """Depth, alias expansion, recursive aliases and lone surrogates, on the node graph.
 
         An alias is the same node object reached a second time; its expansion is counted
         with memoised subtree sizes, so an alias bomb is measured without being expanded.
+        Without an ``&`` in the text there is no anchor, so no alias: libyaml's documents
+        then only need their depth checked (libyaml refuses surrogates itself).
         """
+        if not self.pure_yaml and _HAS_LIBYAML and b"&" not in data:
+            self._check_depth(root, name)
+            return
         limits = self.limits
+        # Heights count collections only (a scalar adds no nesting), sizes every node.
         height: dict[int, int] = {}
         size: dict[int, int] = {}
         open_nodes: set[int] = set()
@@ -491,8 +497,6 @@ class DocumentKind:
                 if level + height[key] - 1 > limits.max_depth:
                     raise self.fail(name, _mark_where(node.start_mark), self._depth_problem())
                 continue
-            if level > limits.max_depth:
-                raise self.fail(name, _mark_where(node.start_mark), self._depth_problem())
             if isinstance(node, yaml.ScalarNode):
                 text = node.value
                 if not text.isascii() and _SURROGATE.search(text):
@@ -502,11 +506,37 @@ class DocumentKind:
                         f"{self.yaml_syntax}: a lone surrogate in a string; escape a "
                         "character beyond U+FFFF as \\U0001F600, not as a surrogate pair",
                     )
-                height[key] = size[key] = 1
+                height[key], size[key] = 0, 1
                 continue
+            if level > limits.max_depth:
+                raise self.fail(name, _mark_where(node.start_mark), self._depth_problem())
             open_nodes.add(key)
             stack.append((node, level, True))
             stack.extend((child, level + 1, False) for child in _children(node))
+
+    def _check_depth(self, root: yaml.Node, name: str) -> None:
+        """The nesting of a node tree without aliases (every node reached once)."""
+        limit = self.limits.max_depth
+        scalar = yaml.ScalarNode
+        mapping = yaml.MappingNode
+        stack: list[tuple[yaml.Node, int]] = [(root, 1)]
+        while stack:
+            node, level = stack.pop()
+            if node.__class__ is scalar:
+                continue
+            if level > limit:
+                raise self.fail(name, _mark_where(node.start_mark), self._depth_problem())
+            level += 1
+            if node.__class__ is mapping:
+                for key, value in node.value:
+                    if key.__class__ is not scalar:
+                        stack.append((key, level))
+                    if value.__class__ is not scalar:
+                        stack.append((value, level))
+            else:
+                stack.extend(
+                    (child, level) for child in node.value if child.__class__ is not scalar
+                )
 
 
 def _children(node: yaml.Node) -> Iterator[yaml.Node]:
