@@ -206,10 +206,6 @@ def default_config_path() -> Path:
     return Path(__file__).resolve().parents[2] / "config" / "default.yaml"
 
 
-CONFIG_FILES = DocumentKind("configuration file", ConfigError)
-"""How configuration files are read: the limits of thread files, and :class:`ConfigError`."""
-
-
 def _read(path: Path) -> dict[str, Any]:
     data = CONFIG_FILES.parse(CONFIG_FILES.read(path), name=str(path), format=format_for(path))
     if data is None:
@@ -217,6 +213,10 @@ def _read(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"configuration file {path} must hold a mapping at the top level")
     return data
+
+
+CONFIG_FILES = DocumentKind("configuration file", ConfigError)
+"""How configuration files are read: the limits of thread files, and :class:`ConfigError`."""
 
 
 def merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:

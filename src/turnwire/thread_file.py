@@ -172,27 +172,6 @@ def _parse(data: bytes, name: str, format: Format | None) -> Thread:
     return _convert(THREAD_FILES.parse_yaml(data, name=name))
 
 
-def load_thread_bytes(
-    data: bytes,
-    *,
-    name: str = "<stdin>",
-    format: Format | None = None,
-    base: str | os.PathLike[str] | None = None,
-) -> Thread:
-    """Load a thread from the bytes of a thread file (standard input, a network upload).
-
-    :param name: what messages call the source.
-    :param format: ``json``, ``yaml``, or ``None`` to tell by the content (JSON when the
-        first non-blank byte is ``{``).
-    :param base: the folder relative pointers are resolved against (the working directory
-        when omitted).
-    :raises ThreadFileError: the bytes break a limit, do not parse, or do not match schema
-        version 1.
-    """
-    folder = Path.cwd() if base is None else Path(base)
-    return _rebase(_parse(data, name, format), folder.resolve())
-
-
 def load_thread(source: str | os.PathLike[str] | Mapping[str, Any]) -> Thread:
     """Load a thread from a YAML or JSON file, standard input (``"-"``), or an already
     parsed mapping.
@@ -212,6 +191,27 @@ def load_thread(source: str | os.PathLike[str] | Mapping[str, Any]) -> Thread:
     path = Path(source)
     data = THREAD_FILES.read(path)
     return _rebase(_parse(data, str(path), format_for(path)), path.resolve().parent)
+
+
+def load_thread_bytes(
+    data: bytes,
+    *,
+    name: str = "<stdin>",
+    format: Format | None = None,
+    base: str | os.PathLike[str] | None = None,
+) -> Thread:
+    """Load a thread from the bytes of a thread file (standard input, a network upload).
+
+    :param name: what messages call the source.
+    :param format: ``json``, ``yaml``, or ``None`` to tell by the content (JSON when the
+        first non-blank byte is ``{``).
+    :param base: the folder relative pointers are resolved against (the working directory
+        when omitted).
+    :raises ThreadFileError: the bytes break a limit, do not parse, or do not match schema
+        version 1.
+    """
+    folder = Path.cwd() if base is None else Path(base)
+    return _rebase(_parse(data, name, format), folder.resolve())
 
 
 def thread_to_builtins(thread: Thread) -> dict[str, Any]:
