@@ -772,3 +772,35 @@ def test_every_file_pointer_is_rebased_and_listed(tmp_path: Path) -> None:
         (path, str(tmp_path.resolve() / name))
         for path, name in zip(POINTER_PATHS, names, strict=True)
     ]
+
+
+def test_standard_input_is_read_within_the_size_limit() -> None:
+    import io
+
+    tight = DocumentKind("thread file", ThreadFileError, limits=Limits(max_bytes=10))
+    assert tight.read_stream(io.BytesIO(b"version: 1")) == b"version: 1"
+    with pytest.raises(ThreadFileError) as caught:
+        tight.read_stream(io.BytesIO(b"version: 1\n"))
+    assert str(caught.value) == (
+        "thread file <stdin> is larger than 10 bytes, the most turnwire reads; split it"
+    )
+
+
+def test_render_dash_reads_an_ascii_escaped_thread_from_standard_input() -> None:
+    import subprocess
+
+    from .conftest import SECRET
+
+    doc = json.dumps(_doc(f"piped {EMOJI}")).encode()
+    done = subprocess.run(
+        [sys.executable, "-m", "turnwire", "render", "-"],
+        input=doc,
+        capture_output=True,
+        env={**os.environ, "TURNWIRE_ENVELOPE_SECRET": SECRET},
+        cwd=Path(__file__).parents[1],
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    body = json.loads(done.stdout)
+    assert f"\npiped {EMOJI}\n" in body["input"][0]["content"][0]["text"]
