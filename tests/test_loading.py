@@ -804,3 +804,16 @@ def test_render_dash_reads_an_ascii_escaped_thread_from_standard_input() -> None
     assert done.returncode == 0, done.stderr
     body = json.loads(done.stdout)
     assert f"\npiped {EMOJI}\n" in body["input"][0]["content"][0]["text"]
+
+
+def test_an_environment_value_is_typed_within_the_same_limits(tmp_path: Path) -> None:
+    profile = tmp_path / "p.yaml"
+    profile.write_text("request: {max_output_tokens: '${TOKENS}'}\n")
+    assert load_settings([profile], env={"TOKENS": "64"}).request.max_output_tokens == 64
+    # Past the limits the value stays the string it was, and validation names the key.
+    for value in ("1" * 5000, BILLION_LAUGHS.decode()):
+        with pytest.raises(ConfigError) as caught:
+            load_settings([profile], env={"TOKENS": value})
+        assert str(caught.value).startswith(
+            "$.request.max_output_tokens: Expected `int | null`, got `str`"
+        ), str(caught.value)

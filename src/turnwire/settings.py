@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import msgspec
-import yaml
 
 from turnwire._loading import DocumentKind, format_for
 from turnwire.context import (
@@ -31,7 +30,7 @@ from turnwire.context import (
     SystemPromptChannel,
     ThoughtSurfacing,
 )
-from turnwire.errors import ConfigError, validation_location
+from turnwire.errors import ConfigError, InputError, validation_location
 from turnwire.wire.request import (
     FunctionToolChoice,
     ReasoningOptions,
@@ -258,10 +257,13 @@ def _interpolate(value: Any, env: Mapping[str, str], path: str) -> Any:
     text = _PLACEHOLDER.sub(substitute, value)
     if whole is None:
         return text
-    # A value that is one placeholder takes the YAML type of what it expands to.
+    # A value that is one placeholder takes the YAML type of what it expands to, within the
+    # limits of a file (a huge integer or an alias bomb stays a string, for validation to name).
+    if not text:
+        return None
     try:
-        return yaml.safe_load(text) if text else None
-    except yaml.YAMLError:
+        return CONFIG_FILES.parse(text.encode(), name=path, format="yaml")
+    except (InputError, UnicodeEncodeError):
         return text
 
 
