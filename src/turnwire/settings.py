@@ -30,7 +30,7 @@ from turnwire.context import (
     SystemPromptChannel,
     ThoughtSurfacing,
 )
-from turnwire.errors import ConfigError, InputError, validation_location
+from turnwire.errors import ConfigError, validation_location
 from turnwire.wire.request import (
     FunctionToolChoice,
     ReasoningOptions,
@@ -263,7 +263,7 @@ def _interpolate(value: Any, env: Mapping[str, str], path: str) -> Any:
         return None
     try:
         return CONFIG_FILES.parse(text.encode(), name=path, format="yaml")
-    except (InputError, UnicodeEncodeError):
+    except (ConfigError, UnicodeEncodeError):
         return text
 
 

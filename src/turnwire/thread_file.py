@@ -33,22 +33,7 @@ from turnwire._loading import (
 from turnwire.errors import InputError, ThreadFileError, validation_location
 from turnwire.model import Message, Thought, Thread, ToolCall, map_pointers
 
-__all__ = [
-    "THREAD_FILES",
-    "dump_thread",
-    "load_thread",
-    "load_thread_bytes",
-    "save_thread",
-    "thread_to_builtins",
-]
-
-THREAD_FILES = DocumentKind(
-    "thread file", ThreadFileError, yaml_syntax="neither valid YAML nor JSON"
-)
-"""How thread files are read: their limits and their error."""
-
-STDIN = "-"
-"""The source :func:`load_thread` reads from standard input."""
+__all__ = ["dump_thread", "load_thread", "load_thread_bytes", "save_thread", "thread_to_builtins"]
 
 
 def _convert(data: Any) -> Thread:
@@ -110,6 +95,15 @@ def _rebase(thread: Thread, base: Path) -> Thread:
         lambda media: replace(media, path=_absolute(media.path, base)) if media.path else media,
         lambda art: replace(art, path=_absolute(art.path, base)) if art.path else art,
     )
+
+
+THREAD_FILES = DocumentKind(
+    "thread file", ThreadFileError, yaml_syntax="neither valid YAML nor JSON"
+)
+"""How thread files are read: their limits and their error."""
+
+STDIN = "-"
+"""The source :func:`load_thread` reads from standard input."""
 
 
 # The parts of a Thread whose type does not bound them: `Any` trees (checked for nesting and
