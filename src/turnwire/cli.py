@@ -316,17 +316,6 @@ def _render_context(args: argparse.Namespace) -> dict[str, str]:
     return values
 
 
-def _thread(source: str) -> Any:
-    """The thread named on the command line (``-``: standard input)."""
-    from turnwire.thread_file import load_thread
-
-    if source == "-":
-        from turnwire.thread_file import load_thread_bytes
-
-        return load_thread_bytes(sys.stdin.buffer.read(), name="<stdin>", base=Path.cwd())
-    return load_thread(source)
-
-
 def _summarise_warnings(args: argparse.Namespace, warnings: Sequence[str]) -> None:
     """At the default level, one line for what -v would show in full."""
     if not warnings or args.verbose or args.quiet:
@@ -337,9 +326,10 @@ def _summarise_warnings(args: argparse.Namespace, warnings: Sequence[str]) -> No
 
 def _render(args: argparse.Namespace) -> int:
     from turnwire.api import render
+    from turnwire.thread_file import load_thread
 
     rendered = render(
-        _thread(args.thread),
+        load_thread(args.thread),
         container=_container(args),
         model=args.model,
         render_context=_render_context(args),
@@ -467,7 +457,7 @@ def _store(args: argparse.Namespace) -> Any:
 def _threads(args: argparse.Namespace) -> int:
     import msgspec
 
-    from turnwire.thread_file import dump_thread, save_thread
+    from turnwire.thread_file import dump_thread, load_thread, save_thread
 
     with _store(args) as store:
         if args.action == "list":
@@ -499,7 +489,9 @@ def _threads(args: argparse.Namespace) -> int:
                 if not args.quiet:
                     print(f"exported {args.id} to {args.file}", file=sys.stderr)
         elif args.action == "import":
-            thread_id = store.import_thread(_thread(args.file), thread_id=args.id, title=args.title)
+            thread_id = store.import_thread(
+                load_thread(args.file), thread_id=args.id, title=args.title
+            )
             print(thread_id)
         elif args.action == "delete":
             store.delete_thread(args.id)

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import msgspec
-import yaml
 
+from turnwire._loading import DocumentKind, format_for
 from turnwire.context import (
     BUCKETS,
     DEFAULT_STASH_KEYS,
@@ -245,19 +245,16 @@ def profile_path(name: str) -> Path:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ConfigError(f"cannot read configuration file {path}: {err.strerror}") from err
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ConfigError(f"configuration file {path} is not valid YAML: {err}") from err
+    data = CONFIG_FILES.parse(CONFIG_FILES.read(path), name=str(path), format=format_for(path))
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"configuration file {path} must hold a mapping at the top level")
     return data
+
+
+CONFIG_FILES = DocumentKind("configuration file", ConfigError)
+"""How configuration files are read: the limits of thread files, and :class:`ConfigError`."""
 
 
 def merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
@@ -299,10 +296,13 @@ def _interpolate(value: Any, env: Mapping[str, str], path: str) -> Any:
     text = _PLACEHOLDER.sub(substitute, value)
     if whole is None:
         return text
-    # A value that is one placeholder takes the YAML type of what it expands to.
+    # A value that is one placeholder takes the YAML type of what it expands to, within the
+    # limits of a file (a huge integer or an alias bomb stays a string, for validation to name).
+    if not text:
+        return None
     try:
-        return yaml.safe_load(text) if text else None
-    except yaml.YAMLError:
+        return CONFIG_FILES.parse(text.encode(), name=path, format="yaml")
+    except (ConfigError, UnicodeEncodeError):
         return text
 
 
