@@ -43,7 +43,8 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
     # ----------------------------------------------------------------- the thread file
     "Thread": {
         "version": "The schema version of the file; only `1` exists.",
-        "model": "The model to ask (`--model` and `request.model` take precedence).",
+        "model": "The model to ask; `--model` overrides it, `request.model` applies when it is "
+        "null.",
         "system_prompt": "The system prompt, sent through `render.system_prompt_channel`.",
         "standing_instructions": "Rules the agent always follows, rendered as developer "
         "rules in the system prompt (bucket `standing_instructions`).",
@@ -219,13 +220,13 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "inlined; larger ones become handles.",
         "strict": "The `strict` flag of every function tool without its own; null sends false.",
         "envelope_secret_env": "The environment variable holding the secret that keys "
-        "the envelope tag names (null: a fixed development key).",
+        "the envelope nonces; without a secret they are stable but predictable (a warning).",
     },
     "RequestSettings": {
         "model": "The model, unless the thread or `--model` names one.",
         "max_output_tokens": "The output token limit (at least 16).",
         "include": "Extra output to include (`reasoning.encrypted_content` is added "
-        "when reasoning is replayed).",
+        "when `render.reasoning_replay` is `encrypted`).",
         "reasoning": "Reasoning effort and summary.",
         "parallel_tool_calls": "Whether the model may call several tools at once.",
         "temperature": "Sampling temperature, 0 to 2.",
@@ -270,7 +271,8 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "stalled (0: no limit).",
         "retry": "The retry policy.",
         "max_iterations": "The most requests one run sends while the model keeps calling tools.",
-        "strict_tool_choice": "Reject a forced `tool_choice` that names no declared tool.",
+        "strict_tool_choice": "Fail, instead of warning, when `request.tool_choice` "
+        "forces a tool the thread hides or does not have.",
     },
     "RetrySettings": {
         "max_retries": "Retries after the first attempt.",
