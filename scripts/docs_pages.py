@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -109,7 +110,11 @@ def _bounds(schema: dict[str, Any]) -> str:
 
 
 def _cell(text: str) -> str:
-    return " ".join(text.replace("|", "\\|").split()) if "\\|" not in text else text
+    """Text for one table cell: one line, pipes outside code spans escaped."""
+    parts = " ".join(text.split()).split("`")
+    for index in range(0, len(parts), 2):
+        parts[index] = re.sub(r"(?<!\\)\|", r"\\|", parts[index])
+    return "`".join(parts)
 
 
 def _default(schema: dict[str, Any], required: bool) -> str:
@@ -456,17 +461,18 @@ def _argument_row(action: argparse.Action) -> str | None:
     if isinstance(action, argparse._SubParsersAction | argparse._HelpAction):
         return None
     if action.option_strings:
-        names = ", ".join(f"`{option}`" for option in action.option_strings)
-        if action.nargs != 0:
-            names += f" `{action.metavar or action.dest.upper()}`"
+        value = f" {action.metavar or action.dest.upper()}" if action.nargs != 0 else ""
+        names = ", ".join(f"`{option}{value}`" for option in action.option_strings)
     else:
         names = f"`{action.metavar or action.dest}`"
     details = []
     if action.choices:
         details.append("one of " + ", ".join(f"`{choice}`" for choice in action.choices))
-    if isinstance(action, argparse._AppendAction):
+    if isinstance(action, argparse._AppendAction) and "repeatable" not in (action.help or ""):
         details.append("repeatable")
-    if action.required or (not action.option_strings and action.nargs not in ("?", "*")):
+    if action.nargs == "+":
+        details.append("one or more")
+    elif action.required or (not action.option_strings and action.nargs not in ("?", "*")):
         details.append("required")
     if isinstance(action, argparse._VersionAction):
         help_text = "print the version and exit"
@@ -496,7 +502,8 @@ def cli_reference() -> str:
         level = "#" * min(2 + full.count(" ") - 1, 4) if " " in full else "##"
         lines += [f"{level} `{full}`", ""]
         if help_text:
-            lines += [help_text[0].upper() + help_text[1:] + ".", ""]
+            sentence = help_text[0].upper() + help_text[1:]
+            lines += [sentence if sentence.endswith(".") else sentence + ".", ""]
         lines += ["```text", parser.format_usage().strip(), "```", ""]
         rows = [row for row in map(_argument_row, parser._actions) if row]
         if rows:
