@@ -581,6 +581,19 @@ PAGES["schema/config.json"] = lambda: _json(config_schema())
 # ----------------------------------------------------------------------- MkDocs hook
 
 
+_ROLE = re.compile(r":(?:class|func|meth|attr|mod|data|exc|obj):<code>(~?)([\w.]+)</code>")
+
+
+def _role(match: re.Match[str]) -> str:
+    short, target = match.groups()
+    return f"<code>{target.rsplit('.', 1)[-1] if short else target}</code>"
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    """Sphinx roles in docstrings (``:class:`~turnwire.Thread```) as plain code (MkDocs event)."""
+    return _ROLE.sub(_role, html)
+
+
 def on_files(files: Any, config: Any) -> Any:
     """Add the generated pages to the build (MkDocs event)."""
     from mkdocs.structure.files import File

@@ -219,3 +219,12 @@ def test_the_site_builds_strictly_with_every_hook_and_the_schemas(site):
     assert json.loads((site / "schema" / "config.json").read_text()) == config_schema()
     for page in ("thread-file", "configuration", "cli", "api"):
         assert (site / page / "index.html").is_file(), page
+    # Sphinx roles in docstrings reach the reader as code, not as raw markup.
+    api = (site / "api" / "index.html").read_text()
+    assert "<code>Thread</code>" in api
+    raw = [
+        path.name
+        for path in site.rglob("*.html")
+        if re.search(r":(class|func|attr|mod|meth|data|exc):", path.read_text())
+    ]
+    assert raw == []
