@@ -546,7 +546,7 @@ arguments it needs by name (never with defaults), returns a value to override th
 `@hookimpl(wrapper=True)`. The built-ins (`turnwire.stages`) are registered last. This page is
 generated from the hookspecs' docstrings.
 
-| hook | calls | runs |
+| hook | result | runs |
 |---|---|---|
 """
 
@@ -557,7 +557,7 @@ def hooks_reference() -> str:
     names = hook_names()
     for name in names:
         function = getattr(hookspecs, name)
-        calls = "first result" if function.turnwire_spec["firstresult"] else "every one"
+        calls = "first non-None" if function.turnwire_spec["firstresult"] else "all collected"
         lines.append(f"| [`{name}`](#{name}) | {calls} | {_runs(function.__doc__ or '')} |")
     lines += ["", "## The contract", "", "::: turnwire.hookspecs", "    options:"]
     lines += ["      members: false", "      show_root_heading: false", ""]

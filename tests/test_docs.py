@@ -65,8 +65,10 @@ def test_the_hook_reference_renders_every_hook():
     for name in docs_pages.hook_names():
         assert f"\n::: turnwire.hookspecs.{name}\n" in page, name
         assert f"| [`{name}`](#{name}) |" in page, name
-    assert "| [`render_memories`](#render_memories) | first result | Runs once per request" in page
-    assert "| [`on_prompt_assembled`](#on_prompt_assembled) | every one |" in page
+    assert (
+        "| [`render_memories`](#render_memories) | first non-None | Runs once per request" in page
+    )
+    assert "| [`on_prompt_assembled`](#on_prompt_assembled) | all collected |" in page
 
 
 def _section(page: str, heading: str) -> str:
