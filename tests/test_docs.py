@@ -28,7 +28,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def undocumented(function: Any) -> list[str]:
-    """What a hookspec's docstring lacks: a summary, a ``:param:`` per argument, ``:returns:``."""
+    """What a hookspec's docstring lacks: a summary, a ``:param:`` per argument, ``:returns:``,
+    how results combine, when it runs, and its built-in default (CONVENTIONS.md)."""
     doc = inspect.getdoc(function) or ""
     missing = [] if doc.split("\n", 1)[0].strip() else ["a one-line summary"]
     for name in inspect.signature(function).parameters:
@@ -36,6 +37,15 @@ def undocumented(function: Any) -> list[str]:
             missing.append(f":param {name}:")
     if not re.search(r"^:returns:", doc, re.MULTILINE):
         missing.append(":returns:")
+    spec = getattr(function, "turnwire_spec", {})
+    semantics = (
+        "Stops at the first non-None result."
+        if spec.get("firstresult")
+        else "Calls every implementation"
+    )
+    for sentence in (semantics, "Runs ", "Default:"):
+        if sentence not in " ".join(doc.split()):
+            missing.append(sentence)
     return missing
 
 
@@ -44,10 +54,19 @@ def test_the_docstring_check_finds_what_is_missing():
         """Do something.
 
         :param thread: the thread.
+
+        Runs once per request.
         """
 
-    assert undocumented(half_documented) == [":param model:", ":returns:"]
-    assert undocumented(lambda: None) == ["a one-line summary", ":returns:"]
+    assert undocumented(half_documented) == [
+        ":param model:",
+        ":returns:",
+        "Calls every implementation",
+        "Default:",
+    ]
+    assert undocumented(lambda: None)[0] == "a one-line summary"
+    half_documented.turnwire_spec = {"firstresult": True}  # type: ignore[attr-defined]
+    assert "Stops at the first non-None result." in undocumented(half_documented)
 
 
 def test_every_hookspec_is_found_in_declaration_order():
