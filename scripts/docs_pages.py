@@ -428,7 +428,7 @@ def config_reference() -> str:
     lines = [_CONFIG_INTRO]
     for key, _, definition in sections[1:]:
         lines += [f"## `{key}`", "", definition.get("description", ""), ""]
-        lines += _field_table(definition, link, lambda field, key=key: f"`{key}.{field}`")
+        lines += _field_table(definition, link, lambda field: f"`{field}`")
         if "bucket_order" in definition.get("properties", {}):
             lines += ["", "`bucket_order` lists each bucket once and must contain `timeline`."]
         if key in CONFIG_EXAMPLES:

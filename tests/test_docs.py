@@ -132,11 +132,13 @@ def test_the_configuration_reference_has_every_key():
     assert "client.retry.max_retries" in keys and "request.tool_choice.name" in keys
     page = docs_pages.config_reference()
     for key in keys:
-        if "." in key:
-            assert f"| `{key}` |" in page, key
+        section, _, field = key.rpartition(".")
+        if section:
+            assert f"| `{field}` |" in _section(page, f"`{section}`"), key
         else:
             assert f"\n## `{key}`\n" in page, key
-    assert "| `render.tool_result_inline_max_bytes` | integer ≥ 0 | `4096` |" in page
+    render = _section(page, "`render`")
+    assert "| `tool_result_inline_max_bytes` | integer ≥ 0 | `4096` |" in render
 
 
 @pytest.mark.parametrize("name", sorted(docs_pages.THREAD_EXAMPLES))
