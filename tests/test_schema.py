@@ -6,7 +6,7 @@ import base64
 import datetime
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 import pytest
@@ -108,8 +108,34 @@ def test_every_field_of_every_struct_is_described():
             for field, value in definition.get("properties", {}).items():
                 assert value.get("description"), (
                     f"{name}.{field} has no description: add one to "
-                    f"turnwire.schema.FIELD_DOCS[{name!r}][{field!r}]"
+                    f"turnwire.schema.FIELD_DOCS[{name!r}][{field!r}], or document it in "
+                    "the Struct (msgspec.Meta(description=...) or an :ivar: line)"
                 )
+
+
+class _Documented(msgspec.Struct, kw_only=True):
+    """A record documented in the code.
+
+    :ivar plain: from the ``:ivar:`` line,
+        continued on the next.
+    :ivar both: the ivar loses to the annotation.
+    """
+
+    plain: int = 0
+    both: Annotated[int, msgspec.Meta(description="from ``Meta``")] = 0
+    neither: int = 0
+
+
+def test_fields_can_be_described_in_the_struct_itself():
+    """Meta(description=...) or an :ivar: line documents a field FIELD_DOCS does not name."""
+    from turnwire.schema import _build
+
+    schema = _build(_Documented, "test")
+    assert schema["description"] == "A record documented in the code."
+    fields = schema["properties"]
+    assert fields["plain"]["description"] == "from the `:ivar:` line, continued on the next."
+    assert fields["both"]["description"] == "from `Meta`"
+    assert "description" not in fields["neither"]
 
 
 def test_field_docs_name_only_fields_that_exist():

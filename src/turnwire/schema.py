@@ -7,8 +7,10 @@ msgspec emits is completed here:
 
 - the root is the top-level Struct itself, beside ``$defs``, with ``$schema`` naming draft
   2020-12; one-value enums become ``const`` (``version: 1``, the ``type`` / ``variant`` tags);
-- every field gets a description (:data:`FIELD_DOCS`; the test suite fails when a field has
-  none) and docstring markup becomes Markdown;
+- every field gets a description: its entry in :data:`FIELD_DOCS`, else the
+  ``msgspec.Meta(description=...)`` of its annotation, else an ``:ivar name:`` line of its
+  Struct's docstring (the test suite fails when a field has none); docstring markup becomes
+  Markdown;
 - the cross-field rules the Structs check in ``__post_init__`` (exactly one of ``path`` or
   ``data_base64``, a message needs content or attachments, ...) become ``oneOf`` / ``anyOf`` /
   ``if``-``then`` keywords, and timestamps must carry a time zone, as the loader requires;
@@ -349,11 +351,30 @@ _NON_EMPTY_ARRAYS = {"ToolResult": ("artifacts", "media")}
 
 
 def _markdown(text: str) -> str:
-    """A docstring as Markdown: ``literal`` → `literal`, roles and ``:ivar:`` lines dropped."""
-    lines = [line for line in text.splitlines() if not line.lstrip().startswith(":ivar ")]
-    text = "\n".join(lines).strip()
-    text = re.sub(r":(?:class|func|mod|data|attr|meth):`~?([^`]+)`", r"`\1`", text)
+    """Docstring markup as Markdown: ``literal`` → `literal`, Sphinx roles as code."""
+    text = re.sub(r":(?:class|func|mod|data|attr|meth|exc|obj):`~?([^`]+)`", r"`\1`", text)
     return text.replace("``", "`")
+
+
+_IVAR = re.compile(r"^\s*:ivar (\w+):\s*(.*)$")
+
+
+def _split_ivars(docstring: str) -> tuple[str, dict[str, str]]:
+    """A Struct docstring's prose, and its ``:ivar name:`` entries (continuation lines joined)."""
+    prose: list[str] = []
+    fields: dict[str, str] = {}
+    current: str | None = None
+    for line in docstring.splitlines():
+        match = _IVAR.match(line)
+        if match:
+            current = match.group(1)
+            fields[current] = match.group(2)
+        elif current is not None and line.startswith((" ", "\t")) and line.strip():
+            fields[current] += " " + line.strip()
+        else:
+            current = None
+            prose.append(line)
+    return _markdown("\n".join(prose).strip()), {k: _markdown(v) for k, v in fields.items()}
 
 
 def _walk(node: Any, visit: Any) -> None:
@@ -420,12 +441,19 @@ def _build(root: type[msgspec.Struct], comment: str) -> dict[str, Any]:
     for name, field in _standalone_tags(root).items():
         defs[name]["required"].remove(field)
     for name, definition in defs.items():
-        if "description" in definition:
-            definition["description"] = _markdown(definition["description"])
+        prose, ivars = _split_ivars(definition.get("description", ""))
+        if prose:
+            definition["description"] = prose
+        else:
+            definition.pop("description", None)
         docs = FIELD_DOCS.get(name, {})
         for field, schema in definition.get("properties", {}).items():
             if field in docs:
                 schema["description"] = docs[field]
+            elif "description" in schema:
+                schema["description"] = _markdown(schema["description"])
+            elif field in ivars:
+                schema["description"] = ivars[field]
     _walk(defs, _const)
     name = ref["$ref"].rsplit("/", 1)[-1]
     top = defs.pop(name)
