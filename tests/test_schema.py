@@ -82,9 +82,21 @@ def test_both_schemas_are_draft_2020_12_with_resolvable_defs(make):
     for ref in refs:
         assert ref.startswith("#/$defs/"), ref
         assert ref.removeprefix("#/$defs/") in schema["$defs"], ref
-    # A fresh copy each call: a caller editing one cannot change the next.
-    schema["$defs"].clear()
-    assert make()["$defs"]
+    # A fresh copy each call, shared with nothing: a caller editing one cannot change the next.
+    pristine = json.dumps(schema)
+
+    def vandalise(node: Any) -> None:
+        if isinstance(node, dict):
+            for value in node.values():
+                vandalise(value)
+            node.clear()
+        elif isinstance(node, list):
+            for value in node:
+                vandalise(value)
+            node.clear()
+
+    vandalise(schema)
+    assert json.dumps(make()) == pristine
 
 
 def test_the_root_is_the_thread_with_version_1_and_its_docstring():

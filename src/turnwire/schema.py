@@ -25,6 +25,7 @@ when it loads.
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any
 
@@ -462,7 +463,8 @@ def _build(root: type[msgspec.Struct], comment: str) -> dict[str, Any]:
 
 def _merge_rules(schema: dict[str, Any], rules: dict[str, dict[str, Any]]) -> None:
     defs = schema["$defs"]
-    for name, rule in rules.items():
+    # A copy: later passes edit the schema in place, and callers may edit what they get.
+    for name, rule in copy.deepcopy(rules).items():
         target = defs[name]
         keywords = {key: value for key, value in rule.items() if key != "properties"}
         for field, extra in rule.get("properties", {}).items():
