@@ -262,6 +262,15 @@ def _parser() -> argparse.ArgumentParser:
         help="a configuration profile (its plugins: section applies)",
     )
     plugins.add_argument("--json", action="store_true", help="print JSON")
+
+    schema = commands.add_parser(
+        "schema",
+        parents=[logs],
+        help="print the JSON Schema of a file turnwire reads",
+        description="Print the JSON Schema (draft 2020-12) of thread files or configuration "
+        "files, generated from the Structs that validate them.",
+    )
+    schema.add_argument("kind", choices=("thread", "config"), help="a thread file or a config")
     return parser
 
 
@@ -575,6 +584,16 @@ def _fail(args: argparse.Namespace, err: TurnwireError) -> None:
         print(msgspec.json.encode({"error": error}).decode(), flush=True)
 
 
+def _schema(args: argparse.Namespace) -> int:
+    import msgspec
+
+    from turnwire.schema import config_schema, thread_schema
+
+    schema = thread_schema() if args.kind == "thread" else config_schema()
+    print(msgspec.json.format(msgspec.json.encode(schema), indent=2).decode())
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; return its exit status (2 for bad input, 1 for a failed run)."""
     args = _parser().parse_args(argv)
@@ -592,6 +611,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "plugins": _plugins,
         "threads": _threads,
         "demo": _demo,
+        "schema": _schema,
     }
     try:
         return handlers[args.command](args)

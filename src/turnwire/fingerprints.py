@@ -1,7 +1,10 @@
 """Fingerprints for reasoning brought from elsewhere.
 
 A replayable thought carries ``prefix_fingerprint``: the digest of the request prefix it was
-produced after (the ``fingerprint_prefix`` stage; DESIGN.md's ``prefix`` scheme by default).
+produced after (the ``fingerprint_prefix`` stage; by default SHA-256 of the canonical JSON of
+``{input: <the items before it>, instructions, model, tools}``, byte-compatible with the
+reference system's scheme, or with ``render.fingerprint_binding: model`` a digest of the model
+and endpoint only).
 The pairing sweep replays the thought only while the next request's prefix still hashes to
 it, so reasoning never goes back after a conversation it was not produced in. Reasoning
 imported from another system has no fingerprint; :func:`stamp_fingerprints` gives each such

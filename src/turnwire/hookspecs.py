@@ -195,6 +195,8 @@ def render_retrievable_handle_body(handle: HandleInfo) -> str | None:
     :returns: the handle text.
 
     Stops at the first non-None result. Runs once per non-inline retrievable artifact.
+    Default: what is known about the body (kind, byte and line counts) and the artifact tools
+    that read it by its ``callId``.
     """
 
 
@@ -206,6 +208,8 @@ def render_artifact_handle_body(handle: HandleInfo) -> str | None:
     :returns: the handle text.
 
     Stops at the first non-None result. Runs once per non-inline artifact result.
+    Default: what is known about the artifact (kind, byte and line counts) and the artifact
+    tools that read it by its ``callId``.
     """
 
 
@@ -237,7 +241,8 @@ def render_system_prompt(
     Stops at the first non-None result. Runs once per request. Where the text goes (the
     ``instructions`` field or a leading item) is ``system_prompt_channel``'s business.
     Default: the prompt (its placeholders filled when ``system_prompt_template`` is on; names
-    only, unknown ones left as written), then each bucket before ``timeline``.
+    only, unknown ones left as written), then each bucket before ``timeline`` rendered by its
+    own stage, empty parts left out.
     """
 
 
@@ -364,6 +369,8 @@ def filter_thoughts(
     :returns: the surfaced thoughts sorted by ``(created_at, seq, id)``.
 
     Stops at the first non-None result. Runs once per request.
+    Default: the agent's own thoughts (everyone's under ``all``) that are plain text or carry
+    an accepted replay tag; ``latest-self`` keeps only the last of them.
     """
 
 
@@ -393,6 +400,9 @@ def fingerprint_prefix(
 
     Stops at the first non-None result. Runs once per replay candidate and once per recorded
     reasoning item.
+    Default: ``prefix``: SHA-256 of the canonical JSON of ``{input, instructions, model,
+    tools}`` over the first ``through_item`` items; ``model``: SHA-256 of the model and the
+    endpoint alone.
     """
 
 
@@ -411,6 +421,8 @@ def tools_to_wire(
     :returns: the declarations (possibly empty).
 
     Stops at the first non-None result. Runs once per request.
+    Default: every tool that is not hidden, in thread order, with its description, the schema
+    from ``description_to_json_schema`` and an explicit ``strict`` flag.
     """
 
 
@@ -422,6 +434,8 @@ def description_to_json_schema(description: Mapping[str, Any] | None) -> dict[st
     :returns: an object schema (``{"type": "object", "properties": {}}`` when empty).
 
     Stops at the first non-None result. Runs once per declared tool.
+    Default: a copy of the description whose ``type`` defaults to ``object``; an object schema
+    without ``properties`` gets empty ones.
     """
 
 
@@ -440,6 +454,7 @@ def on_prompt_assembled(body: bytes, model: str, attempt_kind: str) -> None:
     Calls every implementation (collect-all). Runs once per request actually sent (the
     reasoning-free retry included; transport retries resend the same body and do not run it
     again). An observer that raises is logged (kind ``observer-error``) and never fails the turn.
+    Default: none; turnwire registers no observer.
     """
 
 
@@ -453,6 +468,7 @@ def on_raw_generation(generation: Generation, model: str) -> None:
 
     Calls every implementation (collect-all). Runs once per response. An observer that raises
     is logged (kind ``observer-error``) and never fails the turn.
+    Default: none; turnwire registers no observer.
     """
 
 

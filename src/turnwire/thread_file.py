@@ -1,8 +1,11 @@
 """Thread files, schema version 1 (YAML or JSON) ↔ :class:`~turnwire.model.Thread`.
 
-The schema is the one in DESIGN.md; field names are the model's. Relative ``path`` pointers
-(attachments, artifacts) are resolved against the thread file's folder when it is loaded, so a
-loaded thread renders wherever the process runs. Every validation error names its ``$.path``.
+The file is the :class:`~turnwire.model.Thread` Struct as plain data: field names are the
+model's, and the same Structs validate it. ``docs/`` documents every field (the thread file page,
+generated from those Structs), and :func:`turnwire.schema.thread_schema` (``turnwire schema
+thread``) publishes it as JSON Schema. Relative ``path`` pointers (attachments, artifacts) are
+resolved against the thread file's folder when it is loaded, so a loaded thread renders wherever
+the process runs. Every validation error names its ``$.path``.
 
 Files are read and parsed within the limits of :mod:`turnwire._loading` (size, nesting,
 integer range, YAML aliases, UTF-8 text). JSON (a ``.json`` file, or text starting with ``{``)
