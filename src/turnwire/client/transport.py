@@ -28,6 +28,7 @@ from typing import Any
 import httpx
 import msgspec
 
+from turnwire._redact import redact, remember_secret
 from turnwire.errors import HttpError, RequestTimeoutError, StreamError, StreamStalledError
 
 __all__ = ["Answer", "RetryPolicy", "Transport"]
@@ -142,6 +143,7 @@ class Transport:
     ) -> None:
         self.url = base_url.rstrip("/") + "/responses"
         self._api_key = api_key
+        remember_secret(api_key)  # an error raised far from here (a stream's error) hides it too
         self.organization = organization
         self.project = project
         self.extra_headers = dict(headers or {})
@@ -271,11 +273,9 @@ class Transport:
         loop = asyncio.get_running_loop()
         return loop.time() + (deadline - time.monotonic())
 
-    def _scrub(self, text: str) -> str:
-        """``text`` without the API key, should an answer echo it back."""
-        if self._api_key and self._api_key in text:
-            text = text.replace(self._api_key, "[redacted]")
-        return text
+    def redact(self, text: str) -> str:
+        """``text`` without this transport's API key or anything that looks like a secret."""
+        return redact(text, self._api_key)
 
     async def _read_error(self, response: httpx.Response, deadline: float | None) -> str:
         try:
@@ -288,7 +288,7 @@ class Transport:
             raw = b""
         finally:
             await response.aclose()
-        return self._scrub(raw.decode("utf-8", "replace"))
+        return self.redact(raw.decode("utf-8", "replace"))
 
     async def _wait(self, delay: float, attempt: int, *, reason: str) -> None:
         logger.warning(
