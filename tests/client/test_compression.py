@@ -203,3 +203,36 @@ def test_an_error_body_in_an_encoding_never_offered_says_so(thread_file):
         run(server, thread_file)
     assert caught.value.status == 503
     assert "encoded as 'compress', which was not offered" in caught.value.body
+
+
+# ---------------------------------------------------------------- the decoder, one function
+
+
+def decoded(encoding: str, body: bytes, chunk: int = 4096) -> list[bytes]:
+    from turnwire.client.transport import _Decoder
+
+    decoder = _Decoder(encoding)
+    return [
+        piece for i in range(0, len(body), chunk) for piece in decoder.feed(body[i : i + chunk])
+    ]
+
+
+def test_a_decoder_hands_out_64_kib_at_most_however_much_a_chunk_inflates():
+    body = encode(bytes(64 * MiB), "gzip")  # about 64 KiB on the wire
+    pieces = decoded("gzip", body, chunk=len(body))  # one chunk
+    assert max(len(p) for p in pieces) == 64 << 10
+    assert sum(len(p) for p in pieces) == 64 * MiB
+
+
+def test_every_gzip_member_and_both_deflate_shapes_are_decoded():
+    assert (
+        b"".join(decoded("gzip", encode(b"one ", "gzip") + encode(b"two", "gzip"), 3)) == b"one two"
+    )
+    for shape in ("deflate", "raw-deflate"):
+        assert b"".join(decoded("deflate", encode(TEXT, shape), 1)) == TEXT
+
+
+@pytest.mark.skipif(not installed("brotli"), reason="brotli not installed")
+def test_a_chain_of_encodings_is_undone_right_to_left():
+    body = encode(encode(TEXT, "gzip"), "br")
+    assert b"".join(decoded("gzip, br", body, 7)) == TEXT

@@ -14,9 +14,9 @@ record or an error.
 
 Answers are decoded here (``Content-Encoding`` gzip and deflate; br with ``brotli`` >= 1.2 and
 zstd with ``zstandard`` installed), and ``Accept-Encoding`` offers exactly what can be decoded.
-Memory stays bounded whatever the server sends: decoders hand out at most 64 KiB at a time, an
-error body is read up to 1 MiB of decoded bytes (8 MiB on the wire) and summarised, and a body
-that is not an event stream is refused past ``max_body_bytes``.
+Memory stays bounded whatever the server sends: decoders hand out at most 64 KiB at a time
+(zstd: a few MiB), an error body is read up to 1 MiB of decoded bytes (8 MiB on the wire) and
+summarised, and a body that is not an event stream is refused past ``max_body_bytes``.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ _DEFAULT_STATUSES = frozenset({408, 409, 429})
 ERROR_BODY_LIMIT = 1 << 20  # decoded bytes of an error body that are read
 ERROR_WIRE_LIMIT = 8 << 20  # bytes on the wire read for one error body, however little they inflate
 MAX_BODY_BYTES = 64 << 20  # default limit of a body that is not an event stream
-_PIECE = 64 << 10  # the most a decoder hands out at once
+_PIECE = 64 << 10  # the most a decoder hands out at once (zstd aside)
 
 
 class _Undecodable(Exception):
