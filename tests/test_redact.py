@@ -70,6 +70,7 @@ def run(server: ScriptedServer, path: Path, **options: object) -> object:
         ('{"api_key": "0123456789abcdef", "model": "gpt-5"}', '"model": "gpt-5"'),
         ("x-api-key: 0123456789abcdef", "x-api-key: "),
         ("password=hunter2hunter2", "password="),
+        ("ConnectError: https://user:pa55word@proxy.example/v1", "https://"),
     ],
 )
 def test_credential_patterns_are_redacted(text, kept, monkeypatch):

@@ -7,8 +7,8 @@
   names say they hold one (``OPENAI_API_KEY``, ``TURNWIRE_ENVELOPE_SECRET``, any ``*_KEY``,
   ``*_SECRET``, ``*_TOKEN``, ``*_PASSWORD``), when at least 8 characters long;
 * whatever looks like a credential: ``sk-...`` and ``sess-...`` keys, the token after
-  ``Bearer`` or ``Basic``, and the value after ``api-key:``, ``api_key=``, ``"secret": "...``
-  and the like.
+  ``Bearer`` or ``Basic``, a URL's ``user:password@``, and the value after ``api-key:``,
+  ``api_key=``, ``"secret": "...`` and the like.
 
 :class:`TurnwireError` runs its message through it, so every error turnwire raises is covered at
 one depth; :class:`RedactingFilter` does the same for the records of the ``turnwire`` loggers.
@@ -34,6 +34,7 @@ _SECRET_NAME = re.compile(r"(?:^|_)(?:API_?KEY|KEY|SECRET|TOKEN|PASSWORD|PASSWD)
 _PATTERNS = (
     (re.compile(r"\b(?:sk|sess)-[A-Za-z0-9_\-]{8,}"), MARK),
     (re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/\-]{4,}=*", re.IGNORECASE), r"\1 " + MARK),
+    (re.compile(r"(://)[^/\s:@]+:[^/\s@]+@"), r"\1" + MARK + "@"),  # a URL's user:password
     (
         re.compile(
             r"""(\b(?:api[-_ ]?key|x-api-key|access[-_]?token|auth[-_]?token|secret|password)"""
