@@ -27,13 +27,16 @@ InvalidToolCallArgs (E_OPENAI_RESPONSES_INVALID_TOOL_CALL_ARGS) is never raised:
 becomes the error result the model sees on the next iteration.
 ```
 
-Messages say what was wrong, where, and what to do instead. They never contain secrets: values
-that came from a secret-bearing setting are never interpolated.
+Messages say what was wrong, where, and what to do instead. They never contain secrets: every
+message goes through :func:`turnwire._redact.redact` when the error is built, whatever text it
+quotes (an answer's body, a stream's error event, a configuration value).
 """
 
 from __future__ import annotations
 
 import re
+
+from turnwire._redact import redact
 
 __all__ = [
     "ClientError",
@@ -57,6 +60,9 @@ __all__ = [
 ]
 
 
+_EXCERPT = 2000
+
+
 class TurnwireError(Exception):
     """Base class of every error turnwire raises on purpose."""
 
@@ -65,6 +71,7 @@ class TurnwireError(Exception):
     fatal: bool = True
 
     def __init__(self, message: str) -> None:
+        message = redact(message)
         super().__init__(message)
         self.message = message
 
@@ -223,16 +230,24 @@ class HttpError(ClientError):
     """A non-2xx answer, or a transport failure (``status`` 0) after every retry.
 
     :ivar status: the HTTP status, or 0 when no answer arrived.
-    :ivar body: the start of the answer's body (at most 2,000 characters).
+    :ivar body: the start of the answer's body (at most 2,000 characters), redacted.
     :ivar attempts: how many requests were sent.
+    :param bytes_read: how many body bytes were read, when reading stopped at a size cap.
     """
 
     code = "E_OPENAI_RESPONSES_HTTP_ERROR"
 
-    def __init__(self, *, status: int, body: str, attempts: int = 1) -> None:
-        excerpt = body[:2000]
+    def __init__(
+        self, *, status: int, body: str, attempts: int = 1, bytes_read: int | None = None
+    ) -> None:
+        # Redacted before the cut, so no secret is split in two and half of it shown.
+        excerpt = redact(body[: _EXCERPT + 512])[:_EXCERPT]
+        shown = excerpt or "(empty body)"
+        if bytes_read is not None or len(body) > _EXCERPT:
+            size = len(body.encode("utf-8", "replace")) if bytes_read is None else bytes_read
+            shown += f"... (truncated, {size} bytes read)"
         where = f"HTTP {status}" if status else "no HTTP answer"
-        super().__init__(f"{where} after {attempts} attempt(s): {excerpt or '(empty body)'}")
+        super().__init__(f"{where} after {attempts} attempt(s): {shown}")
         self.status = status
         self.body = excerpt
         self.attempts = attempts
@@ -248,9 +263,10 @@ class ReasoningReplayRejectedError(HttpError):
         super().__init__(status=400, body=body, attempts=attempts)
         self.message = (
             "the API still rejects reasoning pairing after a retry without any reasoning item: "
-            f"{body[:2000]}; the thread's own output items are at fault (check their ids), "
+            f"{self.body}; the thread's own output items are at fault (check their ids), "
             "or set render.reasoning_replay to off"
         )
+        self.args = (self.message,)
 
 
 class RequestTimeoutError(ClientError):

@@ -4,9 +4,10 @@ Lines end with LF, CRLF or CR (a CR at the end of one chunk and an LF at the sta
 are one line end). ``data:`` lines of one event are joined with LF; ``event:`` sets the type;
 ``id:`` and ``retry:`` are kept; a line starting with ``:`` is a comment; a field name without a
 colon has an empty value; one space after the colon is dropped. A blank line dispatches the
-event; an event without data is not dispatched. Unlike the official SDK's decoder, an event
-still pending at end of stream (the server sent no final blank line) is dispatched by
-:meth:`SSEDecoder.close`.
+event; an event without data is not dispatched. One UTF-8 byte order mark at the very start of
+the stream is dropped (it may arrive split over chunks); an empty chunk changes nothing, not even
+a CR waiting for its LF. Unlike the official SDK's decoder, an event still pending at end of
+stream (the server sent no final blank line) is dispatched by :meth:`SSEDecoder.close`.
 
 The decoder keeps the pending incomplete line as a list of fragments, so one huge event
 arriving in tiny chunks costs linear time.
@@ -15,6 +16,8 @@ arriving in tiny chunks costs linear time.
 from __future__ import annotations
 
 __all__ = ["SSEDecoder", "ServerSentEvent"]
+
+_BOM = b"\xef\xbb\xbf"
 
 
 class ServerSentEvent:
@@ -61,9 +64,20 @@ class ServerSentEvent:
 class SSEDecoder:
     """Incremental decoder: :meth:`feed` chunks, then :meth:`close` at end of stream."""
 
-    __slots__ = ("_after_cr", "_data", "_event", "_fragments", "_has_data", "_id", "_retry")
+    __slots__ = (
+        "_after_cr",
+        "_data",
+        "_event",
+        "_fragments",
+        "_has_data",
+        "_head",
+        "_id",
+        "_retry",
+    )
 
     def __init__(self) -> None:
+        # The stream's first bytes until they are known not to be a byte order mark, then None.
+        self._head: bytes | None = b""
         self._fragments: list[bytes] = []
         self._after_cr = False
         self._data: list[bytes] = []
@@ -74,12 +88,24 @@ class SSEDecoder:
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
         """Decode ``chunk``; return the events it completes."""
-        if self._after_cr:
-            self._after_cr = False
-            if chunk.startswith(b"\n"):
-                chunk = chunk[1:]
         if not chunk:
             return []
+        if self._head is not None:
+            chunk = self._head + chunk
+            if len(chunk) < len(_BOM) and _BOM.startswith(chunk):
+                self._head = chunk
+                return []
+            self._head = None
+            if chunk.startswith(_BOM):
+                chunk = chunk[len(_BOM) :]
+                if not chunk:
+                    return []
+        if self._after_cr:
+            self._after_cr = False
+            if chunk[0] == 10:  # the LF of a CRLF split over two chunks
+                chunk = chunk[1:]
+                if not chunk:
+                    return []
         if b"\r" in chunk:
             return self._feed_cr(chunk)
         last = chunk.rfind(b"\n")
@@ -172,6 +198,10 @@ class SSEDecoder:
     def close(self) -> list[ServerSentEvent]:
         """End of stream: dispatch a pending event that lacked its final blank line."""
         events: list[ServerSentEvent] = []
+        if self._head:  # a stream of one or two bytes that only looked like a BOM's start
+            head, self._head = self._head, None
+            events += self.feed(head)
+        self._head = None
         if self._fragments:
             line = b"".join(self._fragments)
             self._fragments = []

@@ -18,6 +18,7 @@ from typing import Any
 
 import msgspec
 
+from turnwire._redact import redact
 from turnwire.errors import InvalidToolCallArgs
 from turnwire.model import Artifact, Thread, Tool, ToolCall, ToolResult
 from turnwire.stages.artifacts import ARTIFACT_TOOLS
@@ -140,7 +141,8 @@ class ToolExecutor:
             if inspect.isawaitable(value):
                 value = await value
         except Exception as err:
-            return self._done(call, f"Tool {name} failed: {type(err).__name__}: {err}", True)
+            failure = redact(f"Tool {name} failed: {type(err).__name__}: {err}")
+            return self._done(call, failure, True)
         return self._done(call, _as_text(value), False)
 
     def _handler(self, tool: Tool) -> Callable[..., Any]:
