@@ -15,7 +15,7 @@ from turnwire.model import Thread
 from turnwire.pipeline import RenderedInput
 from turnwire.request import build_body, encode_body, preflight
 from turnwire.thread_file import load_thread
-from turnwire.turns import ContextAssembler
+from turnwire.turns import ContextAssembler, file_roots
 from turnwire.wire import RequestBody
 
 __all__ = [
@@ -65,11 +65,25 @@ def resolve_model(thread: Thread, container: Container, model: str | None) -> st
     return str(resolved)
 
 
+def _folder_of(source: object) -> tuple[Path, ...]:
+    """A thread file's folder: the default root of its pointers."""
+    return (Path(source).resolve().parent,) if isinstance(source, str | os.PathLike) else ()
+
+
 def render_input(
-    thread: Thread, *, container: Container, model: str, reasoning_replay: str | None = None
+    thread: Thread,
+    *,
+    container: Container,
+    model: str,
+    reasoning_replay: str | None = None,
+    roots: Iterable[str | os.PathLike[str]] | None = None,
 ) -> RenderedInput:
-    """``build_input`` for ``thread`` with its file bytes loaded (no body, no preflight)."""
-    loaded = ContextAssembler().inline(thread)
+    """``build_input`` for ``thread`` with its file bytes loaded (no body, no preflight).
+
+    :param roots: where file pointers may lead (default ``files.roots``, else nowhere).
+    """
+    files = container.settings().files
+    loaded = ContextAssembler.from_settings(files, file_roots(roots, files)).inline(thread)
     overrides: dict[str, Any] = {"model": model}
     if reasoning_replay is not None:
         overrides["reasoning_replay"] = reasoning_replay
@@ -85,10 +99,14 @@ def render(
     model: str | None = None,
     container: Container | None = None,
     reasoning_replay: str | None = None,
+    roots: Iterable[str | os.PathLike[str]] | None = None,
 ) -> RenderedRequest:
     """Render ``thread`` into the request body turnwire would POST, after the preflight check.
 
     :param thread: a :class:`~turnwire.model.Thread`, a parsed thread mapping, or a file path.
+    :param roots: the folders (or files) file pointers may lead into, instead of
+        ``files.roots``, whose default is the thread file's folder (for a thread given as a
+        :class:`~turnwire.model.Thread` or a mapping: nowhere, so pass ``roots``).
     :param config_files: configuration profiles merged over the packaged default.
     :param model: overrides the thread's model and ``request.model``.
     :param container: a container to use instead of building one from ``config_files``.
@@ -98,12 +116,17 @@ def render(
     """
     if container is None:
         container = build_container(config_files)
+    settings = container.settings()
+    chosen = file_roots(roots, settings.files, _folder_of(thread))
     if not isinstance(thread, Thread):
         thread = load_thread(thread)
-    settings = container.settings()
     resolved = resolve_model(thread, container, model)
     rendered = render_input(
-        thread, container=container, model=resolved, reasoning_replay=reasoning_replay
+        thread,
+        container=container,
+        model=resolved,
+        reasoning_replay=reasoning_replay,
+        roots=chosen,
     )
     body = build_body(
         rendered,
@@ -128,11 +151,13 @@ def run(
     on_tool_result: Callable[[Any], None] | None = None,
     container: Container | None = None,
     handlers: Mapping[str, Callable[..., Any]] | None = None,
+    roots: Iterable[str | os.PathLike[str]] | None = None,
     **transport_options: Any,
 ) -> Any:
     """Send a thread, stream the answer, run its tools until the model stops.
 
     :param thread: a thread, a thread mapping, or a thread file path.
+    :param roots: where file pointers may lead (see :func:`render`).
     :param base_url: the Responses endpoint (default ``client.base_url``).
     :param once: one request: tool calls are recorded but not run.
     :param save: write the extended thread back to the thread file (paths only).
@@ -150,12 +175,18 @@ def run(
         path = Path(thread)
     if save and path is None:
         raise ConfigError("--save needs a thread file path to write back to", path="$")
+    chosen = file_roots(roots, container.settings().files, _folder_of(thread))
     loaded = thread if isinstance(thread, Thread) else load_thread(thread)
     client = Client(
         container, base_url=base_url, handlers=dict(handlers or {}), **transport_options
     )
     result = client.run_sync(
-        loaded, model=model, once=once, on_text=on_text, on_tool_result=on_tool_result
+        loaded,
+        model=model,
+        once=once,
+        on_text=on_text,
+        on_tool_result=on_tool_result,
+        roots=chosen,
     )
     if save and path is not None:
         save_thread(result.thread, path)
@@ -206,9 +237,13 @@ def run_thread(
     on_tool_result: Callable[[Any], None] | None = None,
     container: Container | None = None,
     handlers: Mapping[str, Callable[..., Any]] | None = None,
+    roots: Iterable[str | os.PathLike[str]] | None = None,
     **transport_options: Any,
 ) -> Any:
     """One turn of a stored thread: the user's question (if any), the run, the new turns.
+
+    File pointers may lead into ``roots``, else ``files.roots``, else the ``files`` folder
+    next to the store's database; the ``files`` named for this turn are allowed too.
 
     The new turns (the question, tool results of calls a ``--once`` left pending, one turn per
     answer step) are appended in one transaction, and only when the run succeeded.
@@ -222,11 +257,20 @@ def run_thread(
     uploads = [media_from_path(path) for path in files]
     current = builder.build_user_turn(prompt, uploads) if (prompt or uploads) else None
     thread = store.load(thread_id, current=current)
+    store_path = getattr(store, "path", None)
+    defaults = () if store_path is None else (Path(store_path).resolve().parent / "files",)
+    chosen = file_roots(roots, container.settings().files, defaults)
+    chosen += tuple(media.path for media in uploads)
     client = Client(
         container, base_url=base_url, handlers=dict(handlers or {}), **transport_options
     )
     result = client.run_sync(
-        thread, model=model, once=once, on_text=on_text, on_tool_result=on_tool_result
+        thread,
+        model=model,
+        once=once,
+        on_text=on_text,
+        on_tool_result=on_tool_result,
+        roots=chosen,
     )
     turns = [current] if current is not None else []
     if result.resolved:
