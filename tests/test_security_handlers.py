@@ -117,7 +117,8 @@ def test_the_python_api_refuses_before_sending(tmp_path):
         with pytest.raises(HandlerNotAllowedError) as caught:
             turnwire.run(path, container=make_container(), base_url=server.base_url)
     assert server.requests == [] and not (tmp_path / "PWNED").exists()
-    assert caught.value.code == "E_HANDLER_NOT_ALLOWED" and caught.value.path == "$.tools[0].handler"
+    assert caught.value.code == "E_HANDLER_NOT_ALLOWED"
+    assert caught.value.path == "$.tools[0].handler"
     assert caught.value.tool == "shell" and caught.value.handler == "os:system"
 
 
