@@ -12,6 +12,8 @@ from turnwire.container import Container, build_container
 from turnwire.context import EnvelopeAttrs, EnvelopeNonce, HandleInfo, MediaPolicy, RenderOptions
 from turnwire.errors import (
     ConfigError,
+    FileNotAllowedError,
+    HandlerNotAllowedError,
     InputError,
     PluginError,
     PreflightError,
@@ -57,7 +59,9 @@ __all__ = [
     "ContextAssembler",
     "EnvelopeAttrs",
     "EnvelopeNonce",
+    "FileNotAllowedError",
     "HandleInfo",
+    "HandlerNotAllowedError",
     "Identity",
     "InputError",
     "Media",

@@ -319,6 +319,11 @@ def file_roots(
     return tuple(os.fspath(root) for root in chosen)
 
 
+def _shown(value: str, limit: int = 200) -> str:
+    """A thread's value in a message: quoted, escaped onto one line, cut at ``limit``."""
+    return repr(value[:limit]) + ("..." if len(value) > limit else "")
+
+
 def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
@@ -465,7 +470,7 @@ class ContextAssembler:
         """
         if not pointer or "\x00" in pointer:
             raise FileNotAllowedError(
-                f"{where}: {pointer!r} names no file; point at a file inside the thread's "
+                f"{where}: {_shown(pointer)} names no file; point at a file inside the thread's "
                 "folder or files.roots",
                 path=where,
             )
@@ -473,7 +478,7 @@ class ContextAssembler:
         real = os.path.realpath(pointer)
         if any(_inside(p, never) for p in (literal, real) for never in _NEVER):
             raise FileNotAllowedError(
-                f"{where}: {pointer!r} is under {', '.join(_NEVER)}, which are never read",
+                f"{where}: {_shown(pointer)} is under {', '.join(_NEVER)}, which are never read",
                 path=where,
             )
         if not any(_inside(literal, root) for root in self.roots + self._real_roots) or not any(
@@ -481,7 +486,7 @@ class ContextAssembler:
         ):
             allowed = ", ".join(self.roots) or "none"
             raise FileNotAllowedError(
-                f"{where}: {pointer!r} leads outside the allowed roots ({allowed}); move the "
+                f"{where}: {_shown(pointer)} leads outside the allowed roots ({allowed}); move the "
                 "file into the thread's folder or add its folder to files.roots",
                 path=where,
             )
@@ -502,11 +507,13 @@ class ContextAssembler:
         except OSError as err:
             if err.errno in (errno.ELOOP, errno.ENXIO, errno.EOPNOTSUPP):
                 raise FileNotAllowedError(
-                    f"{where}: {pointer!r} is a symlink or a special file, not a regular file",
+                    f"{where}: {_shown(pointer)} is a symlink or a special file, not a "
+                    "regular file",
                     path=where,
                 ) from err
             raise RenderError(
-                f"record {owner} points at {pointer}, which cannot be read: {err.strerror}",
+                f"record {_shown(owner)} points at {_shown(pointer)}, which cannot be read: "
+                f"{err.strerror}",
                 stage="context",
                 record=owner,
             ) from err
@@ -514,7 +521,8 @@ class ContextAssembler:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
                 raise FileNotAllowedError(
-                    f"{where}: {pointer!r} is {_kind(info.st_mode)}; only regular files are read",
+                    f"{where}: {_shown(pointer)} is {_kind(info.st_mode)}; only regular files "
+                    "are read",
                     path=where,
                 )
             size = info.st_size
@@ -529,7 +537,8 @@ class ContextAssembler:
                 left -= len(chunk)
         except OSError as err:
             raise RenderError(
-                f"record {owner} points at {pointer}, which cannot be read: {err.strerror}",
+                f"record {_shown(owner)} points at {_shown(pointer)}, which cannot be read: "
+                f"{err.strerror}",
                 stage="context",
                 record=owner,
             ) from err
@@ -537,7 +546,8 @@ class ContextAssembler:
             os.close(fd)
         if left <= 0:
             raise RenderError(
-                f"record {owner} points at {pointer}, which grew past its size of {size} bytes "
+                f"record {_shown(owner)} points at {_shown(pointer)}, which grew past its size of "
+                f"{size} bytes "
                 "while it was read",
                 stage="context",
                 record=owner,
@@ -547,15 +557,16 @@ class ContextAssembler:
     def _charge(self, size: int, where: str, owner: str, budget: list[int]) -> None:
         if size > self.max_file_bytes:
             raise RenderError(
-                f"{where}: record {owner} has {size} bytes, over the per-file limit of "
+                f"{where}: record {_shown(owner)} has {size} bytes, over the per-file limit of "
                 f"{self.max_file_bytes} bytes (files.max_file_bytes)",
                 stage="context",
                 record=owner,
             )
         if size > budget[0]:
             raise RenderError(
-                f"{where}: record {owner} has {size} bytes, which would pass the per-request "
-                f"limit of {self.max_request_bytes} file bytes (files.max_request_bytes)",
+                f"{where}: record {_shown(owner)} has {size} bytes, which would pass the "
+                f"per-request limit of {self.max_request_bytes} file bytes "
+                "(files.max_request_bytes)",
                 stage="context",
                 record=owner,
             )

@@ -135,6 +135,11 @@ def _as_text(value: Any) -> str:
         raise _Unserialisable(f"{type(value).__name__} ({type(err).__name__})") from err
 
 
+def _shown(value: str, limit: int = 200) -> str:
+    """A thread's value in a message: quoted, escaped onto one line, cut at ``limit``."""
+    return repr(value[:limit]) + ("..." if len(value) > limit else "")
+
+
 def _describe(err: BaseException) -> str:
     try:
         text = str(err)
@@ -210,7 +215,11 @@ async def _bounded(awaitable: Awaitable[Any], timeout_s: float) -> Any:
             return _Settled(error=err)
 
     task = asyncio.ensure_future(guarded())
-    done, _ = await asyncio.wait({task}, timeout=timeout_s)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=timeout_s)
+    except asyncio.CancelledError:
+        task.cancel()  # the run is cancelled: so is its handler
+        raise
     if not done:
         task.cancel()  # not awaited: a handler that ignores cancellation must not hang the run
         raise _TimedOut
@@ -314,10 +323,10 @@ class ToolExecutor:
             if problem is not None:
                 where = f"$.tools[{index}].handler"
                 raise HandlerNotAllowedError(
-                    f"{where}: the thread names {tool.handler!r} as the code of tool "
-                    f"{tool.name!r}, which {problem}; a thread names tools, not code: register "
-                    "the handler (handlers=, tools.handlers or the turnwire.tools entry "
-                    "points) or allow it in tools.allow_thread_handlers",
+                    f"{where}: the thread names {_shown(tool.handler)} as the code of tool "
+                    f"{_shown(tool.name)}, which {problem}; a thread names tools, not code: "
+                    "register the handler (handlers=, tools.handlers or the turnwire.tools "
+                    "entry points) or allow it in tools.allow_thread_handlers",
                     path=where,
                     tool=tool.name,
                     handler=tool.handler,
@@ -368,7 +377,7 @@ class ToolExecutor:
             )
         problem = self._thread_handler_problem(tool.handler)
         if problem is not None:
-            raise LookupError(f"its handler {tool.handler!r} {problem}")
+            raise LookupError(f"its handler {_shown(tool.handler)} {problem}")
         return self._import(tool.handler, own_module=True)
 
     def _import(self, handler: str, *, own_module: bool) -> Callable[..., Any]:
@@ -377,15 +386,15 @@ class ToolExecutor:
             return cached
         module_name, _, attribute = handler.partition(":")
         if not attribute:
-            raise LookupError(f"handler {handler!r} is not `module:function`")
+            raise LookupError(f"handler {_shown(handler)} is not `module:function`")
         target: Any = importlib.import_module(module_name)
         for part in attribute.split("."):
             target = getattr(target, part)
         if not callable(target):
-            raise LookupError(f"handler {handler!r} is not callable")
+            raise LookupError(f"handler {_shown(handler)} is not callable")
         if own_module and getattr(target, "__module__", None) != module_name:
             # An allowed module's imports (`os.system` in `mypkg.tools`) are not its handlers.
-            raise LookupError(f"handler {handler!r} is not defined in {module_name}")
+            raise LookupError(f"handler {_shown(handler)} is not defined in {module_name}")
         function: Callable[..., Any] = target
         self._imported[handler] = function
         return function
