@@ -305,3 +305,69 @@ def test_a_file_read_stops_at_its_announced_size(tmp_path):
         with pytest.raises(RenderError) as caught:
             assembler.inline(thread)
     assert "grew past its size of 1 bytes" in str(caught.value)
+
+
+# ---------------------------------------------------------------- artifacts
+
+
+def _artifact_thread(pointer: str) -> turnwire.Thread:
+    return turnwire.load_thread(
+        {
+            "version": 1,
+            "messages": [{"id": "u1", "role": "user", "content": "x", "created_at": at(0)}],
+            "tool_calls": [
+                {
+                    "id": "call_log",
+                    "tool": "read_log",
+                    "created_at": at(1),
+                    "result": {"artifact": {"path": pointer, "inline": False}},
+                }
+            ],
+            "retrievables": [
+                {"id": "r1", "trust_tier": "first-party", "artifact": {"path": pointer}}
+            ],
+        }
+    )
+
+
+def test_the_artifact_tools_read_pointers_only_inside_the_roots(tmp_path):
+    import asyncio
+
+    from turnwire.client.tools import ToolExecutor
+    from turnwire.model import ToolCall
+
+    (tmp_path / "out.log").write_text("one\ntwo\nthree\n")
+    secret = secret_outside(tmp_path)
+    head = ToolCall(
+        id="c9", tool="artifact_head", args={"callId": "call_log", "n": 2}, created_at=at(2)
+    )
+    executor = ToolExecutor(inline_max_bytes=4096)
+    inside = ContextAssembler(roots=[tmp_path / "out.log"])
+    done = asyncio.run(
+        executor.execute(head, _artifact_thread(str(tmp_path / "out.log")), files=inside)
+    )
+    assert (done.result.text, done.is_error) == ("one\ntwo", False)
+    refused = asyncio.run(executor.execute(head, _artifact_thread(str(secret)), files=inside))
+    assert refused.is_error and "leaked" not in refused.result.text
+    assert refused.result.text.startswith(
+        "The artifact 'call_log' cannot be read: $.tool_calls[0].result.artifact.path: "
+    )
+
+
+def test_every_pointer_is_named_by_its_path(tmp_path):
+    secret = secret_outside(tmp_path)
+    thread = _artifact_thread(str(secret))
+    assembler = ContextAssembler(roots=[tmp_path / "t"])
+    with pytest.raises(FileNotAllowedError) as caught:
+        assembler.check(thread)
+    assert caught.value.path == "$.tool_calls[0].result.artifact.path"
+    only_retrievable = msgspec_replace(thread, tool_calls=())
+    with pytest.raises(FileNotAllowedError) as caught:
+        assembler.inline(only_retrievable)
+    assert caught.value.path == "$.retrievables[0].artifact.path"
+
+
+def msgspec_replace(value, **changes):
+    import msgspec
+
+    return msgspec.structs.replace(value, **changes)
