@@ -371,3 +371,10 @@ def msgspec_replace(value, **changes):
     import msgspec
 
     return msgspec.structs.replace(value, **changes)
+
+
+def test_a_symlink_loop_is_refused_with_one_line(tmp_path):
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "loop").symlink_to(folder / "loop")
+    assert_refused(render_cli(thread_with(folder, "loop")), 2, "a symlink or a special file")
