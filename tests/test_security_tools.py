@@ -303,3 +303,16 @@ def test_artifact_cat_clamps_its_range():
     assert artifact("artifact_cat", start=-3, end=2).result.text == "\n".join(LINES[:2])
     assert artifact("artifact_cat", start=99, end=10**9).result.text == "\n".join(LINES[98:])
     assert artifact("artifact_cat", start=False).is_error
+
+
+def test_an_artifact_tool_answer_is_bounded_too():
+    call = ToolCall(id="c9", tool="artifact_cat", args={"callId": "call_log"}, created_at=at(2))
+    executor = ToolExecutor(inline_max_bytes=4096, max_result_bytes=100)
+    finished = asyncio.run(executor.execute(call, turnwire.load_thread(LOG_THREAD)))
+    assert finished.is_error and finished.result.text == (
+        "artifact_cat: the answer is over 100 bytes (tools.max_result_bytes); ask for fewer lines"
+    )
+    head = ToolCall(
+        id="c9", tool="artifact_head", args={"callId": "call_log", "n": 1}, created_at=at(2)
+    )
+    assert not asyncio.run(executor.execute(head, turnwire.load_thread(LOG_THREAD))).is_error

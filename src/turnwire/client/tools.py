@@ -411,6 +411,12 @@ class ToolExecutor:
         name = call.tool
         if name in dict(ARTIFACT_TOOLS):
             text, failed = self._artifact(name, call.args, thread, files or ContextAssembler())
+            if len(text.encode("utf-8", "surrogatepass")) > self.max_result_bytes:
+                text, failed = (
+                    f"{name}: the answer is over {self.max_result_bytes} bytes "
+                    "(tools.max_result_bytes); ask for fewer lines",
+                    True,
+                )
             return self._done(call, text, failed, inline=True)
         tool = thread.tool(name)
         if tool is None:
