@@ -104,14 +104,14 @@ def render(
     """Render ``thread`` into the request body turnwire would POST, after the preflight check.
 
     :param thread: a :class:`~turnwire.model.Thread`, a parsed thread mapping, or a file path.
-    :param roots: the folders (or files) file pointers may lead into, instead of
-        ``files.roots``, whose default is the thread file's folder (for a thread given as a
-        :class:`~turnwire.model.Thread` or a mapping: nowhere, so pass ``roots``).
     :param config_files: configuration profiles merged over the packaged default.
     :param model: overrides the thread's model and ``request.model``.
     :param container: a container to use instead of building one from ``config_files``.
     :param reasoning_replay: overrides ``render.reasoning_replay`` for this render (the
         reasoning-free retry renders with ``off``).
+    :param roots: the folders (or files) file pointers may lead into, instead of
+        ``files.roots``, whose default is the thread file's folder (for a thread given as a
+        :class:`~turnwire.model.Thread` or a mapping: nowhere, so pass ``roots``).
     :raises turnwire.errors.InputError: bad thread, configuration or rendered body.
     """
     if container is None:

@@ -256,8 +256,8 @@ class Client:
         from turnwire.api import resolve_model
 
         resolved = resolve_model(thread, self.container, model)
-        roots = file_roots(roots, self.settings.files)
-        files = ContextAssembler.from_settings(self.settings.files, roots)
+        allowed = file_roots(roots, self.settings.files)
+        files = ContextAssembler.from_settings(self.settings.files, allowed)
         self.executor.check(thread)
         files.check(thread)
         start_calls = len(thread.tool_calls)
@@ -271,13 +271,13 @@ class Client:
         generation: Generation | None = None
         while True:
             iterations += 1
-            generation = await self._iteration(thread, resolved, on_text, roots)
+            generation = await self._iteration(thread, resolved, on_text, allowed)
             thread, calls = self._record(thread, generation)
             self._observe("on_raw_generation", generation=generation, model=resolved)
             runnable = [call for call in calls if call.result is None]
             if runnable and not once:
                 thread = await self._execute(thread, runnable, on_tool_result, files)
-            thread = self._fingerprint_new_thoughts(thread, resolved, roots)
+            thread = self._fingerprint_new_thoughts(thread, resolved, allowed)
             if not calls or once:
                 break
             if iterations >= self.settings.client.max_iterations:

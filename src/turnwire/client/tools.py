@@ -13,8 +13,12 @@ tool with no registered handler (the model may call a name the thread never decl
 exceptions, ``SystemExit`` included, a handler that runs past ``tools.timeout_s`` and a result
 that cannot be serialised all become error results the model reads on the next iteration.
 Results up to ``render.tool_result_inline_max_bytes`` are stored as text, larger ones as
-artifacts (shown as handles, read with the ``artifact_*`` tools), and none over
-``tools.max_result_bytes``.
+artifacts (shown as handles, read with the ``artifact_*`` tools); no answer, the artifact
+tools' included, may pass ``tools.max_result_bytes``.
+
+Limits: a sync handler that times out keeps running in its (daemon) thread, abandoned; an
+async handler that blocks the event loop (``time.sleep`` inside ``async def``) or ignores
+cancellation cannot be bounded; ``os._exit`` ends the process. Handlers are trusted code.
 """
 
 from __future__ import annotations
