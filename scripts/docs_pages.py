@@ -362,6 +362,17 @@ plugins:
     "store": """\
 store: {path: /var/lib/turnwire/threads.db}
 """,
+    "tools": """\
+tools:
+  handlers: {get_weather: "mycompany.tools:get_weather"}
+  allow_thread_handlers: ["turnwire.examples.*"]
+  timeout_s: 20
+""",
+    "files": """\
+files:
+  roots: [/srv/agent/uploads]
+  max_file_bytes: 16777216
+""",
 }
 """One example per section of the configuration (YAML), validated by the test suite."""
 

@@ -15,7 +15,7 @@ from turnwire.model import Thread
 from turnwire.pipeline import RenderedInput
 from turnwire.request import build_body, encode_body, preflight
 from turnwire.thread_file import load_thread
-from turnwire.turns import ContextAssembler
+from turnwire.turns import ContextAssembler, file_roots
 from turnwire.windows import apply_window
 from turnwire.wire import RequestBody
 
@@ -71,6 +71,11 @@ def resolve_model(thread: Thread, container: Container, model: str | None) -> st
     return str(resolved)
 
 
+def _folder_of(source: object) -> tuple[Path, ...]:
+    """A thread file's folder: the default root of its pointers."""
+    return (Path(source).resolve().parent,) if isinstance(source, str | os.PathLike) else ()
+
+
 def render_input(
     thread: Thread,
     *,
@@ -79,11 +84,17 @@ def render_input(
     reasoning_replay: str | None = None,
     unfingerprinted_reasoning: str | None = None,
     render_context: Mapping[str, str] | None = None,
+    roots: Iterable[str | os.PathLike[str]] | None = None,
 ) -> RenderedInput:
     """``build_input`` for the turns of ``thread`` that ``context.window`` keeps, with their
-    file bytes loaded (no body, no preflight)."""
-    windowed = apply_window(thread, container.settings().context.window)
-    loaded = ContextAssembler().inline(windowed)
+    file bytes loaded (no body, no preflight).
+
+    :param roots: where file pointers may lead (default ``files.roots``, else nowhere).
+    """
+    settings = container.settings()
+    windowed = apply_window(thread, settings.context.window)
+    files = settings.files
+    loaded = ContextAssembler.from_settings(files, file_roots(roots, files)).inline(windowed)
     overrides: dict[str, Any] = {"model": model}
     if reasoning_replay is not None:
         overrides["reasoning_replay"] = reasoning_replay
@@ -104,6 +115,7 @@ def render(
     container: Container | None = None,
     reasoning_replay: str | None = None,
     render_context: Mapping[str, str] | None = None,
+    roots: Iterable[str | os.PathLike[str]] | None = None,
 ) -> RenderedRequest:
     """Render ``thread`` into the request body turnwire would POST, after the preflight check.
 
@@ -115,13 +127,17 @@ def render(
         reasoning-free retry renders with ``off``).
     :param render_context: values stages may ask for by name (``render_context``): the
         system-prompt template's ``{date}``, ``{user}`` ... (input, like the thread).
+    :param roots: the folders (or files) file pointers may lead into, instead of
+        ``files.roots``, whose default is the thread file's folder (for a thread given as a
+        :class:`~turnwire.model.Thread` or a mapping: nowhere, so pass ``roots``).
     :raises turnwire.errors.InputError: bad thread, configuration or rendered body.
     """
     if container is None:
         container = build_container(config_files)
+    settings = container.settings()
+    chosen = file_roots(roots, settings.files, _folder_of(thread))
     if not isinstance(thread, Thread):
         thread = load_thread(thread)
-    settings = container.settings()
     resolved = resolve_model(thread, container, model)
     rendered = render_input(
         thread,
@@ -129,6 +145,7 @@ def render(
         model=resolved,
         reasoning_replay=reasoning_replay,
         render_context=render_context,
+        roots=chosen,
     )
     body = build_body(
         rendered,
@@ -157,11 +174,13 @@ def run(
     container: Container | None = None,
     handlers: Mapping[str, Callable[..., Any]] | None = None,
     render_context: Mapping[str, str] | None = None,
+    roots: Iterable[str | os.PathLike[str]] | None = None,
     **transport_options: Any,
 ) -> RunResult:
     """Send a thread, stream the answer, run its tools until the model stops.
 
     :param thread: a thread, a thread mapping, or a thread file path.
+    :param roots: where file pointers may lead (see :func:`render`).
     :param base_url: the Responses endpoint (default ``client.base_url``, else
         ``$OPENAI_BASE_URL``, else ``https://api.openai.com/v1``).
     :param api_key: the API key (default: the variable ``client.api_key_env`` names,
@@ -191,6 +210,7 @@ def run(
         path = Path(thread)
     if save and path is None:
         raise ConfigError("--save needs a thread file path to write back to", path="$")
+    chosen = file_roots(roots, container.settings().files, _folder_of(thread))
     loaded = thread if isinstance(thread, Thread) else load_thread(thread)
     client = Client(
         container,
@@ -208,6 +228,7 @@ def run(
         on_text=on_text,
         on_tool_result=on_tool_result,
         render_context=render_context,
+        roots=chosen,
     )
     if save and path is not None:
         save_thread(result.thread, path)
@@ -262,9 +283,13 @@ def run_thread(
     container: Container | None = None,
     handlers: Mapping[str, Callable[..., Any]] | None = None,
     render_context: Mapping[str, str] | None = None,
+    roots: Iterable[str | os.PathLike[str]] | None = None,
     **transport_options: Any,
 ) -> RunResult:
     """One turn of a stored thread: the user's question (if any), the run, the new turns.
+
+    File pointers may lead into ``roots``, else ``files.roots``, else the ``files`` folder
+    next to the store's database; the ``files`` named for this turn are allowed too.
 
     The new turns (the question, tool results of calls a ``--once`` left pending, one turn per
     answer step) are appended in one transaction, and only when the run succeeded. The other
@@ -279,6 +304,10 @@ def run_thread(
     uploads = [media_from_path(path) for path in files]
     current = builder.build_user_turn(prompt, uploads) if (prompt or uploads) else None
     thread = store.load(thread_id, current=current)
+    store_path = getattr(store, "path", None)
+    defaults = () if store_path is None else (Path(store_path).resolve().parent / "files",)
+    chosen = file_roots(roots, container.settings().files, defaults)
+    chosen += tuple(media.path for media in uploads if media.path)
     client = Client(
         container,
         base_url=base_url,
@@ -295,6 +324,7 @@ def run_thread(
         on_text=on_text,
         on_tool_result=on_tool_result,
         render_context=render_context,
+        roots=chosen,
     )
     turns = [current] if current is not None else []
     if result.resolved:

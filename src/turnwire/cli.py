@@ -335,10 +335,9 @@ def _summarise_warnings(args: argparse.Namespace, warnings: Sequence[str]) -> No
 
 def _render(args: argparse.Namespace) -> int:
     from turnwire.api import render
-    from turnwire.thread_file import load_thread
 
     rendered = render(
-        load_thread(args.thread),
+        args.thread,
         container=_container(args),
         model=args.model,
         render_context=_render_context(args),
@@ -361,6 +360,7 @@ def _fingerprint(args: argparse.Namespace) -> int:
         container=container,
         model=resolve_model(thread, container, args.model),
         render_context=_render_context(args),
+        roots=[Path(args.thread).resolve().parent],
     )
     target = args.output or args.thread
     if target == "-":

@@ -104,6 +104,8 @@ SETTINGS = {
     "request": {"model": "gpt-5", "reasoning": {"effort": "medium", "summary": "auto"}},
     "client": {"retry": {"max_retries": 0}, "request_timeout_s": 60},
     "plugins": {"load_entrypoints": False},
+    # The thread names the tool; the code that runs it is registered here, never in the thread.
+    "tools": {"handlers": {"weather": "turnwire.examples.tools:get_weather"}},
 }
 WEATHER_TOOL = {
     "name": "weather",
@@ -113,7 +115,6 @@ WEATHER_TOOL = {
         "properties": {"location": {"type": "string", "description": "the city"}},
         "required": ["location"],
     },
-    "handler": "turnwire.examples.tools:get_weather",
 }
 
 
@@ -230,6 +231,7 @@ def run_demo(
     say(f"  see it:   turnwire threads show {thread_id} --db {store_path}")
     say(
         f"  go on:    turnwire run --thread {thread_id} --db {store_path} --prompt '...' "
+        "--set 'tools.handlers={weather: turnwire.examples.tools:get_weather}' "
         "(with OPENAI_API_KEY set, against the real API)"
     )
     return 0

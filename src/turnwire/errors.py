@@ -15,6 +15,8 @@ TurnwireError
 │   ├── RenderError                     E_RENDER_FAILED              (stage, record)
 │   │   └── UnsupportedMediaError       E_OPENAI_RESPONSES_UNSUPPORTED_MEDIA_MODALITY
 │   ├── PluginError                     E_PLUGIN_INVALID             (plugin)
+│   ├── HandlerNotAllowedError          E_HANDLER_NOT_ALLOWED        ($.path, tool, handler)
+│   ├── FileNotAllowedError             E_FILE_NOT_ALLOWED           ($.path)
 │   └── ContextOverflowError            E_OPENAI_RESPONSES_CONTEXT_OVERFLOW (per-bucket tokens)
 └── ClientError                         the exchange with the API failed
     ├── HttpError                       E_OPENAI_RESPONSES_HTTP_ERROR (status; 0 = transport)
@@ -42,6 +44,8 @@ __all__ = [
     "ClientError",
     "ConfigError",
     "ContextOverflowError",
+    "FileNotAllowedError",
+    "HandlerNotAllowedError",
     "HttpError",
     "InputError",
     "InvalidToolCallArgs",
@@ -192,6 +196,42 @@ class PluginError(InputError):
     def __init__(self, message: str, *, plugin: str) -> None:
         super().__init__(message)
         self.plugin = plugin
+
+
+class HandlerNotAllowedError(InputError):
+    """A thread names the code that runs one of its tools, and configuration does not allow it.
+
+    A thread may name a tool, never the code behind it: handlers come from the Python API,
+    ``tools.handlers`` or the ``turnwire.tools`` entry points, and a thread's own ``handler:``
+    only when it matches ``tools.allow_thread_handlers``. Raised before any request is sent.
+
+    :ivar path: the JSON path of the handler, such as ``$.tools[0].handler``.
+    :ivar tool: the tool's name.
+    :ivar handler: the ``module:function`` the thread names.
+    """
+
+    code = "E_HANDLER_NOT_ALLOWED"
+    status = 403
+
+    def __init__(self, message: str, *, path: str, tool: str, handler: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.tool = tool
+        self.handler = handler
+
+
+class FileNotAllowedError(InputError):
+    """A file pointer leaves the allowed roots, or names something that is not a regular file.
+
+    :ivar path: the JSON path of the pointer, such as ``$.messages[0].attachments[0].path``.
+    """
+
+    code = "E_FILE_NOT_ALLOWED"
+    status = 403
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class ContextOverflowError(InputError):

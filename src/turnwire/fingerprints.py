@@ -14,7 +14,8 @@ is what ``turnwire fingerprint THREAD`` does.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+import os
+from collections.abc import Collection, Iterable, Mapping
 
 import msgspec
 
@@ -54,6 +55,7 @@ def stamp_fingerprints(
     model: str,
     only: Collection[str] | None = None,
     render_context: Mapping[str, str] | None = None,
+    roots: Iterable[str | os.PathLike[str]] | None = None,
 ) -> tuple[Thread, StampReport]:
     """``thread`` with each unfingerprinted thought that pairs given its fingerprint.
 
@@ -65,6 +67,7 @@ def stamp_fingerprints(
     :param only: stamp just these thought ids; other unfingerprinted thoughts render as
         ``render.unfingerprinted_reasoning`` says (the client stamps what a run recorded).
     :param render_context: the render context the requests will be rendered with.
+    :param roots: where the thread's file pointers may lead (see :func:`turnwire.render`).
     """
     missing = {
         thought.id: thought
@@ -82,6 +85,7 @@ def stamp_fingerprints(
         model=model,
         unfingerprinted_reasoning="trust",
         render_context=render_context,
+        roots=roots,
     )
     by_item = {
         thought.payload.item.id: thought.id

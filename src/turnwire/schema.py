@@ -198,9 +198,11 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "render": "How a thread becomes input items.",
         "request": "Wire options copied into every request body.",
         "client": "Where and how requests are sent (`turnwire run`).",
-        "context": "The context-window guard.",
+        "context": "Which turns a request sends, and the context-window guard.",
         "plugins": "Which plugins load, tracing, and per-plugin settings.",
         "store": "Where stored threads live.",
+        "tools": "Which code runs a tool (registered handlers only), and for how long.",
+        "files": "Where file pointers may lead, and how much is read.",
     },
     "RenderSettings": {
         "unfingerprinted_reasoning": "Thoughts with a replay payload but no "
@@ -311,6 +313,26 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
     "StoreSettings": {
         "path": "The SQLite store file (null: `$TURNWIRE_STORE`, else "
         "`$XDG_DATA_HOME/turnwire/threads.db`).",
+    },
+    "ToolSettings": {
+        "handlers": "Tool name to `module:function`: the code that runs each tool, chosen "
+        "by the deployer (a thread names tools, never code).",
+        "allow_thread_handlers": "Glob patterns a thread's own `handler:` must match to run "
+        "(empty: a thread's handler never runs; the examples profile allows "
+        "`turnwire.examples.*`).",
+        "load_entrypoints": "Register the handlers of the `turnwire.tools` entry-point group "
+        "(entry point name = tool name).",
+        "timeout_s": "Seconds one handler call may take; past it, the call is an error result "
+        "the model reads.",
+        "max_result_bytes": "The largest result a handler may return; a larger one is an error "
+        "result.",
+    },
+    "FileSettings": {
+        "roots": "Absolute folders file pointers may lead into (null: a thread file's own "
+        "folder; for a stored thread, the `files` folder beside the store and the files named "
+        "for the turn).",
+        "max_file_bytes": "The largest file a pointer (or inline `data_base64`) may hold.",
+        "max_request_bytes": "The most file bytes one request may carry, all pointers together.",
     },
 }
 """The description of every field, by Struct name, then field name (as the file spells it)."""

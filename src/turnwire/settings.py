@@ -43,12 +43,14 @@ from turnwire.wire.request import (
 __all__ = [
     "ClientSettings",
     "ContextSettings",
+    "FileSettings",
     "PluginSettings",
     "RenderSettings",
     "RequestSettings",
     "RetrySettings",
     "Settings",
     "StoreSettings",
+    "ToolSettings",
     "default_config_path",
     "load_settings",
     "profile_names",
@@ -201,6 +203,51 @@ class StoreSettings(_Section, frozen=True, kw_only=True):
     path: str | None = None
 
 
+_HANDLER = re.compile(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*")
+
+
+class ToolSettings(_Section, frozen=True, kw_only=True):
+    """``tools:``: which code runs a tool, and for how long.
+
+    A thread names tools, never the code behind them: ``handlers`` (tool name →
+    ``module:function``, written by the deployer), the ``turnwire.tools`` entry points and the
+    Python API register handlers; a thread's own ``handler:`` runs only when it matches one of
+    the glob patterns of ``allow_thread_handlers`` (empty: never).
+    """
+
+    handlers: dict[NonEmpty, NonEmpty] = msgspec.field(default_factory=dict)
+    allow_thread_handlers: tuple[NonEmpty, ...] = ()
+    load_entrypoints: bool = True
+    timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 30.0
+    max_result_bytes: Annotated[int, msgspec.Meta(ge=1)] = 8 * 2**20
+
+    def __post_init__(self) -> None:
+        for name, target in self.handlers.items():
+            if not _HANDLER.fullmatch(target):
+                raise ValueError(
+                    f"handlers: {name}: {target!r} is not `module:function` "
+                    "(such as `mypackage.tools:get_weather`)"
+                )
+
+
+class FileSettings(_Section, frozen=True, kw_only=True):
+    """``files:``: where file pointers may lead, and how much is read.
+
+    ``roots`` null: a thread file's own folder; for a stored thread, the ``files`` folder next
+    to the store and the files named for the turn. A list replaces those defaults (absolute
+    paths only; an empty list allows no pointer at all).
+    """
+
+    roots: tuple[NonEmpty, ...] | None = None
+    max_file_bytes: Annotated[int, msgspec.Meta(ge=0)] = 32 * 2**20
+    max_request_bytes: Annotated[int, msgspec.Meta(ge=0)] = 64 * 2**20
+
+    def __post_init__(self) -> None:
+        for root in self.roots or ():
+            if not os.path.isabs(root):
+                raise ValueError(f"roots: {root!r} is not an absolute path")
+
+
 class Settings(_Section, frozen=True, kw_only=True):
     """The whole configuration."""
 
@@ -210,6 +257,8 @@ class Settings(_Section, frozen=True, kw_only=True):
     context: ContextSettings = msgspec.field(default_factory=ContextSettings)
     plugins: PluginSettings = msgspec.field(default_factory=PluginSettings)
     store: StoreSettings = msgspec.field(default_factory=StoreSettings)
+    tools: ToolSettings = msgspec.field(default_factory=ToolSettings)
+    files: FileSettings = msgspec.field(default_factory=FileSettings)
 
 
 def default_config_path() -> Path:

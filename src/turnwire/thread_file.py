@@ -87,7 +87,9 @@ def _check_pointers(thread: Thread) -> None:
 def _absolute(pointer: str | None, base: Path) -> str | None:
     if pointer is None or os.path.isabs(pointer):
         return pointer
-    return str((base / pointer).resolve())
+    # Lexical only: symlinks are followed (and confined) when the file is read, and a symlink
+    # loop is the reader's refusal, not a traceback here.
+    return os.path.abspath(os.path.join(base, pointer))
 
 
 def _rebase(thread: Thread, base: Path) -> Thread:

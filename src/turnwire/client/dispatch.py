@@ -56,6 +56,7 @@ from turnwire.model import (
     ToolResult,
 )
 from turnwire.stages.tool_results import shows_inline
+from turnwire.turns import ContextAssembler, file_roots
 from turnwire.wire import FunctionCall, OutputMessage, ReasoningItem, ReasoningText, SummaryText
 from turnwire.wire.events import TextDelta, decode_event
 
@@ -212,10 +213,7 @@ class Client:
                 **transport_options,
             )
         self.transport = transport
-        self.executor = ToolExecutor(
-            inline_max_bytes=self.settings.render.tool_result_inline_max_bytes,
-            handlers=dict(handlers or {}),
-        )
+        self.executor = ToolExecutor.from_settings(self.settings, handlers=handlers)
         self.clock = clock
         self.plugin_manager = container.plugin_manager()
         self.requests = 0
@@ -299,8 +297,13 @@ class Client:
         on_tool_result: Callable[[ToolCall], None] | None = None,
         overrides: Mapping[str, Any] | None = None,
         render_context: Mapping[str, str] | None = None,
+        roots: Iterable[str | os.PathLike[str]] | None = None,
     ) -> RunResult:
         """Send the thread, stream the answer, run tools and loop; return the extended thread.
+
+        Before anything runs or is sent, the thread's handlers and file pointers are checked
+        (:class:`~turnwire.errors.HandlerNotAllowedError`,
+        :class:`~turnwire.errors.FileNotAllowedError`).
 
         :param once: one request; tool calls are recorded but not run.
         :param on_text: called with each text delta as it arrives.
@@ -309,6 +312,7 @@ class Client:
             :meth:`with_overrides`).
         :param render_context: values stages may ask for by name, for every request of this
             run (see :func:`turnwire.render`).
+        :param roots: where file pointers may lead (default ``files.roots``, else nowhere).
         """
         if overrides:
             return await self.with_overrides(overrides).run(
@@ -318,31 +322,36 @@ class Client:
                 on_text=on_text,
                 on_tool_result=on_tool_result,
                 render_context=render_context,
+                roots=roots,
             )
         self._render_context = dict(render_context or {})
         from turnwire.api import resolve_model
 
         self._require_key()
         resolved = resolve_model(thread, self.container, model)
+        allowed = file_roots(roots, self.settings.files)
+        files = ContextAssembler.from_settings(self.settings.files, allowed)
+        self.executor.check(thread)
+        files.check(thread)
         start_calls = len(thread.tool_calls)
         start_messages, start_thoughts = len(thread.messages), len(thread.thoughts)
         ran_pending: tuple[ToolCall, ...] = ()
         if not once:
             pending = {call.id for call in thread.tool_calls if call.result is None}
-            thread = await self._run_pending(thread, on_tool_result)
+            thread = await self._run_pending(thread, on_tool_result, files)
             ran_pending = tuple(c for c in thread.tool_calls[:start_calls] if c.id in pending)
         iterations = 0
         generation: Generation | None = None
         while True:
             iterations += 1
-            generation = await self._iteration(thread, resolved, on_text)
+            generation = await self._iteration(thread, resolved, on_text, allowed)
             generation = apply_text_tool_calls(generation, self._text_call_parser(thread))
             thread, calls = self._record(thread, generation)
             self._observe("on_raw_generation", generation=generation, model=resolved)
             runnable = [call for call in calls if call.result is None]
             if runnable and not once:
-                thread = await self._execute(thread, runnable, on_tool_result)
-            thread = self._fingerprint_new_thoughts(thread, resolved)
+                thread = await self._execute(thread, runnable, on_tool_result, files)
+            thread = self._fingerprint_new_thoughts(thread, resolved, allowed)
             if not calls or once:
                 break
             if iterations >= self.settings.client.max_iterations:
@@ -403,7 +412,9 @@ class Client:
 
     # ------------------------------------------------------------------ one iteration
 
-    def _render(self, thread: Thread, model: str, *, replay_off: bool = False) -> Any:
+    def _render(
+        self, thread: Thread, model: str, roots: tuple[str, ...], *, replay_off: bool = False
+    ) -> Any:
         from turnwire.api import render
 
         declared = self._with_artifact_tools(thread)
@@ -413,6 +424,7 @@ class Client:
             model=model,
             reasoning_replay="off" if replay_off else None,
             render_context=self._render_context,
+            roots=roots,
         )
 
     def _with_artifact_tools(self, thread: Thread) -> Thread:
@@ -458,12 +470,16 @@ class Client:
         )
 
     async def _iteration(
-        self, thread: Thread, model: str, on_text: Callable[[str], None] | None
+        self,
+        thread: Thread,
+        model: str,
+        on_text: Callable[[str], None] | None,
+        roots: tuple[str, ...],
     ) -> Generation:
         from turnwire.tokens import check_context_window
 
         self._check_tool_choice(thread)
-        rendered = self._last_rendered = self._render(thread, model)
+        rendered = self._last_rendered = self._render(thread, model, roots)
         context = self.settings.context
         check_context_window(
             rendered.request,
@@ -484,7 +500,7 @@ class Client:
                 "without reasoning items or paired ids",
                 extra={"kind": "reasoning-replay-rejected"},
             )
-            rendered = self._last_rendered = self._render(thread, model, replay_off=True)
+            rendered = self._last_rendered = self._render(thread, model, roots, replay_off=True)
             try:
                 return await self._exchange(rendered, model, on_text, "reasoning-free-retry")
             except HttpError as again:
@@ -683,7 +699,9 @@ class Client:
             seq=seq,
         )
 
-    def _fingerprint_new_thoughts(self, thread: Thread, model: str) -> Thread:
+    def _fingerprint_new_thoughts(
+        self, thread: Thread, model: str, roots: tuple[str, ...]
+    ) -> Thread:
         """Give each newly recorded reasoning thought the fingerprint of its future prefix.
 
         The thread is rendered once with every fingerprint accepted, which yields the input
@@ -706,6 +724,7 @@ class Client:
                 container=self.container,
                 model=model,
                 render_context=self._render_context,
+                roots=roots,
             )
         items = rendered.input
         fingerprint = self._fingerprinter(model)
@@ -732,22 +751,26 @@ class Client:
     # ------------------------------------------------------------------ tools
 
     async def _run_pending(
-        self, thread: Thread, on_tool_result: Callable[[ToolCall], None] | None
+        self,
+        thread: Thread,
+        on_tool_result: Callable[[ToolCall], None] | None,
+        files: ContextAssembler,
     ) -> Thread:
         pending = [call for call in thread.tool_calls if call.result is None]
         if not pending:
             return thread
-        return await self._execute(thread, pending, on_tool_result)
+        return await self._execute(thread, pending, on_tool_result, files)
 
     async def _execute(
         self,
         thread: Thread,
         calls: list[ToolCall],
         on_tool_result: Callable[[ToolCall], None] | None,
+        files: ContextAssembler,
     ) -> Thread:
         done: dict[str, ToolCall] = {}
         for call in calls:
-            finished = await self.executor.execute(call, thread)
+            finished = await self.executor.execute(call, thread, files=files)
             done[call.id] = finished
             if on_tool_result is not None:
                 on_tool_result(finished)
