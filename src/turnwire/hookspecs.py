@@ -234,7 +234,8 @@ def render_system_prompt(
     Stops at the first non-None result. Runs once per request. Where the text goes (the
     ``instructions`` field or a leading item) is ``system_prompt_channel``'s business.
     Default: the prompt (its placeholders filled when ``system_prompt_template`` is on; names
-    only, unknown ones left as written), then each bucket before ``timeline``.
+    only, unknown ones left as written), then each bucket before ``timeline`` rendered by its
+    own stage, empty parts left out.
     """
 
 
