@@ -6,7 +6,9 @@ from what :func:`~turnwire.load_thread` and :func:`~turnwire.load_settings` acce
 msgspec emits is completed here:
 
 - the root is the top-level Struct itself, beside ``$defs``, with ``$schema`` naming draft
-  2020-12; one-value enums become ``const`` (``version: 1``, the ``type`` / ``variant`` tags);
+  2020-12; one-value enums become ``const`` (``version: 1``, the ``type`` / ``variant`` tags),
+  and a tag is optional wherever msgspec's decoder does not need it (msgspec's own schema
+  says required);
 - every field gets a description: its entry in :data:`FIELD_DOCS`, else the
   ``msgspec.Meta(description=...)`` of its annotation, else an ``:ivar name:`` line of its
   Struct's docstring (the test suite fails when a field has none); docstring markup becomes
