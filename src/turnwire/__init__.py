@@ -6,7 +6,6 @@ container built from YAML wires them (:func:`build_container`).
 
 import logging
 
-from turnwire._redact import install_log_filter
 from turnwire._relay import HOOK, StagePlan, StageRelay
 from turnwire.api import RenderedRequest, render, run, run_thread
 from turnwire.container import Container, build_container
@@ -46,10 +45,8 @@ from turnwire.turns import ContextAssembler
 
 __version__ = "0.1.0"
 
-# A library logs to "turnwire" and leaves the handlers to the application; no record of its
-# loggers carries a secret.
+# A library logs to "turnwire" and leaves the handlers to the application.
 logging.getLogger("turnwire").addHandler(logging.NullHandler())
-install_log_filter("turnwire", "turnwire.trace")
 
 __all__ = [
     "HOOK",
