@@ -16,8 +16,6 @@ import importlib.util
 import logging
 from typing import TYPE_CHECKING, Any
 
-from turnwire._redact import install_log_filter
-
 if TYPE_CHECKING:
     from turnwire._relay import HOOK, StagePlan, StageRelay
     from turnwire.api import RenderedRequest, render, run, run_thread
@@ -79,10 +77,8 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-# A library logs to "turnwire" and leaves the handlers to the application; no record of its
-# loggers carries a secret.
+# A library logs to "turnwire" and leaves the handlers to the application.
 logging.getLogger("turnwire").addHandler(logging.NullHandler())
-install_log_filter("turnwire", "turnwire.trace")
 
 _EXPORTS: dict[str, str] = {
     "HOOK": "turnwire._relay",

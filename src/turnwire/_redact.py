@@ -96,3 +96,8 @@ def install_log_filter(*names: str) -> None:
         logger = logging.getLogger(name)
         if not any(isinstance(f, RedactingFilter) for f in logger.filters):
             logger.addFilter(RedactingFilter())
+
+
+# On import: errors.py imports this module and every module that logs imports errors, so no
+# record of turnwire's loggers is emitted before the filter is in place.
+install_log_filter("turnwire", "turnwire.trace")
