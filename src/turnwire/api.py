@@ -211,7 +211,9 @@ def run_thread(
     """One turn of a stored thread: the user's question (if any), the run, the new turns.
 
     The new turns (the question, tool results of calls a ``--once`` left pending, one turn per
-    answer step) are appended in one transaction, and only when the run succeeded.
+    answer step) are appended in one transaction, and only when the run succeeded and the thread
+    has not changed since it was loaded (else :class:`~turnwire.store.StoreConflictError`,
+    ``E_STORE_CONFLICT``, with nothing stored: re-run).
     """
     from turnwire.client.dispatch import Client
     from turnwire.turns import ToolCallPart, Turn
@@ -221,6 +223,8 @@ def run_thread(
     builder = store.builder
     uploads = [media_from_path(path) for path in files]
     current = builder.build_user_turn(prompt, uploads) if (prompt or uploads) else None
+    # Read before loading: whatever another writer appends after this makes our append fail.
+    expected_last = store.last_position(thread_id)
     thread = store.load(thread_id, current=current)
     client = Client(
         container, base_url=base_url, handlers=dict(handlers or {}), **transport_options
@@ -252,5 +256,5 @@ def run_thread(
         usage=result.response.usage,
         request_fingerprint=result.request_fingerprint,
     )
-    store.append_turns(thread_id, turns)
+    store.append_turns(thread_id, turns, expected_last=expected_last)
     return result
