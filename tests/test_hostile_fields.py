@@ -214,17 +214,18 @@ def _assert_no_body_escapes(body: dict[str, Any]) -> int:
     checked = 0
     rules_blocks = 0
     for where, text in _texts(body):
+        mapped = [(mapping, mapping(text)) for mapping in MAPPINGS]
         for tag in tags:
             opened = text.count(f"<{tag} ") + text.count(f"<{tag}>")
-            for mapping in MAPPINGS:
-                closed = mapping(text).count(mapping(f"</{tag}"))
+            for mapping, shown in mapped:
+                closed = shown.count(mapping(f"</{tag}"))
                 assert closed == opened, (where, tag, mapping, closed, opened)
             checked += opened
         for wrapper in WRAPPERS:
             exact = text.count(f"<{wrapper}>") + text.count(f"<{wrapper} ")
-            for mapping in MAPPINGS:
-                assert mapping(text).count(mapping(f"<{wrapper}")) == exact, (where, wrapper)
-                assert mapping(text).count(mapping(f"</{wrapper}")) == exact, (where, wrapper)
+            for mapping, shown in mapped:
+                assert shown.count(mapping(f"<{wrapper}")) == exact, (where, wrapper)
+                assert shown.count(mapping(f"</{wrapper}")) == exact, (where, wrapper)
         rules_blocks += text.count('<system_instructions kind="developer-rules">\nBe terse.\n')
     assert rules_blocks == 1  # the standing instructions, once, and no other
     return checked
