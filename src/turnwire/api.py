@@ -211,9 +211,7 @@ def run_thread(
     """One turn of a stored thread: the user's question (if any), the run, the new turns.
 
     The new turns (the question, tool results of calls a ``--once`` left pending, one turn per
-    answer step) are appended in one transaction, and only when the run succeeded and the thread
-    has not changed since it was loaded (else :class:`~turnwire.store.StoreConflictError`,
-    ``E_STORE_CONFLICT``, with nothing stored: re-run).
+    answer step) are appended in one transaction, and only when the run succeeded.
     """
     from turnwire.client.dispatch import Client
     from turnwire.turns import ToolCallPart, Turn
@@ -221,10 +219,11 @@ def run_thread(
     if container is None:
         container = build_container(config_files)
     builder = store.builder
+    # Read before loading: if another writer appends after this, our append stores nothing and
+    # fails with E_STORE_CONFLICT, so concurrent runs cannot interleave their turns.
+    expected_last = store.last_position(thread_id)
     uploads = [media_from_path(path) for path in files]
     current = builder.build_user_turn(prompt, uploads) if (prompt or uploads) else None
-    # Read before loading: whatever another writer appends after this makes our append fail.
-    expected_last = store.last_position(thread_id)
     thread = store.load(thread_id, current=current)
     client = Client(
         container, base_url=base_url, handlers=dict(handlers or {}), **transport_options
