@@ -184,7 +184,10 @@ def test_neutralise_changes_exactly_the_tags_for_any_tag(tag, data):
     _assert_safe(out, tag)
     # Neutralising only ever turns a `<` into `&lt;`...
     assert out.replace("&lt;", "<") == body.replace("&lt;", "<")
-    # ...and text that holds no tag comes back unchanged, in an envelope too.
+    # ...and text that holds no tag comes back unchanged, in an envelope too (for an envelope's
+    # tag: an arbitrary one, "" or "p", may be what a benign `</p>` closes).
+    if not tag.endswith("_" + NONCE):
+        return
     plain = data.draw(benign_bodies())
     assert neutralise(plain, tag) == plain
     attrs = EnvelopeAttrs(nonce=NONCE, kind="k")
