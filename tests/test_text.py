@@ -128,6 +128,11 @@ def test_special_casing_spellings_of_the_closing_tag_are_neutralised():
         out = neutralise("x " + forged + " y", tag)
         assert out == "x &lt;" + forged[1:] + " y", prefix
         _assert_safe(out, tag)
+    # Neutralising the inner tag spells `&lt;`, which this odd tag name holds: another pass.
+    tag = f"a&lt;/b_{NONCE}"
+    out = neutralise(f"İ</a</b_{NONCE}", tag)
+    assert out == f"İ&lt;/a&lt;/b_{NONCE}"
+    _assert_safe(out, tag)
 
 
 def test_developer_rules_spelled_with_ligatures_and_lookalikes_are_neutralised():

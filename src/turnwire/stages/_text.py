@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import bisect
-import itertools
 import re
 from datetime import datetime, timedelta
 
@@ -29,6 +28,7 @@ _ATTR_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&qu
 _FORGEABLE = re.compile(
     r"<(?=/?(?:system_instructions|memories|retrieved_corpus|[a-z_]+_[0-9a-f]{16}\b))"
 )
+_LESS_THAN = re.compile("<")
 _TAG_SAFE = re.compile(r"[A-Za-z0-9_-]+")
 _MIME = re.compile(r"[A-Za-z0-9_.+-]+/[A-Za-z0-9_.+-]+")
 _FILENAME_STRIP = re.compile("[<>\x00-\x1f\x7f-\x9f]")
@@ -65,9 +65,6 @@ def _fold(text: str) -> str:
 def _forged(body: str, tag: str | None) -> list[int]:
     """Indices of the ``<`` in ``body`` that start a forbidden tag once folded."""
     folded = _fold(body)
-    starts: list[int] | None = None
-    if len(folded) != len(body):  # some character folds to several: map offsets back
-        starts = list(itertools.accumulate((len(_fold(c)) for c in body), initial=0))
     hits = [match.start() for match in _FORGEABLE.finditer(folded)]
     if tag is not None:
         closer = _fold("</" + tag)
@@ -75,10 +72,14 @@ def _forged(body: str, tag: str | None) -> list[int]:
         while index != -1:
             hits.append(index)
             index = folded.find(closer, index + 1)
-    if starts is None:
+    if not hits or len(folded) == len(body):  # every character folded to one: same offsets
         return hits
-    # A hit starts at a `<`, which folds to itself alone, so it is the start of a character.
-    return [bisect.bisect_right(starts, hit) - 1 for hit in hits]
+    # Some character folded to several. Every hit starts at a `<`, and `<` is the only character
+    # whose fold holds a `<` (it folds to itself), so the n-th `<` of the folded text is the
+    # n-th `<` of the body.
+    in_body = [match.start() for match in _LESS_THAN.finditer(body)]
+    in_folded = [match.start() for match in _LESS_THAN.finditer(folded)]
+    return [in_body[bisect.bisect_left(in_folded, hit)] for hit in hits]
 
 
 def neutralise(body: str, tag: str | None = None) -> str:
@@ -101,8 +102,10 @@ def neutralise(body: str, tag: str | None = None) -> str:
             pieces.append("&lt;")
             start = index + 1
         pieces.append(body[start:])
-        # Another pass: a replacement could complete a tag whose name holds `&lt;`.
         body = "".join(pieces)
+        # A replacement can complete a new tag only when the tag's name holds `&` (`&lt;`).
+        if tag is None or "&" not in tag:
+            break
     return body
 
 
