@@ -74,12 +74,6 @@ def test_without_the_variable_a_secret_is_made_once_owner_only_and_its_place_log
     assert secret not in repr(container.envelope_nonce()) + repr(container.settings())
 
 
-def test_the_variable_still_wins(config_home, monkeypatch):
-    monkeypatch.setenv("TURNWIRE_ENVELOPE_SECRET", "from-the-environment")
-    assert _nonce()("m1") == EnvelopeNonce("from-the-environment")("m1")
-    assert not (config_home / "turnwire").exists()
-
-
 def test_without_xdg_config_home_the_secret_goes_under_home(config_home, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", "relative/is/ignored")
     nonce = _nonce()
@@ -89,7 +83,7 @@ def test_without_xdg_config_home_the_secret_goes_under_home(config_home, monkeyp
     assert _nonce()("m1") == nonce("m1")
 
 
-def test_a_setting_names_the_file(config_home, tmp_path):
+def test_a_setting_names_the_file_and_the_variable_still_wins(config_home, tmp_path, monkeypatch):
     named = tmp_path / "secrets" / "turnwire.key"
     nonce = _nonce({"render": {"envelope_secret_file": str(named)}})
     assert nonce("m1") == EnvelopeNonce(named.read_text().strip())("m1")
@@ -100,6 +94,11 @@ def test_a_setting_names_the_file(config_home, tmp_path):
     assert _nonce({"render": {"envelope_secret_file": str(named)}})("m1") == EnvelopeNonce(
         "chosen by the deployer"
     )("m1")
+    monkeypatch.setenv("TURNWIRE_ENVELOPE_SECRET", "from-the-environment")
+    other = tmp_path / "other" / "secret"
+    chosen = _nonce({"render": {"envelope_secret_file": str(other)}})
+    assert chosen("m1") == EnvelopeNonce("from-the-environment")("m1")
+    assert not other.parent.exists()
 
 
 def test_when_the_config_folder_cannot_be_written_the_secret_goes_beside_the_store(
