@@ -301,6 +301,9 @@ def run_thread(
     if container is None:
         container = build_container(config_files)
     builder = store.builder
+    # Read before loading: if another writer appends after this, our append stores nothing and
+    # fails with E_STORE_CONFLICT, so concurrent runs cannot interleave their turns.
+    expected_last = store.last_position(thread_id)
     uploads = [media_from_path(path) for path in files]
     current = builder.build_user_turn(prompt, uploads) if (prompt or uploads) else None
     thread = store.load(thread_id, current=current)
@@ -350,5 +353,5 @@ def run_thread(
         usage=result.response.usage,
         request_fingerprint=result.request_fingerprint,
     )
-    store.append_turns(thread_id, turns)
+    store.append_turns(thread_id, turns, expected_last=expected_last)
     return result

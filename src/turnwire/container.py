@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -28,23 +27,20 @@ from dependency_injector import containers, providers
 from turnwire import pipeline
 from turnwire._plugins import build_plugin_manager
 from turnwire._relay import HOOK, StagePlan
+from turnwire._secret import envelope_secret
 from turnwire.context import Endpoint, EnvelopeNonce, MediaPolicy, RenderOptions
 from turnwire.settings import Settings, load_settings
 
 __all__ = ["Container", "build_container", "overriding"]
 
-logger = logging.getLogger("turnwire")
-
 
 def _envelope_nonce(settings: Settings) -> EnvelopeNonce:
-    variable = settings.render.envelope_secret_env
-    secret = os.environ.get(variable) if variable else None
-    if not secret:
-        logger.warning(
-            "no envelope secret (set %s): envelope nonces are stable but predictable",
-            variable or "render.envelope_secret_env",
-            extra={"kind": "envelope-secret-missing"},
-        )
+    render = settings.render
+    secret = envelope_secret(
+        env_var=render.envelope_secret_env,
+        secret_file=render.envelope_secret_file,
+        store_path=settings.store.path,
+    )
     return EnvelopeNonce(secret)
 
 

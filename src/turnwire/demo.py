@@ -154,7 +154,7 @@ def run_demo(
     import turnwire
     from turnwire.api import run_thread
     from turnwire.hookspecs import hookimpl
-    from turnwire.settings import load_settings
+    from turnwire.settings import load_settings, merge
     from turnwire.store.sqlite import SQLiteStore
 
     def say(text: str = "") -> None:
@@ -180,7 +180,9 @@ def run_demo(
         def on_prompt_assembled(self, body: bytes, attempt_kind: str) -> None:
             say(f"  [request] POST /responses: {_request_summary(json.loads(body))}")
 
-    settings = load_settings(overrides=SETTINGS)
+    # The demo's own secret lives beside its store, not in the user's config folder.
+    secret = {"render": {"envelope_secret_file": str(folder / "envelope-secret")}}
+    settings = load_settings(overrides=merge(SETTINGS, secret))
     container = turnwire.build_container(settings=settings, extra_plugins=[Narrator()])
 
     def on_tool(call: Any) -> None:

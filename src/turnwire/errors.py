@@ -27,6 +27,10 @@ TurnwireError
 
 InvalidToolCallArgs (E_OPENAI_RESPONSES_INVALID_TOOL_CALL_ARGS) is never raised: its message
 becomes the error result the model sees on the next iteration.
+
+The store's errors live beside its protocol (turnwire.store): UnknownThreadError
+(E_THREAD_NOT_FOUND, an InputError), StoreError (E_STORE) and StoreConflictError
+(E_STORE_CONFLICT, 409, not fatal: the thread changed during the run; nothing was stored).
 ```
 
 Messages say what was wrong, where, and what to do instead. They never contain secrets: every

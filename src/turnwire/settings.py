@@ -86,6 +86,8 @@ class RenderSettings(_Section, frozen=True, kw_only=True):
     tool_result_inline_max_bytes: Annotated[int, msgspec.Meta(ge=0)] = 4096
     strict: bool | None = None
     envelope_secret_env: str | None = "TURNWIRE_ENVELOPE_SECRET"
+    # null: $XDG_CONFIG_HOME/turnwire/envelope-secret (created once), else beside the store
+    envelope_secret_file: NonEmpty | None = None
 
     def __post_init__(self) -> None:
         if len(set(self.bucket_order)) != len(self.bucket_order):

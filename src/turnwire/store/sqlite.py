@@ -3,7 +3,9 @@
 WAL journal (readers never block the writer), foreign keys on, a busy timeout so several
 processes can share one file, the schema version in ``PRAGMA user_version`` with migrations
 applied in order when a file is opened. Every append runs in one ``BEGIN IMMEDIATE``
-transaction: a process killed halfway leaves the file as it was before the append.
+transaction: a process killed halfway leaves the file as it was before the append, and an
+append given ``expected_last`` checks the thread's last position inside that same transaction
+(the write lock is taken first), so of two runs that read the same thread only one appends.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import msgspec
 
 from turnwire.errors import InputError
 from turnwire.model import Thread
-from turnwire.store import ThreadSummary, UnknownThreadError
+from turnwire.store import NO_TURNS, StoreConflictError, ThreadSummary, UnknownThreadError
 from turnwire.turns import Part, Turn, TurnBuilder
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SQLiteStore", "default_store_path"]
@@ -204,18 +206,37 @@ class SQLiteStore:
         if not changed:
             raise UnknownThreadError(thread_id)
 
-    def append_turns(self, thread_id: str, turns: Sequence[Turn]) -> None:
-        """Append ``turns`` in one transaction: all of them, or (on any failure) none."""
+    def last_position(self, thread_id: str) -> int:
+        """The position of the thread's last turn (``-1``, :data:`NO_TURNS`, when none)."""
+        self._require(thread_id)
+        return self._last(self._db, thread_id)
+
+    @staticmethod
+    def _last(db: sqlite3.Connection, thread_id: str) -> int:
+        row = db.execute(
+            "SELECT COALESCE(MAX(position), ?) FROM turns WHERE thread_id = ?",
+            (NO_TURNS, thread_id),
+        ).fetchone()
+        return int(row[0])
+
+    def append_turns(
+        self, thread_id: str, turns: Sequence[Turn], *, expected_last: int | None = None
+    ) -> None:
+        """Append ``turns`` in one transaction: all of them, or (on any failure) none.
+
+        :param expected_last: the :meth:`last_position` the caller read before it built the
+            turns; when the thread has moved on since, :class:`StoreConflictError` and nothing
+            is stored. ``None`` appends wherever the thread ends now.
+        """
         if not turns:
             return
         with self._transaction() as db:
             self._require(thread_id)
-            row = db.execute(
-                "SELECT COALESCE(MAX(position) + 1, 0) FROM turns WHERE thread_id = ?", (thread_id,)
-            ).fetchone()
-            position = int(row[0])
+            last = self._last(db, thread_id)
+            if expected_last is not None and last != expected_last:
+                raise StoreConflictError(thread_id, expected_last=expected_last, actual_last=last)
             for offset, turn in enumerate(turns):
-                self._insert(db, thread_id, position + offset, turn)
+                self._insert(db, thread_id, last + 1 + offset, turn)
             db.execute(
                 "UPDATE threads SET updated_at = ? WHERE id = ?",
                 (_iso(datetime.now(UTC)), thread_id),
