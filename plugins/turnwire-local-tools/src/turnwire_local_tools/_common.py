@@ -147,9 +147,10 @@ def literal(node: ast.AST) -> Any:
         isinstance(node, ast.UnaryOp)
         and isinstance(node.op, ast.USub | ast.UAdd)
         and isinstance(node.operand, ast.Constant)
-        and type(node.operand.value) in (int, float)
+        and isinstance(node.operand.value, int | float)
+        and not isinstance(node.operand.value, bool)
     ):
-        number: int | float = node.operand.value
+        number = node.operand.value
         return -number if isinstance(node.op, ast.USub) else number
     if isinstance(node, ast.List | ast.Tuple):
         return [literal(element) for element in node.elts]

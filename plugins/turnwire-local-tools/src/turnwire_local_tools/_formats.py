@@ -283,30 +283,30 @@ def gpt_oss(text: str, scope: Scope) -> TextToolCalls | None:
     """
     cuts = Cuts(text, scope)
     kept: list[str] = []
-    header: dict[str, str] = {}
+    header: dict[str, list[str]] = {}
     part = ""
     state = "outside"
     pos = 0
 
     def finish(content: str) -> None:
-        role = header.get("role", "").strip()
+        role = "".join(header.get("role", ())).strip()
+        channel = "".join(header.get("channel", ()))
         if role.startswith("functions."):
             return  # a tool's output echoed back: nothing to run, nothing to show
-        found = _RECIPIENT.search(role) or _RECIPIENT.search(header.get("channel", ""))
-        channel = (header.get("channel", "").split() or [""])[0]
+        found = _RECIPIENT.search(role) or _RECIPIENT.search(channel)
         if found is not None:
             recipient = found.group(1)
             if not recipient.startswith("functions."):
                 raise Malformed  # a built-in harmony tool (browser, python): not ours to run
             name = scope.name(recipient.removeprefix("functions."), marked=True)
             cuts.call(name, arguments(decode_json(content)))
-        elif channel != "analysis":
+        elif (channel.split() or [""])[0] != "analysis":
             kept.append(content)
 
     for token in _HARMONY.finditer(text):
         segment, kind, pos = text[pos : token.start()], token.group(1), token.end()
         if state == "header":
-            header[part] = header.get(part, "") + segment
+            header.setdefault(part, []).append(segment)
             if kind == "message":
                 state = "content"
             elif kind in ("channel", "constrain"):
@@ -387,6 +387,7 @@ def gemma(text: str, scope: Scope) -> TextToolCalls | None:
 
 _LIST_OF_CALLS = re.compile(r"\[\s*[A-Za-z_]\w*\s*\(")
 _PYTHON_START, _PYTHON_END = "<|python_start|>", "<|python_end|>"
+_WRAP_PYTHON = re.compile(r"<\|python_start\|>\s*\Z")
 _QUOTES = "'\""
 
 
@@ -407,10 +408,11 @@ def pythonic(text: str, scope: Scope) -> TextToolCalls | None:
         for element in tree.body.elts:
             cuts.call(*python_call(element, scope, marked=False))
         pos = end + 1
-        before = text[:start].rstrip()
+        window = text[max(0, start - 64) : start]
+        opened = _WRAP_PYTHON.search(window)
         after = skip_space(text, pos)
-        if before.endswith(_PYTHON_START) and text.startswith(_PYTHON_END, after):
-            start, pos = len(before) - len(_PYTHON_START), after + len(_PYTHON_END)
+        if opened is not None and text.startswith(_PYTHON_END, after):
+            start, pos = start - len(window) + opened.start(), after + len(_PYTHON_END)
         cuts.cut(start, pos)
     return cuts.result(leftover=(_PYTHON_START, _PYTHON_END))
 
