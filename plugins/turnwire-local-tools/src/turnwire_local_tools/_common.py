@@ -23,6 +23,7 @@ from turnwire.model import Tool
 from turnwire.stages.artifacts import ARTIFACT_TOOLS
 
 __all__ = [
+    "PYTHON_MAX_CHARS",
     "Cuts",
     "Malformed",
     "Scope",
@@ -122,8 +123,14 @@ def decode_json(body: str) -> Any:
     return value
 
 
+# Python's parser is slow on huge sources; calls written as Python are small.
+PYTHON_MAX_CHARS = 65_536
+
+
 def parse_python(source: str, mode: str) -> ast.AST:
     """``source`` parsed (never run); invalid source, too deep or too long, is malformed."""
+    if len(source) > PYTHON_MAX_CHARS:
+        raise Malformed
     try:
         with warnings.catch_warnings():
             # "\d" in a model's string is an invalid escape: a warning, not our business.

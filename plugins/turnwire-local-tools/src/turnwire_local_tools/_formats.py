@@ -425,6 +425,8 @@ _IN_LIST = re.compile(r"\[\s*\Z")
 
 def bare_pythonic(text: str, scope: Scope) -> TextToolCalls | None:
     """``get_weather(city="Paris")`` written in the text, for declared tool names only."""
+    if not any(name in text for name in scope.names):
+        return None  # a quick pass in C before the scan in Python
     cuts = Cuts(text, scope)
     pos = 0
     while (match := _NAMED_CALL.search(text, pos)) is not None:
@@ -479,6 +481,8 @@ def _keyed_calls(value: Any) -> list[dict[str, Any]]:
 def loose_keyed(text: str, scope: Scope) -> TextToolCalls | None:
     """A JSON object with a ``tool``/``name`` key and an ``args``/``arguments``/``parameters``
     key anywhere in the text (in prose, in a ```` ```json ```` fence), or a list of them."""
+    if not any(f'"{key}"' in text for key in _LOOSE_NAMES):
+        return None  # a quick pass in C before the scan in Python
     cuts = Cuts(text, scope)
     for start, end in balanced_spans(text):
         try:
