@@ -230,7 +230,8 @@ CASES: list[tuple[str, str, list[tuple[Any, ...]], str]] = [
     ),
     (
         "gemma",
-        "```tool_code\nprint(get_weather(city='Paris'))\nget_time(timezone='UTC')\n```\nOne moment.",
+        "```tool_code\nprint(get_weather(city='Paris'))\nget_time(timezone='UTC')\n```\n"
+        "One moment.",
         [PARIS, UTC],
         "One moment.",
     ),
@@ -257,7 +258,13 @@ CASES: list[tuple[str, str, list[tuple[Any, ...]], str]] = [
         [
             (
                 "get_weather",
-                {"city": "Paris", "tags": ["rain", "it's"], "hourly": True, "zip": None, "days": -1},
+                {
+                    "city": "Paris",
+                    "tags": ["rain", "it's"],
+                    "hourly": True,
+                    "zip": None,
+                    "days": -1,
+                },
             )
         ],
         "Sure, one moment.",
@@ -293,7 +300,8 @@ CASES: list[tuple[str, str, list[tuple[Any, ...]], str]] = [
     ),
     (
         "loose_keyed",
-        'Use {curly} braces [1]. {"tool_calls": [{"tool": "get_time", "args": {"timezone": "UTC"}}]}',
+        "Use {curly} braces [1]. "
+        '{"tool_calls": [{"tool": "get_time", "args": {"timezone": "UTC"}}]}',
         [UTC],
         "Use {curly} braces [1].",
     ),

@@ -9,11 +9,10 @@ import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_local_tools_formats import TOOLS
 from turnwire_local_tools import FORMATS, parse
 
 from turnwire import Tool
-
-from test_local_tools_formats import TOOLS
 
 # (format, text): each is no call, read by its own format and by auto.
 MALFORMED = [
@@ -60,7 +59,7 @@ MALFORMED = [
     ("mistral", '[TOOL_CALLS]get_weather[ARGS]"Paris"'),
     ("mistral", '[TOOL_CALLS]delete_all[ARGS]{"really": true}'),
     ("mistral", "[TOOL_CALLS]"),
-    ("mistral", '[TOOL_CALLS]get_time[ARGS]{} then [TOOL_CALLS] in prose'),
+    ("mistral", "[TOOL_CALLS]get_time[ARGS]{} then [TOOL_CALLS] in prose"),
     # phi
     ("phi", '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris"}}]'),
     ("phi", 'functools["get_weather"]'),
@@ -290,7 +289,9 @@ JSON_LEAVES = (
 )
 JSON_VALUES = st.recursive(
     JSON_LEAVES,
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(), children, max_size=3),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(), children, max_size=3)
+    ),
     max_leaves=10,
 )
 ARGUMENTS = st.dictionaries(

@@ -10,12 +10,11 @@ import turnwire_local_tools
 from turnwire_local_tools import LocalToolsSettings, configure
 
 import turnwire
+from tests.client.server import Reply, ScriptedServer
+from tests.conftest import make_container, thread, user
 from turnwire import ConfigError, Tool
 from turnwire._plugins import _configure, build_plugin_manager
 from turnwire.client.text_calls import TextToolCall, TextToolCalls
-
-from tests.client.server import Reply, ScriptedServer
-from tests.conftest import make_container, thread, user
 
 TOOLS = [
     {
