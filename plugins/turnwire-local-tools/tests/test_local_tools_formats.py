@@ -137,6 +137,12 @@ CASES: list[tuple[str, str, list[tuple[Any, ...]], str]] = [
     ),
     (
         "llama3_json",
+        '{"name": "get_time", "parameters": {"timezone": "UTC"}};\n',
+        [UTC],
+        "",
+    ),
+    (
+        "llama3_json",
         'Let me check.<|python_tag|>{"name": "get_time", "arguments": {"timezone": "UTC"}}',
         [UTC],
         "Let me check.",

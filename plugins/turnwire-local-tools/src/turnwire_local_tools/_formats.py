@@ -182,7 +182,8 @@ def llama3_json(text: str, scope: Scope) -> TextToolCalls | None:
         if pos == len(text) or text.startswith(_LLAMA_END, pos):
             break
         if cuts.calls and text.startswith(";", pos):
-            pos = skip_space(text, pos + 1)
+            pos += 1
+            continue
         value, pos = decode_json_at(text, pos)
         name, args, _ = call_from_object(
             value, scope, marked=marked, allowed_keys=None if marked else _LLAMA_KEYS
