@@ -110,6 +110,12 @@ CASES: list[tuple[str, str, list[tuple[Any, ...]], str]] = [
     ),
     (
         "qwen3_coder",
+        "<function=get_time>\n<parameter=timezone>\n5\n</parameter>\n</function>",
+        [("get_time", {"timezone": "5"})],  # an untyped value stays text
+        "",
+    ),
+    (
+        "qwen3_coder",
         "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
         "<parameter=days>\nthree\n</parameter>\n</function>\n</tool_call>",
         [("get_weather", {"city": "Paris", "days": "three"})],

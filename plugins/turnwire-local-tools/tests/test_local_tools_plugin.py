@@ -32,6 +32,33 @@ HERMES = (
 )
 
 
+def test_the_public_names():
+    assert turnwire_local_tools.__all__ == [
+        "FORMATS",
+        "LocalToolsPlugin",
+        "LocalToolsSettings",
+        "TextToolCall",
+        "TextToolCalls",
+        "configure",
+        "parse",
+        "settings_struct",
+    ]
+    assert turnwire_local_tools.FORMATS == (
+        "auto",
+        "hermes",
+        "qwen3_coder",
+        "llama3_json",
+        "mistral",
+        "phi",
+        "gpt_oss",
+        "gemma",
+        "pythonic",
+        "bare_pythonic",
+        "loose_keyed",
+        "none",
+    )
+
+
 def test_settings_default_to_auto_and_validate_at_load_time():
     plugin = _configure("local_tools", turnwire_local_tools, None)
     assert plugin.settings == LocalToolsSettings(format="auto", max_chars=262_144, max_calls=32)
