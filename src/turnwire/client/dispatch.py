@@ -676,17 +676,42 @@ class Client:
         return getattr(self.plugin_manager.hook, name)(**kwargs)
 
     def _observe(self, name: str, **kwargs: Any) -> None:
+        """Call every observer, each isolated: one that raises is logged, the others run.
+
+        Wrappers (and tracing) need pluggy's own call: then the observers run as temporary
+        implementations of a caller that holds only the wrappers, still isolated one by one.
+        """
         caller = getattr(self.plugin_manager.hook, name)
-        for impl in caller.get_hookimpls():
-            try:
-                impl.function(**{arg: kwargs[arg] for arg in impl.argnames})
-            except Exception:
-                logger.exception(
-                    "observer %s of %s raised; the turn goes on",
-                    impl.plugin_name,
-                    name,
-                    extra={"kind": "observer-error"},
-                )
+        impls = caller.get_hookimpls()
+        plain = [impl for impl in impls if not (impl.wrapper or impl.hookwrapper)]
+
+        def isolated(impl: Any) -> Callable[[], None]:
+            def call() -> None:
+                try:
+                    impl.function(**{arg: kwargs[arg] for arg in impl.argnames})
+                except Exception:
+                    logger.exception(
+                        "observer %s of %s raised; the turn goes on",
+                        impl.plugin_name,
+                        name,
+                        extra={"kind": "observer-error"},
+                    )
+
+            return call
+
+        if len(plain) == len(impls) and not self.settings.plugins.trace:
+            for impl in plain:
+                isolated(impl)()
+            return
+        wrappers = self.plugin_manager.subset_hook_caller(
+            name, remove_plugins=[impl.plugin for impl in plain]
+        )
+        try:
+            wrappers.call_extra([isolated(impl) for impl in reversed(plain)], kwargs)
+        except Exception:
+            logger.exception(
+                "a wrapper of %s raised; the turn goes on", name, extra={"kind": "observer-error"}
+            )
 
 
 def _carries_reasoning(items: Iterable[object]) -> bool:
