@@ -42,6 +42,7 @@ from turnwire.errors import (
     ReasoningReplayRejectedError,
     StreamError,
     StreamStalledError,
+    validation_location,
 )
 from turnwire.model import (
     REPLAY_TAG,
@@ -394,7 +395,7 @@ class Client:
             return await self._exchange(rendered, model, on_text, "request")
         except HttpError as err:
             body = err.body.lower().replace("`", "")
-            if err.status != 400 or not any(p in body for p in REASONING_PHRASES):
+            if err.http_status != 400 or not any(p in body for p in REASONING_PHRASES):
                 raise
             if not _carries_reasoning(rendered.request.input):
                 raise
@@ -408,7 +409,7 @@ class Client:
                 return await self._exchange(rendered, model, on_text, "reasoning-free-retry")
             except HttpError as again:
                 lowered = again.body.lower().replace("`", "")
-                if again.status == 400 and any(p in lowered for p in PAIRING_PHRASES):
+                if again.http_status == 400 and any(p in lowered for p in PAIRING_PHRASES):
                     raise ReasoningReplayRejectedError(
                         body=again.body, attempts=again.attempts
                     ) from again
@@ -427,14 +428,11 @@ class Client:
             else:
                 raw = b"".join([chunk async for chunk in answer.chunks])
                 try:
-                    generation = generation_from_response(msgspec.json.decode(raw))
-                except (msgspec.DecodeError, TypeError, AttributeError) as err:
+                    decoded = msgspec.json.decode(raw)
+                except msgspec.DecodeError as err:
                     raise StreamError(f"the answer is not a response object: {err}") from err
-        if generation.terminal in ("failed", "error"):
-            raise StreamError(
-                generation.error_message or f"response {generation.terminal}",
-                error_code=generation.error_code,
-            )
+                generation = generation_from_response(decoded)
+        _raise_unless_answered(generation)
         return generation
 
     async def _read_stream(self, chunks: Any, on_text: Callable[[str], None] | None) -> Generation:
@@ -461,20 +459,27 @@ class Client:
                 events.append(event)
             finished.extend(accumulator.feed(events))
 
-        try:
-            async for chunk in chunks:
-                apply(decoder.feed(chunk))
-                if finished:
-                    return finished[0]
-        except StreamStalledError as err:
-            err.partial = accumulator.partial()
-            raise
-        except StreamError as err:
-            logger.warning(
-                "the connection dropped mid-stream (%s); keeping what arrived",
-                err,
-                extra={"kind": "stream-disconnected"},
-            )
+        reader = aiter(chunks)
+        while True:
+            # Only reading may fail as a disconnect; a StreamError from `apply` (a value of
+            # the wrong shape) ends the exchange as it is.
+            try:
+                chunk = await anext(reader)
+            except StopAsyncIteration:
+                break
+            except StreamStalledError as err:
+                err.partial = accumulator.partial()
+                raise
+            except StreamError as err:
+                logger.warning(
+                    "the connection dropped mid-stream (%s); keeping what arrived",
+                    err,
+                    extra={"kind": "stream-disconnected"},
+                )
+                break
+            apply(decoder.feed(chunk))
+            if finished:
+                return finished[0]
         apply(decoder.close())
         if finished:
             return finished[0]
@@ -557,6 +562,9 @@ class Client:
                     )
                 calls.append(call)
                 seq += 1
+        _check_records("messages", messages)
+        _check_records("thoughts", thoughts)
+        _check_records("tool_calls", calls)
         extended = msgspec.structs.replace(
             thread,
             messages=thread.messages + tuple(messages),
@@ -712,6 +720,37 @@ class Client:
             logger.exception(
                 "a wrapper of %s raised; the turn goes on", name, extra={"kind": "observer-error"}
             )
+
+
+def _check_records(kind: str, records: Iterable[Message | Thought | ToolCall]) -> None:
+    """Each new record through the thread-file schema, strictly, before it joins the thread:
+    a value the file could not hold later is refused now, naming where it sits."""
+    for index, record in enumerate(records):
+        try:
+            msgspec.convert(msgspec.to_builtins(record), type(record))
+        except (msgspec.ValidationError, ValueError, TypeError) as err:
+            path, detail = validation_location(err, root=f"$.{kind}[+{index}]")
+            raise StreamError(
+                f"the answer would add a record the thread file cannot hold ({path}: "
+                f"{detail}); nothing was recorded",
+                event="record",
+                field=path,
+            ) from err
+
+
+_ANSWERLESS = {"failed": "failed", "cancelled": "was cancelled"}
+
+
+def _raise_unless_answered(generation: Generation) -> None:
+    """A failed, errored or cancelled response is a stream error: nothing of it is recorded
+    (``incomplete`` is an answer, cut short: its finish reason says why)."""
+    status = generation.status
+    if generation.terminal in ("failed", "error") or status in _ANSWERLESS:
+        what = _ANSWERLESS.get(status or "", generation.terminal)
+        raise StreamError(
+            generation.error_message or f"the response {what}; nothing was recorded",
+            error_code=generation.error_code or ("cancelled" if status == "cancelled" else None),
+        )
 
 
 def _carries_reasoning(items: Iterable[object]) -> bool:
