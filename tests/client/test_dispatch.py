@@ -391,6 +391,8 @@ def test_a_pairing_400_that_survives_the_retry_is_reasoning_replay_rejected(tmp_
             run(server, path, settings=REPLAY)
     assert len(server.requests) == 2
     assert caught.value.code == "E_OPENAI_RESPONSES_REASONING_REPLAY_REJECTED"
+    assert (caught.value.status, caught.value.http_status) == (422, 400)
+    assert caught.value.item_id == "rs_1" and "item rs_1" in str(caught.value)
     assert path.read_text() == before
 
 
