@@ -54,7 +54,6 @@ from turnwire.model import (
     ToolCall,
     ToolResult,
 )
-from turnwire.stages.tool_results import shows_inline
 from turnwire.wire import FunctionCall, OutputMessage, ReasoningItem, ReasoningText, SummaryText
 from turnwire.wire.events import TextDelta, decode_event
 
@@ -327,27 +326,12 @@ class Client:
     def _render(self, thread: Thread, model: str, *, replay_off: bool = False) -> Any:
         from turnwire.api import render
 
-        declared = self._with_artifact_tools(thread)
         return render(
-            declared,
+            thread,
             container=self.container,
             model=model,
             reasoning_replay="off" if replay_off else None,
         )
-
-    def _with_artifact_tools(self, thread: Thread) -> Thread:
-        limit = self.settings.render.tool_result_inline_max_bytes
-        has_handles = any(
-            call.result is not None
-            and call.result.artifact is not None
-            and shows_inline(call.result.artifact, call, limit) is not True
-            for call in thread.tool_calls
-        ) or any(r.artifact is not None and not r.inline for r in thread.retrievables)
-        if not has_handles:
-            return thread
-        known = {tool.name for tool in thread.tools}
-        extra = tuple(t for t in artifact_tools() if t.name not in known)
-        return msgspec.structs.replace(thread, tools=thread.tools + extra)
 
     def _check_tool_choice(self, thread: Thread) -> None:
         choice = self.settings.request.tool_choice
@@ -628,9 +612,7 @@ class Client:
         from turnwire.container import overriding
 
         with overriding(self.container.fingerprint_prefix, lambda: _WILDCARD):
-            rendered = render_input(
-                self._with_artifact_tools(thread), container=self.container, model=model
-            )
+            rendered = render_input(thread, container=self.container, model=model)
         items = rendered.input
         fingerprint = self._fingerprinter(model)
         found = {
