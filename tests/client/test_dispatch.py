@@ -376,7 +376,7 @@ def test_a_reasoning_400_gets_one_retry_without_reasoning_or_ids(tmp_path, phras
     with ScriptedServer([Reply.json(400, body), Reply.sse(TEXT)]) as server:
         result = run(server, path, settings=REPLAY)
     first, second = (r.json for r in server.requests)
-    assert [i.get("type") for i in first["input"]] == [None, "reasoning", "message"]
+    assert [i.get("type") for i in first["input"]] == ["message", "reasoning", "message"]
     assert all(i.get("type") != "reasoning" and "id" not in i for i in second["input"])
     validate_body(second)
     assert result.records.messages
