@@ -16,8 +16,7 @@ from turnwire.settings import merge
 
 from .oracle import validate_body, validate_open_responses
 
-# The recorded traffic the tests read, kept in the repository (see
-# tests/data/conformance/SOURCES.md for origins and licences).
+# The recorded traffic the tests read, kept in the repository (see tests/data/conformance/SOURCES.md for origins and licences).
 CONFORMANCE = Path(__file__).resolve().parent / "data" / "conformance"
 REPO_EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 SECRET = "test-envelope-secret"

@@ -206,30 +206,21 @@ class ClientError(TurnwireError):
 class HttpError(ClientError):
     """A non-2xx answer, or a transport failure (``http_status`` 0) after every retry.
 
-    ``status`` stays the class's HTTP-like status (502: the upstream failed us), like every
-    other error's; the upstream's own status is ``http_status``.
+    ``status`` stays the class's HTTP-like status (502), like every other error's.
 
-    :ivar http_status: the upstream HTTP status, or 0 when no answer arrived.
+    :ivar http_status: the upstream HTTP status (the ``status`` argument), or 0 when no answer
+        arrived.
     :ivar body: the start of the answer's body (at most 2,000 characters).
     :ivar attempts: how many requests were sent.
     """
 
     code = "E_OPENAI_RESPONSES_HTTP_ERROR"
 
-    def __init__(
-        self,
-        *,
-        http_status: int | None = None,
-        body: str,
-        attempts: int = 1,
-        status: int | None = None,
-    ) -> None:
-        # ``status=`` is the older spelling of ``http_status``, still accepted from callers.
-        upstream = http_status if http_status is not None else (status or 0)
+    def __init__(self, *, status: int, body: str, attempts: int = 1) -> None:
         excerpt = body[:2000]
-        where = f"HTTP {upstream}" if upstream else "no HTTP answer"
+        where = f"HTTP {status}" if status else "no HTTP answer"
         super().__init__(f"{where} after {attempts} attempt(s): {excerpt or '(empty body)'}")
-        self.http_status = upstream
+        self.http_status = status
         self.body = excerpt
         self.attempts = attempts
 
@@ -249,7 +240,7 @@ class ReasoningReplayRejectedError(HttpError):
     status = 422
 
     def __init__(self, *, body: str, attempts: int, item_id: str | None = None) -> None:
-        super().__init__(http_status=400, body=body, attempts=attempts)
+        super().__init__(status=400, body=body, attempts=attempts)
         if item_id is None:
             match = _ITEM_IN_BODY.search(body)
             item_id = match.group(1) if match else None
@@ -257,9 +248,10 @@ class ReasoningReplayRejectedError(HttpError):
         blamed = f"item {item_id}" if item_id else "an item it did not name"
         self.message = (
             f"the API still rejects reasoning pairing ({blamed}) after a retry without any "
-            f"reasoning item: {body[:2000]}; the thread's own output items are at fault "
+            f"reasoning item: {self.body}; the thread's own output items are at fault "
             "(check their ids), or set render.reasoning_replay to off"
         )
+        self.args = (self.message,)
 
 
 class RequestTimeoutError(ClientError):
