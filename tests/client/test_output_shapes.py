@@ -353,3 +353,23 @@ def test_a_json_answer_that_is_no_answer_is_a_clean_stream_error(answer, expecte
             base_url=server.base_url,
         )
     assert expected in str(caught.value)
+
+
+def test_a_hostile_shape_leaves_a_stored_thread_as_it_was_and_showable(tmp_path):
+    from turnwire.store.sqlite import SQLiteStore
+
+    db = tmp_path / "t.db"
+    with SQLiteStore(db) as store:
+        thread_id = store.create_thread(turnwire.load_thread({"version": 1, "model": "gpt-5"}))
+    stream = streamed([{**MESSAGE, "id": 5, "phase": {"a": 1}}])
+    with ScriptedServer([Reply.sse(stream)]) as server:
+        done = turnwire_process(
+            "run", "--thread", thread_id, "--db", str(db), "--prompt", "hi",
+            "--base-url", server.base_url,
+        )  # fmt: skip
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "output[0].id: expected str | null, got int" in done.stderr.splitlines()[-1]
+    with SQLiteStore(db) as store:
+        assert store.turns(thread_id) == []
+    shown = turnwire_process("threads", "show", thread_id, "--db", str(db))
+    assert shown.returncode == 0, shown.stderr
