@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from ..conftest import REPO_EXAMPLES, turnwire_process
+from ..oracle import validate_body, validate_open_responses
 from .server import Reply, ScriptedServer, recorded
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
@@ -34,6 +35,8 @@ def test_render_prints_what_run_sends(tmp_path, thread):
     assert ran.returncode == 0, ran.stderr
     sent = server.requests[0].body
     assert rendered.stdout.encode() == sent + b"\n"
+    validate_body(server.requests[0].json)  # rendered out of process: check it here
+    validate_open_responses(server.requests[0].json)
 
 
 def test_the_artifact_tools_are_in_what_render_prints():
