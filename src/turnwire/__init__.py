@@ -69,7 +69,12 @@ if TYPE_CHECKING:
     from turnwire.pipeline import RenderedInput, build_input
     from turnwire.request import build_body, encode_body, preflight
     from turnwire.settings import Settings, load_settings
-    from turnwire.store import ThreadStore, ThreadSummary, UnknownThreadError
+    from turnwire.store import (
+        StoreConflictError,
+        ThreadStore,
+        ThreadSummary,
+        UnknownThreadError,
+    )
     from turnwire.store.sqlite import SQLiteStore, StoreError
     from turnwire.thread_file import dump_thread, load_thread, save_thread
     from turnwire.turns import ContextAssembler, Turn, TurnBuilder
@@ -122,6 +127,7 @@ _EXPORTS: dict[str, str] = {
     "StagePlan": "turnwire._relay",
     "StageRelay": "turnwire._relay",
     "StashEntry": "turnwire.model",
+    "StoreConflictError": "turnwire.store",
     "StoreError": "turnwire.store.sqlite",
     "StreamError": "turnwire.errors",
     "StreamStalledError": "turnwire.errors",
@@ -197,6 +203,7 @@ __all__ = [
     "StagePlan",
     "StageRelay",
     "StashEntry",
+    "StoreConflictError",
     "StoreError",
     "StreamError",
     "StreamStalledError",

@@ -32,6 +32,7 @@ __all__ = [
     "resolve_model",
     "run",
     "run_thread",
+    "with_declared_tools",
 ]
 
 
@@ -71,6 +72,27 @@ def resolve_model(thread: Thread, container: Container, model: str | None) -> st
     return str(resolved)
 
 
+def with_declared_tools(thread: Thread, *, container: Container) -> Thread:
+    """``thread`` with every tool its request declares: its own, plus the built-in artifact
+    tools while a tool result or a retrieved document is shown as a handle (by the stage's own
+    rule, ``shows_inline``). The one place that decides, for ``render`` and ``run`` alike."""
+    from turnwire.client.tools import artifact_tools
+    from turnwire.stages.tool_results import shows_inline
+
+    limit = container.settings().render.tool_result_inline_max_bytes
+    has_handles = any(
+        call.result is not None
+        and call.result.artifact is not None
+        and shows_inline(call.result.artifact, call, limit) is not True
+        for call in thread.tool_calls
+    ) or any(r.artifact is not None and not r.inline for r in thread.retrievables)
+    if not has_handles:
+        return thread
+    known = {tool.name for tool in thread.tools}
+    extra = tuple(t for t in artifact_tools() if t.name not in known)
+    return msgspec.structs.replace(thread, tools=thread.tools + extra)
+
+
 def _folder_of(source: object) -> tuple[Path, ...]:
     """A thread file's folder: the default root of its pointers."""
     return (Path(source).resolve().parent,) if isinstance(source, str | os.PathLike) else ()
@@ -92,7 +114,9 @@ def render_input(
     :param roots: where file pointers may lead (default ``files.roots``, else nowhere).
     """
     settings = container.settings()
-    windowed = apply_window(thread, settings.context.window)
+    windowed = with_declared_tools(
+        apply_window(thread, settings.context.window), container=container
+    )
     files = settings.files
     loaded = ContextAssembler.from_settings(files, file_roots(roots, files)).inline(windowed)
     overrides: dict[str, Any] = {"model": model}

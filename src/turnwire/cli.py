@@ -578,9 +578,10 @@ def _fail(args: argparse.Namespace, err: TurnwireError) -> None:
         import msgspec
 
         error: dict[str, Any] = {"code": err.code, "message": str(err), "status": err.status}
-        path = getattr(err, "path", None)
-        if isinstance(path, str):
-            error["path"] = path
+        for name in ("path", "http_status", "event", "field", "item_id"):
+            value = getattr(err, name, None)
+            if isinstance(value, str | int) and value != "":
+                error[name] = value
         print(msgspec.json.encode({"error": error}).decode(), flush=True)
 
 

@@ -19,10 +19,10 @@ TurnwireError
 │   ├── FileNotAllowedError             E_FILE_NOT_ALLOWED           ($.path)
 │   └── ContextOverflowError            E_OPENAI_RESPONSES_CONTEXT_OVERFLOW (per-bucket tokens)
 └── ClientError                         the exchange with the API failed
-    ├── HttpError                       E_OPENAI_RESPONSES_HTTP_ERROR (status; 0 = transport)
-    │   └── ReasoningReplayRejectedError E_OPENAI_RESPONSES_REASONING_REPLAY_REJECTED
+    ├── HttpError                       E_OPENAI_RESPONSES_HTTP_ERROR (http_status; 0 = transport)
+    │   └── ReasoningReplayRejectedError E_OPENAI_RESPONSES_REASONING_REPLAY_REJECTED (item_id)
     ├── RequestTimeoutError             E_OPENAI_RESPONSES_REQUEST_TIMEOUT (seconds)
-    ├── StreamError                     E_OPENAI_RESPONSES_STREAM_ERROR (upstream message)
+    ├── StreamError                     E_OPENAI_RESPONSES_STREAM_ERROR (message; event, field)
     └── StreamStalledError              E_OPENAI_RESPONSES_STREAM_STALLED (idle seconds, partial)
 
 InvalidToolCallArgs (E_OPENAI_RESPONSES_INVALID_TOOL_CALL_ARGS) is never raised: its message
@@ -271,9 +271,12 @@ class ClientError(TurnwireError):
 
 
 class HttpError(ClientError):
-    """A non-2xx answer, or a transport failure (``status`` 0) after every retry.
+    """A non-2xx answer, or a transport failure (``http_status`` 0) after every retry.
 
-    :ivar status: the HTTP status, or 0 when no answer arrived.
+    ``status`` stays the class's HTTP-like status (502), like every other error's.
+
+    :ivar http_status: the upstream HTTP status (the ``status`` argument), or 0 when no answer
+        arrived.
     :ivar body: the start of the answer's body (at most 2,000 characters), redacted.
     :ivar attempts: how many requests were sent.
     :param bytes_read: how many body bytes were read, when reading stopped at a size cap.
@@ -292,23 +295,36 @@ class HttpError(ClientError):
             shown += f"... (truncated, {size} bytes read)"
         where = f"HTTP {status}" if status else "no HTTP answer"
         super().__init__(f"{where} after {attempts} attempt(s): {shown}")
-        self.status = status
+        self.http_status = status
         self.body = excerpt
         self.attempts = attempts
 
 
+_ITEM_IN_BODY = re.compile(
+    r"\b[Ii]tem(?: with id)? '?((?:rs|msg|fc|ctc|ws|ci|mcp)_[A-Za-z0-9_-]+)'?"
+)
+
+
 class ReasoningReplayRejectedError(HttpError):
-    """The API rejected reasoning pairing even after the reasoning-free retry."""
+    """The API rejected reasoning pairing even after the reasoning-free retry.
+
+    :ivar item_id: the item the API blamed (from its message), or ``None`` when it named none.
+    """
 
     code = "E_OPENAI_RESPONSES_REASONING_REPLAY_REJECTED"
     status = 422
 
-    def __init__(self, *, body: str, attempts: int) -> None:
+    def __init__(self, *, body: str, attempts: int, item_id: str | None = None) -> None:
         super().__init__(status=400, body=body, attempts=attempts)
+        if item_id is None:
+            match = _ITEM_IN_BODY.search(body)
+            item_id = match.group(1) if match else None
+        self.item_id = item_id
+        blamed = f"item {item_id}" if item_id else "an item it did not name"
         self.message = (
-            "the API still rejects reasoning pairing after a retry without any reasoning item: "
-            f"{self.body}; the thread's own output items are at fault (check their ids), "
-            "or set render.reasoning_replay to off"
+            f"the API still rejects reasoning pairing ({blamed}) after a retry without any "
+            f"reasoning item: {self.body}; the thread's own output items are at fault "
+            "(check their ids), or set render.reasoning_replay to off"
         )
         self.args = (self.message,)
 
@@ -326,13 +342,29 @@ class RequestTimeoutError(ClientError):
 
 
 class StreamError(ClientError):
-    """The stream reported a failure (``response.failed``, ``error``) or could not be read."""
+    """The stream reported a failure (``response.failed``, ``error``, a ``cancelled`` status)
+    or could not be read, or the server sent a value of a shape the schema cannot hold.
+
+    :ivar error_code: the upstream error code, when the server gave one.
+    :ivar event: for a shape error, the event that carried the value
+        (``response.output_item.done``; ``response`` for a non-streamed answer).
+    :ivar field: for a shape error, where in that event, such as ``output[1].content[0].text``.
+    """
 
     code = "E_OPENAI_RESPONSES_STREAM_ERROR"
 
-    def __init__(self, message: str, *, error_code: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        error_code: str | None = None,
+        event: str | None = None,
+        field: str | None = None,
+    ) -> None:
         super().__init__(f"stream error: {message}")
         self.error_code = error_code
+        self.event = event
+        self.field = field
 
 
 class StreamStalledError(ClientError):

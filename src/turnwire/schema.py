@@ -207,6 +207,9 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "files": "Where file pointers may lead, and how much is read.",
     },
     "RenderSettings": {
+        "envelope_secret_file": "The file that holds the envelope secret when the variable "
+        "`envelope_secret_env` names is unset (null: `$XDG_CONFIG_HOME/turnwire/envelope-secret`,"
+        " created with a random secret on first use).",
         "unfingerprinted_reasoning": "Thoughts with a replay payload but no "
         "`prefix_fingerprint` (reasoning imported from elsewhere): `drop` them, or `trust` "
         "them, replaying each when its partner item pairs (`turnwire fingerprint` stamps them "

@@ -144,14 +144,14 @@ def test_a_gzip_error_body_is_decoded(thread_file):
     reply = encoded(json.dumps(error).encode(), "gzip", status=400, content_type="application/json")
     with ScriptedServer([reply]) as server, pytest.raises(HttpError) as caught:
         run(server, thread_file)
-    assert caught.value.status == 400
+    assert caught.value.http_status == 400
     assert json.loads(caught.value.body) == error
 
 
 def test_a_two_gib_gzip_bomb_on_a_500_is_cut_at_the_limit(thread_file):
     with ScriptedServer([gzip_bomb(2048)]) as server:
         outcome, peak = peak_while(lambda: run(server, thread_file))
-    assert isinstance(outcome, HttpError) and outcome.status == 500
+    assert isinstance(outcome, HttpError) and outcome.http_status == 500
     assert str(outcome).endswith(f"... (truncated, {ERROR_BODY_LIMIT} bytes read)")
     assert outcome.body == "\0" * 2000
     assert peak < ERROR_BOUND, f"peak {peak / MiB:.1f} MiB"
@@ -160,7 +160,7 @@ def test_a_two_gib_gzip_bomb_on_a_500_is_cut_at_the_limit(thread_file):
 def test_a_one_gib_plain_error_body_is_cut_at_the_limit(thread_file):
     with ScriptedServer([endless(1024)]) as server:
         outcome, peak = peak_while(lambda: run(server, thread_file))
-    assert isinstance(outcome, HttpError) and outcome.status == 500
+    assert isinstance(outcome, HttpError) and outcome.http_status == 500
     assert str(outcome).endswith(f"... (truncated, {ERROR_BODY_LIMIT} bytes read)")
     assert peak < ERROR_BOUND, f"peak {peak / MiB:.1f} MiB"
 
@@ -201,7 +201,7 @@ def test_an_error_body_in_an_encoding_never_offered_says_so(thread_file):
     reply = Reply.json(503, {"error": "x"}, headers={"Content-Encoding": "compress"})
     with ScriptedServer([reply]) as server, pytest.raises(HttpError) as caught:
         run(server, thread_file)
-    assert caught.value.status == 503
+    assert caught.value.http_status == 503
     assert "encoded as 'compress', which was not offered" in caught.value.body
 
 

@@ -48,12 +48,7 @@ messages:
 
 
 def _cases() -> list[object]:
-    return [
-        pytest.param(path, id=path.stem, marks=NO_OUTPUT_ITEM_EVENTS)
-        if path.name.startswith("ors_")
-        else pytest.param(path, id=path.stem)
-        for path in STREAMS
-    ]
+    return [pytest.param(path, id=path.stem) for path in STREAMS]
 
 
 def payloads(path: Path) -> list[dict]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import keyword
 import string
 
 import msgspec
@@ -295,7 +296,10 @@ JSON_VALUES = st.recursive(
     max_leaves=10,
 )
 ARGUMENTS = st.dictionaries(
-    st.text(string.ascii_letters, min_size=1, max_size=8).filter(str.isidentifier),
+    # Keyword names (`is`, `if`) cannot be written as Python keyword arguments.
+    st.text(string.ascii_letters, min_size=1, max_size=8).filter(
+        lambda name: name.isidentifier() and not keyword.iskeyword(name)
+    ),
     JSON_VALUES,
     max_size=4,
 )

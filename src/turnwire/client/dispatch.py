@@ -44,6 +44,7 @@ from turnwire.errors import (
     ReasoningReplayRejectedError,
     StreamError,
     StreamStalledError,
+    validation_location,
 )
 from turnwire.model import (
     REPLAY_TAG,
@@ -55,7 +56,6 @@ from turnwire.model import (
     ToolCall,
     ToolResult,
 )
-from turnwire.stages.tool_results import shows_inline
 from turnwire.turns import ContextAssembler, file_roots
 from turnwire.wire import FunctionCall, OutputMessage, ReasoningItem, ReasoningText, SummaryText
 from turnwire.wire.events import TextDelta, decode_event
@@ -327,12 +327,13 @@ class Client:
         self._render_context = dict(render_context or {})
         from turnwire.api import resolve_model
 
-        self._require_key()
         resolved = resolve_model(thread, self.container, model)
         allowed = file_roots(roots, self.settings.files)
         files = ContextAssembler.from_settings(self.settings.files, allowed)
+        # The thread's own faults first, then the deployment's; all before anything runs.
         self.executor.check(thread)
         files.check(thread)
+        self._require_key()
         start_calls = len(thread.tool_calls)
         start_messages, start_thoughts = len(thread.messages), len(thread.thoughts)
         ran_pending: tuple[ToolCall, ...] = ()
@@ -417,29 +418,14 @@ class Client:
     ) -> Any:
         from turnwire.api import render
 
-        declared = self._with_artifact_tools(thread)
         return render(
-            declared,
+            thread,
             container=self.container,
             model=model,
             reasoning_replay="off" if replay_off else None,
             render_context=self._render_context,
             roots=roots,
         )
-
-    def _with_artifact_tools(self, thread: Thread) -> Thread:
-        limit = self.settings.render.tool_result_inline_max_bytes
-        has_handles = any(
-            call.result is not None
-            and call.result.artifact is not None
-            and shows_inline(call.result.artifact, call, limit) is not True
-            for call in thread.tool_calls
-        ) or any(r.artifact is not None and not r.inline for r in thread.retrievables)
-        if not has_handles:
-            return thread
-        known = {tool.name for tool in thread.tools}
-        extra = tuple(t for t in artifact_tools() if t.name not in known)
-        return msgspec.structs.replace(thread, tools=thread.tools + extra)
 
     def _check_tool_choice(self, thread: Thread) -> None:
         choice = self.settings.request.tool_choice
@@ -491,7 +477,7 @@ class Client:
             return await self._exchange(rendered, model, on_text, "request")
         except HttpError as err:
             body = err.body.lower().replace("`", "")
-            if err.status != 400 or not any(p in body for p in REASONING_PHRASES):
+            if err.http_status != 400 or not any(p in body for p in REASONING_PHRASES):
                 raise
             if not _carries_reasoning(rendered.request.input):
                 raise
@@ -505,7 +491,7 @@ class Client:
                 return await self._exchange(rendered, model, on_text, "reasoning-free-retry")
             except HttpError as again:
                 lowered = again.body.lower().replace("`", "")
-                if again.status == 400 and any(p in lowered for p in PAIRING_PHRASES):
+                if again.http_status == 400 and any(p in lowered for p in PAIRING_PHRASES):
                     raise ReasoningReplayRejectedError(
                         body=again.body, attempts=again.attempts
                     ) from again
@@ -524,14 +510,11 @@ class Client:
             else:
                 raw = b"".join([chunk async for chunk in answer.chunks])
                 try:
-                    generation = generation_from_response(msgspec.json.decode(raw))
-                except (msgspec.DecodeError, TypeError, AttributeError) as err:
+                    decoded = msgspec.json.decode(raw)
+                except msgspec.DecodeError as err:
                     raise StreamError(f"the answer is not a response object: {err}") from err
-        if generation.terminal in ("failed", "error"):
-            raise StreamError(
-                generation.error_message or f"response {generation.terminal}",
-                error_code=generation.error_code,
-            )
+                generation = generation_from_response(decoded)
+        _raise_unless_answered(generation)
         return generation
 
     async def _read_stream(self, chunks: Any, on_text: Callable[[str], None] | None) -> Generation:
@@ -558,20 +541,27 @@ class Client:
                 events.append(event)
             finished.extend(accumulator.feed(events))
 
-        try:
-            async for chunk in chunks:
-                apply(decoder.feed(chunk))
-                if finished:
-                    return finished[0]
-        except StreamStalledError as err:
-            err.partial = accumulator.partial()
-            raise
-        except StreamError as err:
-            logger.warning(
-                "the connection dropped mid-stream (%s); keeping what arrived",
-                err,
-                extra={"kind": "stream-disconnected"},
-            )
+        reader = aiter(chunks)
+        while True:
+            # Only reading may fail as a disconnect; a StreamError from `apply` (a value of
+            # the wrong shape) ends the exchange as it is.
+            try:
+                chunk = await anext(reader)
+            except StopAsyncIteration:
+                break
+            except StreamStalledError as err:
+                err.partial = accumulator.partial()
+                raise
+            except StreamError as err:
+                logger.warning(
+                    "the connection dropped mid-stream (%s); keeping what arrived",
+                    err,
+                    extra={"kind": "stream-disconnected"},
+                )
+                break
+            apply(decoder.feed(chunk))
+            if finished:
+                return finished[0]
         apply(decoder.close())
         if finished:
             return finished[0]
@@ -654,6 +644,9 @@ class Client:
                     )
                 calls.append(call)
                 seq += 1
+        _check_records("messages", messages)
+        _check_records("thoughts", thoughts)
+        _check_records("tool_calls", calls)
         extended = msgspec.structs.replace(
             thread,
             messages=thread.messages + tuple(messages),
@@ -720,7 +713,7 @@ class Client:
 
         with overriding(self.container.fingerprint_prefix, lambda: _WILDCARD):
             rendered = render_input(
-                self._with_artifact_tools(thread),
+                thread,
                 container=self.container,
                 model=model,
                 render_context=self._render_context,
@@ -795,17 +788,73 @@ class Client:
         return getattr(self.plugin_manager.hook, name)(**kwargs)
 
     def _observe(self, name: str, **kwargs: Any) -> None:
+        """Call every observer, each isolated: one that raises is logged, the others run.
+
+        Wrappers (and tracing) need pluggy's own call: then the observers run as temporary
+        implementations of a caller that holds only the wrappers, still isolated one by one.
+        """
         caller = getattr(self.plugin_manager.hook, name)
-        for impl in caller.get_hookimpls():
-            try:
-                impl.function(**{arg: kwargs[arg] for arg in impl.argnames})
-            except Exception:
-                logger.exception(
-                    "observer %s of %s raised; the turn goes on",
-                    impl.plugin_name,
-                    name,
-                    extra={"kind": "observer-error"},
-                )
+        impls = caller.get_hookimpls()
+        plain = [impl for impl in impls if not (impl.wrapper or impl.hookwrapper)]
+
+        def isolated(impl: Any) -> Callable[[], None]:
+            def call() -> None:
+                try:
+                    impl.function(**{arg: kwargs[arg] for arg in impl.argnames})
+                except Exception:
+                    logger.exception(
+                        "observer %s of %s raised; the turn goes on",
+                        impl.plugin_name,
+                        name,
+                        extra={"kind": "observer-error"},
+                    )
+
+            return call
+
+        if len(plain) == len(impls) and not self.settings.plugins.trace:
+            for impl in plain:
+                isolated(impl)()
+            return
+        wrappers = self.plugin_manager.subset_hook_caller(
+            name, remove_plugins=[impl.plugin for impl in plain]
+        )
+        try:
+            wrappers.call_extra([isolated(impl) for impl in reversed(plain)], kwargs)
+        except Exception:
+            logger.exception(
+                "a wrapper of %s raised; the turn goes on", name, extra={"kind": "observer-error"}
+            )
+
+
+def _check_records(kind: str, records: Iterable[Message | Thought | ToolCall]) -> None:
+    """Each new record through the thread-file schema, strictly, before it joins the thread:
+    a value the file could not hold later is refused now, naming where it sits."""
+    for index, record in enumerate(records):
+        try:
+            msgspec.convert(msgspec.to_builtins(record), type(record))
+        except (msgspec.ValidationError, ValueError, TypeError) as err:
+            path, detail = validation_location(err, root=f"$.{kind}[+{index}]")
+            raise StreamError(
+                f"the answer would add a record the thread file cannot hold ({path}: "
+                f"{detail}); nothing was recorded",
+                event="record",
+                field=path,
+            ) from err
+
+
+_ANSWERLESS = {"failed": "failed", "cancelled": "was cancelled"}
+
+
+def _raise_unless_answered(generation: Generation) -> None:
+    """A failed, errored or cancelled response is a stream error: nothing of it is recorded
+    (``incomplete`` is an answer, cut short: its finish reason says why)."""
+    status = generation.status
+    if generation.terminal in ("failed", "error") or status in _ANSWERLESS:
+        what = _ANSWERLESS.get(status or "", generation.terminal)
+        raise StreamError(
+            generation.error_message or f"the response {what}; nothing was recorded",
+            error_code=generation.error_code or ("cancelled" if status == "cancelled" else None),
+        )
 
 
 def _carries_reasoning(items: Iterable[object]) -> bool:

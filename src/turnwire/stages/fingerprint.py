@@ -1,4 +1,10 @@
-"""Built-in ``fingerprint_prefix``: the ``prefix`` scheme (byte-compatible) and ``model``."""
+"""Built-in ``fingerprint_prefix``: the ``prefix`` scheme (byte-compatible) and ``model``.
+
+The seed never sent ``"type": "message"`` on its input messages, and its fingerprints hash the
+items as it sent them; to stay byte-compatible (the worked values of the reference's section
+2.15 are pinned), an :class:`~turnwire.wire.InputMessage` is hashed without that key, although
+turnwire sends it.
+"""
 
 from __future__ import annotations
 
@@ -11,12 +17,29 @@ import msgspec
 from turnwire._canonical import canonical_json, js_string
 from turnwire.context import Endpoint, FingerprintBinding
 from turnwire.hookspecs import hookimpl
-from turnwire.wire import FunctionTool, InputItem
+from turnwire.wire import FunctionTool, InputItem, InputMessage
 
 __all__ = ["fingerprint_prefix", "prefix_tail"]
 
 
 _SORTED = msgspec.json.Encoder(order="sorted")
+
+
+class _SeedMessage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
+    """An input message as the seed hashed it: the fields of ``InputMessage``, no ``type``."""
+
+    role: str
+    content: Any
+    phase: str | None = None
+
+
+def _as_seed_hashed(items: Sequence[InputItem]) -> list[Any]:
+    return [
+        _SeedMessage(role=item.role, content=item.content, phase=item.phase)
+        if type(item) is InputMessage
+        else item
+        for item in items
+    ]
 
 
 def prefix_tail(
@@ -65,7 +88,7 @@ def fingerprint_prefix(
     hasher, position = state[1], state[2]
     if through_item > position:
         # One sorted encode of the new items: "[a,b]" minus its brackets is "a,b".
-        chunk = _SORTED.encode(input[position:through_item])
+        chunk = _SORTED.encode(_as_seed_hashed(input[position:through_item]))
         if position:
             hasher.update(b",")
         hasher.update(chunk[1:-1])
