@@ -182,6 +182,18 @@ def test_a_gzip_bomb_as_a_json_answer_is_refused_with_memory_bounded(thread_file
     assert peak < BOUND, f"peak {peak / MiB:.1f} MiB"
 
 
+def test_a_gzip_bomb_as_an_event_stream_is_one_endless_event_refused_with_memory_bounded(
+    thread_file,
+):
+    bomb = gzip_bomb(1024, status=200)
+    bomb.content_type = "text/event-stream"
+    with ScriptedServer([bomb]) as server:
+        outcome, peak = peak_while(lambda: run(server, thread_file))
+    assert isinstance(outcome, StreamError)
+    assert "an event larger than 67108864 bytes" in str(outcome)
+    assert peak < BOUND, f"peak {peak / MiB:.1f} MiB"
+
+
 def test_a_corrupt_gzip_stream_is_a_stream_error(thread_file, caplog):
     reply = Reply.sse(TEXT, headers={"Content-Encoding": "gzip"})  # plain bytes, wrong header
     with ScriptedServer([reply]) as server, pytest.raises(StreamError):

@@ -526,6 +526,8 @@ class Client:
             nonlocal malformed
             events = []
             for raw in raw_events:
+                if raw.data == b"[DONE]":
+                    continue  # the Chat Completions end marker some bridges (litellm) send
                 try:
                     event = decode_event(raw.data)
                 except msgspec.DecodeError:

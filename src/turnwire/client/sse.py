@@ -10,14 +10,21 @@ a CR waiting for its LF. Unlike the official SDK's decoder, an event still pendi
 stream (the server sent no final blank line) is dispatched by :meth:`SSEDecoder.close`.
 
 The decoder keeps the pending incomplete line as a list of fragments, so one huge event
-arriving in tiny chunks costs linear time.
+arriving in tiny chunks costs linear time. One event (its pending line and its data lines
+together) may hold at most ``max_event_bytes``: a server that sends an endless line, or a
+compressed stream that inflates into one, is a :class:`~turnwire.errors.StreamError`, never
+unbounded memory.
 """
 
 from __future__ import annotations
 
+from turnwire.errors import StreamError
+
 __all__ = ["SSEDecoder", "ServerSentEvent"]
 
 _BOM = b"\xef\xbb\xbf"
+MAX_EVENT_BYTES = 64 * 2**20
+"""The largest event the decoder holds (a whole ``response.completed`` fits many times)."""
 
 
 class ServerSentEvent:
@@ -71,11 +78,15 @@ class SSEDecoder:
         "_fragments",
         "_has_data",
         "_head",
+        "_held",
         "_id",
+        "_limit",
         "_retry",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_event_bytes: int = MAX_EVENT_BYTES) -> None:
+        self._limit = max_event_bytes
+        self._held = 0  # bytes of the pending line and of the pending event's data
         # The stream's first bytes until they are known not to be a byte order mark, then None.
         self._head: bytes | None = b""
         self._fragments: list[bytes] = []
@@ -108,6 +119,9 @@ class SSEDecoder:
                     return []
         if b"\r" in chunk:
             return self._feed_cr(chunk)
+        self._held += len(chunk)
+        if self._held > self._limit:
+            self._too_large()
         last = chunk.rfind(b"\n")
         if last == -1:
             self._fragments.append(chunk)
@@ -140,9 +154,20 @@ class SSEDecoder:
                 self._event = b""
             else:
                 self._line(line, events)
+        if events:  # held from here on: the incomplete line and the next event's data so far
+            self._held = len(chunk) - last - 1 + sum(map(len, data))
         return events
 
+    def _too_large(self) -> None:
+        raise StreamError(
+            f"the stream sent an event larger than {self._limit} bytes without ending it; "
+            "nothing was recorded"
+        )
+
     def _feed_cr(self, chunk: bytes) -> list[ServerSentEvent]:
+        self._held += len(chunk)
+        if self._held > self._limit:
+            self._too_large()
         text = b"".join([*self._fragments, chunk]) if self._fragments else chunk
         self._fragments = []
         events: list[ServerSentEvent] = []
@@ -165,6 +190,8 @@ class SSEDecoder:
                 start = cr + 2
             else:
                 start = cr + 1
+        if events:
+            self._held = sum(map(len, self._fragments)) + sum(map(len, self._data))
         return events
 
     def _line(self, line: bytes, events: list[ServerSentEvent]) -> None:
