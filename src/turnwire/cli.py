@@ -498,8 +498,16 @@ def _threads(args: argparse.Namespace) -> int:
                 if not args.quiet:
                     print(f"exported {args.id} to {args.file}", file=sys.stderr)
         elif args.action == "import":
+            from turnwire.settings import load_settings
+            from turnwire.turns import ContextAssembler, file_roots
+
+            # The thread's files are copied into the store, read from where the file's own
+            # pointers may lead (its folder, or files.roots), so later runs find them there.
+            files = load_settings(args.config).files
+            origin = Path.cwd() if args.file == "-" else Path(args.file).resolve().parent
+            assembler = ContextAssembler.from_settings(files, file_roots(None, files, [origin]))
             thread_id = store.import_thread(
-                load_thread(args.file), thread_id=args.id, title=args.title
+                load_thread(args.file), thread_id=args.id, title=args.title, files=assembler
             )
             print(thread_id)
         elif args.action == "delete":
