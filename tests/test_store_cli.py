@@ -237,7 +237,8 @@ def test_an_import_that_points_outside_its_folder_is_refused_and_stores_nothing(
     thread = tmp_path / "in" / "t.yaml"
     thread.parent.mkdir()
     thread.write_text(
-        "version: 1\nmessages:\n  - {id: u1, role: user, content: hi, created_at: '2026-01-01T10:00:00Z', attachments: "
+        "version: 1\nmessages:\n  - {id: u1, role: user, content: hi, "
+        "created_at: '2026-01-01T10:00:00Z', attachments: "
         "[{id: a1, kind: document, mime_type: text/plain, path: /etc/hostname}]}\n"
     )
     db = str(tmp_path / "t.db")
