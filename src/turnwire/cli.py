@@ -275,10 +275,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _overrides(assignments: Sequence[str]) -> dict[str, Any]:
-    """``--set a.b=value`` assignments as one settings layer (values parsed as YAML)."""
-    import yaml
-
-    from turnwire.settings import merge
+    """``--set a.b=value`` assignments as one settings layer (values parsed as YAML, within the
+    limits of configuration files)."""
+    from turnwire.settings import CONFIG_FILES, merge
 
     tree: dict[str, Any] = {}
     for assignment in assignments:
@@ -287,10 +286,9 @@ def _overrides(assignments: Sequence[str]) -> dict[str, Any]:
             raise ConfigError(
                 f"--set {assignment!r}: write KEY=VALUE, such as request.temperature=0.2"
             )
-        try:
-            value: Any = yaml.safe_load(raw) if raw else ""
-        except yaml.YAMLError as err:
-            raise ConfigError(f"--set {assignment!r}: the value is not YAML: {err}") from err
+        value: Any = (
+            CONFIG_FILES.parse(raw.encode(), name=f"--set {key}", format="yaml") if raw else ""
+        )
         for part in reversed(key.split(".")):
             value = {part: value}
         tree = merge(tree, value)
