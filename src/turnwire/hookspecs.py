@@ -491,7 +491,8 @@ def parse_text_tool_calls(text: str, tools: Sequence[Tool]) -> TextToolCalls | N
     """Find the tool calls a model wrote into its answer text (local models).
 
     :param text: the response's message texts, joined without a separator.
-    :param tools: the tools the thread declares (a parser may accept only their names).
+    :param tools: the tools the request declared, the built-in ``artifact_*`` tools included
+        when they were (a parser may accept only their names).
     :returns: the calls found and the text without their markup, or ``None`` for none.
 
     Stops at the first non-None result. Runs once per response that has text and no

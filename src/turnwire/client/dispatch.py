@@ -775,9 +775,14 @@ class Client:
     # ------------------------------------------------------------------ hooks
 
     def _text_call_parser(self, thread: Thread) -> Callable[[str], TextToolCalls | None]:
+        from turnwire.api import with_declared_tools
+
+        # The tools the request declared, the built-in artifact tools included.
+        tools = with_declared_tools(thread, container=self.container).tools
+
         def parse(text: str) -> TextToolCalls | None:
             try:
-                found = self._hook("parse_text_tool_calls", text=text, tools=thread.tools)
+                found = self._hook("parse_text_tool_calls", text=text, tools=tools)
             except Exception:
                 # A parser that breaks leaves the answer as text; it never fails the turn.
                 logger.exception("parse_text_tool_calls raised", extra={"kind": "parser-error"})
