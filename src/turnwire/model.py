@@ -272,11 +272,13 @@ class ToolCall(_Record, frozen=True, kw_only=True):
     """A call the model made and, once run, its result.
 
     ``id`` is ``call_id`` alone or the composite ``call_id|item_id`` when the response gave the
-    call an item id (``fc_...``).
+    call an item id (``fc_...``). ``tool`` follows the API's rule for function names, like
+    :class:`Tool`'s ``name``: a call with any other name could never be replayed, so a server
+    that answers with one gets a stream error rather than a thread that no request can send.
     """
 
     id: NonEmpty
-    tool: NonEmpty
+    tool: ToolName
     args: dict[str, Any] = msgspec.field(default_factory=dict)
     is_error: bool = False
     inline: bool | None = None

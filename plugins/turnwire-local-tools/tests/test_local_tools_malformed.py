@@ -317,7 +317,8 @@ def _surrogate_free(value: object) -> bool:
 @given(ARGUMENTS.filter(_surrogate_free), st.sampled_from(["", "Let me check.\n", "好的！ "]))
 def test_hermes_arguments_come_back_exactly(arguments, prose):
     call = json.dumps({"name": "get_weather", "arguments": arguments}, ensure_ascii=False)
-    found = parse(f"{prose}<tool_call>\n{call}\n</tool_call>", TOOLS, format="auto")
+    # Named, not `auto`: a value may spell a marker of a format `auto` checks first.
+    found = parse(f"{prose}<tool_call>\n{call}\n</tool_call>", TOOLS, format="hermes")
     assert found is not None
     assert [(c.name, c.arguments) for c in found.calls] == [("get_weather", arguments)]
     assert found.text == prose.strip()
@@ -328,7 +329,9 @@ def test_hermes_arguments_come_back_exactly(arguments, prose):
 def test_pythonic_arguments_come_back_exactly(arguments):
     # repr() writes Python literals: quotes of either kind, escapes, True/None.
     written = ", ".join(f"{key}={value!r}" for key, value in arguments.items())
-    found = parse(f"[get_weather({written})]", TOOLS, format="auto")
+    # Named, not `auto`: a value may spell another format's marker ("[TOOL_CALLS]"), and under
+    # `auto` a marked format decides alone.
+    found = parse(f"[get_weather({written})]", TOOLS, format="pythonic")
     assert found is not None
     assert [(c.name, c.arguments) for c in found.calls] == [("get_weather", arguments)]
 
