@@ -46,7 +46,8 @@ class Malformed(Exception):
 
 
 # A name a model may write when no tools are declared (the client then answers "tool not found").
-_LOOSE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,127}")
+# The API's rule for function names: a call under any other name could never be replayed.
+_LOOSE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # Ids are kept only when they look like ids; anything else and the client makes one.
 _CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _ARTIFACT_NAMES = frozenset(name for name, _ in ARTIFACT_TOOLS)
