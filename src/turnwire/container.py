@@ -65,6 +65,7 @@ def _import_dependency_injector() -> tuple[Any, Any]:
 containers, providers = _import_dependency_injector()
 
 from turnwire import pipeline
+from turnwire._memo import RenderMemo
 from turnwire._plugins import build_plugin_manager
 from turnwire._relay import HOOK, StagePlan
 from turnwire.context import Endpoint, EnvelopeNonce, MediaPolicy, RenderOptions
@@ -222,8 +223,13 @@ class Container(containers.DeclarativeContainer):
         endpoint=endpoint,
         envelope_nonce=envelope_nonce,
     )
+    render_memo = providers.Singleton(RenderMemo)
     build_input = providers.Factory(
-        functools.partial, pipeline.build_input, plan=stage_plan, options=render_options
+        functools.partial,
+        pipeline.build_input,
+        plan=stage_plan,
+        options=render_options,
+        render_memo=render_memo,
     )
 
 

@@ -20,6 +20,7 @@ empty, when nothing is declared.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import logging
 from typing import Any
@@ -27,10 +28,23 @@ from typing import Any
 import msgspec
 
 from turnwire._canonical import canonical_json
+from turnwire._memo import (
+    Checkpoint,
+    RenderMemo,
+    SweepState,
+    TimelineState,
+    common_prefix,
+    stage_key,
+)
 from turnwire._relay import StagePlan, StageRelay
 from turnwire.context import RenderOptions
 from turnwire.errors import ConfigError
 from turnwire.model import REPLAY_TAG, Message, Thought, Thread, Tool, ToolCall
+from turnwire.stages.fingerprint import PREFIX_HEAD as _PREFIX_HEAD
+from turnwire.stages.fingerprint import SORTED_ENCODER as _SORTED
+from turnwire.stages.fingerprint import fingerprint_prefix as _fingerprint_prefix
+from turnwire.stages.fingerprint import prefix_tail
+from turnwire.stages.reasoning import filter_thoughts as _filter_thoughts
 from turnwire.stages.system_prompt import render_bucket
 from turnwire.stages.thoughts import thought_text
 from turnwire.stages.timeline import valid_item_id
@@ -120,74 +134,348 @@ def _arguments(tool_call: ToolCall) -> str:
     return _ENCODER.encode(args).decode()
 
 
-def _tool_call_items(call: ToolCall, tools: dict[str, Tool], stages: Any) -> list[InputItem]:
+def _tool_call_items(
+    call: ToolCall, tool: Tool | None, stages: Any
+) -> tuple[InputItem, ...]:
     raw_call_id, raw_item_id = call.split_id()
     call_id = short_call_id(raw_call_id)
     item_id = valid_item_id(raw_item_id, "fc_")
-    items: list[InputItem] = [
-        FunctionCall(call_id=call_id, name=call.tool, arguments=_arguments(call), id=item_id)
-    ]
-    if call.result is not None:
-        output = stages.render_tool_call_result(tool_call=call, tool=tools.get(call.tool)) or ""
-        items.append(FunctionCallOutput(call_id=call_id, output=output))
-    return items
+    function_call = FunctionCall(
+        call_id=call_id, name=call.tool, arguments=_arguments(call), id=item_id
+    )
+    if call.result is None:
+        return (function_call,)
+    output = stages.render_tool_call_result(tool_call=call, tool=tool) or ""
+    return (function_call, FunctionCallOutput(call_id=call_id, output=output))
+
+
+def _thought_items(
+    thought: Thought, options: RenderOptions, stages: Any
+) -> tuple[tuple[InputItem, ...], bool]:
+    """The items of one surfaced thought, and whether the first is a reasoning candidate."""
+    replay = options.reasoning_replay != "off"
+    if replay:
+        item = stages.render_reasoning_item(thought=thought)
+        if item is not None:
+            return (item,), True
+    if (thought.payload is None or replay) and thought_text(thought):
+        text = stages.render_thought(thought=thought)
+        return (InputMessage(role="assistant", content=text),), False
+    return (), False
+
+
+# The stages each kind of record renders through (composites call their sub-stages through the
+# relay), and so the implementations its memo entries depend on.
+_ENVELOPES = ("render_untrusted_content", "render_trusted_content")
+_MESSAGE_STAGES = ("render_timeline_message", "render_media_blocks", *_ENVELOPES)
+_CALL_STAGES = (
+    "render_tool_call_result",
+    "render_media_blocks",
+    "render_artifact_handle_body",
+    "render_retrievable_handle_body",
+    *_ENVELOPES,
+)
+_THOUGHT_STAGES = ("render_reasoning_item", "render_thought", *_ENVELOPES)
+
+_RECORD_ENCODER = msgspec.json.Encoder()
+
+
+def _same_record(old: Any, new: Any) -> bool:
+    """Whether a memoised record renders like ``new``: the same object, else the same content.
+
+    Content is compared as encoded bytes, not with ``==``: ``1 == 1.0 == True`` in stored
+    arguments, and equal datetimes in other offsets, render differently.
+    """
+    if old is new:
+        return True
+    if type(old) is not type(new):
+        return False
+    return bool(_RECORD_ENCODER.encode(old) == _RECORD_ENCODER.encode(new))
+
+
+def _extends(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
+    """Whether ``new`` starts with the very records of ``old``."""
+    if new is old:
+        return True
+    count = len(old)
+    return len(new) >= count and common_prefix(old, new, count) == count
+
+
+def _builtin_filter(plan: StagePlan) -> bool:
+    kind, target = plan.targets["filter_thoughts"]
+    return kind == "direct" and len(target) == 1 and target[0][0] is _filter_thoughts
+
+
+def _surfaced_key(thought: Thought) -> tuple[Any, int, str]:
+    return (thought.created_at, thought.seq, thought.id)
+
+
+def _surface(
+    thread: Thread,
+    options: RenderOptions,
+    stages: Any,
+    plan: StagePlan,
+    state: TimelineState | None,
+) -> tuple[Thought, ...]:
+    """``filter_thoughts`` of the thread, extended from the last timeline's when that is exact:
+    the built-in filter decides thought by thought unless only the latest is surfaced."""
+    if state is not None and _extends(state.thoughts, thread.thoughts):
+        if len(thread.thoughts) == len(state.thoughts):
+            return state.surfaced  # type: ignore[no-any-return]
+        if _builtin_filter(plan) and options.thought_surfacing != "latest-self":
+            added = tuple(
+                stages.filter_thoughts(thoughts=thread.thoughts[len(state.thoughts) :]) or ()
+            )
+            previous: tuple[Thought, ...] = state.surfaced
+            if not added or not previous or _surfaced_key(added[0]) >= _surfaced_key(previous[-1]):
+                return previous + added
+    return tuple(stages.filter_thoughts(thoughts=thread.thoughts) or ())
+
+
+_Entry = tuple[Any, int, int, int, "Message | Thought | ToolCall"]
+
+
+def _entries(
+    sources: tuple[tuple[Any, ...], ...], starts: tuple[int, ...] = (0, 0, 0)
+) -> list[_Entry]:
+    entries: list[_Entry] = []
+    for rank, (records, start) in enumerate(zip(sources, starts, strict=True)):
+        entries += [
+            (r.created_at, r.seq, rank, i, r) for i, r in enumerate(records[start:], start)
+        ]
+    entries.sort()  # the first four fields are unique, so records are never compared
+    return entries
+
+
+class _Timeline:
+    """The timeline items of one render: items, reasoning candidates, and what they came from."""
+
+    __slots__ = ("candidate_indexes", "candidate_thoughts", "items")
+
+    def __init__(
+        self, items: list[InputItem], indexes: list[int], thoughts: list[Thought]
+    ) -> None:
+        self.items = items
+        self.candidate_indexes = indexes
+        self.candidate_thoughts = thoughts
 
 
 def _timeline(
-    thread: Thread, options: RenderOptions, stages: Any
-) -> tuple[list[InputItem], dict[int, Thought]]:
-    surfaced = stages.filter_thoughts(thoughts=thread.thoughts) or ()
-    entries: list[tuple[Any, int, int, int, Message | Thought | ToolCall]] = []
-    for rank, records in enumerate((thread.messages, surfaced, thread.tool_calls)):
-        entries += [(r.created_at, r.seq, rank, i, r) for i, r in enumerate(records)]
-    entries.sort()  # the first four fields are unique, so records are never compared
+    thread: Thread,
+    options: RenderOptions,
+    stages: Any,
+    plan: StagePlan,
+    injectable: dict[str, Any],
+    memo: RenderMemo,
+    warnings: list[str],
+) -> _Timeline:
+    keys = (
+        stage_key(plan, _MESSAGE_STAGES, injectable),
+        stage_key(plan, _CALL_STAGES, injectable),
+        stage_key(plan, _THOUGHT_STAGES, injectable, ("reasoning_replay",)),
+    )
+    message_table, call_table, thought_table = (
+        None if key is None else memo.record_table(kind, key)
+        for kind, key in zip(("message", "tool_call", "thought"), keys, strict=True)
+    )
+    filter_key = stage_key(plan, ("filter_thoughts",), injectable)
+    timeline_key = None if None in keys or filter_key is None else (keys, filter_key)
+    state = None if timeline_key is None else memo.timelines.get(timeline_key)
+
+    surfaced = _surface(thread, options, stages, plan, state)
+    sources = (thread.messages, surfaced, thread.tool_calls)
+    first = len(warnings)
+
+    entries: list[_Entry] | None = None
+    if state is not None and (
+        thread.tools is state.tools
+        or (
+            len(thread.tools) == len(state.tools)
+            and all(map(_same_record, state.tools, thread.tools))
+        )
+    ):
+        old = (state.messages, state.surfaced, state.tool_calls)
+        if all(map(_extends, old, sources)):
+            entries = _entries(sources, tuple(len(records) for records in old))
+            if entries and state.last_key is not None and entries[0][:4] <= state.last_key:
+                entries = None  # a new record sorts among the old ones
+    if entries is not None and state is not None:
+        items: list[InputItem] = list(state.items)
+        indexes: list[int] = list(state.candidate_indexes)
+        thoughts: list[Thought] = list(state.candidate_thoughts)
+        warnings.extend(state.warnings)
+        last_key = state.last_key
+    else:
+        entries = _entries(sources)
+        items, indexes, thoughts = [], [], []
+        last_key = None
 
     tools = {tool.name: tool for tool in thread.tools}
-    render_message = stages.render_timeline_message
-    items: list[InputItem] = []
-    candidates: dict[int, Thought] = {}
     for entry in entries:
         record = entry[4]
+        before = len(warnings)
         if isinstance(record, Message):
-            items.extend(render_message(message=record) or ())
+            hit = message_table.entries.get(record.id) if message_table is not None else None
+            if hit is not None and _same_record(hit[0], record):
+                rendered = hit[1]
+                warnings.extend(hit[2])
+            else:
+                rendered = tuple(stages.render_timeline_message(message=record) or ())
+                if message_table is not None:
+                    message_table.entries[record.id] = (record, rendered, tuple(warnings[before:]))
+            items.extend(rendered)
         elif isinstance(record, ToolCall):
-            items.extend(_tool_call_items(record, tools, stages))
+            tool = tools.get(record.tool)
+            hit = call_table.entries.get(record.id) if call_table is not None else None
+            if hit is not None and _same_record(hit[0], record) and _same_tool(hit[1], tool):
+                rendered = hit[2]
+                warnings.extend(hit[3])
+            else:
+                rendered = _tool_call_items(record, tool, stages)
+                if call_table is not None:
+                    call_table.entries[record.id] = (
+                        record,
+                        tool,
+                        rendered,
+                        tuple(warnings[before:]),
+                    )
+            items.extend(rendered)
         else:
-            item = None
-            if options.reasoning_replay != "off":
-                item = stages.render_reasoning_item(thought=record)
-            if item is not None:
-                candidates[len(items)] = record
-                items.append(item)
-            elif (record.payload is None or options.reasoning_replay != "off") and thought_text(
-                record
-            ):
-                text = stages.render_thought(thought=record)
-                items.append(InputMessage(role="assistant", content=text))
-    return items, candidates
+            hit = thought_table.entries.get(record.id) if thought_table is not None else None
+            if hit is not None and _same_record(hit[0], record):
+                rendered, candidate = hit[1], hit[2]
+                warnings.extend(hit[3])
+            else:
+                rendered, candidate = _thought_items(record, options, stages)
+                if thought_table is not None:
+                    thought_table.entries[record.id] = (
+                        record,
+                        rendered,
+                        candidate,
+                        tuple(warnings[before:]),
+                    )
+            if candidate:
+                indexes.append(len(items))
+                thoughts.append(record)
+            items.extend(rendered)
+    if entries:
+        last_key = entries[-1][:4]
+
+    for table, records in zip((message_table, thought_table, call_table), sources, strict=True):
+        if table is not None and len(table.entries) > 2 * len(records) + 256:
+            table.entries = {r.id: table.entries[r.id] for r in records if r.id in table.entries}
+    if timeline_key is not None:
+        memo.timelines.put(
+            timeline_key,
+            TimelineState(
+                messages=thread.messages,
+                thoughts=thread.thoughts,
+                surfaced=surfaced,
+                tool_calls=thread.tool_calls,
+                tools=thread.tools,
+                last_key=last_key,
+                items=items,
+                candidate_indexes=indexes,
+                candidate_thoughts=thoughts,
+                warnings=warnings[first:],
+            ),
+        )
+    return _Timeline(items, indexes, thoughts)
 
 
-def _strip_ids(items: list[InputItem]) -> list[InputItem]:
-    return [strip_item_id(item) if type(item) in _CARRY_IDS else item for item in items]
+def _same_tool(old: Tool | None, new: Tool | None) -> bool:
+    if old is None or new is None:
+        return old is new
+    return _same_record(old, new)
+
+
+def _strip_ids(items: list[InputItem], memo: RenderMemo) -> list[InputItem]:
+    stripped = memo.stripped
+    out: list[InputItem] = []
+    for item in items:
+        if type(item) in _CARRY_IDS:
+            hit = stripped.get(id(item))
+            if hit is None or hit[0] is not item:
+                hit = stripped[id(item)] = (item, strip_item_id(item))
+            item = hit[1]
+        out.append(item)
+    return out
+
+
+def _sweep_key(
+    plan: StagePlan,
+    injectable: dict[str, Any],
+    instructions: str | None,
+    tools: tuple[FunctionTool, ...] | None,
+    options: RenderOptions,
+) -> tuple[Any, bool] | None:
+    """The sweep's memo key, and whether fingerprints come from the built-in hasher."""
+    kind, target = plan.targets["fingerprint_prefix"]
+    builtin = kind == "direct" and len(target) == 1 and target[0][0] is _fingerprint_prefix
+    hashing = builtin and options.fingerprint_binding == "prefix"
+    stage: Any = "builtin" if builtin else stage_key(plan, ("fingerprint_prefix",), injectable)
+    if stage is None:
+        return None
+    key = (
+        stage,
+        options.model,
+        options.fingerprint_binding,
+        options.unfingerprinted_reasoning,
+        _RECORD_ENCODER.encode(options.endpoint),
+        instructions,
+        None if tools is None else _RECORD_ENCODER.encode(tools),
+    )
+    return key, hashing
 
 
 def _sweep(
     items: list[InputItem],
-    candidates: dict[int, Thought],
+    timeline: _Timeline,
+    offset: int,
     *,
     instructions: str | None,
     tools: tuple[FunctionTool, ...] | None,
     options: RenderOptions,
     stages: Any,
-    warn: Any,
+    plan: StagePlan,
+    injectable: dict[str, Any],
+    memo: RenderMemo,
+    warnings: list[str],
 ) -> list[InputItem]:
+    """The pairing sweep, resumed from the last checkpoint whose inputs are unchanged."""
+    keyed = _sweep_key(plan, injectable, instructions, tools, options)
+    key, hashing = keyed if keyed is not None else (None, False)
+    indexes, thoughts = timeline.candidate_indexes, timeline.candidate_thoughts
     out: list[InputItem] = []
     done, count = 0, len(items)  # items[:done] are settled
-    for index in sorted(candidates):
+    checkpoints: list[Checkpoint] = []
+    sweep_warnings: list[str] = []
+    hasher: Any = hashlib.sha256(_PREFIX_HEAD) if hashing else None
+    hashed, position = 0, 0
+    snapshot: Any = hasher.copy() if hashing else None
+    state = memo.sweeps.get(key) if key is not None else None
+    if state is not None and state.checkpoints:
+        shared = common_prefix(state.items, items, len(state.items))
+        last = bisect.bisect_left(state.indexes, shared - 1) - 1
+        if last >= 0:
+            resumed = state.checkpoints[last]
+            checkpoints = state.checkpoints[: last + 1]
+            out = state.out[: resumed.out_length]
+            done = resumed.done
+            sweep_warnings = state.warnings[: resumed.warning_count]
+            hashed = resumed.hashed
+            if hashing:
+                snapshot = resumed.hasher
+                hasher = snapshot.copy()
+            position = bisect.bisect_right(indexes, resumed.index - offset)
+    warnings.extend(sweep_warnings)
+    tail = prefix_tail(options.model, instructions, tools) if hashing else b""
+    for position in range(position, len(indexes)):
+        index = indexes[position] + offset
         if index < done:  # the partner of the previous kept candidate
             continue
-        out.extend(_strip_ids(items[done:index]))
-        thought = candidates[index]
+        out.extend(_strip_ids(items[done:index], memo))
+        thought = thoughts[position]
         assert thought.payload is not None
         partner = items[index + 1] if index + 1 < count else None
         partner_id = output_item_id(partner)
@@ -206,24 +494,46 @@ def _sweep(
                     "fingerprint`, or set render.unfingerprinted_reasoning: trust)"
                 )
         else:
-            fingerprint = stages.fingerprint_prefix(
-                model=options.model,
-                instructions=instructions,
-                tools=tools,
-                input=out,
-                through_item=len(out),
-            )
+            if hashing:
+                through = len(out)
+                if through > hashed:
+                    chunk = _SORTED.encode(out[hashed:through])
+                    if hashed:
+                        hasher.update(b",")
+                    hasher.update(chunk[1:-1])
+                    hashed = through
+                    snapshot = hasher.copy()
+                final = snapshot.copy()
+                final.update(tail)
+                fingerprint = final.hexdigest()
+            else:
+                fingerprint = stages.fingerprint_prefix(
+                    model=options.model,
+                    instructions=instructions,
+                    tools=tools,
+                    input=out,
+                    through_item=len(out),
+                )
             if thought.payload.prefix_fingerprint != fingerprint:
                 reason = "the request prefix changed since it was produced (stale fingerprint)"
         if reason is not None:
-            warn(f"dropping the reasoning item of thought {thought.id}: {reason}")
+            message = f"dropping the reasoning item of thought {thought.id}: {reason}"
+            warnings.append(message)
+            sweep_warnings.append(message)
             done = index + 1
-            continue
-        assert partner is not None
-        out.append(items[index])
-        out.append(partner)
-        done = index + 2
-    out.extend(_strip_ids(items[done:]))
+        else:
+            assert partner is not None
+            out.append(items[index])
+            out.append(partner)
+            done = index + 2
+        checkpoints.append(
+            Checkpoint(index, done, len(out), len(sweep_warnings), snapshot, hashed)
+        )
+    out.extend(_strip_ids(items[done:], memo))
+    if len(memo.stripped) > 2 * count + 256:
+        memo.stripped.clear()
+    if key is not None:
+        memo.sweeps.put(key, SweepState(items, out, checkpoints, sweep_warnings))
     return out
 
 
@@ -243,20 +553,37 @@ def _log_warnings(warnings: list[str]) -> None:
         )
 
 
-def build_input(thread: Thread, *, plan: StagePlan, options: RenderOptions) -> RenderedInput:
+def build_input(
+    thread: Thread,
+    *,
+    plan: StagePlan,
+    options: RenderOptions,
+    render_memo: RenderMemo | None = None,
+) -> RenderedInput:
     """Render ``thread`` into the Responses ``instructions``, ``input`` and ``tools``.
 
     :param thread: the stored conversation (media and artifact bytes already loaded).
     :param plan: the resolved stages (plugin manager plus container overrides).
     :param options: every option of the signature, one per container provider.
+    :param render_memo: what earlier renders left to reuse (see :mod:`turnwire._memo`); the
+        result is the same with or without it. ``None``: a cold render.
     """
     if "timeline" not in options.bucket_order:
         raise ConfigError(
             "render.bucket_order must contain `timeline`; without it no message would be sent",
             path="$.render.bucket_order",
         )
+    memo = render_memo if render_memo is not None else RenderMemo()
+    with memo.lock:
+        return _build_input(thread, plan, options, memo)
+
+
+def _build_input(
+    thread: Thread, plan: StagePlan, options: RenderOptions, memo: RenderMemo
+) -> RenderedInput:
     warnings: list[str] = []
-    stages = StageRelay(plan, {**options.injectable(), "warn": warnings.append, "scratch": {}})
+    injectable = options.injectable()
+    stages = StageRelay(plan, {**injectable, "warn": warnings.append, "scratch": {}})
     declared = tuple(stages.tools_to_wire(tools=thread.tools) or ())
     tools = declared or None
     leading = stages.render_system_prompt(
@@ -288,19 +615,21 @@ def build_input(thread: Thread, *, plan: StagePlan, options: RenderOptions) -> R
             f"reasoning_replay is {options.reasoning_replay!r} but render.replay_compatibility "
             f"does not list {REPLAY_TAG}; reasoning items are not replayed"
         )
-    timeline, candidates = _timeline(thread, options, stages)
-    offset = len(head)
-    candidates = {index + offset: thought for index, thought in candidates.items()}
-    items = _sweep(
-        head + timeline,
-        candidates,
+    timeline = _timeline(thread, options, stages, plan, injectable, memo, warnings)
+    swept = _sweep(
+        head + timeline.items,
+        timeline,
+        len(head),
         instructions=instructions,
         tools=tools,
         options=options,
         stages=stages,
-        warn=warnings.append,
+        plan=plan,
+        injectable=injectable,
+        memo=memo,
+        warnings=warnings,
     )
-    fingerprintable_length = len(items)
+    fingerprintable_length = len(swept)
 
     position = options.bucket_order.index("timeline")
     trailing = [
@@ -310,13 +639,14 @@ def build_input(thread: Thread, *, plan: StagePlan, options: RenderOptions) -> R
         for label in options.bucket_order[position + 1 :]
     ]
     trailing_text = "\n\n".join(part for part in trailing if part)
+    items = tuple(swept)
     if trailing_text:
-        items.append(InputMessage(role="system", content=(InputText(text=trailing_text),)))
+        items += (InputMessage(role="system", content=(InputText(text=trailing_text),)),)
 
     _log_warnings(warnings)
     return RenderedInput(
         instructions=instructions,
-        input=tuple(items),
+        input=items,
         tools=tools,
         fingerprintable_length=fingerprintable_length,
         warnings=tuple(warnings),

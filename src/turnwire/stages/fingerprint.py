@@ -13,10 +13,14 @@ from turnwire.context import Endpoint, FingerprintBinding
 from turnwire.hookspecs import hookimpl
 from turnwire.wire import FunctionTool, InputItem
 
-__all__ = ["fingerprint_prefix", "prefix_tail"]
+__all__ = ["PREFIX_HEAD", "SORTED_ENCODER", "fingerprint_prefix", "prefix_tail"]
 
 
-_SORTED = msgspec.json.Encoder(order="sorted")
+SORTED_ENCODER = msgspec.json.Encoder(order="sorted")
+"""Encodes wire items canonically (sorted keys); see :func:`turnwire._canonical.canonical_item_bytes`."""
+PREFIX_HEAD = b'{"input":['
+"""The canonical text of a prefix before its first item."""
+_SORTED = SORTED_ENCODER
 
 
 def prefix_tail(
@@ -59,7 +63,7 @@ def fingerprint_prefix(
     key = (id(input), model, instructions, id(tools))
     state = scratch.get("fingerprint_prefix")
     if state is None or state[0] != key or state[2] > through_item:
-        hasher = hashlib.sha256(b'{"input":[')
+        hasher = hashlib.sha256(PREFIX_HEAD)
         state = [key, hasher, 0, prefix_tail(model, instructions, tools), input]
         scratch["fingerprint_prefix"] = state
     hasher, position = state[1], state[2]

@@ -1,0 +1,256 @@
+"""What a warm renderer keeps between renders: :class:`RenderMemo`.
+
+``build_input`` is a pure function of (thread, stages, options), so a memo may hand back what an
+earlier render produced for the same inputs. What is kept, and what each part is keyed on:
+
+* per record kind (messages, tool calls, thoughts), each record's wire items and warnings, keyed
+  by the record's id and validated by identity, else equality (records are frozen; a record
+  whose file pointer was inlined again is equal, not identical). One table per *stage key*: the
+  implementations of the stages that kind renders through (plugin functions, container
+  overrides) and the values of the options those implementations and the pipeline read. A
+  stage that runs through pluggy (a wrapper, tracing) or asks for ``scratch`` disables the table
+  of every kind that renders through it;
+* the last timeline per combination of stage keys, so a thread that only grew is rendered by
+  appending (records in the same order, nothing re-sorted);
+* per sweep key (instructions, tools, model, the sweep's options), the last pairing sweep with a
+  checkpoint after each reasoning candidate: the SHA-256 state of the canonical prefix hashed so
+  far, so the next sweep resumes after the last checkpoint whose inputs are unchanged. Only the
+  built-in ``fingerprint_prefix`` (``prefix`` binding) is resumed this way; any other
+  implementation is called as usual;
+* the last request body's encoded items and the preflight state over them, reused for the
+  longest unchanged prefix of ``input``.
+
+Everything is bounded (a few entries per table, records of the last renders only) and owned by
+one memo object: a container holds one (``container.render_memo()``), a test makes its own or
+calls :meth:`RenderMemo.clear`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from itertools import compress, count
+from operator import is_not
+from typing import Any, Generic, TypeVar
+
+import msgspec
+
+__all__ = ["RenderMemo", "common_prefix", "stage_key"]
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class BoundedTable(Generic[K, V]):
+    """A small least-recently-used mapping."""
+
+    __slots__ = ("_data", "size")
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._data: dict[K, V] = {}
+
+    def get(self, key: K) -> V | None:
+        value = self._data.pop(key, None)
+        if value is not None:
+            self._data[key] = value
+        return value
+
+    def put(self, key: K, value: V) -> None:
+        self._data.pop(key, None)
+        self._data[key] = value
+        while len(self._data) > self.size:
+            del self._data[next(iter(self._data))]
+
+    def clear(self) -> None:
+        self._data.clear()
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+def _option_token(value: Any) -> Hashable:
+    token = getattr(value, "cache_key", None)
+    if isinstance(token, str):
+        return ("cache_key", type(value), token)
+    if isinstance(value, msgspec.Struct):
+        return (type(value), msgspec.json.encode(value, order="deterministic"))
+    try:
+        hash(value)
+    except TypeError:
+        return ("encoded", msgspec.json.encode(value, order="deterministic"))
+    return value
+
+
+def stage_key(
+    plan: Any,
+    stages: Iterable[str],
+    options: Mapping[str, Any],
+    read_options: Iterable[str] = (),
+) -> Hashable | None:
+    """What the output of ``stages`` depends on besides its arguments, or ``None`` when it must
+    not be memoised (a stage runs through pluggy, or asks for ``scratch``).
+
+    :param plan: the :class:`~turnwire._relay.StagePlan` of the render.
+    :param stages: the stage names whose implementations matter.
+    :param options: the injectable option values by name.
+    :param read_options: options the pipeline itself reads for this output.
+    """
+    parts: list[Hashable] = []
+    names: set[str] = set(read_options)
+    for stage in stages:
+        kind, target = plan.targets[stage]
+        if kind == "pluggy":
+            return None
+        if kind == "override":
+            function, arguments = target
+            if "scratch" in arguments:
+                return None
+            parts.append((stage, "override", function))
+            names.update(arguments)
+        else:
+            for _, arguments in target:
+                if "scratch" in arguments:
+                    return None
+                names.update(arguments)
+            parts.append((stage, tuple(function for function, _ in target)))
+    for name in sorted(names):
+        if name in options and name not in ("stages", "warn"):
+            parts.append((name, _option_token(options[name])))
+    return tuple(parts)
+
+
+def common_prefix(old: Any, new: Any, hint: int = 0) -> int:
+    """How many leading elements of ``old`` and ``new`` are the same objects.
+
+    ``hint`` is a length believed shared: checked at C speed first, then the scan goes on from
+    there (also at C speed).
+    """
+    limit = min(len(old), len(new))
+    start = 0
+    if 0 < hint <= limit and old[:hint] == new[:hint]:
+        start = hint
+    tail = compress(count(start), map(is_not, old[start:limit], new[start:limit]))
+    return next(tail, limit)
+
+
+class RecordTable:
+    """Rendered records of one kind under one stage key: record id → (record, ..., output)."""
+
+    __slots__ = ("entries",)
+
+    def __init__(self) -> None:
+        self.entries: dict[str, tuple[Any, ...]] = {}
+
+
+class TimelineState:
+    """The last timeline under one combination of stage keys."""
+
+    __slots__ = (
+        "candidate_indexes",
+        "candidate_thoughts",
+        "items",
+        "last_key",
+        "messages",
+        "surfaced",
+        "thoughts",
+        "tool_calls",
+        "tools",
+        "warnings",
+    )
+
+    def __init__(self, **values: Any) -> None:
+        for name, value in values.items():
+            setattr(self, name, value)
+
+
+class Checkpoint(msgspec.Struct, frozen=True, gc=False):
+    """The sweep after one candidate: where it stood and what it had hashed.
+
+    :ivar index: the candidate's index in the swept items.
+    :ivar done: items before this index are settled.
+    :ivar out_length: how many output items there were.
+    :ivar warning_count: how many sweep warnings there were.
+    :ivar hasher: the SHA-256 state of the canonical prefix over ``out[:hashed]`` (or ``None``
+        when fingerprints do not come from the built-in hasher).
+    :ivar hashed: how many output items ``hasher`` covers.
+    """
+
+    index: int
+    done: int
+    out_length: int
+    warning_count: int
+    hasher: Any
+    hashed: int
+
+
+class SweepState:
+    """The last pairing sweep under one sweep key."""
+
+    __slots__ = ("checkpoints", "indexes", "items", "out", "warnings")
+
+    def __init__(
+        self,
+        items: list[Any],
+        out: list[Any],
+        checkpoints: list[Checkpoint],
+        warnings: list[str],
+    ) -> None:
+        self.items = items
+        self.out = out
+        self.checkpoints = checkpoints
+        self.indexes = [checkpoint.index for checkpoint in checkpoints]
+        self.warnings = warnings
+
+
+class BodyState:
+    """The last checked and encoded ``input``: items, their bytes and the preflight state."""
+
+    __slots__ = ("answered", "calls", "encoded", "facts", "input", "offsets", "seen_ids", "key")
+
+    def __init__(self, **values: Any) -> None:
+        for name, value in values.items():
+            setattr(self, name, value)
+
+
+class RenderMemo:
+    """Everything a warm renderer reuses; see the module docstring. Thread-safe.
+
+    :param tables: how many stage keys (and sweep keys) each table keeps.
+    """
+
+    def __init__(self, tables: int = 4) -> None:
+        self.lock = threading.RLock()
+        self._size = tables
+        self.records: dict[str, BoundedTable[Hashable, RecordTable]] = {}
+        self.timelines: BoundedTable[Hashable, TimelineState] = BoundedTable(tables)
+        self.sweeps: BoundedTable[Hashable, SweepState] = BoundedTable(tables)
+        self.stripped: dict[int, tuple[Any, Any]] = {}
+        self.body: BodyState | None = None
+        self.fingerprints: BoundedTable[int, tuple[Any, Callable[[int], str]]] = BoundedTable(
+            tables
+        )
+
+    def record_table(self, kind: str, key: Hashable) -> RecordTable:
+        tables = self.records.get(kind)
+        if tables is None:
+            tables = self.records[kind] = BoundedTable(self._size)
+        table = tables.get(key)
+        if table is None:
+            table = RecordTable()
+            tables.put(key, table)
+        return table
+
+    def clear(self) -> None:
+        """Forget everything (the next render is cold)."""
+        with self.lock:
+            self.records.clear()
+            self.timelines.clear()
+            self.sweeps.clear()
+            self.stripped.clear()
+            self.body = None
+            self.fingerprints.clear()
+
+    def __repr__(self) -> str:
+        kept = sum(len(t.entries) for k in self.records.values() for t in k._data.values())
+        return f"RenderMemo(records={kept}, sweeps={len(self.sweeps)})"
