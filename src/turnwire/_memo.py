@@ -79,7 +79,8 @@ def _option_token(value: Any) -> Hashable:
         hash(value)
     except TypeError:
         return ("encoded", msgspec.json.encode(value, order="deterministic"))
-    return value
+    hashable: Hashable = value
+    return hashable
 
 
 def stage_key(
@@ -143,30 +144,25 @@ class RecordTable:
         self.entries: dict[str, tuple[Any, ...]] = {}
 
 
-class TimelineState:
-    """The last timeline under one combination of stage keys."""
+class TimelineState(msgspec.Struct, kw_only=True, gc=False):
+    """The last timeline under one combination of stage keys: its sources and what they gave."""
 
-    __slots__ = (
-        "candidate_indexes",
-        "candidate_thoughts",
-        "items",
-        "last_key",
-        "messages",
-        "surfaced",
-        "thoughts",
-        "tool_calls",
-        "tools",
-        "warnings",
-    )
-
-    def __init__(self, **values: Any) -> None:
-        for name, value in values.items():
-            setattr(self, name, value)
+    messages: tuple[Any, ...]
+    thoughts: tuple[Any, ...]
+    surfaced: tuple[Any, ...]
+    tool_calls: tuple[Any, ...]
+    tools: tuple[Any, ...]
+    last_key: tuple[Any, ...] | None
+    items: list[Any]
+    candidate_indexes: list[int]
+    candidate_thoughts: list[Any]
+    warnings: list[str]
 
 
 class Checkpoint(msgspec.Struct, frozen=True, gc=False):
     """The sweep after one candidate: where it stood and what it had hashed.
 
+    :ivar position: the candidate's position among the candidates.
     :ivar index: the candidate's index in the swept items.
     :ivar done: items before this index are settled.
     :ivar out_length: how many output items there were.
@@ -176,6 +172,7 @@ class Checkpoint(msgspec.Struct, frozen=True, gc=False):
     :ivar hashed: how many output items ``hasher`` covers.
     """
 
+    position: int
     index: int
     done: int
     out_length: int
@@ -187,30 +184,48 @@ class Checkpoint(msgspec.Struct, frozen=True, gc=False):
 class SweepState:
     """The last pairing sweep under one sweep key."""
 
-    __slots__ = ("checkpoints", "indexes", "items", "out", "warnings")
+    __slots__ = ("candidates", "checkpoints", "indexes", "items", "out", "thoughts", "warnings")
 
     def __init__(
         self,
         items: list[Any],
+        candidates: tuple[list[int], list[Any], int],
         out: list[Any],
         checkpoints: list[Checkpoint],
         warnings: list[str],
     ) -> None:
         self.items = items
+        self.candidates = candidates
         self.out = out
         self.checkpoints = checkpoints
         self.indexes = [checkpoint.index for checkpoint in checkpoints]
+        self.thoughts = candidates[1]
         self.warnings = warnings
 
 
-class BodyState:
-    """The last checked and encoded ``input``: items, their bytes and the preflight state."""
+class BodyState(msgspec.Struct, kw_only=True, gc=False):
+    """The last checked and encoded ``input``: its items, their bytes, the preflight state.
 
-    __slots__ = ("answered", "calls", "encoded", "facts", "input", "offsets", "seen_ids", "key")
+    :ivar input: the items.
+    :ivar body: the encoded body they were part of.
+    :ivar start: where the first item's bytes begin in ``body``.
+    :ivar ends: where each item's bytes end, from ``start``.
+    :ivar facts: the preflight facts of each item.
+    :ivar seen_ids: item id → index of its item.
+    :ivar calls: ``function_call`` call id → index.
+    :ivar answered: call id → index of its first ``function_call_output``.
+    :ivar stateless: the ``store: false`` the facts were checked under.
+    """
 
-    def __init__(self, **values: Any) -> None:
-        for name, value in values.items():
-            setattr(self, name, value)
+    input: tuple[Any, ...]
+    body: bytes
+    start: int
+    ends: list[int]
+    facts: list[tuple[Any, ...]]
+    seen_ids: dict[str, int]
+    calls: dict[str, int]
+    answered: dict[str, int]
+    stateless: bool
 
 
 class RenderMemo:

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from turnwire.container import Container, build_container
+from turnwire.container import Container, ContainerCache, build_container
 from turnwire.errors import ConfigError
 from turnwire.model import Thread
 from turnwire.pipeline import RenderedInput
-from turnwire.request import build_body, encode_body, preflight
+from turnwire.request import build_body, checked_body
 from turnwire.thread_file import load_thread
 from turnwire.turns import ContextAssembler
 from turnwire.windows import apply_window
@@ -26,8 +26,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RenderedRequest",
+    "Renderer",
     "media_from_path",
     "render",
+    "render_cache",
     "render_input",
     "resolve_model",
     "run",
@@ -57,6 +59,10 @@ class RenderedRequest(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def fingerprintable_length(self) -> int:
         return self.rendered.fingerprintable_length
+
+
+render_cache = ContainerCache()
+"""The containers ``render(config_files=...)`` reuses (bounded; ``render_cache.clear()``)."""
 
 
 def resolve_model(thread: Thread, container: Container, model: str | None) -> str:
@@ -112,7 +118,7 @@ def render(
     :raises turnwire.errors.InputError: bad thread, configuration or rendered body.
     """
     if container is None:
-        container = build_container(config_files)
+        container = render_cache.get(config_files)
     if not isinstance(thread, Thread):
         thread = load_thread(thread)
     settings = container.settings()
@@ -127,8 +133,50 @@ def render(
         stream=settings.client.stream,
         reasoning_replay=settings.render.reasoning_replay,
     )
-    preflight(body)
-    return RenderedRequest(body=encode_body(body), request=body, rendered=rendered)
+    data = checked_body(body, container.render_memo())
+    return RenderedRequest(body=data, request=body, rendered=rendered)
+
+
+class Renderer:
+    """A long-lived renderer: one container, built once, and the render memo it holds.
+
+    Each :meth:`render` gives exactly the bytes and warnings a fresh ``render`` would; what
+    earlier renders produced for unchanged records, sweep prefixes and body items is reused
+    (see :mod:`turnwire._memo`), so the next request of a growing thread costs about what
+    its new records cost.
+
+    :param config_files: configuration profiles merged over the packaged default.
+    :param container: a container to use instead of building one (overrides apply).
+    """
+
+    def __init__(
+        self,
+        config_files: Iterable[str | os.PathLike[str]] = (),
+        *,
+        container: Container | None = None,
+    ) -> None:
+        self.container = container if container is not None else build_container(config_files)
+
+    def render(
+        self,
+        thread: Thread | Mapping[str, Any] | str | os.PathLike[str],
+        *,
+        model: str | None = None,
+        reasoning_replay: str | None = None,
+    ) -> RenderedRequest:
+        """:func:`render` through this renderer's container."""
+        return render(
+            thread, container=self.container, model=model, reasoning_replay=reasoning_replay
+        )
+
+    def clear(self) -> None:
+        """Forget what earlier renders left (the next render is cold)."""
+        memo = self.container.render_memo()
+        if memo is not None:
+            memo.clear()
+
+    def __repr__(self) -> str:
+        return f"Renderer({self.container.render_memo()!r})"
 
 
 def run(

@@ -134,9 +134,7 @@ def _arguments(tool_call: ToolCall) -> str:
     return _ENCODER.encode(args).decode()
 
 
-def _tool_call_items(
-    call: ToolCall, tool: Tool | None, stages: Any
-) -> tuple[InputItem, ...]:
+def _tool_call_items(call: ToolCall, tool: Tool | None, stages: Any) -> tuple[InputItem, ...]:
     raw_call_id, raw_item_id = call.split_id()
     call_id = short_call_id(raw_call_id)
     item_id = valid_item_id(raw_item_id, "fc_")
@@ -221,7 +219,7 @@ def _surface(
     the built-in filter decides thought by thought unless only the latest is surfaced."""
     if state is not None and _extends(state.thoughts, thread.thoughts):
         if len(thread.thoughts) == len(state.thoughts):
-            return state.surfaced  # type: ignore[no-any-return]
+            return state.surfaced
         if _builtin_filter(plan) and options.thought_surfacing != "latest-self":
             added = tuple(
                 stages.filter_thoughts(thoughts=thread.thoughts[len(state.thoughts) :]) or ()
@@ -240,9 +238,7 @@ def _entries(
 ) -> list[_Entry]:
     entries: list[_Entry] = []
     for rank, (records, start) in enumerate(zip(sources, starts, strict=True)):
-        entries += [
-            (r.created_at, r.seq, rank, i, r) for i, r in enumerate(records[start:], start)
-        ]
+        entries += [(r.created_at, r.seq, rank, i, r) for i, r in enumerate(records[start:], start)]
     entries.sort()  # the first four fields are unique, so records are never compared
     return entries
 
@@ -252,9 +248,7 @@ class _Timeline:
 
     __slots__ = ("candidate_indexes", "candidate_thoughts", "items")
 
-    def __init__(
-        self, items: list[InputItem], indexes: list[int], thoughts: list[Thought]
-    ) -> None:
+    def __init__(self, items: list[InputItem], indexes: list[int], thoughts: list[Thought]) -> None:
         self.items = items
         self.candidate_indexes = indexes
         self.candidate_thoughts = thoughts
@@ -361,7 +355,8 @@ def _timeline(
     if entries:
         last_key = entries[-1][:4]
 
-    for table, records in zip((message_table, thought_table, call_table), sources, strict=True):
+    kinds: tuple[tuple[Any, ...], ...] = sources
+    for table, records in zip((message_table, thought_table, call_table), kinds, strict=True):
         if table is not None and len(table.entries) > 2 * len(records) + 256:
             table.entries = {r.id: table.entries[r.id] for r in records if r.id in table.entries}
     if timeline_key is not None:
@@ -397,8 +392,9 @@ def _strip_ids(items: list[InputItem], memo: RenderMemo) -> list[InputItem]:
             hit = stripped.get(id(item))
             if hit is None or hit[0] is not item:
                 hit = stripped[id(item)] = (item, strip_item_id(item))
-            item = hit[1]
-        out.append(item)
+            out.append(hit[1])
+        else:
+            out.append(item)
     return out
 
 
@@ -457,6 +453,18 @@ def _sweep(
     if state is not None and state.checkpoints:
         shared = common_prefix(state.items, items, len(state.items))
         last = bisect.bisect_left(state.indexes, shared - 1) - 1
+        # A decision also rests on the candidates themselves (the thoughts' fingerprints and
+        # partners), not only on the items: those up to the checkpoint must be the same too.
+        old_indexes, old_thoughts, old_offset = state.candidates
+        if last >= 0:
+            through = state.checkpoints[last].position + 1
+            shared_thoughts = common_prefix(old_thoughts, thoughts, through)
+            if (
+                shared_thoughts < through
+                or old_offset != offset
+                or old_indexes[:through] != indexes[:through]
+            ):
+                last = -1
         if last >= 0:
             resumed = state.checkpoints[last]
             checkpoints = state.checkpoints[: last + 1]
@@ -470,12 +478,12 @@ def _sweep(
             position = bisect.bisect_right(indexes, resumed.index - offset)
     warnings.extend(sweep_warnings)
     tail = prefix_tail(options.model, instructions, tools) if hashing else b""
-    for position in range(position, len(indexes)):
-        index = indexes[position] + offset
+    for at in range(position, len(indexes)):
+        index = indexes[at] + offset
         if index < done:  # the partner of the previous kept candidate
             continue
         out.extend(_strip_ids(items[done:index], memo))
-        thought = thoughts[position]
+        thought = thoughts[at]
         assert thought.payload is not None
         partner = items[index + 1] if index + 1 < count else None
         partner_id = output_item_id(partner)
@@ -527,13 +535,15 @@ def _sweep(
             out.append(partner)
             done = index + 2
         checkpoints.append(
-            Checkpoint(index, done, len(out), len(sweep_warnings), snapshot, hashed)
+            Checkpoint(at, index, done, len(out), len(sweep_warnings), snapshot, hashed)
         )
     out.extend(_strip_ids(items[done:], memo))
     if len(memo.stripped) > 2 * count + 256:
         memo.stripped.clear()
     if key is not None:
-        memo.sweeps.put(key, SweepState(items, out, checkpoints, sweep_warnings))
+        memo.sweeps.put(
+            key, SweepState(items, (indexes, thoughts, offset), out, checkpoints, sweep_warnings)
+        )
     return out
 
 

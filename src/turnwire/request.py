@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from turnwire._memo import BodyState, RenderMemo, common_prefix
 from turnwire.context import ReasoningReplay
 from turnwire.errors import PreflightError
 from turnwire.pipeline import RenderedInput
@@ -29,7 +30,14 @@ from turnwire.wire import (
     RequestBody,
 )
 
-__all__ = ["ENCRYPTED_INCLUDE", "PREFLIGHT_RULES", "build_body", "encode_body", "preflight"]
+__all__ = [
+    "ENCRYPTED_INCLUDE",
+    "PREFLIGHT_RULES",
+    "build_body",
+    "checked_body",
+    "encode_body",
+    "preflight",
+]
 
 logger = logging.getLogger("turnwire")
 
@@ -213,12 +221,29 @@ def preflight(body: RequestBody | Mapping[str, Any]) -> None:
 
 
 def _check_items(facts: Sequence[_Facts], *, stateless: bool) -> None:
-    seen_ids: dict[str, int] = {}
     calls: dict[str, int] = {}
-    answered: set[str] = set()
+    answered: dict[str, int] = {}
+    _check_from(facts, 0, {}, calls, answered, stateless=stateless)
+    _check_answered(calls, answered)
+
+
+def _check_from(
+    facts: Sequence[_Facts],
+    start: int,
+    seen_ids: dict[str, int],
+    calls: dict[str, int],
+    answered: dict[str, int],
+    *,
+    stateless: bool,
+) -> None:
+    """The per-item rules for ``facts[start:]``, given the state the items before left.
+
+    The state is updated in place: item id → index, ``function_call`` call id → index, call id
+    → index of its first output.
+    """
     count = len(facts)
-    for index, fact in enumerate(facts):
-        kind, item_id, fact_call_id, assistant_input_text, encrypted = fact
+    for index in range(start, count):
+        kind, item_id, fact_call_id, assistant_input_text, encrypted = facts[index]
         if item_id is not None:
             if item_id in seen_ids:
                 raise _fail(
@@ -233,13 +258,7 @@ def _check_items(facts: Sequence[_Facts], *, stateless: bool) -> None:
                     "item-id-prefix", f"{kind} id {item_id!r} does not start with {prefix}", index
                 )
         if kind == "reasoning":
-            following = facts[index + 1] if index + 1 < count else None
-            if following is None or not following[1] or following[0] in _PASSIVE_TYPES:
-                raise _fail(
-                    "reasoning-partner",
-                    f"reasoning item {item_id!r} is not followed by an output item with an id",
-                    index,
-                )
+            _check_partner(facts, index)
             if stateless and not encrypted:
                 raise _fail(
                     "reasoning-encrypted",
@@ -267,7 +286,22 @@ def _check_items(facts: Sequence[_Facts], *, stateless: bool) -> None:
                     index,
                 )
             else:
-                answered.add(call_id)
+                answered.setdefault(call_id, index)
+
+
+def _check_partner(facts: Sequence[_Facts], index: int) -> None:
+    following = facts[index + 1] if index + 1 < len(facts) else None
+    if following is None or not following[1] or following[0] in _PASSIVE_TYPES:
+        raise _fail(
+            "reasoning-partner",
+            f"reasoning item {facts[index][1]!r} is not followed by an output item with an id",
+            index,
+        )
+
+
+def _check_answered(calls: dict[str, int], answered: dict[str, int]) -> None:
+    if len(answered) == len(calls):  # every output answers a call: answered ⊆ calls
+        return
     for call_id, index in calls.items():
         if call_id not in answered:
             raise _fail(
@@ -275,3 +309,89 @@ def _check_items(facts: Sequence[_Facts], *, stateless: bool) -> None:
                 f"function_call {call_id!r} has no function_call_output",
                 index,
             )
+
+
+def checked_body(body: RequestBody, memo: RenderMemo | None = None) -> bytes:
+    """:func:`preflight` then :func:`encode_body`, reusing what ``memo`` kept of the last body.
+
+    The longest run of leading ``input`` items that are the very objects of the last body
+    checked through ``memo`` keeps its preflight facts and state and its encoded bytes; only
+    the rest is checked and encoded. The bytes and the errors are exactly those of
+    ``preflight(body)`` and ``encode_body(body)``.
+    """
+    if memo is None:
+        preflight(body)
+        return encode_body(body)
+    with memo.lock:
+        return _checked_body(body, memo)
+
+
+def _checked_body(body: RequestBody, memo: RenderMemo) -> bytes:
+    items = body.input
+    if not items:
+        raise _fail("non-empty-input", "input is empty")
+    max_tokens = body.max_output_tokens
+    if isinstance(max_tokens, int) and max_tokens < 16:
+        raise _fail("max-output-tokens", f"max_output_tokens is {max_tokens}")
+    stateless = body.store is False
+    state, memo.body = memo.body, None  # restored only once this body passes
+    shared = 0
+    if state is not None and state.stateless == stateless:
+        shared = common_prefix(state.input, items, len(state.input) - 1)
+    if shared:
+        assert state is not None
+        facts = state.facts[:shared]
+        seen_ids, calls, answered = state.seen_ids, state.calls, state.answered
+        for index in range(shared, len(state.facts)):  # forget what the old tail added
+            _, item_id, call_id, _, _ = state.facts[index]
+            if item_id is not None and seen_ids.get(item_id) == index:
+                del seen_ids[item_id]
+            if call_id is not None:
+                if calls.get(call_id) == index:
+                    del calls[call_id]
+                if answered.get(call_id) == index:
+                    del answered[call_id]
+    else:
+        facts, seen_ids, calls, answered = [], {}, {}, {}
+    facts += [_struct_facts(item) for item in items[shared:]]
+    if shared and facts[shared - 1][0] == "reasoning":
+        _check_partner(facts, shared - 1)  # its follower changed
+    _check_from(facts, shared, seen_ids, calls, answered, stateless=stateless)
+    _check_answered(calls, answered)
+    text = body.text
+    format_type = text.format.get("type") if text and text.format else None
+    if format_type == "json_object" and not any("json" in _text_of(i).lower() for i in items):
+        raise _fail("json-object-needs-json", "no input item mentions JSON")
+
+    # The body around an empty input, the items' bytes spliced in: "[a,b]" is "[" a "," b "]".
+    frame = _ENCODER.encode(msgspec.structs.replace(body, input=()))
+    start = len(b'{"model":') + len(_ENCODER.encode(body.model)) + len(b',"input":[')
+    assert frame[start - 10 : start + 1] == b',"input":[]', "RequestBody field order changed"
+    if shared:
+        assert state is not None
+        ends = state.ends[:shared]
+        reused = memoryview(state.body)[state.start : state.start + ends[-1]]
+        offset = ends[-1]
+    else:
+        ends, reused, offset = [], memoryview(b""), -1
+    encoded = [_ENCODER.encode(item) for item in items[shared:]]
+    for chunk in encoded:
+        offset += 1 + len(chunk)
+        ends.append(offset)
+    parts: list[Any] = [frame[:start], reused]
+    if encoded:
+        parts.append(b"," + b",".join(encoded) if shared else b",".join(encoded))
+    parts.append(frame[start:])
+    data = b"".join(parts)
+    memo.body = BodyState(
+        input=items,
+        body=data,
+        start=start,
+        ends=ends,
+        facts=facts,
+        seen_ids=seen_ids,
+        calls=calls,
+        answered=answered,
+        stateless=stateless,
+    )
+    return data

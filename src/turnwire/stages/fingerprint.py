@@ -17,7 +17,7 @@ __all__ = ["PREFIX_HEAD", "SORTED_ENCODER", "fingerprint_prefix", "prefix_tail"]
 
 
 SORTED_ENCODER = msgspec.json.Encoder(order="sorted")
-"""Encodes wire items canonically (sorted keys); see :func:`turnwire._canonical.canonical_item_bytes`."""
+"""Encodes wire items canonically (sorted keys): see ``_canonical.canonical_item_bytes``."""
 PREFIX_HEAD = b'{"input":['
 """The canonical text of a prefix before its first item."""
 _SORTED = SORTED_ENCODER
