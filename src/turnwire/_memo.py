@@ -228,6 +228,18 @@ class BodyState(msgspec.Struct, kw_only=True, gc=False):
     stateless: bool
 
 
+class InlineState(msgspec.Struct, kw_only=True, gc=False):
+    """The last thread whose file pointers were loaded: before, after, and which records read
+    a file (those are loaded again on every render, so a changed file is seen)."""
+
+    messages: tuple[Any, ...]
+    loaded_messages: tuple[Any, ...]
+    reading_messages: list[int]
+    tool_calls: tuple[Any, ...]
+    loaded_tool_calls: tuple[Any, ...]
+    reading_tool_calls: list[int]
+
+
 class RenderMemo:
     """Everything a warm renderer reuses; see the module docstring. Thread-safe.
 
@@ -242,6 +254,7 @@ class RenderMemo:
         self.sweeps: BoundedTable[Hashable, SweepState] = BoundedTable(tables)
         self.stripped: dict[int, tuple[Any, Any]] = {}
         self.body: BodyState | None = None
+        self.inlined: InlineState | None = None
         self.fingerprints: BoundedTable[int, tuple[Any, Callable[[int], str]]] = BoundedTable(
             tables
         )
@@ -264,6 +277,7 @@ class RenderMemo:
             self.sweeps.clear()
             self.stripped.clear()
             self.body = None
+            self.inlined = None
             self.fingerprints.clear()
 
     def __repr__(self) -> str:

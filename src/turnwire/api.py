@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from turnwire._memo import InlineState, RenderMemo, common_prefix
 from turnwire.container import Container, ContainerCache, build_container
 from turnwire.errors import ConfigError
-from turnwire.model import Thread
+from turnwire.model import Message, Thread, ToolCall
 from turnwire.pipeline import RenderedInput
 from turnwire.request import build_body, checked_body
 from turnwire.thread_file import load_thread
@@ -21,7 +22,7 @@ from turnwire.wire import RequestBody
 
 if TYPE_CHECKING:
     from turnwire.client.dispatch import RunResult
-    from turnwire.model import Media, ToolCall
+    from turnwire.model import Media
     from turnwire.store import ThreadStore
 
 __all__ = [
@@ -88,7 +89,8 @@ def render_input(
     """``build_input`` for the turns of ``thread`` that ``context.window`` keeps, with their
     file bytes loaded (no body, no preflight)."""
     windowed = apply_window(thread, container.settings().context.window)
-    loaded = ContextAssembler().inline(windowed)
+    memo = container.render_memo()
+    loaded = ContextAssembler().inline(windowed) if memo is None else _inline(windowed, memo)
     overrides: dict[str, Any] = {"model": model}
     if reasoning_replay is not None:
         overrides["reasoning_replay"] = reasoning_replay
@@ -97,6 +99,75 @@ def render_input(
     build_input = container.build_input()
     rendered: RenderedInput = build_input(loaded, options=container.render_options(**overrides))
     return rendered
+
+
+def _reads_files(record: Message | ToolCall) -> bool:
+    """Whether loading ``record``'s pointers reads a file."""
+    if isinstance(record, Message):
+        return any(media.data is None and media.path is not None for media in record.attachments)
+    result = record.result
+    if result is None:
+        return False
+    if result.media is not None:
+        return any(media.data is None and media.path is not None for media in result.media)
+    artifacts = result.artifacts or ((result.artifact,) if result.artifact is not None else ())
+    return any(artifact.text is None and artifact.path is not None for artifact in artifacts)
+
+
+def _inline(thread: Thread, memo: RenderMemo) -> Thread:
+    """``ContextAssembler().inline(thread)``, loading only what the last render did not.
+
+    Records after the longest unchanged prefix of each tuple are loaded, and so is every record
+    that reads a file (so a changed file is seen, within the same per-request budget); the
+    others keep the loaded record of the last render (equal content, the same object).
+    """
+    with memo.lock:
+        state = memo.inlined
+        if state is None:
+            kept_messages = kept_calls = 0
+            redo_messages = list(range(len(thread.messages)))
+            redo_calls = list(range(len(thread.tool_calls)))
+        else:
+            kept_messages = common_prefix(state.messages, thread.messages, len(state.messages))
+            kept_calls = common_prefix(state.tool_calls, thread.tool_calls, len(state.tool_calls))
+            redo_messages = [i for i in state.reading_messages if i < kept_messages]
+            redo_messages += range(kept_messages, len(thread.messages))
+            redo_calls = [i for i in state.reading_tool_calls if i < kept_calls]
+            redo_calls += range(kept_calls, len(thread.tool_calls))
+        replace = msgspec.structs.replace
+        part = replace(
+            thread,
+            messages=tuple(thread.messages[i] for i in redo_messages),
+            tool_calls=tuple(thread.tool_calls[i] for i in redo_calls),
+        )
+        loaded = ContextAssembler().inline(part)
+        if state is None:
+            messages, calls = loaded.messages, loaded.tool_calls
+        else:
+            messages = _merge(state.loaded_messages[:kept_messages], redo_messages, loaded.messages)
+            calls = _merge(state.loaded_tool_calls[:kept_calls], redo_calls, loaded.tool_calls)
+        reading_messages = [i for i in redo_messages if _reads_files(thread.messages[i])]
+        reading_calls = [i for i in redo_calls if _reads_files(thread.tool_calls[i])]
+        memo.inlined = InlineState(
+            messages=thread.messages,
+            loaded_messages=messages,
+            reading_messages=reading_messages,
+            tool_calls=thread.tool_calls,
+            loaded_tool_calls=calls,
+            reading_tool_calls=reading_calls,
+        )
+        return replace(loaded, messages=messages, tool_calls=calls)
+
+
+def _merge(kept: tuple[Any, ...], positions: list[int], loaded: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``kept`` with ``loaded[j]`` put at ``positions[j]`` (inside it, or appended in order)."""
+    merged = list(kept)
+    for position, record in zip(positions, loaded, strict=True):
+        if position < len(kept):
+            merged[position] = record
+        else:
+            merged.append(record)
+    return tuple(merged)
 
 
 def render(
@@ -330,7 +401,7 @@ def run_thread(
                 parts=tuple(ToolCallPart(call=call) for call in result.resolved),
             )
         )
-    from turnwire.model import Message, Thought
+    from turnwire.model import Thought
 
     new: list[Message | Thought | ToolCall] = [
         *result.records.messages,
