@@ -121,18 +121,14 @@ def stage_key(
     return tuple(parts)
 
 
-def common_prefix(old: Any, new: Any, hint: int = 0) -> int:
-    """How many leading elements of ``old`` and ``new`` are the same objects.
+def common_prefix(old: Any, new: Any) -> int:
+    """How many leading elements of ``old`` and ``new`` are the very same objects.
 
-    ``hint`` is a length believed shared: checked at C speed first, then the scan goes on from
-    there (also at C speed).
+    Identity, never ``==``: records and items that compare equal can still render differently
+    (``{"x": 1} == {"x": True}``). The scan runs at C speed.
     """
     limit = min(len(old), len(new))
-    start = 0
-    if 0 < hint <= limit and old[:hint] == new[:hint]:
-        start = hint
-    tail = compress(count(start), map(is_not, old[start:limit], new[start:limit]))
-    return next(tail, limit)
+    return next(compress(count(), map(is_not, old, new)), limit)
 
 
 class RecordTable:

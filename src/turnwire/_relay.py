@@ -114,7 +114,10 @@ class StageRelay:
         if kind == "pluggy":
 
             def via_pluggy(**kwargs: Any) -> Any:
-                return target(**kwargs, **injected)
+                # As on the direct path, an injected option wins over a caller's argument of
+                # the same name (``model`` is both for ``fingerprint_prefix``).
+                kwargs.update(injected)
+                return target(**kwargs)
 
             via_pluggy.__name__ = name
             return via_pluggy

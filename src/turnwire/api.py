@@ -128,8 +128,8 @@ def _inline(thread: Thread, memo: RenderMemo) -> Thread:
             redo_messages = list(range(len(thread.messages)))
             redo_calls = list(range(len(thread.tool_calls)))
         else:
-            kept_messages = common_prefix(state.messages, thread.messages, len(state.messages))
-            kept_calls = common_prefix(state.tool_calls, thread.tool_calls, len(state.tool_calls))
+            kept_messages = common_prefix(state.messages, thread.messages)
+            kept_calls = common_prefix(state.tool_calls, thread.tool_calls)
             redo_messages = [i for i in state.reading_messages if i < kept_messages]
             redo_messages += range(kept_messages, len(thread.messages))
             redo_calls = [i for i in state.reading_tool_calls if i < kept_calls]

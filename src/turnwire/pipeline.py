@@ -23,6 +23,9 @@ from __future__ import annotations
 import bisect
 import hashlib
 import logging
+from itertools import compress
+from itertools import count as count_from
+from operator import is_not
 from typing import Any
 
 import msgspec
@@ -192,11 +195,15 @@ def _same_record(old: Any, new: Any) -> bool:
 
 
 def _extends(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
-    """Whether ``new`` starts with the very records of ``old``."""
+    """Whether ``new`` starts with the records of ``old``: the same objects, or, where a record
+    was built again (a file pointer loaded anew), the same content."""
     if new is old:
         return True
     count = len(old)
-    return len(new) >= count and common_prefix(old, new, count) == count
+    if len(new) < count:
+        return False
+    differing = compress(count_from(), map(is_not, old, new))
+    return all(_same_record(old[i], new[i]) for i in differing)
 
 
 def _builtin_filter(plan: StagePlan) -> bool:
@@ -451,14 +458,14 @@ def _sweep(
     snapshot: Any = hasher.copy() if hashing else None
     state = memo.sweeps.get(key) if key is not None else None
     if state is not None and state.checkpoints:
-        shared = common_prefix(state.items, items, len(state.items))
+        shared = common_prefix(state.items, items)
         last = bisect.bisect_left(state.indexes, shared - 1) - 1
         # A decision also rests on the candidates themselves (the thoughts' fingerprints and
         # partners), not only on the items: those up to the checkpoint must be the same too.
         old_indexes, old_thoughts, old_offset = state.candidates
         if last >= 0:
             through = state.checkpoints[last].position + 1
-            shared_thoughts = common_prefix(old_thoughts, thoughts, through)
+            shared_thoughts = common_prefix(old_thoughts, thoughts)
             if (
                 shared_thoughts < through
                 or old_offset != offset

@@ -337,7 +337,7 @@ def _checked_body(body: RequestBody, memo: RenderMemo) -> bytes:
     state, memo.body = memo.body, None  # restored only once this body passes
     shared = 0
     if state is not None and state.stateless == stateless:
-        shared = common_prefix(state.input, items, len(state.input) - 1)
+        shared = common_prefix(state.input, items)
     if shared:
         assert state is not None
         facts = state.facts[:shared]
