@@ -410,3 +410,42 @@ def test_the_incremental_preflight_raises_what_preflight_raises():
         assert str(incremental.value) == str(full.value)
         assert incremental.value.index == full.value.index
         assert checked_body(good, memo) == encode_body(good)  # the memo survived the failure
+
+
+@pytest.mark.parametrize("binding", ["prefix", "model"])
+def test_prefix_fingerprints_from_checkpoints_equal_the_stage(binding):
+    from turnwire.context import Endpoint
+    from turnwire.stages.fingerprint import fingerprint_prefix
+
+    settings = {"render": {**REPLAY["render"], "fingerprint_binding": binding}}
+    container = make_container(settings)
+    thread = _growing_thread(4)
+    first = turnwire.api.render(thread, container=container)
+    wildcard = _MatchesAny("*")
+    with overriding(container.fingerprint_prefix, lambda: wildcard):
+        accepted = turnwire.api.render(thread, container=container)
+    for rendered in (first, accepted):
+        items = rendered.rendered.input
+        for through in {0, 1, 3, len(items) // 2, rendered.fingerprintable_length}:
+            expected = fingerprint_prefix(
+                model="gpt-5",
+                instructions=rendered.rendered.instructions,
+                tools=rendered.rendered.tools,
+                input=items,
+                through_item=through,
+                fingerprint_binding=binding,
+                endpoint=Endpoint(),
+                scratch={},
+            )
+            got = turnwire.api.prefix_fingerprint(
+                rendered.rendered, container=container, model="gpt-5", through_item=through
+            )
+            assert got == expected
+    assert turnwire.api.prefix_fingerprint(
+        first.rendered, container=container, model="gpt-5"
+    ) == turnwire.api.prefix_fingerprint(
+        first.rendered,
+        container=container,
+        model="gpt-5",
+        through_item=first.fingerprintable_length,
+    )

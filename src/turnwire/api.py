@@ -14,6 +14,7 @@ from turnwire.container import Container, ContainerCache, build_container
 from turnwire.errors import ConfigError
 from turnwire.model import Message, Thread, ToolCall
 from turnwire.pipeline import RenderedInput
+from turnwire.pipeline import prefix_fingerprint as pipeline_prefix_fingerprint
 from turnwire.request import build_body, checked_body
 from turnwire.thread_file import load_thread
 from turnwire.turns import ContextAssembler
@@ -29,6 +30,7 @@ __all__ = [
     "RenderedRequest",
     "Renderer",
     "media_from_path",
+    "prefix_fingerprint",
     "render",
     "render_cache",
     "render_input",
@@ -168,6 +170,30 @@ def _merge(kept: tuple[Any, ...], positions: list[int], loaded: tuple[Any, ...])
         else:
             merged.append(record)
     return tuple(merged)
+
+
+def prefix_fingerprint(
+    rendered: RenderedInput,
+    *,
+    container: Container,
+    model: str,
+    through_item: int | None = None,
+) -> str:
+    """The prefix fingerprint of ``rendered`` (through ``fingerprintable_length`` by default),
+    equal to what the ``fingerprint_prefix`` stage gives, resumed from the container's render
+    memo (see :func:`turnwire.pipeline.prefix_fingerprint`).
+
+    A request fingerprint is ``prefix_fingerprint(rendered.rendered, container=..., model=...)``;
+    the fingerprint a new reasoning item at ``input[i]`` needs is ``through_item=i``.
+    """
+    through = rendered.fingerprintable_length if through_item is None else through_item
+    return pipeline_prefix_fingerprint(
+        rendered,
+        through,
+        plan=container.stage_plan(),
+        options=container.render_options(model=model),
+        render_memo=container.render_memo(),
+    )
 
 
 def render(

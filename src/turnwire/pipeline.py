@@ -61,7 +61,14 @@ from turnwire.wire import (
     OutputMessage,
 )
 
-__all__ = ["RenderedInput", "build_input", "output_item_id", "short_call_id", "strip_item_id"]
+__all__ = [
+    "RenderedInput",
+    "build_input",
+    "output_item_id",
+    "prefix_fingerprint",
+    "short_call_id",
+    "strip_item_id",
+]
 
 logger = logging.getLogger("turnwire")
 
@@ -668,3 +675,56 @@ def _build_input(
         fingerprintable_length=fingerprintable_length,
         warnings=tuple(warnings),
     )
+
+
+def prefix_fingerprint(
+    rendered: RenderedInput,
+    through_item: int,
+    *,
+    plan: StagePlan,
+    options: RenderOptions,
+    render_memo: RenderMemo | None = None,
+) -> str:
+    """The ``fingerprint_prefix`` of ``rendered.input[:through_item]``, as the stage gives it.
+
+    With the built-in stage (``prefix`` binding) the hash resumes from the memo's sweep
+    checkpoints: from the last one whose hashed items are the very first items of this input,
+    so a request fingerprint, or the fingerprints of a run's new reasoning items, cost what
+    follows the last reasoning item of the previous render, not the whole prefix. Any other
+    implementation is called through the relay, as the sweep calls it.
+
+    :param rendered: what :func:`build_input` returned (any render, wildcard ones included).
+    :param through_item: how many leading items the fingerprint covers.
+    """
+    items = rendered.input
+    instructions, tools = rendered.instructions, rendered.tools
+    injectable = options.injectable()
+    keyed = _sweep_key(plan, injectable, instructions, tools, options)
+    if keyed is None or not keyed[1]:
+        stages = StageRelay(plan, {**injectable, "warn": lambda _: None, "scratch": {}})
+        return str(
+            stages.fingerprint_prefix(
+                model=options.model,
+                instructions=instructions,
+                tools=tools,
+                input=items,
+                through_item=through_item,
+            )
+        )
+    hasher, hashed = hashlib.sha256(_PREFIX_HEAD), 0
+    state = render_memo.sweeps.get(keyed[0]) if render_memo is not None else None
+    if state is not None and state.checkpoints:
+        shared = min(common_prefix(state.out, items), through_item)
+        hashes = [checkpoint.hashed for checkpoint in state.checkpoints]
+        last = bisect.bisect_right(hashes, shared) - 1
+        if last >= 0 and state.checkpoints[last].hasher is not None:
+            hasher = state.checkpoints[last].hasher.copy()
+            hashed = hashes[last]
+    if through_item > hashed:
+        chunk = _SORTED.encode(items[hashed:through_item])
+        if hashed:
+            hasher.update(b",")
+        hasher.update(chunk[1:-1])
+    hasher.update(prefix_tail(options.model, instructions, tools))
+    digest: str = hasher.hexdigest()
+    return digest
