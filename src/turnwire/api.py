@@ -148,8 +148,13 @@ def _inline(thread: Thread, memo: RenderMemo) -> Thread:
         else:
             messages = _merge(state.loaded_messages[:kept_messages], redo_messages, loaded.messages)
             calls = _merge(state.loaded_tool_calls[:kept_calls], redo_calls, loaded.tool_calls)
-        reading_messages = [i for i in redo_messages if _reads_files(thread.messages[i])]
-        reading_calls = [i for i in redo_calls if _reads_files(thread.tool_calls[i])]
+        messages_in, calls_in = thread.messages, thread.tool_calls
+        reading_messages = [
+            i for i in redo_messages if messages_in[i].attachments and _reads_files(messages_in[i])
+        ]
+        reading_calls = [
+            i for i in redo_calls if calls_in[i].result is not None and _reads_files(calls_in[i])
+        ]
         memo.inlined = InlineState(
             messages=thread.messages,
             loaded_messages=messages,

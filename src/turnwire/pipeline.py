@@ -319,53 +319,54 @@ def _timeline(
         last_key = None
 
     tools = {tool.name: tool for tool in thread.tools}
+    message_entries = message_table.entries if message_table is not None else None
+    call_entries = call_table.entries if call_table is not None else None
+    thought_entries = thought_table.entries if thought_table is not None else None
+    render_message = stages.render_timeline_message
+    extend = items.extend
     for entry in entries:
-        record = entry[4]
+        record: Any = entry[4]  # dispatched on its exact type below
         before = len(warnings)
-        if isinstance(record, Message):
-            hit = message_table.entries.get(record.id) if message_table is not None else None
+        kind = type(record)
+        if kind is Message:
+            hit = message_entries.get(record.id) if message_entries is not None else None
             if hit is not None and _same_record(hit[0], record):
-                rendered = hit[1]
+                extend(hit[1])
                 warnings.extend(hit[2])
-            else:
-                rendered = tuple(stages.render_timeline_message(message=record) or ())
-                if message_table is not None:
-                    message_table.entries[record.id] = (record, rendered, tuple(warnings[before:]))
-            items.extend(rendered)
-        elif isinstance(record, ToolCall):
+                continue
+            rendered = render_message(message=record) or ()
+            if type(rendered) is not tuple:
+                rendered = tuple(rendered)
+            if message_entries is not None:
+                said = tuple(warnings[before:]) if len(warnings) > before else ()
+                message_entries[record.id] = (record, rendered, said)
+            extend(rendered)
+        elif kind is ToolCall:
             tool = tools.get(record.tool)
-            hit = call_table.entries.get(record.id) if call_table is not None else None
+            hit = call_entries.get(record.id) if call_entries is not None else None
             if hit is not None and _same_record(hit[0], record) and _same_tool(hit[1], tool):
-                rendered = hit[2]
+                extend(hit[2])
                 warnings.extend(hit[3])
-            else:
-                rendered = _tool_call_items(record, tool, stages)
-                if call_table is not None:
-                    call_table.entries[record.id] = (
-                        record,
-                        tool,
-                        rendered,
-                        tuple(warnings[before:]),
-                    )
-            items.extend(rendered)
+                continue
+            rendered = _tool_call_items(record, tool, stages)
+            if call_entries is not None:
+                said = tuple(warnings[before:]) if len(warnings) > before else ()
+                call_entries[record.id] = (record, tool, rendered, said)
+            extend(rendered)
         else:
-            hit = thought_table.entries.get(record.id) if thought_table is not None else None
+            hit = thought_entries.get(record.id) if thought_entries is not None else None
             if hit is not None and _same_record(hit[0], record):
                 rendered, candidate = hit[1], hit[2]
                 warnings.extend(hit[3])
             else:
                 rendered, candidate = _thought_items(record, options, stages)
-                if thought_table is not None:
-                    thought_table.entries[record.id] = (
-                        record,
-                        rendered,
-                        candidate,
-                        tuple(warnings[before:]),
-                    )
+                if thought_entries is not None:
+                    said = tuple(warnings[before:]) if len(warnings) > before else ()
+                    thought_entries[record.id] = (record, rendered, candidate, said)
             if candidate:
                 indexes.append(len(items))
                 thoughts.append(record)
-            items.extend(rendered)
+            extend(rendered)
     if entries:
         last_key = entries[-1][:4]
 
@@ -399,16 +400,17 @@ def _same_tool(old: Tool | None, new: Tool | None) -> bool:
 
 
 def _strip_ids(items: list[InputItem], memo: RenderMemo) -> list[InputItem]:
+    """``items`` with :func:`strip_item_id` applied to each id carrier (memoised by object)."""
     stripped = memo.stripped
-    out: list[InputItem] = []
-    for item in items:
+    out = items
+    for index, item in enumerate(items):
         if type(item) in _CARRY_IDS:
+            if out is items:
+                out = list(items)
             hit = stripped.get(id(item))
             if hit is None or hit[0] is not item:
                 hit = stripped[id(item)] = (item, strip_item_id(item))
-            out.append(hit[1])
-        else:
-            out.append(item)
+            out[index] = hit[1]
     return out
 
 

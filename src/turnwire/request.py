@@ -148,6 +148,28 @@ _STRUCT_FACTS: dict[type, Callable[[Any], _Facts]] = {
 }
 
 
+_PLAIN_MESSAGE: _Facts = ("message", None, None, False, False)
+
+
+def _facts_of(items: Sequence[Any]) -> list[_Facts]:
+    """:func:`_struct_facts` of each item, the common types inline."""
+    facts: list[_Facts] = []
+    append = facts.append
+    for item in items:
+        kind = type(item)
+        if kind is FunctionCallOutput:
+            append(("function_call_output", None, item.call_id, False, False))
+        elif kind is FunctionCall:
+            append(("function_call", item.id, item.call_id, False, False))
+        elif kind is OutputMessage:
+            append(("message", item.id, None, False, False))
+        elif kind is InputMessage and item.role != "assistant":
+            append(_PLAIN_MESSAGE)
+        else:
+            append(_struct_facts(item))
+    return facts
+
+
 def _struct_facts(item: object) -> _Facts:
     extract = _STRUCT_FACTS.get(type(item))
     if extract is not None:
@@ -199,7 +221,7 @@ def preflight(body: RequestBody | Mapping[str, Any]) -> None:
     max_tokens: object
     if isinstance(body, RequestBody):
         items: Sequence[Any] = body.input
-        facts = [_struct_facts(item) for item in items]
+        facts = _facts_of(items)
         max_tokens, store = body.max_output_tokens, body.store
         format_type = body.text.format.get("type") if body.text and body.text.format else None
     else:
@@ -353,7 +375,7 @@ def _checked_body(body: RequestBody, memo: RenderMemo) -> bytes:
                     del answered[call_id]
     else:
         facts, seen_ids, calls, answered = [], {}, {}, {}
-    facts += [_struct_facts(item) for item in items[shared:]]
+    facts += _facts_of(items[shared:])
     if shared and facts[shared - 1][0] == "reasoning":
         _check_partner(facts, shared - 1)  # its follower changed
     _check_from(facts, shared, seen_ids, calls, answered, stateless=stateless)
