@@ -163,8 +163,10 @@ def _facts_of(items: Sequence[Any]) -> list[_Facts]:
             append(("function_call", item.id, item.call_id, False, False))
         elif kind is OutputMessage:
             append(("message", item.id, None, False, False))
-        elif kind is InputMessage and item.role != "assistant":
+        elif kind is InputMessage and (item.role != "assistant" or type(item.content) is str):
             append(_PLAIN_MESSAGE)
+        elif kind is ReasoningItem:
+            append(("reasoning", item.id, None, False, bool(item.encrypted_content)))
         else:
             append(_struct_facts(item))
     return facts
@@ -263,8 +265,8 @@ def _check_from(
     The state is updated in place: item id → index, ``function_call`` call id → index, call id
     → index of its first output.
     """
-    count = len(facts)
-    for index in range(start, count):
+    prefixes = _ID_PREFIX
+    for index in range(start, len(facts)):
         kind, item_id, fact_call_id, assistant_input_text, encrypted = facts[index]
         if item_id is not None:
             if item_id in seen_ids:
@@ -274,22 +276,16 @@ def _check_from(
                     index,
                 )
             seen_ids[item_id] = index
-            prefix = _ID_PREFIX.get(kind)
+            prefix = prefixes.get(kind)
             if prefix and not str(item_id).startswith(prefix):
                 raise _fail(
                     "item-id-prefix", f"{kind} id {item_id!r} does not start with {prefix}", index
                 )
-        if kind == "reasoning":
-            _check_partner(facts, index)
-            if stateless and not encrypted:
-                raise _fail(
-                    "reasoning-encrypted",
-                    f"reasoning item {item_id!r} has no encrypted_content",
-                    index,
-                )
-        elif assistant_input_text:
-            raise _fail("assistant-input-text", "assistant message has input_text parts", index)
-        elif kind in ("function_call", "function_call_output"):
+        # The kinds by frequency; only message facts can carry assistant_input_text.
+        if kind == "message":
+            if assistant_input_text:
+                raise _fail("assistant-input-text", "assistant message has input_text parts", index)
+        elif kind in {"function_call_output", "function_call"}:
             call_id = fact_call_id or ""
             if len(call_id) > 64:
                 raise _fail("call-id-length", f"call_id is {len(call_id)} characters", index)
@@ -307,8 +303,18 @@ def _check_from(
                     f"function_call_output {call_id!r} has no earlier function_call",
                     index,
                 )
-            else:
-                answered.setdefault(call_id, index)
+            elif call_id not in answered:
+                answered[call_id] = index
+        elif kind == "reasoning":
+            _check_partner(facts, index)
+            if stateless and not encrypted:
+                raise _fail(
+                    "reasoning-encrypted",
+                    f"reasoning item {item_id!r} has no encrypted_content",
+                    index,
+                )
+        elif assistant_input_text:
+            raise _fail("assistant-input-text", "assistant message has input_text parts", index)
 
 
 def _check_partner(facts: Sequence[_Facts], index: int) -> None:
