@@ -205,7 +205,8 @@ class BodyState(msgspec.Struct, kw_only=True, gc=False):
     :ivar input: the items.
     :ivar body: the encoded body they were part of.
     :ivar start: where the first item's bytes begin in ``body``.
-    :ivar ends: where each item's bytes end, from ``start``.
+    :ivar ends: where each item's bytes end, from ``start`` (``None``: not known, the body
+        was encoded whole).
     :ivar facts: the preflight facts of each item.
     :ivar seen_ids: item id → index of its item.
     :ivar calls: ``function_call`` call id → index.
@@ -216,7 +217,7 @@ class BodyState(msgspec.Struct, kw_only=True, gc=False):
     input: tuple[Any, ...]
     body: bytes
     start: int
-    ends: list[int]
+    ends: list[int] | None
     facts: list[tuple[Any, ...]]
     seen_ids: dict[str, int]
     calls: dict[str, int]

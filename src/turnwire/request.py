@@ -392,25 +392,34 @@ def _checked_body(body: RequestBody, memo: RenderMemo) -> bytes:
         raise _fail("json-object-needs-json", "no input item mentions JSON")
 
     # The body around an empty input, the items' bytes spliced in: "[a,b]" is "[" a "," b "]".
-    frame = _ENCODER.encode(msgspec.structs.replace(body, input=()))
+    # A body sharing nothing with the last one is encoded whole (one call), its item bounds
+    # left unknown; the next body that shares a prefix with it encodes item by item to learn
+    # them, and the ones after that splice.
     start = len(b'{"model":') + len(_ENCODER.encode(body.model)) + len(b',"input":[')
-    assert frame[start - 10 : start + 1] == b',"input":[]', "RequestBody field order changed"
-    if shared:
-        assert state is not None
-        ends = state.ends[:shared]
-        reused = memoryview(state.body)[state.start : state.start + ends[-1]]
-        offset = ends[-1]
+    ends: list[int] | None
+    if not shared:
+        data = _ENCODER.encode(body)
+        ends = None
     else:
-        ends, reused, offset = [], memoryview(b""), -1
-    encoded = [_ENCODER.encode(item) for item in items[shared:]]
-    for chunk in encoded:
-        offset += 1 + len(chunk)
-        ends.append(offset)
-    parts: list[Any] = [frame[:start], reused]
-    if encoded:
-        parts.append(b"," + b",".join(encoded) if shared else b",".join(encoded))
-    parts.append(frame[start:])
-    data = b"".join(parts)
+        assert state is not None
+        frame = _ENCODER.encode(msgspec.structs.replace(body, input=()))
+        assert frame[start - 10 : start + 1] == b',"input":[]', "RequestBody field order changed"
+        if state.ends is not None:
+            ends = state.ends[:shared]
+            reused = memoryview(state.body)[state.start : state.start + ends[-1]]
+            offset = ends[-1]
+            fresh = items[shared:]
+        else:
+            ends, reused, offset, fresh = [], memoryview(b""), -1, items
+        encoded = [_ENCODER.encode(item) for item in fresh]
+        for chunk in encoded:
+            offset += 1 + len(chunk)
+            ends.append(offset)
+        parts: list[Any] = [frame[:start], reused]
+        if encoded:
+            parts.append(b"," + b",".join(encoded) if reused else b",".join(encoded))
+        parts.append(frame[start:])
+        data = b"".join(parts)
     memo.body = BodyState(
         input=items,
         body=data,
