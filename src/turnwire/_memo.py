@@ -121,14 +121,19 @@ def stage_key(
     return tuple(parts)
 
 
-def common_prefix(old: Any, new: Any) -> int:
+def common_prefix(old: Any, new: Any, known: int = 0) -> int:
     """How many leading elements of ``old`` and ``new`` are the very same objects.
 
     Identity, never ``==``: records and items that compare equal can still render differently
-    (``{"x": 1} == {"x": True}``). The scan runs at C speed.
+    (``{"x": 1} == {"x": True}``). The scan runs at C speed, from ``known``: a length the caller
+    built both from (so already the same objects), never a guess.
     """
     limit = min(len(old), len(new))
-    return next(compress(count(), map(is_not, old, new)), limit)
+    if known >= limit:
+        return limit
+    if known:
+        old, new = old[known:limit], new[known:limit]
+    return next(compress(count(known), map(is_not, old, new)), limit)
 
 
 class RecordTable:
@@ -180,7 +185,17 @@ class Checkpoint(msgspec.Struct, frozen=True, gc=False):
 class SweepState:
     """The last pairing sweep under one sweep key."""
 
-    __slots__ = ("candidates", "checkpoints", "indexes", "items", "out", "thoughts", "warnings")
+    __slots__ = (
+        "candidates",
+        "checkpoints",
+        "head",
+        "indexes",
+        "items",
+        "out",
+        "thoughts",
+        "timeline_items",
+        "warnings",
+    )
 
     def __init__(
         self,
@@ -189,8 +204,10 @@ class SweepState:
         out: list[Any],
         checkpoints: list[Checkpoint],
         warnings: list[str],
+        source: tuple[list[Any], list[Any]] = ([], []),
     ) -> None:
         self.items = items
+        self.head, self.timeline_items = source
         self.candidates = candidates
         self.out = out
         self.checkpoints = checkpoints
@@ -212,6 +229,7 @@ class BodyState(msgspec.Struct, kw_only=True, gc=False):
     :ivar calls: ``function_call`` call id → index.
     :ivar answered: call id → index of its first ``function_call_output``.
     :ivar stateless: the ``store: false`` the facts were checked under.
+    :ivar source: the sweep output ``input`` was made from, if known.
     """
 
     input: tuple[Any, ...]
@@ -223,6 +241,7 @@ class BodyState(msgspec.Struct, kw_only=True, gc=False):
     calls: dict[str, int]
     answered: dict[str, int]
     stateless: bool
+    source: Any = None
 
 
 class InlineState(msgspec.Struct, kw_only=True, gc=False):
@@ -252,6 +271,11 @@ class RenderMemo:
         self.stripped: dict[int, tuple[Any, Any]] = {}
         self.body: BodyState | None = None
         self.inlined: InlineState | None = None
+        # Where the last outputs came from, so the next stage need not scan what was built
+        # from the previous output: loaded tuple -> (previous loaded tuple, kept, re-read
+        # positions), and the last input -> (its sweep output, (previous output, kept)).
+        self.loaded_from: dict[str, tuple[Any, Any, int, list[int]]] = {}
+        self.input_from: tuple[Any, Any, tuple[Any, int] | None] | None = None
         self.fingerprints: BoundedTable[int, tuple[Any, Callable[[int], str]]] = BoundedTable(
             tables
         )
@@ -275,6 +299,8 @@ class RenderMemo:
             self.stripped.clear()
             self.body = None
             self.inlined = None
+            self.loaded_from = {}
+            self.input_from = None
             self.fingerprints.clear()
 
     def __repr__(self) -> str:

@@ -155,6 +155,23 @@ def _inline(thread: Thread, memo: RenderMemo) -> Thread:
         reading_calls = [
             i for i in redo_calls if calls_in[i].result is not None and _reads_files(calls_in[i])
         ]
+        if state is not None:
+            memo.loaded_from = {
+                "messages": (
+                    messages,
+                    state.loaded_messages,
+                    kept_messages,
+                    [i for i in redo_messages if i < kept_messages],
+                ),
+                "tool_calls": (
+                    calls,
+                    state.loaded_tool_calls,
+                    kept_calls,
+                    [i for i in redo_calls if i < kept_calls],
+                ),
+            }
+        else:
+            memo.loaded_from = {}
         memo.inlined = InlineState(
             messages=thread.messages,
             loaded_messages=messages,

@@ -25,7 +25,7 @@ import hashlib
 import logging
 from itertools import compress
 from itertools import count as count_from
-from operator import is_not
+from operator import is_, is_not
 from typing import Any
 
 import msgspec
@@ -201,16 +201,28 @@ def _same_record(old: Any, new: Any) -> bool:
     return bool(_RECORD_ENCODER.encode(old) == _RECORD_ENCODER.encode(new))
 
 
-def _extends(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
+def _extends(
+    old: tuple[Any, ...], new: tuple[Any, ...], lineage: tuple[Any, Any, int, list[int]] | None
+) -> bool:
     """Whether ``new`` starts with the records of ``old``: the same objects, or, where a record
-    was built again (a file pointer loaded anew), the same content."""
+    was built again (a file pointer loaded anew), the same content.
+
+    ``lineage`` is how pointer loading built ``new``: (``new``, the tuple it kept a prefix of,
+    how many it kept, which kept positions it loaded again). When ``old`` is that tuple, only
+    those positions and what follows the kept prefix are compared.
+    """
     if new is old:
         return True
-    count = len(old)
-    if len(new) < count:
+    size = len(old)
+    if len(new) < size:
         return False
-    differing = compress(count_from(), map(is_not, old, new))
-    return all(_same_record(old[i], new[i]) for i in differing)
+    known, suspects = 0, []
+    if lineage is not None and lineage[0] is new and lineage[1] is old:
+        known, suspects = min(lineage[2], size), lineage[3]
+    if not all(_same_record(old[i], new[i]) for i in suspects if i < known):
+        return False
+    tail = compress(count_from(known), map(is_not, old[known:], new[known:size]))
+    return all(_same_record(old[i], new[i]) for i in tail)
 
 
 def _builtin_filter(plan: StagePlan) -> bool:
@@ -228,20 +240,21 @@ def _surface(
     stages: Any,
     plan: StagePlan,
     state: TimelineState | None,
-) -> tuple[Thought, ...]:
-    """``filter_thoughts`` of the thread, extended from the last timeline's when that is exact:
-    the built-in filter decides thought by thought unless only the latest is surfaced."""
-    if state is not None and _extends(state.thoughts, thread.thoughts):
+) -> tuple[tuple[Thought, ...], bool]:
+    """``filter_thoughts`` of the thread, extended from the last timeline's when that is exact
+    (the built-in filter decides thought by thought unless only the latest is surfaced), and
+    whether it was so extended."""
+    if state is not None and _extends(state.thoughts, thread.thoughts, None):
         if len(thread.thoughts) == len(state.thoughts):
-            return state.surfaced
+            return state.surfaced, True
         if _builtin_filter(plan) and options.thought_surfacing != "latest-self":
             added = tuple(
                 stages.filter_thoughts(thoughts=thread.thoughts[len(state.thoughts) :]) or ()
             )
             previous: tuple[Thought, ...] = state.surfaced
             if not added or not previous or _surfaced_key(added[0]) >= _surfaced_key(previous[-1]):
-                return previous + added
-    return tuple(stages.filter_thoughts(thoughts=thread.thoughts) or ())
+                return previous + added, True
+    return tuple(stages.filter_thoughts(thoughts=thread.thoughts) or ()), False
 
 
 _Entry = tuple[Any, int, int, int, "Message | Thought | ToolCall"]
@@ -260,12 +273,23 @@ def _entries(
 class _Timeline:
     """The timeline items of one render: items, reasoning candidates, and what they came from."""
 
-    __slots__ = ("candidate_indexes", "candidate_thoughts", "items")
+    __slots__ = ("base_items", "base_thoughts", "candidate_indexes", "candidate_thoughts", "items")
 
-    def __init__(self, items: list[InputItem], indexes: list[int], thoughts: list[Thought]) -> None:
+    def __init__(
+        self,
+        items: list[InputItem],
+        indexes: list[int],
+        thoughts: list[Thought],
+        base: TimelineState | None = None,
+    ) -> None:
         self.items = items
         self.candidate_indexes = indexes
         self.candidate_thoughts = thoughts
+        # the lists of the last timeline these extend (their elements are the same objects)
+        self.base_items: list[InputItem] | None = base.items if base is not None else None
+        self.base_thoughts: list[Thought] | None = (
+            base.candidate_thoughts if base is not None else None
+        )
 
 
 def _timeline(
@@ -290,7 +314,7 @@ def _timeline(
     timeline_key = None if None in keys or filter_key is None else (keys, filter_key)
     state = None if timeline_key is None else memo.timelines.get(timeline_key)
 
-    surfaced = _surface(thread, options, stages, plan, state)
+    surfaced, surfaced_extends = _surface(thread, options, stages, plan, state)
     sources = (thread.messages, surfaced, thread.tool_calls)
     first = len(warnings)
 
@@ -303,7 +327,12 @@ def _timeline(
         )
     ):
         old = (state.messages, state.surfaced, state.tool_calls)
-        if all(map(_extends, old, sources)):
+        loaded_from = memo.loaded_from
+        if (
+            _extends(state.messages, thread.messages, loaded_from.get("messages"))
+            and (surfaced_extends or _extends(state.surfaced, surfaced, None))
+            and _extends(state.tool_calls, thread.tool_calls, loaded_from.get("tool_calls"))
+        ):
             entries = _entries(sources, tuple(len(records) for records in old))
             if entries and state.last_key is not None and entries[0][:4] <= state.last_key:
                 entries = None  # a new record sorts among the old ones
@@ -313,7 +342,9 @@ def _timeline(
         thoughts: list[Thought] = list(state.candidate_thoughts)
         warnings.extend(state.warnings)
         last_key = state.last_key
+        base = state
     else:
+        base = None
         entries = _entries(sources)
         items, indexes, thoughts = [], [], []
         last_key = None
@@ -390,7 +421,7 @@ def _timeline(
                 warnings=warnings[first:],
             ),
         )
-    return _Timeline(items, indexes, thoughts)
+    return _Timeline(items, indexes, thoughts, base)
 
 
 def _same_tool(old: Tool | None, new: Tool | None) -> bool:
@@ -453,8 +484,9 @@ def _sweep(
     injectable: dict[str, Any],
     memo: RenderMemo,
     warnings: list[str],
-) -> list[InputItem]:
-    """The pairing sweep, resumed from the last checkpoint whose inputs are unchanged."""
+) -> tuple[list[InputItem], tuple[list[InputItem], int] | None]:
+    """The pairing sweep, resumed from the last checkpoint whose inputs are unchanged; and
+    (the previous output, how much of it was kept) when resumed."""
     keyed = _sweep_key(plan, injectable, instructions, tools, options)
     key, hashing = keyed if keyed is not None else (None, False)
     indexes, thoughts = timeline.candidate_indexes, timeline.candidate_thoughts
@@ -466,15 +498,27 @@ def _sweep(
     hashed, position = 0, 0
     snapshot: Any = hasher.copy() if hashing else None
     state = memo.sweeps.get(key) if key is not None else None
+    resumed_from: tuple[list[InputItem], int] | None = None
     if state is not None and state.checkpoints:
-        shared = common_prefix(state.items, items)
+        head = items[:offset]
+        built_on = (
+            timeline.base_items is not None
+            and state.timeline_items is timeline.base_items
+            and len(state.head) == offset
+            and all(map(is_, state.head, head))
+        )
+        known = offset + len(timeline.base_items) if built_on and timeline.base_items else 0
+        shared = common_prefix(state.items, items, known)
         last = bisect.bisect_left(state.indexes, shared - 1) - 1
         # A decision also rests on the candidates themselves (the thoughts' fingerprints and
         # partners), not only on the items: those up to the checkpoint must be the same too.
         old_indexes, old_thoughts, old_offset = state.candidates
         if last >= 0:
             through = state.checkpoints[last].position + 1
-            shared_thoughts = common_prefix(old_thoughts, thoughts)
+            same = old_thoughts is timeline.base_thoughts
+            shared_thoughts = common_prefix(
+                old_thoughts, thoughts, len(old_thoughts) if same else 0
+            )
             if (
                 shared_thoughts < through
                 or old_offset != offset
@@ -488,6 +532,7 @@ def _sweep(
             done = resumed.done
             sweep_warnings = state.warnings[: resumed.warning_count]
             hashed = resumed.hashed
+            resumed_from = (state.out, resumed.out_length)
             if hashing:
                 snapshot = resumed.hasher
                 hasher = snapshot.copy()
@@ -558,9 +603,17 @@ def _sweep(
         memo.stripped.clear()
     if key is not None:
         memo.sweeps.put(
-            key, SweepState(items, (indexes, thoughts, offset), out, checkpoints, sweep_warnings)
+            key,
+            SweepState(
+                items,
+                (indexes, thoughts, offset),
+                out,
+                checkpoints,
+                sweep_warnings,
+                (items[:offset], timeline.items),
+            ),
         )
-    return out
+    return out, resumed_from
 
 
 _LOGGED_WARNINGS = 5
@@ -642,7 +695,7 @@ def _build_input(
             f"does not list {REPLAY_TAG}; reasoning items are not replayed"
         )
     timeline = _timeline(thread, options, stages, plan, injectable, memo, warnings)
-    swept = _sweep(
+    swept, resumed_from = _sweep(
         head + timeline.items,
         timeline,
         len(head),
@@ -665,9 +718,11 @@ def _build_input(
         for label in options.bucket_order[position + 1 :]
     ]
     trailing_text = "\n\n".join(part for part in trailing if part)
-    items = tuple(swept)
     if trailing_text:
-        items += (InputMessage(role="system", content=(InputText(text=trailing_text),)),)
+        items = (*swept, InputMessage(role="system", content=(InputText(text=trailing_text),)))
+    else:
+        items = tuple(swept)
+    memo.input_from = (items, swept, resumed_from)
 
     _log_warnings(warnings)
     return RenderedInput(

@@ -364,14 +364,20 @@ def _checked_body(body: RequestBody, memo: RenderMemo) -> bytes:
     stateless = body.store is False
     state, memo.body = memo.body, None  # restored only once this body passes
     shared = 0
+    lineage = memo.input_from if memo.input_from and memo.input_from[0] is items else None
     if state is not None and state.stateless == stateless:
-        shared = common_prefix(state.input, items)
+        known = 0
+        if lineage is not None and lineage[2] is not None and state.source is lineage[2][0]:
+            known = lineage[2][1]  # both inputs begin with the same sweep output's items
+        shared = common_prefix(state.input, items, known)
     if shared:
         assert state is not None
-        facts = state.facts[:shared]
+        # The state is detached from the memo (see above), so it is cut back in place.
+        old_facts = state.facts
+        facts = old_facts
         seen_ids, calls, answered = state.seen_ids, state.calls, state.answered
-        for index in range(shared, len(state.facts)):  # forget what the old tail added
-            _, item_id, call_id, _, _ = state.facts[index]
+        for index in range(shared, len(old_facts)):  # forget what the old tail added
+            _, item_id, call_id, _, _ = old_facts[index]
             if item_id is not None and seen_ids.get(item_id) == index:
                 del seen_ids[item_id]
             if call_id is not None:
@@ -379,6 +385,7 @@ def _checked_body(body: RequestBody, memo: RenderMemo) -> bytes:
                     del calls[call_id]
                 if answered.get(call_id) == index:
                     del answered[call_id]
+        del facts[shared:]
     else:
         facts, seen_ids, calls, answered = [], {}, {}, {}
     facts += _facts_of(items[shared:])
@@ -405,7 +412,8 @@ def _checked_body(body: RequestBody, memo: RenderMemo) -> bytes:
         frame = _ENCODER.encode(msgspec.structs.replace(body, input=()))
         assert frame[start - 10 : start + 1] == b',"input":[]', "RequestBody field order changed"
         if state.ends is not None:
-            ends = state.ends[:shared]
+            ends = state.ends
+            del ends[shared:]
             reused = memoryview(state.body)[state.start : state.start + ends[-1]]
             offset = ends[-1]
             fresh = items[shared:]
@@ -430,5 +438,6 @@ def _checked_body(body: RequestBody, memo: RenderMemo) -> bytes:
         calls=calls,
         answered=answered,
         stateless=stateless,
+        source=lineage[1] if lineage is not None else None,
     )
     return data
