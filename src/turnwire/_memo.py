@@ -35,7 +35,7 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
-__all__ = ["RenderMemo", "common_prefix", "stage_key"]
+__all__ = ["Entry", "RenderMemo", "common_prefix", "stage_key"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -136,13 +136,27 @@ def common_prefix(old: Any, new: Any, known: int = 0) -> int:
     return next(compress(count(known), map(is_not, old, new)), limit)
 
 
+class Entry(msgspec.Struct, frozen=True, gc=False):
+    """One memoised record: the record, what it depends on besides, its items and warnings.
+
+    Not tracked by the garbage collector (it refers only to records, items and strings,
+    never back to the memo), so a large table adds nothing to collection passes.
+    """
+
+    record: Any
+    tool: Any
+    rendered: tuple[Any, ...]
+    candidate: bool
+    said: tuple[str, ...]
+
+
 class RecordTable:
     """Rendered records of one kind under one stage key: record id → (record, ..., output)."""
 
     __slots__ = ("entries",)
 
     def __init__(self) -> None:
-        self.entries: dict[str, tuple[Any, ...]] = {}
+        self.entries: dict[str, Entry] = {}
 
 
 class TimelineState(msgspec.Struct, kw_only=True, gc=False):

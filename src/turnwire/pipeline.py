@@ -33,6 +33,7 @@ import msgspec
 from turnwire._canonical import canonical_json
 from turnwire._memo import (
     Checkpoint,
+    Entry,
     RenderMemo,
     SweepState,
     TimelineState,
@@ -361,39 +362,39 @@ def _timeline(
         kind = type(record)
         if kind is Message:
             hit = message_entries.get(record.id) if message_entries is not None else None
-            if hit is not None and _same_record(hit[0], record):
-                extend(hit[1])
-                warnings.extend(hit[2])
+            if hit is not None and _same_record(hit.record, record):
+                extend(hit.rendered)
+                warnings.extend(hit.said)
                 continue
             rendered = render_message(message=record) or ()
             if type(rendered) is not tuple:
                 rendered = tuple(rendered)
             if message_entries is not None:
                 said = tuple(warnings[before:]) if len(warnings) > before else ()
-                message_entries[record.id] = (record, rendered, said)
+                message_entries[record.id] = Entry(record, None, rendered, False, said)
             extend(rendered)
         elif kind is ToolCall:
             tool = tools.get(record.tool)
             hit = call_entries.get(record.id) if call_entries is not None else None
-            if hit is not None and _same_record(hit[0], record) and _same_tool(hit[1], tool):
-                extend(hit[2])
-                warnings.extend(hit[3])
+            if hit is not None and _same_record(hit.record, record) and _same_tool(hit.tool, tool):
+                extend(hit.rendered)
+                warnings.extend(hit.said)
                 continue
             rendered = _tool_call_items(record, tool, stages)
             if call_entries is not None:
                 said = tuple(warnings[before:]) if len(warnings) > before else ()
-                call_entries[record.id] = (record, tool, rendered, said)
+                call_entries[record.id] = Entry(record, tool, rendered, False, said)
             extend(rendered)
         else:
             hit = thought_entries.get(record.id) if thought_entries is not None else None
-            if hit is not None and _same_record(hit[0], record):
-                rendered, candidate = hit[1], hit[2]
-                warnings.extend(hit[3])
+            if hit is not None and _same_record(hit.record, record):
+                rendered, candidate = hit.rendered, hit.candidate
+                warnings.extend(hit.said)
             else:
                 rendered, candidate = _thought_items(record, options, stages)
                 if thought_entries is not None:
                     said = tuple(warnings[before:]) if len(warnings) > before else ()
-                    thought_entries[record.id] = (record, rendered, candidate, said)
+                    thought_entries[record.id] = Entry(record, None, rendered, candidate, said)
             if candidate:
                 indexes.append(len(items))
                 thoughts.append(record)
