@@ -92,7 +92,8 @@ def render_input(
     file bytes loaded (no body, no preflight)."""
     windowed = apply_window(thread, container.settings().context.window)
     memo = container.render_memo()
-    loaded = ContextAssembler().inline(windowed) if memo is None else _inline(windowed, memo)
+    assembler = ContextAssembler()
+    loaded = assembler.inline(windowed) if memo is None else _inline(windowed, memo, assembler)
     overrides: dict[str, Any] = {"model": model}
     if reasoning_replay is not None:
         overrides["reasoning_replay"] = reasoning_replay
@@ -116,8 +117,8 @@ def _reads_files(record: Message | ToolCall) -> bool:
     return any(artifact.text is None and artifact.path is not None for artifact in artifacts)
 
 
-def _inline(thread: Thread, memo: RenderMemo) -> Thread:
-    """``ContextAssembler().inline(thread)``, loading only what the last render did not.
+def _inline(thread: Thread, memo: RenderMemo, assembler: ContextAssembler) -> Thread:
+    """``assembler.inline(thread)``, loading only what the last render did not.
 
     Records after the longest unchanged prefix of each tuple are loaded, and so is every record
     that reads a file (so a changed file is seen, within the same per-request budget); the
@@ -142,7 +143,7 @@ def _inline(thread: Thread, memo: RenderMemo) -> Thread:
             messages=tuple(thread.messages[i] for i in redo_messages),
             tool_calls=tuple(thread.tool_calls[i] for i in redo_calls),
         )
-        loaded = ContextAssembler().inline(part)
+        loaded = assembler.inline(part)
         if state is None:
             messages, calls = loaded.messages, loaded.tool_calls
         else:

@@ -79,9 +79,16 @@ __all__ = ["Container", "ContainerCache", "build_container", "overriding"]
 logger = logging.getLogger("turnwire")
 
 
+def _envelope_secret(settings: Settings) -> str | bytes | None:
+    """The envelope secret these settings name (the container's nonce and the container
+    cache's check both read it through here)."""
+    variable = settings.render.envelope_secret_env
+    return os.environ.get(variable) if variable else None
+
+
 def _envelope_nonce(settings: Settings) -> EnvelopeNonce:
     variable = settings.render.envelope_secret_env
-    secret = os.environ.get(variable) if variable else None
+    secret = _envelope_secret(settings)
     if not secret:
         logger.warning(
             "no envelope secret (set %s): envelope nonces are stable but predictable",
@@ -310,8 +317,13 @@ def _entry_point_token() -> tuple[tuple[str, int | None], ...]:
     return tuple(token)
 
 
+def _secret_token(settings: Settings) -> str | None:
+    secret = _envelope_secret(settings)
+    return EnvelopeNonce(secret).cache_key if secret else None
+
+
 class _Build:
-    __slots__ = ("container", "entry_points", "environment")
+    __slots__ = ("container", "entry_points", "environment", "secret")
 
     def __init__(
         self,
@@ -322,10 +334,14 @@ class _Build:
         self.container = container
         self.environment = environment
         self.entry_points = entry_points
+        # wherever the secret comes from (a variable, a file), the same secret or a rebuild
+        self.secret = _secret_token(container.settings())
 
     def current(self) -> bool:
         environ = os.environ
         if any(environ.get(name) != value for name, value in self.environment):
+            return False
+        if _secret_token(self.container.settings()) != self.secret:
             return False
         return self.entry_points is None or self.entry_points == _entry_point_token()
 
@@ -338,7 +354,7 @@ def _default_config() -> str:
 class ContainerCache:
     """Containers built from configuration files, reused while what their build read is
     unchanged: the files' bytes (the packaged default's too), the environment variables the
-    build looked up (``${ENV}`` placeholders, the envelope secret) and, when entry points are
+    build looked up (``${ENV}`` placeholders), the envelope secret and, when entry points are
     loaded, the distributions visible on ``sys.path``. A reused container keeps its plugin
     manager, stage plan inputs and render memo, so a repeated ``render(config_files=...)``
     costs a few file reads and ``stat`` calls.
@@ -376,9 +392,6 @@ class ContainerCache:
         environ = _RecordingEnv(os.environ)
         settings = load_settings(files, env=environ)
         container = build_container(settings=settings)
-        variable = settings.render.envelope_secret_env
-        if variable:
-            environ.read[variable] = os.environ.get(variable)
         if environ.listed:  # the build saw the whole environment: nothing to key on
             return container
         try:

@@ -45,9 +45,8 @@ from turnwire.context import RenderOptions
 from turnwire.errors import ConfigError
 from turnwire.model import REPLAY_TAG, Message, Thought, Thread, Tool, ToolCall
 from turnwire.stages.fingerprint import PREFIX_HEAD as _PREFIX_HEAD
-from turnwire.stages.fingerprint import SORTED_ENCODER as _SORTED
+from turnwire.stages.fingerprint import canonical_items, prefix_tail
 from turnwire.stages.fingerprint import fingerprint_prefix as _fingerprint_prefix
-from turnwire.stages.fingerprint import prefix_tail
 from turnwire.stages.reasoning import filter_thoughts as _filter_thoughts
 from turnwire.stages.system_prompt import render_bucket
 from turnwire.stages.thoughts import thought_text
@@ -567,10 +566,9 @@ def _sweep(
             if hashing:
                 through = len(out)
                 if through > hashed:
-                    chunk = _SORTED.encode(out[hashed:through])
                     if hashed:
                         hasher.update(b",")
-                    hasher.update(chunk[1:-1])
+                    hasher.update(canonical_items(out[hashed:through]))
                     hashed = through
                     snapshot = hasher.copy()
                 final = snapshot.copy()
@@ -779,10 +777,9 @@ def prefix_fingerprint(
             hasher = state.checkpoints[last].hasher.copy()
             hashed = hashes[last]
     if through_item > hashed:
-        chunk = _SORTED.encode(items[hashed:through_item])
         if hashed:
             hasher.update(b",")
-        hasher.update(chunk[1:-1])
+        hasher.update(canonical_items(items[hashed:through_item]))
     hasher.update(prefix_tail(options.model, instructions, tools))
     digest: str = hasher.hexdigest()
     return digest

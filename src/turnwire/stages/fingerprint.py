@@ -13,14 +13,23 @@ from turnwire.context import Endpoint, FingerprintBinding
 from turnwire.hookspecs import hookimpl
 from turnwire.wire import FunctionTool, InputItem
 
-__all__ = ["PREFIX_HEAD", "SORTED_ENCODER", "fingerprint_prefix", "prefix_tail"]
+__all__ = ["PREFIX_HEAD", "canonical_items", "fingerprint_prefix", "prefix_tail"]
 
 
-SORTED_ENCODER = msgspec.json.Encoder(order="sorted")
-"""Encodes wire items canonically (sorted keys): see ``_canonical.canonical_item_bytes``."""
+_SORTED = msgspec.json.Encoder(order="sorted")
+
 PREFIX_HEAD = b'{"input":['
 """The canonical text of a prefix before its first item."""
-_SORTED = SORTED_ENCODER
+
+
+def canonical_items(items: Sequence[InputItem]) -> bytes:
+    """The canonical text of ``items`` inside the input array, as the ``prefix`` scheme hashes
+    them: ``a,b`` for ``[a, b]`` (one sorted encode; "[a,b]" minus its brackets).
+
+    The one definition the stage, the resumable sweep and
+    :func:`turnwire.pipeline.prefix_fingerprint` share, so their hashes cannot drift apart.
+    """
+    return _SORTED.encode(items)[1:-1]
 
 
 def prefix_tail(
@@ -68,11 +77,9 @@ def fingerprint_prefix(
         scratch["fingerprint_prefix"] = state
     hasher, position = state[1], state[2]
     if through_item > position:
-        # One sorted encode of the new items: "[a,b]" minus its brackets is "a,b".
-        chunk = _SORTED.encode(input[position:through_item])
         if position:
             hasher.update(b",")
-        hasher.update(chunk[1:-1])
+        hasher.update(canonical_items(input[position:through_item]))
     state[2] = through_item
     final = hasher.copy()
     final.update(state[3])
