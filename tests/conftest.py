@@ -14,7 +14,7 @@ import turnwire
 from turnwire import build_container, load_settings
 from turnwire.settings import merge
 
-from .oracle import validate_body
+from .oracle import validate_body, validate_open_responses
 
 # The recorded traffic the tests read, kept in the repository (origins and licences:
 # tests/data/conformance/SOURCES.md).
@@ -42,12 +42,14 @@ _REAL_RENDER = turnwire.api.render
 def _render_checked(*args: Any, **kwargs: Any) -> turnwire.RenderedRequest:
     rendered = _REAL_RENDER(*args, **kwargs)
     validate_body(rendered.json)
+    validate_open_responses(rendered.json)
     return rendered
 
 
 @pytest.fixture(autouse=True)
 def _every_render_is_checked_by_the_oracle(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every body any test renders in-process validates against the official SDK types."""
+    """Every body any test renders in-process validates against the official SDK types and
+    against the Open Responses specification's types."""
     monkeypatch.setattr(turnwire, "render", _render_checked)
     monkeypatch.setattr(turnwire.api, "render", _render_checked)
 

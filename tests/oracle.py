@@ -1,4 +1,5 @@
-"""The official ``openai`` package's request types as an independent oracle.
+"""Two independent oracles for what we send: the official ``openai`` package's request types,
+and the Open Responses specification's (``openresponses-types``, :func:`validate_open_responses`).
 
 Each input item is validated only against the TypedDicts that carry its ``type`` tag, with
 unknown keys forbidden (the SDK's own smart union would accept typos and report 100 errors for
@@ -15,7 +16,13 @@ from openai.types.responses import response_create_params
 from openai.types.responses.response_input_item_param import ResponseInputItemParam
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
-__all__ = ["OracleError", "validate_body"]
+__all__ = [
+    "OPENAI_ONLY",
+    "OPENAI_ONLY_INCLUDES",
+    "OracleError",
+    "validate_body",
+    "validate_open_responses",
+]
 
 _STRICT = ConfigDict(extra="forbid")
 
@@ -77,3 +84,116 @@ def validate_body(body: dict[str, Any]) -> None:
         extra = set(tool) - allowed
         if extra:
             raise OracleError(f"tools[{index}]: unexpected keys {sorted(extra)}")
+
+
+# ---------------------------------------------------------------------- Open Responses
+# The Open Responses specification's own types (``openresponses-types``) as a second oracle:
+# the body validates, and no key is unknown to the specification, except the OpenAI-only
+# options listed here, each with the reason turnwire sends it.
+
+OPENAI_ONLY: dict[str, str] = {
+    "prompt_cache_retention": (
+        "OpenAI's prompt-cache lifetime (request.prompt_cache_retention); the specification has "
+        "prompt_cache_key only, and a server that does not cache ignores the option"
+    ),
+    "input[*].content[*].file_id": (
+        "OpenAI's Files API: an uploaded file by id; the specification has no files endpoint "
+        "(file pointers render as file_data or image_url unless a thread names a file_id)"
+    ),
+    "input[*].output[*].file_id": "the same Files API id, inside a tool result's content",
+}
+"""Keys the specification does not define that turnwire may send, by path (``[*]`` = any)."""
+
+_HOSTED = "the output of an OpenAI-hosted tool ({}), which the specification does not define"
+OPENAI_ONLY_INCLUDES: dict[str, str] = {
+    "code_interpreter_call.outputs": _HOSTED.format("code interpreter"),
+    "computer_call_output.output.image_url": _HOSTED.format("computer use"),
+    "file_search_call.results": _HOSTED.format("file search"),
+    "web_search_call.action.sources": _HOSTED.format("web search"),
+    "web_search_call.results": _HOSTED.format("web search"),
+    "message.input_image.image_url": (
+        "OpenAI echoes input image URLs back in the response; the specification has no such include"
+    ),
+}
+"""``include`` values the specification does not list, each with its reason."""
+
+# Free-form in the structural walk: `parameters` is JSON Schema (the generated types model it
+# as an empty object); `tool_choice`'s specific-function variant is generated as an empty
+# object too, so it is validated against the specification's own ToolChoiceParam instead.
+_FREE_FORM = ("parameters", "tool_choice")
+
+
+def _known(path: str) -> bool:
+    import re
+
+    return re.sub(r"\[\d+\]", "[*]", path) in OPENAI_ONLY
+
+
+def _unknown_keys(raw: Any, value: Any, path: str) -> list[str]:
+    """Keys of ``raw`` that the validated ``value`` (a pydantic model tree) has no field for."""
+    from pydantic import BaseModel, RootModel
+
+    if isinstance(value, RootModel):
+        return _unknown_keys(raw, value.root, path)
+    if isinstance(value, BaseModel):
+        if not isinstance(raw, dict):
+            return []
+        fields = {(info.alias or name): name for name, info in type(value).model_fields.items()}
+        found = []
+        for key, item in raw.items():
+            where = f"{path}.{key}" if path else key
+            if key not in fields:
+                if not _known(where):
+                    found.append(where)
+            elif key not in _FREE_FORM:
+                found += _unknown_keys(item, getattr(value, fields[key]), where)
+        return found
+    if isinstance(value, list | tuple) and isinstance(raw, list | tuple):
+        found = []
+        for index, (item, validated) in enumerate(zip(raw, value, strict=False)):
+            found += _unknown_keys(item, validated, f"{path}[{index}]")
+        return found
+    if isinstance(value, dict) and isinstance(raw, dict):
+        found = []
+        for key, item in raw.items():
+            if key in value:
+                found += _unknown_keys(item, value[key], f"{path}.{key}")
+        return found
+    return []
+
+
+def _without_known(raw: Any, path: str = "") -> Any:
+    """``raw`` minus the OpenAI-only keys (so their values cannot fail the validation)."""
+    if isinstance(raw, dict):
+        kept = {
+            key: _without_known(item, f"{path}.{key}" if path else key)
+            for key, item in raw.items()
+            if not _known(f"{path}.{key}" if path else key)
+        }
+        if not path and isinstance(kept.get("include"), list):
+            kept["include"] = [i for i in kept["include"] if i not in OPENAI_ONLY_INCLUDES]
+        return kept
+    if isinstance(raw, list):
+        return [_without_known(item, f"{path}[{index}]") for index, item in enumerate(raw)]
+    return raw
+
+
+def validate_open_responses(body: dict[str, Any]) -> None:
+    """Raise :class:`OracleError` when the Open Responses types reject ``body`` or find a key
+    the specification does not define (beyond :data:`OPENAI_ONLY`)."""
+    from openresponses_types import CreateResponseBody, ToolChoiceParam
+
+    try:
+        model = CreateResponseBody.model_validate(_without_known(body))
+        if "tool_choice" in body:
+            choice = ToolChoiceParam.model_validate(body["tool_choice"])
+            unknown = _unknown_keys(body["tool_choice"], choice, "tool_choice")
+            if unknown:
+                raise OracleError(
+                    f"Open Responses: keys the specification does not define: {unknown}"
+                )
+    except ValidationError as err:
+        raise OracleError(f"Open Responses: {err}") from err
+    unknown = _unknown_keys(body, model, "")
+    if unknown:
+        raise OracleError(f"Open Responses: keys the specification does not define: {unknown}")

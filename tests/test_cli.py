@@ -107,8 +107,9 @@ def test_the_envelope_secret_never_reaches_the_output():
     assert SECRET not in done.stdout and SECRET not in done.stderr
 
 
-def test_without_a_secret_render_warns_in_verbose_mode():
+def test_without_a_secret_render_creates_one_and_says_where(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "TURNWIRE_ENVELOPE_SECRET"}
+    env["XDG_CONFIG_HOME"] = str(tmp_path)  # never the real home
     done = subprocess.run(
         [sys.executable, "-m", "turnwire", "-v", "render", str(REPO_EXAMPLES / "weather.yaml")],
         capture_output=True,
@@ -119,7 +120,10 @@ def test_without_a_secret_render_warns_in_verbose_mode():
         check=False,
     )
     assert done.returncode == 0
-    assert "envelope nonces are stable but predictable" in done.stderr
+    secret_file = tmp_path / "turnwire" / "envelope-secret"
+    assert f"created a new envelope secret at {secret_file}" in done.stderr
+    secret = secret_file.read_text().strip()
+    assert secret not in done.stdout and secret not in done.stderr
 
 
 def test_version():

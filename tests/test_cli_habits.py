@@ -97,7 +97,15 @@ def test_export_to_stdout_and_import_from_stdin(tmp_path: Path):
     )
     assert again.returncode == 0, again.stderr
     copy = turnwire_process("threads", "show", "w2", "--db", str(db))
-    assert json.loads(copy.stdout) == json.loads(shown.stdout)
+    assert _without_paths(json.loads(copy.stdout)) == _without_paths(json.loads(shown.stdout))
+
+
+def _without_paths(thread: dict) -> dict:
+    """A thread file's data with its attachment pointers blanked (imports copy the files)."""
+    for message in thread.get("messages", []):
+        for attachment in message.get("attachments", []):
+            assert Path(attachment.pop("path")).is_file()
+    return thread
 
 
 def test_json_failures_print_a_json_error_on_stdout_too(tmp_path: Path):
@@ -197,3 +205,19 @@ def test_context_guard_without_the_token_counter_is_a_clear_error(tmp_path: Path
         "context-window guard needs it: install the optional token counter: "
         "pip install 'turnwire[tokens]' (toktok-rs)"
     )
+
+
+def test_set_values_are_parsed_within_the_configuration_limits():
+    huge = turnwire_process(
+        "render", str(WEATHER), "--set", "request.max_output_tokens=" + "9" * 5000
+    )
+    assert huge.returncode == 2
+    assert huge.stderr.strip().splitlines() == [
+        "error: E_INVALID_OPENAI_RESPONSES_OPTIONS: configuration file --set "
+        "request.max_output_tokens, line 1, column 1: an integer of 5000 characters is outside "
+        "the 64-bit range"
+    ]
+    broken = turnwire_process("render", str(WEATHER), "--set", "request.temperature=[")
+    assert broken.returncode == 2 and len(broken.stderr.strip().splitlines()) == 1
+    fine = turnwire_process("render", str(WEATHER), "--set", "request.temperature=0.3")
+    assert json.loads(fine.stdout)["temperature"] == 0.3

@@ -154,6 +154,7 @@ def test_two_profiles_differ_exactly_where_the_profiles_differ():
         t, {"render": {**base["render"], "system_prompt_channel": "developer-item"}}
     )
     assert channel["input"][0] == {
+        "type": "message",
         "role": "developer",
         "content": [{"type": "input_text", "text": plain["instructions"]}],
     }

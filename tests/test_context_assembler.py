@@ -34,7 +34,7 @@ def test_pointers_are_inlined_for_the_call_and_the_thread_keeps_them(tmp_path):
     picture = tmp_path / "a.png"
     picture.write_bytes(b"12345")
     thread = _thread([picture])
-    loaded = ContextAssembler().inline(thread)
+    loaded = ContextAssembler(roots=[tmp_path]).inline(thread)
     assert loaded.messages[0].attachments[0].data == b"12345"
     assert thread.messages[0].attachments[0].data is None  # the stored record is untouched
 
@@ -43,7 +43,7 @@ def test_a_file_over_the_per_file_limit_is_a_clear_error(tmp_path):
     picture = tmp_path / "big.png"
     picture.write_bytes(b"x" * 11)
     with pytest.raises(RenderError) as caught:
-        ContextAssembler(max_file_bytes=10).inline(_thread([picture]))
+        ContextAssembler(roots=[tmp_path], max_file_bytes=10).inline(_thread([picture]))
     assert caught.value.record == "a0"
     assert "11 bytes" in str(caught.value) and "per-file limit of 10" in str(caught.value)
 
@@ -55,7 +55,7 @@ def test_files_over_the_per_request_limit_are_a_clear_error(tmp_path):
         path.write_bytes(b"x" * 6)
         paths.append(path)
     with pytest.raises(RenderError) as caught:
-        ContextAssembler(max_request_bytes=10).inline(_thread(paths))
+        ContextAssembler(roots=[tmp_path], max_request_bytes=10).inline(_thread(paths))
     assert caught.value.record == "a1" and "per-request limit of 10" in str(caught.value)
 
 
@@ -76,5 +76,5 @@ def test_artifact_pointers_are_read_as_text(tmp_path):
             ],
         }
     )
-    loaded = ContextAssembler().inline(thread)
+    loaded = ContextAssembler(roots=[tmp_path]).inline(thread)
     assert loaded.tool_calls[0].result.artifact.text == "line 1\nline 2\n"

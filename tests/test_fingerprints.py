@@ -57,7 +57,11 @@ IMPORTED: dict[str, Any] = {
 
 
 def _types(body: dict[str, Any]) -> list[str]:
-    return [item.get("type", item.get("role")) for item in body["input"]]
+    """Each item's type, with input messages by role (``user``, ``assistant``)."""
+    return [
+        item["role"] if item.get("type") == "message" and "id" not in item else item["type"]
+        for item in body["input"]
+    ]
 
 
 def test_reasoning_without_a_fingerprint_is_dropped_by_default_with_a_reason() -> None:

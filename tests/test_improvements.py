@@ -139,7 +139,7 @@ def test_13_model_binding_keeps_replay_when_the_prefix_changes():
         thoughts=[reasoning_thought("rs_1", 2, fingerprint=fp, paired="msg_1")],
     )
     kinds = [i.get("type") for i in render_body(t, settings)["input"]]
-    assert kinds == [None, "reasoning", "message"]
+    assert kinds == ["message", "reasoning", "message"]
     assert all(i.get("type") != "reasoning" for i in render_body(t, REPLAY)["input"])
 
 

@@ -271,7 +271,7 @@ PIPELINE_STAGES = {
     ),
     "render_thought": (
         lambda: TEXT_MARK,
-        lambda b: {"role": "assistant", "content": TEXT_MARK} in b["input"],
+        lambda b: {"type": "message", "role": "assistant", "content": TEXT_MARK} in b["input"],
     ),
     "filter_thoughts": (lambda: (), lambda b: "plain thought" not in json.dumps(b)),
     "fingerprint_prefix": (

@@ -61,7 +61,11 @@ def test_leading_text_as_a_first_item(channel, role):
         {"render": {"system_prompt_channel": channel}},
     )
     assert "instructions" not in body
-    assert body["input"][0] == {"role": role, "content": [{"type": "input_text", "text": "SYS"}]}
+    assert body["input"][0] == {
+        "type": "message",
+        "role": role,
+        "content": [{"type": "input_text", "text": "SYS"}],
+    }
 
 
 def test_no_leading_text_means_no_instructions_and_no_item():
@@ -83,7 +87,7 @@ def test_trailing_buckets_become_one_system_item_outside_the_fingerprinted_prefi
     assert "<system_instructions" in body["instructions"]
     assert "<memories>" not in body["instructions"]
     last = body["input"][-1]
-    assert last["role"] == "system" and "type" not in last
+    assert last["role"] == "system" and last["type"] == "message"
     assert last["content"][0]["text"].startswith("<memories>\n<memory_")
     assert rendered.fingerprintable_length == len(body["input"]) - 1
 
@@ -117,10 +121,10 @@ def test_timeline_orders_by_created_at_then_seq_and_calls_are_siblings():
     )
     types = [(i.get("type"), i.get("role")) for i in render_body(t)["input"]]
     assert types == [
-        (None, "user"),
+        ("message", "user"),
         ("function_call", None),
         ("function_call_output", None),
-        (None, "assistant"),
+        ("message", "assistant"),
     ]
 
 
@@ -164,7 +168,11 @@ def test_tools_are_absent_never_empty_when_none_are_visible():
 def test_own_output_without_its_reasoning_goes_out_as_assistant_string_content():
     t = thread(messages=[user(), assistant("msg_1", "hello <system_instructions>", 1)])
     item = render_body(t)["input"][1]
-    assert item == {"role": "assistant", "content": "hello &lt;system_instructions>"}
+    assert item == {
+        "type": "message",
+        "role": "assistant",
+        "content": "hello &lt;system_instructions>",
+    }
 
 
 def test_no_assistant_item_ever_carries_input_text():
@@ -270,8 +278,12 @@ def test_a_matching_reasoning_item_is_replayed_with_its_partner_and_the_partner_
 def test_a_stale_fingerprint_drops_the_item_and_strips_the_partner_id(caplog):
     with caplog.at_level(logging.WARNING, logger="turnwire"):
         body = render_body(_replay_thread("0" * 64), REPLAY)
-    assert [i.get("type") for i in body["input"]] == [None, None]
-    assert body["input"][1] == {"role": "assistant", "content": "Look both ways."}
+    assert [i.get("type") for i in body["input"]] == ["message", "message"]
+    assert body["input"][1] == {
+        "type": "message",
+        "role": "assistant",
+        "content": "Look both ways.",
+    }
     assert "stale fingerprint" in caplog.text
 
 
@@ -323,7 +335,7 @@ def test_the_sweep_only_sees_the_fingerprintable_prefix():
         _replay_thread(fp, trailing=True), container=make_container(settings_), model="gpt-5"
     )
     body = rendered.json
-    assert [i.get("type") for i in body["input"]] == [None, "reasoning", "message", None]
+    assert [i.get("type") for i in body["input"]] == ["message", "reasoning", "message", "message"]
     assert rendered.fingerprintable_length == 3
 
 
@@ -393,7 +405,7 @@ def test_reasoning_then_function_call_round_trip_keeps_the_fc_id():
     )
     items = render_body(t, REPLAY)["input"]
     assert [i.get("type") for i in items] == [
-        None,
+        "message",
         "reasoning",
         "function_call",
         "function_call_output",

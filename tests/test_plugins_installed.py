@@ -1,4 +1,4 @@
-"""Plugins installed for real: turnwire's wheel and both plugins in a fresh virtual environment.
+"""Plugins installed for real: turnwire's wheel and the plugins in a fresh virtual environment.
 
 Nothing here imports the checkout: the commands run from a temporary folder, with the wheel's
 packaged default configuration and the plugins' entry points.
@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from .client.server import Reply, ScriptedServer
 from .conftest import SECRET
 from .oracle import validate_body
 
 REPO = Path(__file__).resolve().parents[1]
-PLUGINS = ("turnwire-redact", "turnwire-markdown-context")
+PLUGINS = ("turnwire-redact", "turnwire-markdown-context", "turnwire-local-tools")
 
 THREAD = """\
 version: 1
@@ -202,3 +203,62 @@ def test_check_config_validates_plugin_settings_too(installed):
     (installed / "bad.yaml").write_text("plugins: {settings: {redact: {phones: maybe}}}\n")
     bad = turnwire_cmd(installed, "check-config", "bad.yaml")
     assert bad.returncode == 2 and "$.plugins.settings.redact.phones" in bad.stderr
+
+
+LOCAL_THREAD = """\
+version: 1
+model: qwen3-8b
+tools:
+  - {name: get_weather, parameters: {type: object, properties: {city: {type: string}}}}
+messages:
+  - {id: u1, role: user, content: "Weather in Paris?", created_at: "2026-01-01T10:00:00Z"}
+"""
+
+
+def _text_answer(text: str) -> dict:
+    return {
+        "id": "resp_local",
+        "object": "response",
+        "status": "completed",
+        "model": "qwen3-8b",
+        "output": [
+            {
+                "type": "message",
+                "id": "msg_local",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
+        ],
+        "usage": {"input_tokens": 5, "output_tokens": 5, "total_tokens": 10},
+    }
+
+
+def test_local_tools_loads_from_its_wheel_and_reads_calls_written_as_text(installed):
+    listed = json.loads(turnwire_cmd(installed, "plugins", "--json").stdout)["plugins"]
+    local = next(p for p in listed if p["name"] == "local_tools")
+    assert (local["distribution"], local["hooks"]) == (
+        "turnwire-local-tools",
+        ["parse_text_tool_calls"],
+    )
+    (installed / "local.yaml").write_text(LOCAL_THREAD)
+    call = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+    text = f"Checking.\n<tool_call>\n{call}\n</tool_call>"
+    (installed / "local-config.yaml").write_text(
+        "client: {stream: false, retry: {max_retries: 0}}\n"
+        "plugins: {settings: {local_tools: {format: hermes}}}\n"
+    )
+    with ScriptedServer([Reply.json(200, _text_answer(text))]) as server:
+        done = turnwire_cmd(
+            installed, "run", "local.yaml", "--base-url", server.base_url,
+            "--config", "local-config.yaml", "--once", "--json",
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    records = json.loads(done.stdout)["records"]
+    assert [(c["tool"], c["args"]) for c in records["tool_calls"]] == [
+        ("get_weather", {"city": "Paris"})
+    ]
+    assert [m["content"] for m in records["messages"]] == ["Checking."]
+    (installed / "bad.yaml").write_text("plugins: {settings: {local_tools: {format: xml}}}\n")
+    bad = turnwire_cmd(installed, "check-config", "bad.yaml")
+    assert bad.returncode == 2 and "$.plugins.settings.local_tools.format" in bad.stderr

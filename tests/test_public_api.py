@@ -144,7 +144,8 @@ def test_no_key_is_fine_for_a_local_server(monkeypatch: pytest.MonkeyPatch) -> N
 def test_cli_without_a_key_says_which_variable_to_set(tmp_path: Path) -> None:
     shutil.copy(REPO_EXAMPLES / "weather.yaml", tmp_path / "weather.yaml")
     shutil.copy(REPO_EXAMPLES / "photo.png", tmp_path / "photo.png")
-    done = turnwire_process("run", str(tmp_path / "weather.yaml"), "--base-url", OPENAI)
+    thread = str(tmp_path / "weather.yaml")
+    done = turnwire_process("run", thread, "--base-url", OPENAI, "--profile", "examples")
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()
     assert last == [

@@ -22,6 +22,19 @@ def cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     return turnwire_process(*args, cwd=cwd)
 
 
+def _without_paths(thread: turnwire.Thread) -> turnwire.Thread:
+    import msgspec
+
+    from turnwire.model import map_pointers
+
+    replace = msgspec.structs.replace
+    return map_pointers(
+        thread,
+        lambda media: replace(media, path="-") if media.path else media,
+        lambda art: replace(art, path="-") if art.path else art,
+    )
+
+
 def test_import_list_show_export_delete(tmp_path):
     db = str(tmp_path / "t.db")
     done = cli(
@@ -32,12 +45,18 @@ def test_import_list_show_export_delete(tmp_path):
     assert thread_id.startswith("thr_")
     listing = json.loads(cli("threads", "list", "--json", "--db", db).stdout)
     assert [(t["id"], t["title"], t["turns"]) for t in listing] == [(thread_id, "Weather", 2)]
-    shown = json.loads(cli("threads", "show", thread_id, "--db", db).stdout)
-    assert turnwire.load_thread(shown) == turnwire.load_thread(REPO_EXAMPLES / "weather.yaml")
+    shown = turnwire.load_thread(json.loads(cli("threads", "show", thread_id, "--db", db).stdout))
+    original = turnwire.load_thread(REPO_EXAMPLES / "weather.yaml")
+    assert _without_paths(shown) == _without_paths(original)
+    # The attachment was copied into the store's own folder, byte for byte.
+    (copy,) = shown.messages[0].attachments
+    assert copy.path is not None and Path(copy.path).parent.parent == tmp_path / "files"
+    assert Path(copy.path).read_bytes() == (REPO_EXAMPLES / "photo.png").read_bytes()
     exported = tmp_path / "out.yaml"
     assert cli("threads", "export", thread_id, str(exported), "--db", db).returncode == 0
-    assert turnwire.load_thread(exported) == turnwire.load_thread(REPO_EXAMPLES / "weather.yaml")
+    assert _without_paths(turnwire.load_thread(exported)) == _without_paths(original)
     assert cli("threads", "delete", thread_id, "--db", db).returncode == 0
+    assert not Path(copy.path).exists()
     missing = cli("threads", "show", thread_id, "--db", db)
     assert missing.returncode == 2
     assert missing.stderr.startswith("error: E_THREAD_NOT_FOUND: ")
@@ -187,3 +206,44 @@ def test_run_needs_a_thread_file_or_a_stored_thread(tmp_path):
     assert "give a THREAD file, or --thread ID" in done.stderr
     mixed = cli("run", str(REPO_EXAMPLES / "weather.yaml"), "--prompt", "x")
     assert mixed.returncode == 1 and "--prompt and --file go with --thread" in mixed.stderr
+
+
+def test_an_imported_thread_runs_with_its_files_from_the_store(tmp_path):
+    """The README's store tour: import a thread file, then run it with a new question."""
+    db = str(tmp_path / "t.db")
+    done = cli("threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--db", db)
+    assert done.returncode == 0, done.stderr
+    thread_id = done.stdout.strip()
+    with ScriptedServer([Reply.sse(recorded("text_simple_gpt-4o-mini.sse"))]) as server:
+        ran = cli(
+            "run", "--thread", thread_id, "--db", db, "--prompt", "And tomorrow?",
+            "--base-url", server.base_url, "--profile", "examples",
+        )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    sent = server.requests[0].json["input"]
+    images = [
+        part
+        for item in sent
+        if isinstance(item.get("content"), list)
+        for part in item["content"]
+        if part.get("type") == "input_image"
+    ]
+    assert images and images[0]["image_url"].startswith("data:image/png;base64,")
+    listing = json.loads(cli("threads", "list", "--json", "--db", db).stdout)
+    assert listing[0]["turns"] == 4
+
+
+def test_an_import_that_points_outside_its_folder_is_refused_and_stores_nothing(tmp_path):
+    thread = tmp_path / "in" / "t.yaml"
+    thread.parent.mkdir()
+    thread.write_text(
+        "version: 1\nmessages:\n  - {id: u1, role: user, content: hi, "
+        "created_at: '2026-01-01T10:00:00Z', attachments: "
+        "[{id: a1, kind: document, mime_type: text/plain, path: /etc/hostname}]}\n"
+    )
+    db = str(tmp_path / "t.db")
+    done = cli("threads", "import", str(thread), "--db", db)
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: E_FILE_NOT_ALLOWED: $.messages[0].attachments[0].path")
+    assert json.loads(cli("threads", "list", "--json", "--db", db).stdout) == []
+    assert not any((tmp_path / "files").glob("*/*"))

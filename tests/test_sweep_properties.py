@@ -171,7 +171,7 @@ def _kept_example() -> turnwire.Thread:
 
 def test_the_kept_example_keeps_its_reasoning_item():
     body = turnwire.render(_kept_example(), container=make_container(MODEL_BINDING)).json
-    assert [i.get("type") for i in body["input"]] == [None, "reasoning", "message"]
+    assert [i.get("type") for i in body["input"]] == ["message", "reasoning", "message"]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -188,3 +188,11 @@ def test_save_thread_writes_schema_version_1_with_relative_pointers(tmp_path):
     assert json.loads((tmp_path / "t.json").read_text())["version"] == 1
     assert load_thread(tmp_path / "t.yaml") == thread == load_thread(tmp_path / "t.json")
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+@pytest.mark.parametrize("name", ["x" * 65, "get weather", "functions.get_weather", "名前"])
+def test_a_tool_name_the_api_would_refuse_is_refused_at_load(name):
+    with pytest.raises(ThreadFileError) as caught:
+        turnwire.load_thread({"version": 1, "tools": [{"name": "ok"}, {"name": name}]})
+    assert caught.value.path == "$.tools[1].name"
+    assert turnwire.load_thread({"version": 1, "tools": [{"name": "a-Z_0" * 12 + "abcd"}]})

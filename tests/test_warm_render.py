@@ -231,10 +231,18 @@ class _Scenario:
         return msgspec.structs.replace(thread, **kept)
 
 
-def _outcome(container: turnwire.Container, thread: turnwire.Thread, replay_off: bool) -> Any:
+def _outcome(
+    container: turnwire.Container,
+    thread: turnwire.Thread,
+    replay_off: bool,
+    roots: tuple[Path, ...] = (),
+) -> Any:
     try:
         rendered = turnwire.api.render(
-            thread, container=container, reasoning_replay="off" if replay_off else None
+            thread,
+            container=container,
+            reasoning_replay="off" if replay_off else None,
+            roots=roots,
         )
     except turnwire.TurnwireError as err:
         return ("error", type(err).__name__, str(err))
@@ -315,12 +323,13 @@ def test_a_warm_render_is_a_cold_render(start, steps):
             else:
                 scenario.edit(*step)
             thread = scenario.thread()
-            warm = _outcome(container, thread, scenario.replay_off)
+            roots = (scenario.folder,)
+            warm = _outcome(container, thread, scenario.replay_off, roots)
             with overriding(container.render_memo, None):
-                cold = _outcome(container, thread, scenario.replay_off)
+                cold = _outcome(container, thread, scenario.replay_off, roots)
             assert warm == cold, step
             # and once more: the memo now holds exactly this render
-            assert _outcome(container, thread, scenario.replay_off) == cold
+            assert _outcome(container, thread, scenario.replay_off, roots) == cold
 
 
 def _growing_thread(cycles: int) -> turnwire.Thread:
@@ -385,11 +394,11 @@ def test_a_file_pointer_is_read_again_on_every_render(tmp_path):
     records = _cycle(0, 10, {}, media)
     thread = turnwire.load_thread({"version": 1, "model": "gpt-5", "tools": TOOLS, **records})
     container = make_container(REPLAY)
-    before = turnwire.api.render(thread, container=container).body
+    before = turnwire.api.render(thread, container=container, roots=[tmp_path]).body
     picture.write_bytes(PNG + b"changed")
-    after = turnwire.api.render(thread, container=container).body
+    after = turnwire.api.render(thread, container=container, roots=[tmp_path]).body
     with overriding(container.render_memo, None):
-        cold = turnwire.api.render(thread, container=container).body
+        cold = turnwire.api.render(thread, container=container, roots=[tmp_path]).body
     assert after == cold
     assert after != before
 
@@ -449,3 +458,47 @@ def test_prefix_fingerprints_from_checkpoints_equal_the_stage(binding):
         model="gpt-5",
         through_item=first.fingerprintable_length,
     )
+
+
+def test_inline_bytes_of_kept_records_still_count_against_the_request_budget():
+    container = make_container({**REPLAY, "files": {"max_request_bytes": 150}})
+    full = _growing_thread(3)
+    picture = {"id": "img", "kind": "image", "mime_type": "image/png"}
+
+    def with_pictures(count: int) -> turnwire.Thread:
+        media = (
+            turnwire.load_thread(
+                {
+                    "version": 1,
+                    "messages": [
+                        {
+                            "id": "x",
+                            "role": "user",
+                            "content": "c",
+                            "created_at": at(1),
+                            "attachments": [{**picture, "data_base64": "QUJD" * 20}],
+                        }
+                    ],
+                }
+            )
+            .messages[0]
+            .attachments
+        )
+        messages = tuple(
+            msgspec.structs.replace(m, attachments=media) if m.role == "user" else m
+            for m in full.messages[: 2 * count]
+        )
+        return msgspec.structs.replace(full, messages=messages)
+
+    two = with_pictures(2)
+    three = msgspec.structs.replace(
+        two, messages=two.messages + with_pictures(3).messages[4:]
+    )  # as the client grows a thread: the old records are the same objects
+    turnwire.api.render(
+        two, container=container
+    )  # 120 bytes: within the budget of 150; 180 are not
+    with pytest.raises(turnwire.TurnwireError) as warm:
+        turnwire.api.render(three, container=container)
+    with overriding(container.render_memo, None), pytest.raises(turnwire.TurnwireError) as cold:
+        turnwire.api.render(three, container=container)
+    assert str(warm.value) == str(cold.value)

@@ -40,6 +40,8 @@ if TYPE_CHECKING:
         ClientError,
         ConfigError,
         ContextOverflowError,
+        FileNotAllowedError,
+        HandlerNotAllowedError,
         HttpError,
         InputError,
         InvalidToolCallArgs,
@@ -75,7 +77,12 @@ if TYPE_CHECKING:
     from turnwire.pipeline import RenderedInput, build_input
     from turnwire.request import build_body, encode_body, preflight
     from turnwire.settings import Settings, load_settings
-    from turnwire.store import ThreadStore, ThreadSummary, UnknownThreadError
+    from turnwire.store import (
+        StoreConflictError,
+        ThreadStore,
+        ThreadSummary,
+        UnknownThreadError,
+    )
     from turnwire.store.sqlite import SQLiteStore, StoreError
     from turnwire.thread_file import dump_thread, load_thread, save_thread
     from turnwire.turns import ContextAssembler, Turn, TurnBuilder
@@ -97,9 +104,11 @@ _EXPORTS: dict[str, str] = {
     "ContainerCache": "turnwire.container",
     "ContextAssembler": "turnwire.turns",
     "ContextOverflowError": "turnwire.errors",
+    "FileNotAllowedError": "turnwire.errors",
     "EnvelopeAttrs": "turnwire.context",
     "EnvelopeNonce": "turnwire.context",
     "HandleInfo": "turnwire.context",
+    "HandlerNotAllowedError": "turnwire.errors",
     "HttpError": "turnwire.errors",
     "Identity": "turnwire.model",
     "InputError": "turnwire.errors",
@@ -129,6 +138,7 @@ _EXPORTS: dict[str, str] = {
     "StagePlan": "turnwire._relay",
     "StageRelay": "turnwire._relay",
     "StashEntry": "turnwire.model",
+    "StoreConflictError": "turnwire.store",
     "StoreError": "turnwire.store.sqlite",
     "StreamError": "turnwire.errors",
     "StreamStalledError": "turnwire.errors",
@@ -176,7 +186,9 @@ __all__ = [
     "ContextOverflowError",
     "EnvelopeAttrs",
     "EnvelopeNonce",
+    "FileNotAllowedError",
     "HandleInfo",
+    "HandlerNotAllowedError",
     "HttpError",
     "Identity",
     "InputError",
@@ -206,6 +218,7 @@ __all__ = [
     "StagePlan",
     "StageRelay",
     "StashEntry",
+    "StoreConflictError",
     "StoreError",
     "StreamError",
     "StreamStalledError",

@@ -265,9 +265,11 @@ class InlineState(msgspec.Struct, kw_only=True, gc=False):
     messages: tuple[Any, ...]
     loaded_messages: tuple[Any, ...]
     reading_messages: list[int]
+    message_charges: list[int]
     tool_calls: tuple[Any, ...]
     loaded_tool_calls: tuple[Any, ...]
     reading_tool_calls: list[int]
+    call_charges: list[int]
 
 
 class RenderMemo:

@@ -11,13 +11,13 @@ import msgspec
 
 from turnwire._memo import InlineState, RenderMemo, common_prefix
 from turnwire.container import Container, ContainerCache, build_container
-from turnwire.errors import ConfigError
+from turnwire.errors import ConfigError, TurnwireError
 from turnwire.model import Message, Thread, ToolCall
 from turnwire.pipeline import RenderedInput
 from turnwire.pipeline import prefix_fingerprint as pipeline_prefix_fingerprint
 from turnwire.request import build_body, checked_body
 from turnwire.thread_file import load_thread
-from turnwire.turns import ContextAssembler
+from turnwire.turns import ContextAssembler, file_roots
 from turnwire.windows import apply_window
 from turnwire.wire import RequestBody
 
@@ -37,6 +37,7 @@ __all__ = [
     "resolve_model",
     "run",
     "run_thread",
+    "with_declared_tools",
 ]
 
 
@@ -80,6 +81,32 @@ def resolve_model(thread: Thread, container: Container, model: str | None) -> st
     return str(resolved)
 
 
+def with_declared_tools(thread: Thread, *, container: Container) -> Thread:
+    """``thread`` with every tool its request declares: its own, plus the built-in artifact
+    tools while a tool result or a retrieved document is shown as a handle (by the stage's own
+    rule, ``shows_inline``). The one place that decides, for ``render`` and ``run`` alike."""
+    from turnwire.client.tools import artifact_tools
+    from turnwire.stages.tool_results import shows_inline
+
+    limit = container.settings().render.tool_result_inline_max_bytes
+    has_handles = any(
+        call.result is not None
+        and call.result.artifact is not None
+        and shows_inline(call.result.artifact, call, limit) is not True
+        for call in thread.tool_calls
+    ) or any(r.artifact is not None and not r.inline for r in thread.retrievables)
+    if not has_handles:
+        return thread
+    known = {tool.name for tool in thread.tools}
+    extra = tuple(t for t in artifact_tools() if t.name not in known)
+    return msgspec.structs.replace(thread, tools=thread.tools + extra)
+
+
+def _folder_of(source: object) -> tuple[Path, ...]:
+    """A thread file's folder: the default root of its pointers."""
+    return (Path(source).resolve().parent,) if isinstance(source, str | os.PathLike) else ()
+
+
 def render_input(
     thread: Thread,
     *,
@@ -87,18 +114,29 @@ def render_input(
     model: str,
     reasoning_replay: str | None = None,
     unfingerprinted_reasoning: str | None = None,
+    render_context: Mapping[str, str] | None = None,
+    roots: Iterable[str | os.PathLike[str]] | None = None,
 ) -> RenderedInput:
     """``build_input`` for the turns of ``thread`` that ``context.window`` keeps, with their
-    file bytes loaded (no body, no preflight)."""
-    windowed = apply_window(thread, container.settings().context.window)
+    file bytes loaded (no body, no preflight).
+
+    :param roots: where file pointers may lead (default ``files.roots``, else nowhere).
+    """
+    settings = container.settings()
+    windowed = with_declared_tools(
+        apply_window(thread, settings.context.window), container=container
+    )
+    files = settings.files
+    assembler = ContextAssembler.from_settings(files, file_roots(roots, files))
     memo = container.render_memo()
-    assembler = ContextAssembler()
     loaded = assembler.inline(windowed) if memo is None else _inline(windowed, memo, assembler)
     overrides: dict[str, Any] = {"model": model}
     if reasoning_replay is not None:
         overrides["reasoning_replay"] = reasoning_replay
     if unfingerprinted_reasoning is not None:
         overrides["unfingerprinted_reasoning"] = unfingerprinted_reasoning
+    if render_context:
+        overrides["render_context"] = dict(render_context)
     build_input = container.build_input()
     rendered: RenderedInput = build_input(loaded, options=container.render_options(**overrides))
     return rendered
@@ -143,7 +181,20 @@ def _inline(thread: Thread, memo: RenderMemo, assembler: ContextAssembler) -> Th
             messages=tuple(thread.messages[i] for i in redo_messages),
             tool_calls=tuple(thread.tool_calls[i] for i in redo_calls),
         )
-        loaded = assembler.inline(part)
+        try:
+            loaded = assembler.inline(part)
+        except TurnwireError:
+            # Reported as the whole thread reports it (its own $.paths, its own budget).
+            memo.inlined = None
+            return assembler.inline(thread)
+        kept_charge = 0
+        if state is not None:
+            kept_charge = state.message_charges[kept_messages] + state.call_charges[kept_calls]
+        if kept_charge + _loaded_bytes(loaded) > assembler.max_request_bytes:
+            # The kept records' inline bytes count against the per-request budget too: the
+            # whole thread decides (and reports what passes the limit).
+            memo.inlined = None
+            return assembler.inline(thread)
         if state is None:
             messages, calls = loaded.messages, loaded.tool_calls
         else:
@@ -173,15 +224,60 @@ def _inline(thread: Thread, memo: RenderMemo, assembler: ContextAssembler) -> Th
             }
         else:
             memo.loaded_from = {}
+        message_charges = _charges(
+            messages_in, kept_messages, state.message_charges if state else [0], reading_messages
+        )
+        call_charges = _charges(
+            calls_in, kept_calls, state.call_charges if state else [0], reading_calls
+        )
         memo.inlined = InlineState(
             messages=thread.messages,
             loaded_messages=messages,
             reading_messages=reading_messages,
+            message_charges=message_charges,
             tool_calls=thread.tool_calls,
             loaded_tool_calls=calls,
             reading_tool_calls=reading_calls,
+            call_charges=call_charges,
         )
         return replace(loaded, messages=messages, tool_calls=calls)
+
+
+def _inline_bytes(record: Message | ToolCall) -> int:
+    """What ``record``'s inline media data charges against the per-request budget."""
+    if isinstance(record, Message):
+        media = record.attachments
+    else:
+        media = record.result.media or () if record.result is not None else ()
+    return sum(len(item.data) for item in media if item.data is not None)
+
+
+def _charges(
+    records: tuple[Any, ...], kept: int, previous: list[int], reading: list[int]
+) -> list[int]:
+    """Prefix sums of the inline bytes of the records that are not loaded again (those that
+    read a file are charged anew each render): ``charges[i]`` covers ``records[:i]``."""
+    again = set(reading)
+    charges = previous[: kept + 1]
+    total = charges[-1]
+    for index in range(kept, len(records)):
+        if index not in again:
+            total += _inline_bytes(records[index])
+        charges.append(total)
+    return charges
+
+
+def _loaded_bytes(thread: Thread) -> int:
+    """An upper bound of what loading ``thread`` charged: its media bytes and its artifacts'
+    texts as UTF-8 (at least the bytes they were decoded from)."""
+    total = sum(_inline_bytes(message) for message in thread.messages)
+    total += sum(_inline_bytes(call) for call in thread.tool_calls)
+    artifacts = [r.artifact for r in thread.retrievables if r.artifact is not None]
+    for call in thread.tool_calls:
+        result = call.result
+        if result is not None:
+            artifacts += result.artifacts or ((result.artifact,) if result.artifact else ())
+    return total + sum(len(a.text.encode()) for a in artifacts if a.text is not None)
 
 
 def _merge(kept: tuple[Any, ...], positions: list[int], loaded: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -226,6 +322,8 @@ def render(
     model: str | None = None,
     container: Container | None = None,
     reasoning_replay: str | None = None,
+    render_context: Mapping[str, str] | None = None,
+    roots: Iterable[str | os.PathLike[str]] | None = None,
 ) -> RenderedRequest:
     """Render ``thread`` into the request body turnwire would POST, after the preflight check.
 
@@ -235,16 +333,27 @@ def render(
     :param container: a container to use instead of building one from ``config_files``.
     :param reasoning_replay: overrides ``render.reasoning_replay`` for this render (the
         reasoning-free retry renders with ``off``).
+    :param render_context: values stages may ask for by name (``render_context``): the
+        system-prompt template's ``{date}``, ``{user}`` ... (input, like the thread).
+    :param roots: the folders (or files) file pointers may lead into, instead of
+        ``files.roots``, whose default is the thread file's folder (for a thread given as a
+        :class:`~turnwire.model.Thread` or a mapping: nowhere, so pass ``roots``).
     :raises turnwire.errors.InputError: bad thread, configuration or rendered body.
     """
     if container is None:
         container = render_cache.get(config_files)
+    settings = container.settings()
+    chosen = file_roots(roots, settings.files, _folder_of(thread))
     if not isinstance(thread, Thread):
         thread = load_thread(thread)
-    settings = container.settings()
     resolved = resolve_model(thread, container, model)
     rendered = render_input(
-        thread, container=container, model=resolved, reasoning_replay=reasoning_replay
+        thread,
+        container=container,
+        model=resolved,
+        reasoning_replay=reasoning_replay,
+        render_context=render_context,
+        roots=chosen,
     )
     body = build_body(
         rendered,
@@ -283,10 +392,17 @@ class Renderer:
         *,
         model: str | None = None,
         reasoning_replay: str | None = None,
+        render_context: Mapping[str, str] | None = None,
+        roots: Iterable[str | os.PathLike[str]] | None = None,
     ) -> RenderedRequest:
         """:func:`render` through this renderer's container."""
         return render(
-            thread, container=self.container, model=model, reasoning_replay=reasoning_replay
+            thread,
+            container=self.container,
+            model=model,
+            reasoning_replay=reasoning_replay,
+            render_context=render_context,
+            roots=roots,
         )
 
     def clear(self) -> None:
@@ -314,11 +430,14 @@ def run(
     on_tool_result: Callable[[ToolCall], None] | None = None,
     container: Container | None = None,
     handlers: Mapping[str, Callable[..., Any]] | None = None,
+    render_context: Mapping[str, str] | None = None,
+    roots: Iterable[str | os.PathLike[str]] | None = None,
     **transport_options: Any,
 ) -> RunResult:
     """Send a thread, stream the answer, run its tools until the model stops.
 
     :param thread: a thread, a thread mapping, or a thread file path.
+    :param roots: where file pointers may lead (see :func:`render`).
     :param base_url: the Responses endpoint (default ``client.base_url``, else
         ``$OPENAI_BASE_URL``, else ``https://api.openai.com/v1``).
     :param api_key: the API key (default: the variable ``client.api_key_env`` names,
@@ -331,6 +450,8 @@ def run(
     :param on_text: called with each text delta as it streams.
     :param on_tool_result: called with each tool call once its result is recorded.
     :param handlers: tool name → callable, instead of the tools' ``handler`` paths.
+    :param render_context: values stages may ask for by name, for every request of the run
+        (see :func:`render`).
     :param transport_options: passed to :class:`turnwire.client.transport.Transport`
         (``sleep``, ``jitter``, ``client``...).
     :raises turnwire.errors.TurnwireError: bad input, or the exchange failed; nothing of a
@@ -346,6 +467,7 @@ def run(
         path = Path(thread)
     if save and path is None:
         raise ConfigError("--save needs a thread file path to write back to", path="$")
+    chosen = file_roots(roots, container.settings().files, _folder_of(thread))
     loaded = thread if isinstance(thread, Thread) else load_thread(thread)
     client = Client(
         container,
@@ -357,7 +479,13 @@ def run(
         **transport_options,
     )
     result = client.run_sync(
-        loaded, model=model, once=once, on_text=on_text, on_tool_result=on_tool_result
+        loaded,
+        model=model,
+        once=once,
+        on_text=on_text,
+        on_tool_result=on_tool_result,
+        render_context=render_context,
+        roots=chosen,
     )
     if save and path is not None:
         save_thread(result.thread, path)
@@ -411,9 +539,14 @@ def run_thread(
     on_tool_result: Callable[[ToolCall], None] | None = None,
     container: Container | None = None,
     handlers: Mapping[str, Callable[..., Any]] | None = None,
+    render_context: Mapping[str, str] | None = None,
+    roots: Iterable[str | os.PathLike[str]] | None = None,
     **transport_options: Any,
 ) -> RunResult:
     """One turn of a stored thread: the user's question (if any), the run, the new turns.
+
+    File pointers may lead into ``roots``, else ``files.roots``, else the ``files`` folder
+    next to the store's database; the ``files`` named for this turn are allowed too.
 
     The new turns (the question, tool results of calls a ``--once`` left pending, one turn per
     answer step) are appended in one transaction, and only when the run succeeded. The other
@@ -425,9 +558,16 @@ def run_thread(
     if container is None:
         container = build_container(config_files)
     builder = store.builder
+    # Read before loading: if another writer appends after this, our append stores nothing and
+    # fails with E_STORE_CONFLICT, so concurrent runs cannot interleave their turns.
+    expected_last = store.last_position(thread_id)
     uploads = [media_from_path(path) for path in files]
     current = builder.build_user_turn(prompt, uploads) if (prompt or uploads) else None
     thread = store.load(thread_id, current=current)
+    store_path = getattr(store, "path", None)
+    defaults = () if store_path is None else (Path(store_path).resolve().parent / "files",)
+    chosen = file_roots(roots, container.settings().files, defaults)
+    chosen += tuple(media.path for media in uploads if media.path)
     client = Client(
         container,
         base_url=base_url,
@@ -438,7 +578,13 @@ def run_thread(
         **transport_options,
     )
     result = client.run_sync(
-        thread, model=model, once=once, on_text=on_text, on_tool_result=on_tool_result
+        thread,
+        model=model,
+        once=once,
+        on_text=on_text,
+        on_tool_result=on_tool_result,
+        render_context=render_context,
+        roots=chosen,
     )
     turns = [current] if current is not None else []
     if result.resolved:
@@ -464,5 +610,5 @@ def run_thread(
         usage=result.response.usage,
         request_fingerprint=result.request_fingerprint,
     )
-    store.append_turns(thread_id, turns)
+    store.append_turns(thread_id, turns, expected_last=expected_last)
     return result

@@ -77,6 +77,14 @@ def _config_options(*, example: str) -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help=f"one setting, as a YAML value ({example}); repeatable, applied last",
     )
+    options.add_argument(
+        "--context",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a render-context value stages may ask for (with render.system_prompt_template: "
+        "true, {KEY} in the system prompt); repeatable",
+    )
     return options
 
 
@@ -254,14 +262,22 @@ def _parser() -> argparse.ArgumentParser:
         help="a configuration profile (its plugins: section applies)",
     )
     plugins.add_argument("--json", action="store_true", help="print JSON")
+
+    schema = commands.add_parser(
+        "schema",
+        parents=[logs],
+        help="print the JSON Schema of a file turnwire reads",
+        description="Print the JSON Schema (draft 2020-12) of thread files or configuration "
+        "files, generated from the Structs that validate them.",
+    )
+    schema.add_argument("kind", choices=("thread", "config"), help="a thread file or a config")
     return parser
 
 
 def _overrides(assignments: Sequence[str]) -> dict[str, Any]:
-    """``--set a.b=value`` assignments as one settings layer (values parsed as YAML)."""
-    import yaml
-
-    from turnwire.settings import merge
+    """``--set a.b=value`` assignments as one settings layer (values parsed as YAML, within the
+    limits of configuration files)."""
+    from turnwire.settings import CONFIG_FILES, merge
 
     tree: dict[str, Any] = {}
     for assignment in assignments:
@@ -270,10 +286,9 @@ def _overrides(assignments: Sequence[str]) -> dict[str, Any]:
             raise ConfigError(
                 f"--set {assignment!r}: write KEY=VALUE, such as request.temperature=0.2"
             )
-        try:
-            value: Any = yaml.safe_load(raw) if raw else ""
-        except yaml.YAMLError as err:
-            raise ConfigError(f"--set {assignment!r}: the value is not YAML: {err}") from err
+        value: Any = (
+            CONFIG_FILES.parse(raw.encode(), name=f"--set {key}", format="yaml") if raw else ""
+        )
         for part in reversed(key.split(".")):
             value = {part: value}
         tree = merge(tree, value)
@@ -294,15 +309,18 @@ def _container(args: argparse.Namespace) -> Any:
     return build_container(_config_files(args), overrides=_overrides(getattr(args, "set", [])))
 
 
-def _thread(source: str) -> Any:
-    """The thread named on the command line (``-``: standard input)."""
-    from turnwire.thread_file import load_thread
-
-    if source == "-":
-        from turnwire.thread_file import load_thread_bytes
-
-        return load_thread_bytes(sys.stdin.buffer.read(), name="<stdin>", base=Path.cwd())
-    return load_thread(source)
+def _render_context(args: argparse.Namespace) -> dict[str, str]:
+    """``--context KEY=VALUE`` pairs (values stay strings)."""
+    values: dict[str, str] = {}
+    for assignment in getattr(args, "context", []):
+        key, equals, value = assignment.partition("=")
+        if not equals or not key.isidentifier():
+            raise ConfigError(
+                f"--context {assignment!r}: write KEY=VALUE with a name for KEY, such as "
+                "--context user=Ana"
+            )
+        values[key] = value
+    return values
 
 
 def _summarise_warnings(args: argparse.Namespace, warnings: Sequence[str]) -> None:
@@ -316,7 +334,12 @@ def _summarise_warnings(args: argparse.Namespace, warnings: Sequence[str]) -> No
 def _render(args: argparse.Namespace) -> int:
     from turnwire.api import render
 
-    rendered = render(_thread(args.thread), container=_container(args), model=args.model)
+    rendered = render(
+        args.thread,
+        container=_container(args),
+        model=args.model,
+        render_context=_render_context(args),
+    )
     sys.stdout.buffer.write(rendered.body + b"\n")
     sys.stdout.flush()
     _summarise_warnings(args, rendered.rendered.warnings)
@@ -331,7 +354,11 @@ def _fingerprint(args: argparse.Namespace) -> int:
     container = _container(args)
     thread = load_thread(args.thread)
     stamped, report = stamp_fingerprints(
-        thread, container=container, model=resolve_model(thread, container, args.model)
+        thread,
+        container=container,
+        model=resolve_model(thread, container, args.model),
+        render_context=_render_context(args),
+        roots=[Path(args.thread).resolve().parent],
     )
     target = args.output or args.thread
     if target == "-":
@@ -390,6 +417,7 @@ def _run(args: argparse.Namespace) -> int:
                 once=args.once,
                 on_text=text_sink,
                 on_tool_result=on_tool_result,
+                render_context=_render_context(args),
             )
     else:
         if not args.thread:
@@ -405,6 +433,7 @@ def _run(args: argparse.Namespace) -> int:
             save=args.save,
             on_text=text_sink,
             on_tool_result=on_tool_result,
+            render_context=_render_context(args),
         )
     if args.json:
         payload = {
@@ -435,7 +464,7 @@ def _store(args: argparse.Namespace) -> Any:
 def _threads(args: argparse.Namespace) -> int:
     import msgspec
 
-    from turnwire.thread_file import dump_thread, save_thread
+    from turnwire.thread_file import dump_thread, load_thread, save_thread
 
     with _store(args) as store:
         if args.action == "list":
@@ -467,7 +496,17 @@ def _threads(args: argparse.Namespace) -> int:
                 if not args.quiet:
                     print(f"exported {args.id} to {args.file}", file=sys.stderr)
         elif args.action == "import":
-            thread_id = store.import_thread(_thread(args.file), thread_id=args.id, title=args.title)
+            from turnwire.settings import load_settings
+            from turnwire.turns import ContextAssembler, file_roots
+
+            # The thread's files are copied into the store, read from where the file's own
+            # pointers may lead (its folder, or files.roots), so later runs find them there.
+            files = load_settings(args.config).files
+            origin = Path.cwd() if args.file == "-" else Path(args.file).resolve().parent
+            assembler = ContextAssembler.from_settings(files, file_roots(None, files, [origin]))
+            thread_id = store.import_thread(
+                load_thread(args.file), thread_id=args.id, title=args.title, files=assembler
+            )
             print(thread_id)
         elif args.action == "delete":
             store.delete_thread(args.id)
@@ -545,10 +584,21 @@ def _fail(args: argparse.Namespace, err: TurnwireError) -> None:
         import msgspec
 
         error: dict[str, Any] = {"code": err.code, "message": str(err), "status": err.status}
-        path = getattr(err, "path", None)
-        if isinstance(path, str):
-            error["path"] = path
+        for name in ("path", "http_status", "event", "field", "item_id"):
+            value = getattr(err, name, None)
+            if isinstance(value, str | int) and value != "":
+                error[name] = value
         print(msgspec.json.encode({"error": error}).decode(), flush=True)
+
+
+def _schema(args: argparse.Namespace) -> int:
+    import msgspec
+
+    from turnwire.schema import config_schema, thread_schema
+
+    schema = thread_schema() if args.kind == "thread" else config_schema()
+    print(msgspec.json.format(msgspec.json.encode(schema), indent=2).decode())
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -568,6 +618,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "plugins": _plugins,
         "threads": _threads,
         "demo": _demo,
+        "schema": _schema,
     }
     try:
         return handlers[args.command](args)

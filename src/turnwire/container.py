@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 import os
 import sys
 import threading
@@ -30,6 +29,7 @@ from turnwire import pipeline
 from turnwire._memo import RenderMemo
 from turnwire._plugins import build_plugin_manager
 from turnwire._relay import HOOK, StagePlan
+from turnwire._secret import envelope_secret
 from turnwire.context import Endpoint, EnvelopeNonce, MediaPolicy, RenderOptions
 from turnwire.settings import Settings, default_config_path, load_settings
 
@@ -76,25 +76,20 @@ else:
 
 __all__ = ["Container", "ContainerCache", "build_container", "overriding"]
 
-logger = logging.getLogger("turnwire")
-
 
 def _envelope_secret(settings: Settings) -> str | bytes | None:
     """The envelope secret these settings name (the container's nonce and the container
     cache's check both read it through here)."""
-    variable = settings.render.envelope_secret_env
-    return os.environ.get(variable) if variable else None
+    render = settings.render
+    return envelope_secret(
+        env_var=render.envelope_secret_env,
+        secret_file=render.envelope_secret_file,
+        store_path=settings.store.path,
+    )
 
 
 def _envelope_nonce(settings: Settings) -> EnvelopeNonce:
-    variable = settings.render.envelope_secret_env
     secret = _envelope_secret(settings)
-    if not secret:
-        logger.warning(
-            "no envelope secret (set %s): envelope nonces are stable but predictable",
-            variable or "render.envelope_secret_env",
-            extra={"kind": "envelope-secret-missing"},
-        )
     return EnvelopeNonce(secret)
 
 
@@ -142,6 +137,9 @@ class Container(containers.DeclarativeContainer):
     unfingerprinted_reasoning = providers.Callable(
         lambda s: s.render.unfingerprinted_reasoning, settings
     )
+    system_prompt_template = providers.Callable(lambda s: s.render.system_prompt_template, settings)
+    # Per dispatch (``render_context=``), never from the settings: the default is empty.
+    render_context: providers.Provider[dict[str, str]] = providers.Factory(dict)
     tool_result_inline_max_bytes = providers.Callable(
         lambda s: s.render.tool_result_inline_max_bytes, settings
     )
@@ -227,6 +225,8 @@ class Container(containers.DeclarativeContainer):
         replay_compatibility=replay_compatibility,
         fingerprint_binding=fingerprint_binding,
         unfingerprinted_reasoning=unfingerprinted_reasoning,
+        system_prompt_template=system_prompt_template,
+        render_context=render_context,
         unsupported_media_policy=unsupported_media_policy,
         tool_result_inline_max_bytes=tool_result_inline_max_bytes,
         strict=strict,

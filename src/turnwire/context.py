@@ -130,6 +130,8 @@ class RenderOptions(msgspec.Struct, frozen=True, kw_only=True):
     replay_compatibility: tuple[str, ...] = ()
     fingerprint_binding: FingerprintBinding = "prefix"
     unfingerprinted_reasoning: UnfingerprintedReasoning = "drop"
+    system_prompt_template: bool = False
+    render_context: dict[str, str] = msgspec.field(default_factory=dict)
     unsupported_media_policy: MediaPolicy = msgspec.field(default_factory=MediaPolicy)
     tool_result_inline_max_bytes: int = 4096
     strict: bool | None = None

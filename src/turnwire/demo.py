@@ -104,6 +104,8 @@ SETTINGS = {
     "request": {"model": "gpt-5", "reasoning": {"effort": "medium", "summary": "auto"}},
     "client": {"retry": {"max_retries": 0}, "request_timeout_s": 60},
     "plugins": {"load_entrypoints": False},
+    # The thread names the tool; the code that runs it is registered here, never in the thread.
+    "tools": {"handlers": {"weather": "turnwire.examples.tools:get_weather"}},
 }
 WEATHER_TOOL = {
     "name": "weather",
@@ -113,7 +115,6 @@ WEATHER_TOOL = {
         "properties": {"location": {"type": "string", "description": "the city"}},
         "required": ["location"],
     },
-    "handler": "turnwire.examples.tools:get_weather",
 }
 
 
@@ -153,7 +154,7 @@ def run_demo(
     import turnwire
     from turnwire.api import run_thread
     from turnwire.hookspecs import hookimpl
-    from turnwire.settings import load_settings
+    from turnwire.settings import load_settings, merge
     from turnwire.store.sqlite import SQLiteStore
 
     def say(text: str = "") -> None:
@@ -179,7 +180,9 @@ def run_demo(
         def on_prompt_assembled(self, body: bytes, attempt_kind: str) -> None:
             say(f"  [request] POST /responses: {_request_summary(json.loads(body))}")
 
-    settings = load_settings(overrides=SETTINGS)
+    # The demo's own secret lives beside its store, not in the user's config folder.
+    secret = {"render": {"envelope_secret_file": str(folder / "envelope-secret")}}
+    settings = load_settings(overrides=merge(SETTINGS, secret))
     container = turnwire.build_container(settings=settings, extra_plugins=[Narrator()])
 
     def on_tool(call: Any) -> None:
@@ -230,6 +233,7 @@ def run_demo(
     say(f"  see it:   turnwire threads show {thread_id} --db {store_path}")
     say(
         f"  go on:    turnwire run --thread {thread_id} --db {store_path} --prompt '...' "
+        "--set 'tools.handlers={weather: turnwire.examples.tools:get_weather}' "
         "(with OPENAI_API_KEY set, against the real API)"
     )
     return 0

@@ -15,30 +15,41 @@ TurnwireError
 │   ├── RenderError                     E_RENDER_FAILED              (stage, record)
 │   │   └── UnsupportedMediaError       E_OPENAI_RESPONSES_UNSUPPORTED_MEDIA_MODALITY
 │   ├── PluginError                     E_PLUGIN_INVALID             (plugin)
+│   ├── HandlerNotAllowedError          E_HANDLER_NOT_ALLOWED        ($.path, tool, handler)
+│   ├── FileNotAllowedError             E_FILE_NOT_ALLOWED           ($.path)
 │   └── ContextOverflowError            E_OPENAI_RESPONSES_CONTEXT_OVERFLOW (per-bucket tokens)
 └── ClientError                         the exchange with the API failed
-    ├── HttpError                       E_OPENAI_RESPONSES_HTTP_ERROR (status; 0 = transport)
-    │   └── ReasoningReplayRejectedError E_OPENAI_RESPONSES_REASONING_REPLAY_REJECTED
+    ├── HttpError                       E_OPENAI_RESPONSES_HTTP_ERROR (http_status; 0 = transport)
+    │   └── ReasoningReplayRejectedError E_OPENAI_RESPONSES_REASONING_REPLAY_REJECTED (item_id)
     ├── RequestTimeoutError             E_OPENAI_RESPONSES_REQUEST_TIMEOUT (seconds)
-    ├── StreamError                     E_OPENAI_RESPONSES_STREAM_ERROR (upstream message)
+    ├── StreamError                     E_OPENAI_RESPONSES_STREAM_ERROR (message; event, field)
     └── StreamStalledError              E_OPENAI_RESPONSES_STREAM_STALLED (idle seconds, partial)
 
 InvalidToolCallArgs (E_OPENAI_RESPONSES_INVALID_TOOL_CALL_ARGS) is never raised: its message
 becomes the error result the model sees on the next iteration.
+
+The store's errors live beside its protocol (turnwire.store): UnknownThreadError
+(E_THREAD_NOT_FOUND, an InputError), StoreError (E_STORE) and StoreConflictError
+(E_STORE_CONFLICT, 409, not fatal: the thread changed during the run; nothing was stored).
 ```
 
-Messages say what was wrong, where, and what to do instead. They never contain secrets: values
-that came from a secret-bearing setting are never interpolated.
+Messages say what was wrong, where, and what to do instead. They never contain secrets: every
+message goes through :func:`turnwire._redact.redact` when the error is built, whatever text it
+quotes (an answer's body, a stream's error event, a configuration value).
 """
 
 from __future__ import annotations
 
 import re
 
+from turnwire._redact import redact
+
 __all__ = [
     "ClientError",
     "ConfigError",
     "ContextOverflowError",
+    "FileNotAllowedError",
+    "HandlerNotAllowedError",
     "HttpError",
     "InputError",
     "InvalidToolCallArgs",
@@ -57,6 +68,9 @@ __all__ = [
 ]
 
 
+_EXCERPT = 2000
+
+
 class TurnwireError(Exception):
     """Base class of every error turnwire raises on purpose."""
 
@@ -65,6 +79,7 @@ class TurnwireError(Exception):
     fatal: bool = True
 
     def __init__(self, message: str) -> None:
+        message = redact(message)
         super().__init__(message)
         self.message = message
 
@@ -187,6 +202,42 @@ class PluginError(InputError):
         self.plugin = plugin
 
 
+class HandlerNotAllowedError(InputError):
+    """A thread names the code that runs one of its tools, and configuration does not allow it.
+
+    A thread may name a tool, never the code behind it: handlers come from the Python API,
+    ``tools.handlers`` or the ``turnwire.tools`` entry points, and a thread's own ``handler:``
+    only when it matches ``tools.allow_thread_handlers``. Raised before any request is sent.
+
+    :ivar path: the JSON path of the handler, such as ``$.tools[0].handler``.
+    :ivar tool: the tool's name.
+    :ivar handler: the ``module:function`` the thread names.
+    """
+
+    code = "E_HANDLER_NOT_ALLOWED"
+    status = 403
+
+    def __init__(self, message: str, *, path: str, tool: str, handler: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.tool = tool
+        self.handler = handler
+
+
+class FileNotAllowedError(InputError):
+    """A file pointer leaves the allowed roots, or names something that is not a regular file.
+
+    :ivar path: the JSON path of the pointer, such as ``$.messages[0].attachments[0].path``.
+    """
+
+    code = "E_FILE_NOT_ALLOWED"
+    status = 403
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
 class ContextOverflowError(InputError):
     """The rendered request is estimated to exceed ``context.context_window``.
 
@@ -220,37 +271,62 @@ class ClientError(TurnwireError):
 
 
 class HttpError(ClientError):
-    """A non-2xx answer, or a transport failure (``status`` 0) after every retry.
+    """A non-2xx answer, or a transport failure (``http_status`` 0) after every retry.
 
-    :ivar status: the HTTP status, or 0 when no answer arrived.
-    :ivar body: the start of the answer's body (at most 2,000 characters).
+    ``status`` stays the class's HTTP-like status (502), like every other error's.
+
+    :ivar http_status: the upstream HTTP status (the ``status`` argument), or 0 when no answer
+        arrived.
+    :ivar body: the start of the answer's body (at most 2,000 characters), redacted.
     :ivar attempts: how many requests were sent.
+    :param bytes_read: how many body bytes were read, when reading stopped at a size cap.
     """
 
     code = "E_OPENAI_RESPONSES_HTTP_ERROR"
 
-    def __init__(self, *, status: int, body: str, attempts: int = 1) -> None:
-        excerpt = body[:2000]
+    def __init__(
+        self, *, status: int, body: str, attempts: int = 1, bytes_read: int | None = None
+    ) -> None:
+        # Redacted before the cut, so no secret is split in two and half of it shown.
+        excerpt = redact(body[: _EXCERPT + 512])[:_EXCERPT]
+        shown = excerpt or "(empty body)"
+        if bytes_read is not None or len(body) > _EXCERPT:
+            size = len(body.encode("utf-8", "replace")) if bytes_read is None else bytes_read
+            shown += f"... (truncated, {size} bytes read)"
         where = f"HTTP {status}" if status else "no HTTP answer"
-        super().__init__(f"{where} after {attempts} attempt(s): {excerpt or '(empty body)'}")
-        self.status = status
+        super().__init__(f"{where} after {attempts} attempt(s): {shown}")
+        self.http_status = status
         self.body = excerpt
         self.attempts = attempts
 
 
+_ITEM_IN_BODY = re.compile(
+    r"\b[Ii]tem(?: with id)? '?((?:rs|msg|fc|ctc|ws|ci|mcp)_[A-Za-z0-9_-]+)'?"
+)
+
+
 class ReasoningReplayRejectedError(HttpError):
-    """The API rejected reasoning pairing even after the reasoning-free retry."""
+    """The API rejected reasoning pairing even after the reasoning-free retry.
+
+    :ivar item_id: the item the API blamed (from its message), or ``None`` when it named none.
+    """
 
     code = "E_OPENAI_RESPONSES_REASONING_REPLAY_REJECTED"
     status = 422
 
-    def __init__(self, *, body: str, attempts: int) -> None:
+    def __init__(self, *, body: str, attempts: int, item_id: str | None = None) -> None:
         super().__init__(status=400, body=body, attempts=attempts)
+        if item_id is None:
+            match = _ITEM_IN_BODY.search(body)
+            item_id = match.group(1) if match else None
+        self.item_id = item_id
+        blamed = f"item {item_id}" if item_id else "an item it did not name"
         self.message = (
-            "the API still rejects reasoning pairing after a retry without any reasoning item: "
-            f"{body[:2000]}; the thread's own output items are at fault (check their ids), "
-            "or set render.reasoning_replay to off"
+            f"the API still rejects reasoning pairing ({blamed}) after a retry without any "
+            f"reasoning item: {self.body}; the thread's own output items are at fault "
+            "(check their ids), or set render.reasoning_replay to off"
         )
+        self.args = (self.message,)
 
 
 class RequestTimeoutError(ClientError):
@@ -266,13 +342,29 @@ class RequestTimeoutError(ClientError):
 
 
 class StreamError(ClientError):
-    """The stream reported a failure (``response.failed``, ``error``) or could not be read."""
+    """The stream reported a failure (``response.failed``, ``error``, a ``cancelled`` status)
+    or could not be read, or the server sent a value of a shape the schema cannot hold.
+
+    :ivar error_code: the upstream error code, when the server gave one.
+    :ivar event: for a shape error, the event that carried the value
+        (``response.output_item.done``; ``response`` for a non-streamed answer).
+    :ivar field: for a shape error, where in that event, such as ``output[1].content[0].text``.
+    """
 
     code = "E_OPENAI_RESPONSES_STREAM_ERROR"
 
-    def __init__(self, message: str, *, error_code: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        error_code: str | None = None,
+        event: str | None = None,
+        field: str | None = None,
+    ) -> None:
         super().__init__(f"stream error: {message}")
         self.error_code = error_code
+        self.event = event
+        self.field = field
 
 
 class StreamStalledError(ClientError):

@@ -1,7 +1,10 @@
 """Fingerprints for reasoning brought from elsewhere.
 
 A replayable thought carries ``prefix_fingerprint``: the digest of the request prefix it was
-produced after (the ``fingerprint_prefix`` stage; DESIGN.md's ``prefix`` scheme by default).
+produced after (the ``fingerprint_prefix`` stage; by default SHA-256 of the canonical JSON of
+``{input: <the items before it>, instructions, model, tools}``, byte-compatible with the
+reference system's scheme, or with ``render.fingerprint_binding: model`` a digest of the model
+and endpoint only).
 The pairing sweep replays the thought only while the next request's prefix still hashes to
 it, so reasoning never goes back after a conversation it was not produced in. Reasoning
 imported from another system has no fingerprint; :func:`stamp_fingerprints` gives each such
@@ -11,7 +14,8 @@ is what ``turnwire fingerprint THREAD`` does.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+import os
+from collections.abc import Collection, Iterable, Mapping
 
 import msgspec
 
@@ -50,6 +54,8 @@ def stamp_fingerprints(
     container: Container,
     model: str,
     only: Collection[str] | None = None,
+    render_context: Mapping[str, str] | None = None,
+    roots: Iterable[str | os.PathLike[str]] | None = None,
 ) -> tuple[Thread, StampReport]:
     """``thread`` with each unfingerprinted thought that pairs given its fingerprint.
 
@@ -60,6 +66,8 @@ def stamp_fingerprints(
 
     :param only: stamp just these thought ids; other unfingerprinted thoughts render as
         ``render.unfingerprinted_reasoning`` says (the client stamps what a run recorded).
+    :param render_context: the render context the requests will be rendered with.
+    :param roots: where the thread's file pointers may lead (see :func:`turnwire.render`).
     """
     missing = {
         thought.id: thought
@@ -72,7 +80,12 @@ def stamp_fingerprints(
     if only is not None and container.settings().render.unfingerprinted_reasoning == "drop":
         view = _with_fingerprint(thread, dict.fromkeys(_others(thread, missing), _NEVER))
     rendered = render_input(
-        view, container=container, model=model, unfingerprinted_reasoning="trust"
+        view,
+        container=container,
+        model=model,
+        unfingerprinted_reasoning="trust",
+        render_context=render_context,
+        roots=roots,
     )
     by_item = {
         thought.payload.item.id: thought.id

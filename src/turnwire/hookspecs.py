@@ -195,6 +195,8 @@ def render_retrievable_handle_body(handle: HandleInfo) -> str | None:
     :returns: the handle text.
 
     Stops at the first non-None result. Runs once per non-inline retrievable artifact.
+    Default: what is known about the body (kind, byte and line counts) and the artifact tools
+    that read it by its ``callId``.
     """
 
 
@@ -206,6 +208,8 @@ def render_artifact_handle_body(handle: HandleInfo) -> str | None:
     :returns: the handle text.
 
     Stops at the first non-None result. Runs once per non-inline artifact result.
+    Default: what is known about the artifact (kind, byte and line counts) and the artifact
+    tools that read it by its ``callId``.
     """
 
 
@@ -216,6 +220,8 @@ def render_system_prompt(
     memories: tuple[Memory, ...],
     retrievables: tuple[Retrievable, ...],
     bucket_order: tuple[Bucket, ...],
+    system_prompt_template: bool,
+    render_context: Mapping[str, str],
     stages: StageRelay,
 ) -> str | None:
     """Render the leading system content: the prompt and every bucket before ``timeline``.
@@ -225,11 +231,18 @@ def render_system_prompt(
     :param memories: the thread's memories.
     :param retrievables: the thread's retrieved records.
     :param bucket_order: the configured bucket order.
+    :param system_prompt_template: whether ``{name}`` placeholders in the prompt take values
+        from ``render_context``.
+    :param render_context: the values the caller passed for this dispatch (``render_context=``
+        in Python, ``--context KEY=VALUE`` on the command line); any stage may ask for it.
     :param stages: the relay to the bucket stages.
     :returns: the parts separated by a blank line (``""`` when all are empty).
 
     Stops at the first non-None result. Runs once per request. Where the text goes (the
     ``instructions`` field or a leading item) is ``system_prompt_channel``'s business.
+    Default: the prompt (its placeholders filled when ``system_prompt_template`` is on; names
+    only, unknown ones left as written), then each bucket before ``timeline`` rendered by its
+    own stage, empty parts left out.
     """
 
 
@@ -356,6 +369,8 @@ def filter_thoughts(
     :returns: the surfaced thoughts sorted by ``(created_at, seq, id)``.
 
     Stops at the first non-None result. Runs once per request.
+    Default: the agent's own thoughts (everyone's under ``all``) that are plain text or carry
+    an accepted replay tag; ``latest-self`` keeps only the last of them.
     """
 
 
@@ -385,6 +400,9 @@ def fingerprint_prefix(
 
     Stops at the first non-None result. Runs once per replay candidate and once per recorded
     reasoning item.
+    Default: ``prefix``: SHA-256 of the canonical JSON of ``{input, instructions, model,
+    tools}`` over the first ``through_item`` items; ``model``: SHA-256 of the model and the
+    endpoint alone.
     """
 
 
@@ -403,6 +421,8 @@ def tools_to_wire(
     :returns: the declarations (possibly empty).
 
     Stops at the first non-None result. Runs once per request.
+    Default: every tool that is not hidden, in thread order, with its description, the schema
+    from ``description_to_json_schema`` and an explicit ``strict`` flag.
     """
 
 
@@ -414,6 +434,8 @@ def description_to_json_schema(description: Mapping[str, Any] | None) -> dict[st
     :returns: an object schema (``{"type": "object", "properties": {}}`` when empty).
 
     Stops at the first non-None result. Runs once per declared tool.
+    Default: a copy of the description whose ``type`` defaults to ``object``; an object schema
+    without ``properties`` gets empty ones.
     """
 
 
@@ -432,6 +454,7 @@ def on_prompt_assembled(body: bytes, model: str, attempt_kind: str) -> None:
     Calls every implementation (collect-all). Runs once per request actually sent (the
     reasoning-free retry included; transport retries resend the same body and do not run it
     again). An observer that raises is logged (kind ``observer-error``) and never fails the turn.
+    Default: none; turnwire registers no observer.
     """
 
 
@@ -445,6 +468,7 @@ def on_raw_generation(generation: Generation, model: str) -> None:
 
     Calls every implementation (collect-all). Runs once per response. An observer that raises
     is logged (kind ``observer-error``) and never fails the turn.
+    Default: none; turnwire registers no observer.
     """
 
 
@@ -467,7 +491,8 @@ def parse_text_tool_calls(text: str, tools: Sequence[Tool]) -> TextToolCalls | N
     """Find the tool calls a model wrote into its answer text (local models).
 
     :param text: the response's message texts, joined without a separator.
-    :param tools: the tools the thread declares (a parser may accept only their names).
+    :param tools: the tools the request declared, the built-in ``artifact_*`` tools included
+        when they were (a parser may accept only their names).
     :returns: the calls found and the text without their markup, or ``None`` for none.
 
     Stops at the first non-None result. Runs once per response that has text and no

@@ -54,6 +54,7 @@ Role = Literal["user", "assistant"]
 AwareDatetime = Annotated[datetime, msgspec.Meta(tz=True)]
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 Unit = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+ToolName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
 
 
 class _Record(
@@ -340,12 +341,13 @@ class Retrievable(_Record, frozen=True, kw_only=True):
 class Tool(_Record, frozen=True, kw_only=True):
     """A function tool the model may call.
 
-    ``parameters`` is a JSON Schema object. ``trusted`` selects the trusted envelope for its
-    results; ``hidden`` tools are callable but not declared to the model. ``handler`` names the
-    Python callable (``module:function``) that runs it.
+    ``name`` follows the API's rule for function names: 1 to 64 letters, digits, ``_`` or
+    ``-``. ``parameters`` is a JSON Schema object. ``trusted`` selects the trusted envelope for
+    its results; ``hidden`` tools are callable but not declared to the model. ``handler`` names
+    the Python callable (``module:function``) that runs it.
     """
 
-    name: NonEmpty
+    name: ToolName
     description: str = ""
     parameters: dict[str, Any] | None = None
     trusted: bool = False

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import msgspec
-import yaml
 
+from turnwire._loading import DocumentKind, format_for
 from turnwire.context import (
     BUCKETS,
     DEFAULT_STASH_KEYS,
@@ -43,12 +43,14 @@ from turnwire.wire.request import (
 __all__ = [
     "ClientSettings",
     "ContextSettings",
+    "FileSettings",
     "PluginSettings",
     "RenderSettings",
     "RequestSettings",
     "RetrySettings",
     "Settings",
     "StoreSettings",
+    "ToolSettings",
     "default_config_path",
     "load_settings",
     "profile_names",
@@ -74,6 +76,7 @@ class RenderSettings(_Section, frozen=True, kw_only=True):
     replay_compatibility: tuple[NonEmpty, ...] = ()
     fingerprint_binding: FingerprintBinding = "prefix"
     unfingerprinted_reasoning: UnfingerprintedReasoning = "drop"
+    system_prompt_template: bool = False
     unsupported_media_policy: MediaPolicyName | dict[Literal["audio", "video"], MediaPolicyName] = (
         "throw"
     )
@@ -83,6 +86,8 @@ class RenderSettings(_Section, frozen=True, kw_only=True):
     tool_result_inline_max_bytes: Annotated[int, msgspec.Meta(ge=0)] = 4096
     strict: bool | None = None
     envelope_secret_env: str | None = "TURNWIRE_ENVELOPE_SECRET"
+    # null: $XDG_CONFIG_HOME/turnwire/envelope-secret (created once), else beside the store
+    envelope_secret_file: NonEmpty | None = None
 
     def __post_init__(self) -> None:
         if len(set(self.bucket_order)) != len(self.bucket_order):
@@ -168,7 +173,7 @@ class ContextSettings(_Section, frozen=True, kw_only=True):
     (off while ``token_encoding`` is null)."""
 
     window: Window = "all"
-    token_encoding: Literal["o200k_base", "cl100k_base"] | None = None
+    token_encoding: Literal["o200k_base", "o200k_harmony", "cl100k_base", "qwen3.5"] | None = None
     context_window: Annotated[int, msgspec.Meta(ge=1)] | None = None
 
     def __post_init__(self) -> None:
@@ -200,6 +205,51 @@ class StoreSettings(_Section, frozen=True, kw_only=True):
     path: str | None = None
 
 
+_HANDLER = re.compile(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*")
+
+
+class ToolSettings(_Section, frozen=True, kw_only=True):
+    """``tools:``: which code runs a tool, and for how long.
+
+    A thread names tools, never the code behind them: ``handlers`` (tool name →
+    ``module:function``, written by the deployer), the ``turnwire.tools`` entry points and the
+    Python API register handlers; a thread's own ``handler:`` runs only when it matches one of
+    the glob patterns of ``allow_thread_handlers`` (empty: never).
+    """
+
+    handlers: dict[NonEmpty, NonEmpty] = msgspec.field(default_factory=dict)
+    allow_thread_handlers: tuple[NonEmpty, ...] = ()
+    load_entrypoints: bool = True
+    timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 30.0
+    max_result_bytes: Annotated[int, msgspec.Meta(ge=1)] = 8 * 2**20
+
+    def __post_init__(self) -> None:
+        for name, target in self.handlers.items():
+            if not _HANDLER.fullmatch(target):
+                raise ValueError(
+                    f"handlers: {name}: {target!r} is not `module:function` "
+                    "(such as `mypackage.tools:get_weather`)"
+                )
+
+
+class FileSettings(_Section, frozen=True, kw_only=True):
+    """``files:``: where file pointers may lead, and how much is read.
+
+    ``roots`` null: a thread file's own folder; for a stored thread, the ``files`` folder next
+    to the store and the files named for the turn. A list replaces those defaults (absolute
+    paths only; an empty list allows no pointer at all).
+    """
+
+    roots: tuple[NonEmpty, ...] | None = None
+    max_file_bytes: Annotated[int, msgspec.Meta(ge=0)] = 32 * 2**20
+    max_request_bytes: Annotated[int, msgspec.Meta(ge=0)] = 64 * 2**20
+
+    def __post_init__(self) -> None:
+        for root in self.roots or ():
+            if not os.path.isabs(root):
+                raise ValueError(f"roots: {root!r} is not an absolute path")
+
+
 class Settings(_Section, frozen=True, kw_only=True):
     """The whole configuration."""
 
@@ -209,6 +259,8 @@ class Settings(_Section, frozen=True, kw_only=True):
     context: ContextSettings = msgspec.field(default_factory=ContextSettings)
     plugins: PluginSettings = msgspec.field(default_factory=PluginSettings)
     store: StoreSettings = msgspec.field(default_factory=StoreSettings)
+    tools: ToolSettings = msgspec.field(default_factory=ToolSettings)
+    files: FileSettings = msgspec.field(default_factory=FileSettings)
 
 
 def default_config_path() -> Path:
@@ -244,19 +296,16 @@ def profile_path(name: str) -> Path:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ConfigError(f"cannot read configuration file {path}: {err.strerror}") from err
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ConfigError(f"configuration file {path} is not valid YAML: {err}") from err
+    data = CONFIG_FILES.parse(CONFIG_FILES.read(path), name=str(path), format=format_for(path))
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"configuration file {path} must hold a mapping at the top level")
     return data
+
+
+CONFIG_FILES = DocumentKind("configuration file", ConfigError)
+"""How configuration files are read: the limits of thread files, and :class:`ConfigError`."""
 
 
 def merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
@@ -298,10 +347,13 @@ def _interpolate(value: Any, env: Mapping[str, str], path: str) -> Any:
     text = _PLACEHOLDER.sub(substitute, value)
     if whole is None:
         return text
-    # A value that is one placeholder takes the YAML type of what it expands to.
+    # A value that is one placeholder takes the YAML type of what it expands to, within the
+    # limits of a file (a huge integer or an alias bomb stays a string, for validation to name).
+    if not text:
+        return None
     try:
-        return yaml.safe_load(text) if text else None
-    except yaml.YAMLError:
+        return CONFIG_FILES.parse(text.encode(), name=path, format="yaml")
+    except (ConfigError, UnicodeEncodeError):
         return text
 
 

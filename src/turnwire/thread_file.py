@@ -1,22 +1,40 @@
 """Thread files, schema version 1 (YAML or JSON) ↔ :class:`~turnwire.model.Thread`.
 
-The schema is the one in DESIGN.md; field names are the model's. Relative ``path`` pointers
-(attachments, artifacts) are resolved against the thread file's folder when it is loaded, so a
-loaded thread renders wherever the process runs. Every validation error names its ``$.path``.
+The file is the :class:`~turnwire.model.Thread` Struct as plain data: field names are the
+model's, and the same Structs validate it. ``docs/`` documents every field (the thread file page,
+generated from those Structs), and :func:`turnwire.schema.thread_schema` (``turnwire schema
+thread``) publishes it as JSON Schema. Relative ``path`` pointers (attachments, artifacts) are
+resolved against the thread file's folder when it is loaded, so a loaded thread renders wherever
+the process runs. Every validation error names its ``$.path``.
+
+Files are read and parsed within the limits of :mod:`turnwire._loading` (size, nesting,
+integer range, YAML aliases, UTF-8 text). JSON (a ``.json`` file, or text starting with ``{``)
+is decoded by msgspec straight into the :class:`~turnwire.model.Thread`; only a document that
+does not validate is decoded again as plain data, so that its error names the same ``$.path``
+as a parsed mapping's would.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import yaml
 
-from turnwire.errors import ThreadFileError, validation_location
-from turnwire.model import Thread, map_pointers
+from turnwire._loading import (
+    INT_MAX,
+    INT_MIN,
+    DocumentKind,
+    Format,
+    format_for,
+    looks_like_json,
+)
+from turnwire.errors import InputError, ThreadFileError, validation_location
+from turnwire.model import Message, Thought, Thread, ToolCall, map_pointers
 
 __all__ = ["dump_thread", "load_thread", "load_thread_bytes", "save_thread", "thread_to_builtins"]
 
@@ -31,16 +49,47 @@ def _convert(data: Any) -> Thread:
             path="$.version",
         )
     try:
-        return msgspec.convert(data, Thread)
+        thread = msgspec.convert(data, Thread)
     except msgspec.ValidationError as err:
         path, detail = validation_location(err)
         raise ThreadFileError(f"{path}: {detail}", path=path) from err
+    _check_pointers(thread)
+    return thread
+
+
+def _pointers(thread: Thread) -> Iterator[tuple[str, str | None]]:
+    """``($.path, pointer)`` of every file pointer, in the order of :func:`map_pointers`."""
+    for i, message in enumerate(thread.messages):
+        for j, media in enumerate(message.attachments):
+            yield f"$.messages[{i}].attachments[{j}].path", media.path
+    for i, call in enumerate(thread.tool_calls):
+        result = call.result
+        if result is None:
+            continue
+        for j, media in enumerate(result.media or ()):
+            yield f"$.tool_calls[{i}].result.media[{j}].path", media.path
+        if result.artifact is not None:
+            yield f"$.tool_calls[{i}].result.artifact.path", result.artifact.path
+        for j, artifact in enumerate(result.artifacts or ()):
+            yield f"$.tool_calls[{i}].result.artifacts[{j}].path", artifact.path
+    for i, document in enumerate(thread.retrievables):
+        if document.artifact is not None:
+            yield f"$.retrievables[{i}].artifact.path", document.artifact.path
+
+
+def _check_pointers(thread: Thread) -> None:
+    # The operating system cannot name a file with a NUL in it (Python raises ValueError).
+    for path, pointer in _pointers(thread):
+        if pointer is not None and "\0" in pointer:
+            raise ThreadFileError(f"{path}: a file path cannot contain a NUL character", path=path)
 
 
 def _absolute(pointer: str | None, base: Path) -> str | None:
     if pointer is None or os.path.isabs(pointer):
         return pointer
-    return str((base / pointer).resolve())
+    # Lexical only: symlinks are followed (and confined) when the file is read, and a symlink
+    # loop is the reader's refusal, not a traceback here.
+    return os.path.abspath(os.path.join(base, pointer))
 
 
 def _rebase(thread: Thread, base: Path) -> Thread:
@@ -53,33 +102,115 @@ def _rebase(thread: Thread, base: Path) -> Thread:
     )
 
 
-def load_thread(source: str | os.PathLike[str] | Mapping[str, Any]) -> Thread:
-    """Load a thread from a YAML or JSON file, or from an already parsed mapping.
+THREAD_FILES = DocumentKind(
+    "thread file", ThreadFileError, yaml_syntax="neither valid YAML nor JSON"
+)
+"""How thread files are read: their limits and their error."""
 
-    :raises ThreadFileError: the file cannot be read or does not match schema version 1; the
-        message starts with the ``$.path`` at fault.
+STDIN = "-"
+"""The source :func:`load_thread` reads from standard input."""
+
+
+# The parts of a Thread whose type does not bound them: `Any` trees (checked for nesting and
+# integer range) and plain `int` fields. tests/test_loading.py derives this list from the model.
+UNBOUNDED_FIELDS = (
+    "tools[].parameters",
+    "tool_calls[].args",
+    "messages[].seq",
+    "thoughts[].seq",
+    "tool_calls[].seq",
+)
+
+
+def _check_unbounded(thread: Thread, name: str, data: bytes) -> None:
+    """The limits msgspec's typed decoding cannot check (see ``UNBOUNDED_FIELDS``)."""
+    check_tree = THREAD_FILES.check_tree
+    for index, tool in enumerate(thread.tools):
+        if tool.parameters:
+            path = f"$.tools[{index}].parameters"
+            check_tree(tool.parameters, name=name, data=data, path=path, depth=4)
+    for index, call in enumerate(thread.tool_calls):
+        if call.args:
+            path = f"$.tool_calls[{index}].args"
+            check_tree(call.args, name=name, data=data, path=path, depth=4)
+    timeline: tuple[tuple[str, Sequence[Message | Thought | ToolCall]], ...] = (
+        ("messages", thread.messages),
+        ("thoughts", thread.thoughts),
+        ("tool_calls", thread.tool_calls),
+    )
+    for field, records in timeline:
+        for index, record in enumerate(records):
+            if record.seq > INT_MAX or record.seq < INT_MIN:
+                THREAD_FILES.check_int(record.seq, name=name, path=f"$.{field}[{index}].seq")
+
+
+def _decode_json(data: bytes, name: str, *, or_yaml: bool) -> Thread:
+    try:
+        thread: Thread = THREAD_FILES.decode_json(data, name=name, type=Thread)
+    except msgspec.ValidationError:
+        # Decoded again as plain data, to fail with the same message a mapping would.
+        return _convert(THREAD_FILES.decode_json(data, name=name, type=Any))
+    except InputError as json_error:
+        if not or_yaml:
+            raise
+        # It only looked like JSON: YAML's flow style starts with `{` too.
+        try:
+            tree = THREAD_FILES.parse_yaml(data, name=name)
+        except InputError:
+            raise json_error from None
+        return _convert(tree)
+    _check_unbounded(thread, name, data)
+    _check_pointers(thread)
+    return thread
+
+
+def _parse(data: bytes, name: str, format: Format | None) -> Thread:
+    data = THREAD_FILES.text(data, name=name)
+    if format == "json" or (format is None and looks_like_json(data)):
+        return _decode_json(data, name, or_yaml=format is None)
+    return _convert(THREAD_FILES.parse_yaml(data, name=name))
+
+
+def load_thread(source: str | os.PathLike[str] | Mapping[str, Any]) -> Thread:
+    """Load a thread from a YAML or JSON file, standard input (``"-"``), or an already
+    parsed mapping.
+
+    The format is the suffix's (``.json``, ``.yaml``, ``.yml``), else told by the content.
+    Standard input's relative pointers resolve against the working directory.
+
+    :raises ThreadFileError: the file cannot be read, breaks a limit, does not parse or does
+        not match schema version 1; a schema error's message starts with the ``$.path`` at
+        fault, a parse error's names the file, line and column.
     """
     if isinstance(source, Mapping):
         return _convert(source)
+    if isinstance(source, str) and source == STDIN:
+        data = THREAD_FILES.read_stream(sys.stdin.buffer, name="<stdin>")
+        return load_thread_bytes(data, name="<stdin>")
     path = Path(source)
-    try:
-        text = path.read_bytes()
-    except OSError as err:
-        raise ThreadFileError(f"cannot read thread file {path}: {err.strerror}") from err
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ThreadFileError(f"thread file {path} is neither valid YAML nor JSON: {err}") from err
-    return _rebase(_convert(data), path.resolve().parent)
+    data = THREAD_FILES.read(path)
+    return _rebase(_parse(data, str(path), format_for(path)), path.resolve().parent)
 
 
-def load_thread_bytes(data: bytes, *, name: str, base: Path) -> Thread:
-    """Load a thread from bytes (standard input); relative pointers resolve against ``base``."""
-    try:
-        tree = yaml.safe_load(data)
-    except yaml.YAMLError as err:
-        raise ThreadFileError(f"thread file {name} is neither valid YAML nor JSON: {err}") from err
-    return _rebase(_convert(tree), base.resolve())
+def load_thread_bytes(
+    data: bytes,
+    *,
+    name: str = "<stdin>",
+    format: Format | None = None,
+    base: str | os.PathLike[str] | None = None,
+) -> Thread:
+    """Load a thread from the bytes of a thread file (standard input, a network upload).
+
+    :param name: what messages call the source.
+    :param format: ``json``, ``yaml``, or ``None`` to tell by the content (JSON when the
+        first non-blank byte is ``{``).
+    :param base: the folder relative pointers are resolved against (the working directory
+        when omitted).
+    :raises ThreadFileError: the bytes break a limit, do not parse, or do not match schema
+        version 1.
+    """
+    folder = Path.cwd() if base is None else Path(base)
+    return _rebase(_parse(data, name, format), folder.resolve())
 
 
 def thread_to_builtins(thread: Thread) -> dict[str, Any]:

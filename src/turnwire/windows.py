@@ -45,7 +45,11 @@ _BYTES_PER_TOKEN = 4
 
 
 class WindowSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """``context.window`` as a mapping: exactly one of ``last_turns`` or ``token_budget``."""
+    """``context.window`` as a mapping: exactly one of ``last_turns`` or ``token_budget``.
+
+    :ivar last_turns: keep the last N turns.
+    :ivar token_budget: keep the most recent whole turns whose estimate fits in N tokens.
+    """
 
     last_turns: Annotated[int, msgspec.Meta(ge=1)] | None = None
     token_budget: Annotated[int, msgspec.Meta(ge=1)] | None = None

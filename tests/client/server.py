@@ -8,11 +8,14 @@ connection before any header.
 
 from __future__ import annotations
 
+import gzip
 import json
 import socket
 import struct
 import threading
 import time
+import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -179,3 +182,87 @@ def recorded(name: str) -> bytes:
 
 
 __all__ = ["Path", "Reply", "ScriptedServer", "Seen", "free_port", "recorded"]
+
+
+# ---------------------------------------------------------------- encoded and endless bodies
+
+
+class Lazy:
+    """Chunks made on demand, afresh for every request that plays them: never held whole."""
+
+    def __init__(self, make: Callable[[], Iterator[bytes]]) -> None:
+        self._make = make
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self._make()
+
+
+def encode(data: bytes, encoding: str) -> bytes:
+    """``data`` in ``encoding``: gzip, deflate (zlib-wrapped), raw-deflate, br or zstd."""
+    if encoding == "gzip":
+        return gzip.compress(data)
+    if encoding == "deflate":
+        return zlib.compress(data)
+    if encoding == "raw-deflate":
+        packer = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+        return packer.compress(data) + packer.flush()
+    if encoding == "br":
+        import brotli
+
+        return bytes(brotli.compress(data))
+    if encoding == "zstd":
+        import zstandard
+
+        return bytes(zstandard.ZstdCompressor().compress(data))
+    raise ValueError(encoding)
+
+
+def encoded(
+    data: bytes, encoding: str, *, chunk: int = 4096, header: str | None = None, **extra: object
+) -> Reply:
+    """A reply whose body is ``data`` encoded, sent ``chunk`` encoded bytes at a time, with
+    ``Content-Encoding: header`` (the encoding's name unless given)."""
+    body = encode(data, encoding)
+    name = header if header is not None else encoding.replace("raw-", "")
+    reply = Reply(chunks=[body[i : i + chunk] for i in range(0, len(body), chunk)], **extra)  # type: ignore[arg-type]
+    reply.headers = {**reply.headers, "Content-Encoding": name}
+    return reply
+
+
+def gzip_bomb(inflated_mib: int = 2048, **extra: object) -> Reply:
+    """A gzip body of ``inflated_mib`` MiB of zeros, about 1 KiB per MiB on the wire (2 GiB
+    fit in 2 MB), made as it is sent: one deflate block of 1 MiB of zeros, flushed so that
+    every later one is the same bytes, repeated; the trailer's CRC only if it is reached."""
+    zeros = bytes(1 << 20)
+    packer = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    block = packer.compress(zeros) + packer.flush(zlib.Z_FULL_FLUSH)
+    last = packer.flush()
+
+    def chunks() -> Iterator[bytes]:
+        yield b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"  # gzip header, no name, no time
+        for _ in range(inflated_mib):
+            yield block
+        crc = 0
+        for _ in range(inflated_mib):
+            crc = zlib.crc32(zeros, crc)
+        yield last + struct.pack("<II", crc, (inflated_mib << 20) & 0xFFFFFFFF)
+
+    options: dict[str, object] = {"status": 500, "content_type": "application/json", **extra}
+    reply = Reply(chunks=Lazy(chunks), **options)  # type: ignore[arg-type]
+    reply.headers = {**reply.headers, "Content-Encoding": "gzip"}
+    return reply
+
+
+def endless(size_mib: int = 1024, **extra: object) -> Reply:
+    """A plain body of ``size_mib`` MiB (``x`` repeated), made 64 KiB at a time as it is sent."""
+    piece = b"x" * (64 << 10)
+
+    def chunks() -> Iterator[bytes]:
+        for _ in range(size_mib * 16):
+            yield piece
+
+    options: dict[str, object] = {"status": 500, "content_type": "application/json", **extra}
+    return Reply(chunks=Lazy(chunks), **options)  # type: ignore[arg-type]
+
+
+__all__ += ["Lazy", "encode", "encoded", "endless", "gzip_bomb"]

@@ -124,7 +124,8 @@ def test_retries_exhausted_leave_the_thread_unchanged(thread_file):
     with ScriptedServer([Reply.json(503, ERROR_400)]) as server:
         with pytest.raises(HttpError) as caught:
             run(server, thread_file)
-    assert (caught.value.status, caught.value.attempts) == (503, 3)
+    assert (caught.value.http_status, caught.value.attempts) == (503, 3)
+    assert caught.value.status == 502  # the class status, like every other error
     assert len(server.requests) == 3
     assert_unchanged(thread_file)
 
@@ -146,7 +147,7 @@ def test_the_sdks_retry_rules(thread_file, status, headers, requests):
         try:
             run(server, thread_file)
         except HttpError as err:
-            assert err.status == status
+            assert err.http_status == status
     assert len(server.requests) == requests
 
 
@@ -155,7 +156,7 @@ def test_connection_refused_is_retried_then_reported_with_status_0(thread_file):
     server = SimpleNamespace(base_url=f"http://127.0.0.1:{free_port()}/v1")
     with pytest.raises(HttpError) as caught:
         run(server, thread_file, sleeps=sleeps)
-    assert caught.value.status == 0 and caught.value.attempts == 3
+    assert caught.value.http_status == 0 and caught.value.attempts == 3
     assert "ConnectError" in str(caught.value)
     assert sleeps == [0.5, 1.0]
     assert_unchanged(thread_file)
@@ -375,7 +376,7 @@ def test_a_reasoning_400_gets_one_retry_without_reasoning_or_ids(tmp_path, phras
     with ScriptedServer([Reply.json(400, body), Reply.sse(TEXT)]) as server:
         result = run(server, path, settings=REPLAY)
     first, second = (r.json for r in server.requests)
-    assert [i.get("type") for i in first["input"]] == [None, "reasoning", "message"]
+    assert [i.get("type") for i in first["input"]] == ["message", "reasoning", "message"]
     assert all(i.get("type") != "reasoning" and "id" not in i for i in second["input"])
     validate_body(second)
     assert result.records.messages
@@ -390,6 +391,8 @@ def test_a_pairing_400_that_survives_the_retry_is_reasoning_replay_rejected(tmp_
             run(server, path, settings=REPLAY)
     assert len(server.requests) == 2
     assert caught.value.code == "E_OPENAI_RESPONSES_REASONING_REPLAY_REJECTED"
+    assert (caught.value.status, caught.value.http_status) == (422, 400)
+    assert caught.value.item_id == "rs_1" and "item rs_1" in str(caught.value)
     assert path.read_text() == before
 
 
@@ -398,7 +401,7 @@ def test_a_400_about_something_else_is_not_retried(tmp_path):
     with ScriptedServer([Reply.json(400, ERROR_400)]) as server:
         with pytest.raises(HttpError) as caught:
             run(server, path, settings=REPLAY)
-    assert caught.value.status == 400 and len(server.requests) == 1
+    assert caught.value.http_status == 400 and len(server.requests) == 1
 
 
 def test_no_reasoning_free_retry_when_the_request_carried_no_reasoning(thread_file):

@@ -84,9 +84,9 @@ def test_the_context_window_guard_refuses_before_sending(tmp_path):
             turnwire.api.run(t, container=make_container(settings), base_url=server.base_url)
     assert server.requests == []
     error = caught.value
-    assert error.total > 300 and error.breakdown["instructions"] >= 400
+    assert error.total > 300 and error.breakdown["system_prompt"] >= 400
     assert error.breakdown["timeline"] >= 50
-    assert "instructions" in str(error) and "context_window" in str(error)
+    assert "system_prompt" in str(error) and "context_window" in str(error)
 
 
 def test_under_the_window_the_request_goes_out(tmp_path):

@@ -57,7 +57,7 @@ def test_replayed_reasoning_is_paired_in_the_next_requests(tmp_path):
     validate_body(second)
     kinds = [(i.get("type"), i.get("id", "")[:3]) for i in second["input"]]
     assert kinds == [
-        (None, ""),
+        ("message", ""),
         ("reasoning", "rs_"),
         ("function_call", "fc_"),
         ("function_call_output", ""),
@@ -71,7 +71,7 @@ def test_replayed_reasoning_is_paired_in_the_next_requests(tmp_path):
     assert all(len(t.payload.prefix_fingerprint) == 64 for t in thoughts)
     body = turnwire.render(saved, container=make_container(REPLAY)).json
     assert [i.get("type") for i in body["input"]] == [
-        None,
+        "message",
         "reasoning",
         "function_call",
         "function_call_output",
@@ -142,7 +142,7 @@ def test_once_with_reasoning_replay_records_fingerprints_for_the_pending_call(tm
             handlers={"weather": lambda location: "40 C"},
         )
     kinds = [i.get("type") for i in server.requests[0].json["input"]]
-    assert kinds == [None, "reasoning", "function_call", "function_call_output"]
+    assert kinds == ["message", "reasoning", "function_call", "function_call_output"]
 
 
 def test_the_phase_of_an_assistant_message_is_recorded_and_replayed(tmp_path):

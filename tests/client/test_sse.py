@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -93,3 +94,23 @@ def test_any_chunking_and_line_ending_gives_the_same_events(
         data = data[: -len(eol)]  # the server forgot the final blank line
     expected = [ServerSentEvent("\n".join(lines).encode(), name) for name, lines in spec]
     assert decode(data, chunk) == expected
+
+
+@pytest.mark.parametrize("ending", [b"\n", b"\r\n", b"\r"])
+def test_one_event_may_hold_at_most_max_event_bytes(ending):
+    from turnwire.errors import StreamError
+
+    decoder = SSEDecoder(max_event_bytes=100)
+    # Many small events, far more than the limit in total, pass.
+    event = b"data: " + b"x" * 40 + ending + ending
+    for _ in range(50):
+        assert len(decoder.feed(event)) == 1
+    # One line that never ends does not.
+    decoder.feed(b"data: " + b"y" * 60)
+    with pytest.raises(StreamError, match="an event larger than 100 bytes"):
+        decoder.feed(b"y" * 60)
+    # Nor do many data lines of one event that never ends.
+    lines = SSEDecoder(max_event_bytes=100)
+    with pytest.raises(StreamError):
+        for _ in range(20):
+            lines.feed(b"data: 12345678" + ending)

@@ -145,7 +145,7 @@ def test_a_path_pointer_is_loaded_when_rendering(tmp_path):
         "  created_at: 2026-01-01T10:00:00Z\n  attachments:\n"
         "  - {id: a1, kind: image, mime_type: image/png, filename: cat.png, path: cat.png}\n"
     )
-    body = render_body(turnwire.load_thread(tmp_path / "t.yaml"))
+    body = render_body(tmp_path / "t.yaml")  # a path: its folder is where pointers may lead
     image = body["input"][0]["content"][2]
     assert image["image_url"] == "data:image/png;base64," + base64.b64encode(b"PNGDATA").decode()
 
@@ -169,7 +169,7 @@ def test_a_missing_file_is_a_clear_error(tmp_path):
         ]
     )
     with pytest.raises(turnwire.RenderError) as caught:
-        turnwire.render(t, model="gpt-5")
+        turnwire.render(t, model="gpt-5", roots=[tmp_path])
     assert caught.value.record == "a1" and "no.png" in str(caught.value)
 
 

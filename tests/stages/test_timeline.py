@@ -25,6 +25,7 @@ def test_user_message_is_an_identity_envelope():
     n = N("u1")
     assert body["input"] == [
         {
+            "type": "message",
             "role": "user",
             "content": [
                 {
@@ -71,6 +72,7 @@ def test_peer_assistant_is_string_content_in_a_peer_envelope():
     )
     n = N("p1")
     assert body["input"][1] == {
+        "type": "message",
         "role": "assistant",
         "content": (
             f'<peer_agent_output_{n} from="Bot" createdAt="2026-01-01T10:00:01.000Z">\nI checked.\n'
@@ -98,7 +100,7 @@ def test_own_message_attachments_follow_as_a_user_item():
         ]
     )
     items = render_body(t)["input"]
-    assert items[1] == {"role": "assistant", "content": "Here is the chart."}
+    assert items[1] == {"type": "message", "role": "assistant", "content": "Here is the chart."}
     assert items[2]["role"] == "user"
     assert [p["type"] for p in items[2]["content"]] == ["input_text", "input_image"]
 
@@ -106,6 +108,6 @@ def test_own_message_attachments_follow_as_a_user_item():
 def test_self_identity_decides_what_is_own_output():
     t = thread(messages=[user(), assistant("x1", "from me", 1, identity={"identifier": "me"})])
     own = render_body(t, {"render": {"self_identity": "me"}})["input"][1]
-    assert own == {"role": "assistant", "content": "from me"}
+    assert own == {"type": "message", "role": "assistant", "content": "from me"}
     peer = render_body(t)["input"][1]
     assert "<peer_agent_output_" in peer["content"]

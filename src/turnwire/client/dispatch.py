@@ -44,6 +44,7 @@ from turnwire.errors import (
     ReasoningReplayRejectedError,
     StreamError,
     StreamStalledError,
+    validation_location,
 )
 from turnwire.model import (
     REPLAY_TAG,
@@ -55,7 +56,7 @@ from turnwire.model import (
     ToolCall,
     ToolResult,
 )
-from turnwire.stages.tool_results import shows_inline
+from turnwire.turns import ContextAssembler, file_roots
 from turnwire.wire import FunctionCall, OutputMessage, ReasoningItem, ReasoningText, SummaryText
 from turnwire.wire.events import TextDelta, decode_event
 
@@ -212,15 +213,13 @@ class Client:
                 **transport_options,
             )
         self.transport = transport
-        self.executor = ToolExecutor(
-            inline_max_bytes=self.settings.render.tool_result_inline_max_bytes,
-            handlers=dict(handlers or {}),
-        )
+        self.executor = ToolExecutor.from_settings(self.settings, handlers=handlers)
         self.clock = clock
         self.plugin_manager = container.plugin_manager()
         self.requests = 0
         self._handlers = dict(handlers or {})
         self._last_rendered: Any = None
+        self._render_context: dict[str, str] = {}
         self._transport_options = transport_options
         self._credentials = (base_url, api_key, organization, project)
 
@@ -297,42 +296,63 @@ class Client:
         on_text: Callable[[str], None] | None = None,
         on_tool_result: Callable[[ToolCall], None] | None = None,
         overrides: Mapping[str, Any] | None = None,
+        render_context: Mapping[str, str] | None = None,
+        roots: Iterable[str | os.PathLike[str]] | None = None,
     ) -> RunResult:
         """Send the thread, stream the answer, run tools and loop; return the extended thread.
+
+        Before anything runs or is sent, the thread's handlers and file pointers are checked
+        (:class:`~turnwire.errors.HandlerNotAllowedError`,
+        :class:`~turnwire.errors.FileNotAllowedError`).
 
         :param once: one request; tool calls are recorded but not run.
         :param on_text: called with each text delta as it arrives.
         :param on_tool_result: called with each tool call once its result is recorded.
         :param overrides: settings for this run only, merged over the client's (see
             :meth:`with_overrides`).
+        :param render_context: values stages may ask for by name, for every request of this
+            run (see :func:`turnwire.render`).
+        :param roots: where file pointers may lead (default ``files.roots``, else nowhere).
         """
         if overrides:
             return await self.with_overrides(overrides).run(
-                thread, model=model, once=once, on_text=on_text, on_tool_result=on_tool_result
+                thread,
+                model=model,
+                once=once,
+                on_text=on_text,
+                on_tool_result=on_tool_result,
+                render_context=render_context,
+                roots=roots,
             )
+        self._render_context = dict(render_context or {})
         from turnwire.api import resolve_model
 
-        self._require_key()
         resolved = resolve_model(thread, self.container, model)
+        allowed = file_roots(roots, self.settings.files)
+        files = ContextAssembler.from_settings(self.settings.files, allowed)
+        # The thread's own faults first, then the deployment's; all before anything runs.
+        self.executor.check(thread)
+        files.check(thread)
+        self._require_key()
         start_calls = len(thread.tool_calls)
         start_messages, start_thoughts = len(thread.messages), len(thread.thoughts)
         ran_pending: tuple[ToolCall, ...] = ()
         if not once:
             pending = {call.id for call in thread.tool_calls if call.result is None}
-            thread = await self._run_pending(thread, on_tool_result)
+            thread = await self._run_pending(thread, on_tool_result, files)
             ran_pending = tuple(c for c in thread.tool_calls[:start_calls] if c.id in pending)
         iterations = 0
         generation: Generation | None = None
         while True:
             iterations += 1
-            generation = await self._iteration(thread, resolved, on_text)
+            generation = await self._iteration(thread, resolved, on_text, allowed)
             generation = apply_text_tool_calls(generation, self._text_call_parser(thread))
             thread, calls = self._record(thread, generation)
             self._observe("on_raw_generation", generation=generation, model=resolved)
             runnable = [call for call in calls if call.result is None]
             if runnable and not once:
-                thread = await self._execute(thread, runnable, on_tool_result)
-            thread = self._fingerprint_new_thoughts(thread, resolved)
+                thread = await self._execute(thread, runnable, on_tool_result, files)
+            thread = self._fingerprint_new_thoughts(thread, resolved, allowed)
             if not calls or once:
                 break
             if iterations >= self.settings.client.max_iterations:
@@ -369,7 +389,9 @@ class Client:
         """The fingerprint stage through a relay, so plugins and overrides apply here too."""
         from turnwire._relay import StageRelay
 
-        options = self.container.render_options(model=model).injectable()
+        options = self.container.render_options(
+            model=model, render_context=self._render_context
+        ).injectable()
         relay = StageRelay(
             self.container.stage_plan(), {**options, "warn": lambda message: None, "scratch": {}}
         )
@@ -391,30 +413,19 @@ class Client:
 
     # ------------------------------------------------------------------ one iteration
 
-    def _render(self, thread: Thread, model: str, *, replay_off: bool = False) -> Any:
+    def _render(
+        self, thread: Thread, model: str, roots: tuple[str, ...], *, replay_off: bool = False
+    ) -> Any:
         from turnwire.api import render
 
-        declared = self._with_artifact_tools(thread)
         return render(
-            declared,
+            thread,
             container=self.container,
             model=model,
             reasoning_replay="off" if replay_off else None,
+            render_context=self._render_context,
+            roots=roots,
         )
-
-    def _with_artifact_tools(self, thread: Thread) -> Thread:
-        limit = self.settings.render.tool_result_inline_max_bytes
-        has_handles = any(
-            call.result is not None
-            and call.result.artifact is not None
-            and shows_inline(call.result.artifact, call, limit) is not True
-            for call in thread.tool_calls
-        ) or any(r.artifact is not None and not r.inline for r in thread.retrievables)
-        if not has_handles:
-            return thread
-        known = {tool.name for tool in thread.tools}
-        extra = tuple(t for t in artifact_tools() if t.name not in known)
-        return msgspec.structs.replace(thread, tools=thread.tools + extra)
 
     def _check_tool_choice(self, thread: Thread) -> None:
         choice = self.settings.request.tool_choice
@@ -445,24 +456,28 @@ class Client:
         )
 
     async def _iteration(
-        self, thread: Thread, model: str, on_text: Callable[[str], None] | None
+        self,
+        thread: Thread,
+        model: str,
+        on_text: Callable[[str], None] | None,
+        roots: tuple[str, ...],
     ) -> Generation:
         from turnwire.tokens import check_context_window
 
         self._check_tool_choice(thread)
-        rendered = self._last_rendered = self._render(thread, model)
+        rendered = self._last_rendered = self._render(thread, model, roots)
         context = self.settings.context
         check_context_window(
             rendered.request,
+            thread,
             encoding=context.token_encoding,
             window=context.context_window,
-            fingerprintable_length=rendered.fingerprintable_length,
         )
         try:
             return await self._exchange(rendered, model, on_text, "request")
         except HttpError as err:
             body = err.body.lower().replace("`", "")
-            if err.status != 400 or not any(p in body for p in REASONING_PHRASES):
+            if err.http_status != 400 or not any(p in body for p in REASONING_PHRASES):
                 raise
             if not _carries_reasoning(rendered.request.input):
                 raise
@@ -471,12 +486,12 @@ class Client:
                 "without reasoning items or paired ids",
                 extra={"kind": "reasoning-replay-rejected"},
             )
-            rendered = self._last_rendered = self._render(thread, model, replay_off=True)
+            rendered = self._last_rendered = self._render(thread, model, roots, replay_off=True)
             try:
                 return await self._exchange(rendered, model, on_text, "reasoning-free-retry")
             except HttpError as again:
                 lowered = again.body.lower().replace("`", "")
-                if again.status == 400 and any(p in lowered for p in PAIRING_PHRASES):
+                if again.http_status == 400 and any(p in lowered for p in PAIRING_PHRASES):
                     raise ReasoningReplayRejectedError(
                         body=again.body, attempts=again.attempts
                     ) from again
@@ -495,14 +510,11 @@ class Client:
             else:
                 raw = b"".join([chunk async for chunk in answer.chunks])
                 try:
-                    generation = generation_from_response(msgspec.json.decode(raw))
-                except (msgspec.DecodeError, TypeError, AttributeError) as err:
+                    decoded = msgspec.json.decode(raw)
+                except msgspec.DecodeError as err:
                     raise StreamError(f"the answer is not a response object: {err}") from err
-        if generation.terminal in ("failed", "error"):
-            raise StreamError(
-                generation.error_message or f"response {generation.terminal}",
-                error_code=generation.error_code,
-            )
+                generation = generation_from_response(decoded)
+        _raise_unless_answered(generation)
         return generation
 
     async def _read_stream(self, chunks: Any, on_text: Callable[[str], None] | None) -> Generation:
@@ -514,6 +526,8 @@ class Client:
             nonlocal malformed
             events = []
             for raw in raw_events:
+                if raw.data == b"[DONE]":
+                    continue  # the Chat Completions end marker some bridges (litellm) send
                 try:
                     event = decode_event(raw.data)
                 except msgspec.DecodeError:
@@ -529,20 +543,27 @@ class Client:
                 events.append(event)
             finished.extend(accumulator.feed(events))
 
-        try:
-            async for chunk in chunks:
-                apply(decoder.feed(chunk))
-                if finished:
-                    return finished[0]
-        except StreamStalledError as err:
-            err.partial = accumulator.partial()
-            raise
-        except StreamError as err:
-            logger.warning(
-                "the connection dropped mid-stream (%s); keeping what arrived",
-                err,
-                extra={"kind": "stream-disconnected"},
-            )
+        reader = aiter(chunks)
+        while True:
+            # Only reading may fail as a disconnect; a StreamError from `apply` (a value of
+            # the wrong shape) ends the exchange as it is.
+            try:
+                chunk = await anext(reader)
+            except StopAsyncIteration:
+                break
+            except StreamStalledError as err:
+                err.partial = accumulator.partial()
+                raise
+            except StreamError as err:
+                logger.warning(
+                    "the connection dropped mid-stream (%s); keeping what arrived",
+                    err,
+                    extra={"kind": "stream-disconnected"},
+                )
+                break
+            apply(decoder.feed(chunk))
+            if finished:
+                return finished[0]
         apply(decoder.close())
         if finished:
             return finished[0]
@@ -625,6 +646,9 @@ class Client:
                     )
                 calls.append(call)
                 seq += 1
+        _check_records("messages", messages)
+        _check_records("thoughts", thoughts)
+        _check_records("tool_calls", calls)
         extended = msgspec.structs.replace(
             thread,
             messages=thread.messages + tuple(messages),
@@ -670,7 +694,9 @@ class Client:
             seq=seq,
         )
 
-    def _fingerprint_new_thoughts(self, thread: Thread, model: str) -> Thread:
+    def _fingerprint_new_thoughts(
+        self, thread: Thread, model: str, roots: tuple[str, ...]
+    ) -> Thread:
         """Give each newly recorded reasoning thought the fingerprint of its future prefix.
 
         The thread is rendered once with every fingerprint accepted, which yields the input
@@ -689,7 +715,11 @@ class Client:
 
         with overriding(self.container.fingerprint_prefix, lambda: _WILDCARD):
             rendered = render_input(
-                self._with_artifact_tools(thread), container=self.container, model=model
+                thread,
+                container=self.container,
+                model=model,
+                render_context=self._render_context,
+                roots=roots,
             )
         items = rendered.input
         fingerprint = self._fingerprinter(model)
@@ -716,22 +746,26 @@ class Client:
     # ------------------------------------------------------------------ tools
 
     async def _run_pending(
-        self, thread: Thread, on_tool_result: Callable[[ToolCall], None] | None
+        self,
+        thread: Thread,
+        on_tool_result: Callable[[ToolCall], None] | None,
+        files: ContextAssembler,
     ) -> Thread:
         pending = [call for call in thread.tool_calls if call.result is None]
         if not pending:
             return thread
-        return await self._execute(thread, pending, on_tool_result)
+        return await self._execute(thread, pending, on_tool_result, files)
 
     async def _execute(
         self,
         thread: Thread,
         calls: list[ToolCall],
         on_tool_result: Callable[[ToolCall], None] | None,
+        files: ContextAssembler,
     ) -> Thread:
         done: dict[str, ToolCall] = {}
         for call in calls:
-            finished = await self.executor.execute(call, thread)
+            finished = await self.executor.execute(call, thread, files=files)
             done[call.id] = finished
             if on_tool_result is not None:
                 on_tool_result(finished)
@@ -741,9 +775,14 @@ class Client:
     # ------------------------------------------------------------------ hooks
 
     def _text_call_parser(self, thread: Thread) -> Callable[[str], TextToolCalls | None]:
+        from turnwire.api import with_declared_tools
+
+        # The tools the request declared, the built-in artifact tools included.
+        tools = with_declared_tools(thread, container=self.container).tools
+
         def parse(text: str) -> TextToolCalls | None:
             try:
-                found = self._hook("parse_text_tool_calls", text=text, tools=thread.tools)
+                found = self._hook("parse_text_tool_calls", text=text, tools=tools)
             except Exception:
                 # A parser that breaks leaves the answer as text; it never fails the turn.
                 logger.exception("parse_text_tool_calls raised", extra={"kind": "parser-error"})
@@ -756,17 +795,73 @@ class Client:
         return getattr(self.plugin_manager.hook, name)(**kwargs)
 
     def _observe(self, name: str, **kwargs: Any) -> None:
+        """Call every observer, each isolated: one that raises is logged, the others run.
+
+        Wrappers (and tracing) need pluggy's own call: then the observers run as temporary
+        implementations of a caller that holds only the wrappers, still isolated one by one.
+        """
         caller = getattr(self.plugin_manager.hook, name)
-        for impl in caller.get_hookimpls():
-            try:
-                impl.function(**{arg: kwargs[arg] for arg in impl.argnames})
-            except Exception:
-                logger.exception(
-                    "observer %s of %s raised; the turn goes on",
-                    impl.plugin_name,
-                    name,
-                    extra={"kind": "observer-error"},
-                )
+        impls = caller.get_hookimpls()
+        plain = [impl for impl in impls if not (impl.wrapper or impl.hookwrapper)]
+
+        def isolated(impl: Any) -> Callable[[], None]:
+            def call() -> None:
+                try:
+                    impl.function(**{arg: kwargs[arg] for arg in impl.argnames})
+                except Exception:
+                    logger.exception(
+                        "observer %s of %s raised; the turn goes on",
+                        impl.plugin_name,
+                        name,
+                        extra={"kind": "observer-error"},
+                    )
+
+            return call
+
+        if len(plain) == len(impls) and not self.settings.plugins.trace:
+            for impl in plain:
+                isolated(impl)()
+            return
+        wrappers = self.plugin_manager.subset_hook_caller(
+            name, remove_plugins=[impl.plugin for impl in plain]
+        )
+        try:
+            wrappers.call_extra([isolated(impl) for impl in reversed(plain)], kwargs)
+        except Exception:
+            logger.exception(
+                "a wrapper of %s raised; the turn goes on", name, extra={"kind": "observer-error"}
+            )
+
+
+def _check_records(kind: str, records: Iterable[Message | Thought | ToolCall]) -> None:
+    """Each new record through the thread-file schema, strictly, before it joins the thread:
+    a value the file could not hold later is refused now, naming where it sits."""
+    for index, record in enumerate(records):
+        try:
+            msgspec.convert(msgspec.to_builtins(record), type(record))
+        except (msgspec.ValidationError, ValueError, TypeError) as err:
+            path, detail = validation_location(err, root=f"$.{kind}[+{index}]")
+            raise StreamError(
+                f"the answer would add a record the thread file cannot hold ({path}: "
+                f"{detail}); nothing was recorded",
+                event="record",
+                field=path,
+            ) from err
+
+
+_ANSWERLESS = {"failed": "failed", "cancelled": "was cancelled"}
+
+
+def _raise_unless_answered(generation: Generation) -> None:
+    """A failed, errored or cancelled response is a stream error: nothing of it is recorded
+    (``incomplete`` is an answer, cut short: its finish reason says why)."""
+    status = generation.status
+    if generation.terminal in ("failed", "error") or status in _ANSWERLESS:
+        what = _ANSWERLESS.get(status or "", generation.terminal)
+        raise StreamError(
+            generation.error_message or f"the response {what}; nothing was recorded",
+            error_code=generation.error_code or ("cancelled" if status == "cancelled" else None),
+        )
 
 
 def _carries_reasoning(items: Iterable[object]) -> bool:

@@ -4,17 +4,27 @@ Lines end with LF, CRLF or CR (a CR at the end of one chunk and an LF at the sta
 are one line end). ``data:`` lines of one event are joined with LF; ``event:`` sets the type;
 ``id:`` and ``retry:`` are kept; a line starting with ``:`` is a comment; a field name without a
 colon has an empty value; one space after the colon is dropped. A blank line dispatches the
-event; an event without data is not dispatched. Unlike the official SDK's decoder, an event
-still pending at end of stream (the server sent no final blank line) is dispatched by
-:meth:`SSEDecoder.close`.
+event; an event without data is not dispatched. One UTF-8 byte order mark at the very start of
+the stream is dropped (it may arrive split over chunks); an empty chunk changes nothing, not even
+a CR waiting for its LF. Unlike the official SDK's decoder, an event still pending at end of
+stream (the server sent no final blank line) is dispatched by :meth:`SSEDecoder.close`.
 
 The decoder keeps the pending incomplete line as a list of fragments, so one huge event
-arriving in tiny chunks costs linear time.
+arriving in tiny chunks costs linear time. One event (its pending line and its data lines
+together) may hold at most ``max_event_bytes``: a server that sends an endless line, or a
+compressed stream that inflates into one, is a :class:`~turnwire.errors.StreamError`, never
+unbounded memory.
 """
 
 from __future__ import annotations
 
+from turnwire.errors import StreamError
+
 __all__ = ["SSEDecoder", "ServerSentEvent"]
+
+_BOM = b"\xef\xbb\xbf"
+MAX_EVENT_BYTES = 64 * 2**20
+"""The largest event the decoder holds (a whole ``response.completed`` fits many times)."""
 
 
 class ServerSentEvent:
@@ -61,9 +71,24 @@ class ServerSentEvent:
 class SSEDecoder:
     """Incremental decoder: :meth:`feed` chunks, then :meth:`close` at end of stream."""
 
-    __slots__ = ("_after_cr", "_data", "_event", "_fragments", "_has_data", "_id", "_retry")
+    __slots__ = (
+        "_after_cr",
+        "_data",
+        "_event",
+        "_fragments",
+        "_has_data",
+        "_head",
+        "_held",
+        "_id",
+        "_limit",
+        "_retry",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_event_bytes: int = MAX_EVENT_BYTES) -> None:
+        self._limit = max_event_bytes
+        self._held = 0  # bytes of the pending line and of the pending event's data
+        # The stream's first bytes until they are known not to be a byte order mark, then None.
+        self._head: bytes | None = b""
         self._fragments: list[bytes] = []
         self._after_cr = False
         self._data: list[bytes] = []
@@ -74,14 +99,29 @@ class SSEDecoder:
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
         """Decode ``chunk``; return the events it completes."""
-        if self._after_cr:
-            self._after_cr = False
-            if chunk.startswith(b"\n"):
-                chunk = chunk[1:]
         if not chunk:
             return []
+        if self._head is not None:
+            chunk = self._head + chunk
+            if len(chunk) < len(_BOM) and _BOM.startswith(chunk):
+                self._head = chunk
+                return []
+            self._head = None
+            if chunk.startswith(_BOM):
+                chunk = chunk[len(_BOM) :]
+                if not chunk:
+                    return []
+        if self._after_cr:
+            self._after_cr = False
+            if chunk[0] == 10:  # the LF of a CRLF split over two chunks
+                chunk = chunk[1:]
+                if not chunk:
+                    return []
         if b"\r" in chunk:
             return self._feed_cr(chunk)
+        self._held += len(chunk)
+        if self._held > self._limit:
+            self._too_large()
         last = chunk.rfind(b"\n")
         if last == -1:
             self._fragments.append(chunk)
@@ -114,9 +154,20 @@ class SSEDecoder:
                 self._event = b""
             else:
                 self._line(line, events)
+        if events:  # held from here on: the incomplete line and the next event's data so far
+            self._held = len(chunk) - last - 1 + sum(map(len, data))
         return events
 
+    def _too_large(self) -> None:
+        raise StreamError(
+            f"the stream sent an event larger than {self._limit} bytes without ending it; "
+            "nothing was recorded"
+        )
+
     def _feed_cr(self, chunk: bytes) -> list[ServerSentEvent]:
+        self._held += len(chunk)
+        if self._held > self._limit:
+            self._too_large()
         text = b"".join([*self._fragments, chunk]) if self._fragments else chunk
         self._fragments = []
         events: list[ServerSentEvent] = []
@@ -139,6 +190,8 @@ class SSEDecoder:
                 start = cr + 2
             else:
                 start = cr + 1
+        if events:
+            self._held = sum(map(len, self._fragments)) + sum(map(len, self._data))
         return events
 
     def _line(self, line: bytes, events: list[ServerSentEvent]) -> None:
@@ -172,6 +225,10 @@ class SSEDecoder:
     def close(self) -> list[ServerSentEvent]:
         """End of stream: dispatch a pending event that lacked its final blank line."""
         events: list[ServerSentEvent] = []
+        if self._head:  # a stream of one or two bytes that only looked like a BOM's start
+            head, self._head = self._head, None
+            events += self.feed(head)
+        self._head = None
         if self._fragments:
             line = b"".join(self._fragments)
             self._fragments = []

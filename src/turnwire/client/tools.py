@@ -1,28 +1,68 @@
-"""The tool loop's executor: runs the thread's tool handlers and the built-in artifact tools.
+"""The tool loop's executor: runs registered tool handlers and the built-in artifact tools.
 
-Bad arguments (invalid JSON, not an object), unknown tools, missing handlers and handler
-exceptions become error results the model reads on the next iteration; nothing here raises.
+A thread names tools, never the code that runs them. A tool's handler is, in this order: the
+callable given through the Python API (``handlers=``), the ``module:function`` of
+``tools.handlers`` in configuration, the entry point of that name in the ``turnwire.tools``
+group, and last the thread's own ``handler:``, only when it matches a glob pattern of
+``tools.allow_thread_handlers`` (and then only a public function defined in the module it
+names). :meth:`ToolExecutor.check` refuses a thread whose ``handler:`` is not allowed, before
+any request is sent (:class:`~turnwire.errors.HandlerNotAllowedError`).
+
+At run time nothing here raises (``KeyboardInterrupt`` aside): bad arguments, unknown tools, a
+tool with no registered handler (the model may call a name the thread never declared),
+exceptions, ``SystemExit`` included, a handler that runs past ``tools.timeout_s`` and a result
+that cannot be serialised all become error results the model reads on the next iteration.
 Results up to ``render.tool_result_inline_max_bytes`` are stored as text, larger ones as
-artifacts (shown as handles, read with the ``artifact_*`` tools).
+artifacts (shown as handles, read with the ``artifact_*`` tools); no answer, the artifact
+tools' included, may pass ``tools.max_result_bytes``.
+
+Limits: a sync handler that times out keeps running in its (daemon) thread, abandoned; an
+async handler that blocks the event loop (``time.sleep`` inside ``async def``) or ignores
+cancellation cannot be bounded; ``os._exit`` ends the process. Handlers are trusted code.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import contextvars
+import fnmatch
 import importlib
 import inspect
 import json
+import logging
+import math
 import re
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
 
 import msgspec
+import re2
 
-from turnwire.errors import InvalidToolCallArgs
+from turnwire._redact import redact
+from turnwire.errors import (
+    FileNotAllowedError,
+    HandlerNotAllowedError,
+    InvalidToolCallArgs,
+    RenderError,
+)
 from turnwire.model import Artifact, Thread, Tool, ToolCall, ToolResult
 from turnwire.stages.artifacts import ARTIFACT_TOOLS
+from turnwire.turns import ContextAssembler, located_pointers
 
-__all__ = ["ToolExecutor", "artifact_tools", "parse_arguments"]
+if TYPE_CHECKING:
+    from turnwire.settings import Settings
+
+__all__ = ["ENTRY_POINT_GROUP", "ToolExecutor", "artifact_tools", "parse_arguments"]
+
+logger = logging.getLogger("turnwire")
+
+ENTRY_POINT_GROUP = "turnwire.tools"
+MAX_LINES = 10_000
+MAX_PATTERN = 1_000
+_IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 
 _CALL_ID = {"type": "string", "description": "the callId shown in the artifact's handle"}
 _SCHEMAS: dict[str, dict[str, Any]] = {
@@ -65,62 +105,323 @@ def parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
         return {}, None
     try:
         value = json.loads(raw)
-    except json.JSONDecodeError:
-        error = InvalidToolCallArgs(f"Tool arguments are not valid JSON. Raw value: {raw}")
+    except (ValueError, RecursionError) as err:  # JSONDecodeError, a 5,000-digit integer
+        reason = "not valid JSON" if isinstance(err, json.JSONDecodeError) else "out of bounds"
+        error = InvalidToolCallArgs(f"Tool arguments are {reason}. Raw value: {raw[:2000]}")
         return {}, error.message
     if not isinstance(value, dict):
         kind = {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
             type(value), "number"
         )
         error = InvalidToolCallArgs(
-            f"Tool arguments must be a JSON object; received {kind}. Raw value: {raw}"
+            f"Tool arguments must be a JSON object; received {kind}. Raw value: {raw[:2000]}"
         )
         return {}, error.message
     return value, None
 
 
-def _read_body(artifact: Artifact) -> str:
-    """An artifact's body, read from its file when it is only a pointer."""
-    if artifact.text is not None:
-        return artifact.text
-    assert artifact.path is not None
-    return Path(artifact.path).read_text(encoding="utf-8", errors="replace")
+class _Unserialisable(Exception):
+    pass
 
 
 def _as_text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    if isinstance(value, msgspec.Struct):
-        return msgspec.json.encode(value).decode()
+    """A handler's result as text; :class:`_Unserialisable` when it has no JSON form."""
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    except (TypeError, ValueError):
-        return str(value)
+        if value is None:
+            return ""
+        if isinstance(value, str):
+            return str.__str__(value)
+        if isinstance(value, bytes | bytearray):
+            return bytes(value).decode("utf-8", "replace")
+        if isinstance(value, msgspec.Struct):
+            return msgspec.json.encode(value).decode()
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except Exception as err:  # TypeError, ValueError (NaN, cycles), RecursionError, a hook's own
+        raise _Unserialisable(f"{type(value).__name__} ({type(err).__name__})") from err
+
+
+def _shown(value: str, limit: int = 200) -> str:
+    """A thread's value in a message: quoted, escaped onto one line, cut at ``limit``."""
+    return repr(value[:limit]) + ("..." if len(value) > limit else "")
+
+
+def _describe(err: BaseException) -> str:
+    try:
+        text = str(err)
+    except Exception:
+        text = "(its message cannot be shown)"
+    return f"{type(err).__name__}: {text}"[:2000]
+
+
+class _TimedOut(Exception):
+    pass
+
+
+class _Settled:
+    """What a handler ended with: a value or an exception (``SystemExit`` too)."""
+
+    __slots__ = ("error", "value")
+
+    def __init__(self, value: Any = None, error: BaseException | None = None) -> None:
+        self.value = value
+        self.error = error
+
+    def unwrap(self) -> Any:
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+async def _in_daemon_thread(function: Callable[[], Any], timeout_s: float) -> Any:
+    """``function()`` in a daemon thread, waited for at most ``timeout_s``.
+
+    Not ``asyncio.to_thread``: the default executor's threads are joined when the loop and the
+    interpreter shut down, so a handler that never returns would keep the process alive after
+    its call timed out. A daemon thread is abandoned instead.
+    """
+    loop = asyncio.get_running_loop()
+    settled: asyncio.Future[_Settled] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(outcome: _Settled) -> None:
+        if not settled.done():
+            settled.set_result(outcome)
+
+    def work() -> None:
+        try:
+            outcome = _Settled(value=context.run(function))
+        except BaseException as err:  # SystemExit and all: reported, never raised here
+            outcome = _Settled(error=err)
+        # RuntimeError: the loop closed while the handler ran, and nobody waits any more.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(settle, outcome)
+
+    threading.Thread(target=work, name="turnwire-tool", daemon=True).start()
+    try:
+        outcome = await asyncio.wait_for(settled, timeout_s)
+    except TimeoutError as err:
+        raise _TimedOut from err
+    return outcome.unwrap()  # outside the `try`: a handler's own TimeoutError is its failure
+
+
+async def _bounded(awaitable: Awaitable[Any], timeout_s: float) -> Any:
+    """Await ``awaitable`` for at most ``timeout_s``; cancel it and walk away after that.
+
+    The awaitable runs in a task of its own that settles every exception into a value: a
+    ``SystemExit`` raised in a task would otherwise escape through the event loop.
+    """
+
+    async def guarded() -> _Settled:
+        try:
+            return _Settled(value=await awaitable)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            raise
+        except BaseException as err:
+            return _Settled(error=err)
+
+    task = asyncio.ensure_future(guarded())
+    try:
+        done, _ = await asyncio.wait({task}, timeout=timeout_s)
+    except asyncio.CancelledError:
+        task.cancel()  # the run is cancelled: so is its handler
+        raise
+    if not done:
+        task.cancel()  # not awaited: a handler that ignores cancellation must not hang the run
+        raise _TimedOut
+    return task.result().unwrap()
+
+
+def _whole(args: Mapping[str, Any], key: str, default: int, low: int, high: int) -> int:
+    """A whole-number argument, clamped to ``[low, high]``; ``ValueError`` for anything else."""
+    value = args.get(key, default)
+    if isinstance(value, float) and math.isinf(value):
+        return high if value > 0 else low
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        shown = json.dumps(value)[:40] if isinstance(value, str | bool | float) else "a value"
+        raise ValueError(f"{key} must be a whole number, not {shown}")
+    return min(max(value, low), high)
+
+
+def _grep_pattern(value: object) -> Any:
+    if not isinstance(value, str):
+        raise ValueError("pattern must be a string")
+    if len(value) > MAX_PATTERN:
+        raise ValueError(f"pattern is longer than {MAX_PATTERN} characters")
+    options = re2.Options()
+    options.log_errors = False
+    options.max_mem = 8 * 2**20
+    try:
+        return re2.compile(value, options=options)
+    except re2.error as err:
+        detail = err.args[0].decode() if err.args and isinstance(err.args[0], bytes) else err
+        raise ValueError(
+            f"pattern is not a valid RE2 expression ({detail}); backreferences and lookaround "
+            "are not supported"
+        ) from err
 
 
 class ToolExecutor:
     """Runs one tool call at a time against a thread's tools.
 
     :param inline_max_bytes: results up to this size are stored as text.
-    :param handlers: name → callable, overriding the tools' ``handler`` import paths.
+    :param handlers: tool name → callable (the Python API); wins over everything else.
+    :param registered: tool name → ``module:function`` (``tools.handlers``).
+    :param allow_thread_handlers: glob patterns a thread's own ``handler:`` must match.
+    :param load_entrypoints: look up the ``turnwire.tools`` entry points.
+    :param timeout_s: how long one handler call may run.
+    :param max_result_bytes: the largest result kept; a larger one is an error result.
     """
 
     def __init__(
-        self, *, inline_max_bytes: int, handlers: dict[str, Callable[..., Any]] | None = None
+        self,
+        *,
+        inline_max_bytes: int,
+        handlers: Mapping[str, Callable[..., Any]] | None = None,
+        registered: Mapping[str, str] | None = None,
+        allow_thread_handlers: Iterable[str] = (),
+        load_entrypoints: bool = False,
+        timeout_s: float = 30.0,
+        max_result_bytes: int = 8 * 2**20,
     ) -> None:
         self.inline_max_bytes = inline_max_bytes
         self.handlers = dict(handlers or {})
+        self.registered = dict(registered or {})
+        self.allow_thread_handlers = tuple(allow_thread_handlers)
+        self.load_entrypoints = load_entrypoints
+        self.timeout_s = timeout_s
+        self.max_result_bytes = max_result_bytes
         self._imported: dict[str, Callable[..., Any]] = {}
+        self._entry_points: dict[str, metadata.EntryPoint] | None = None
 
-    async def execute(self, call: ToolCall, thread: Thread) -> ToolCall:
-        """``call`` with its result (an error result when anything went wrong)."""
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, *, handlers: Mapping[str, Callable[..., Any]] | None = None
+    ) -> ToolExecutor:
+        """An executor with the ``tools:`` settings and the Python API's ``handlers``."""
+        tools = settings.tools
+        return cls(
+            inline_max_bytes=settings.render.tool_result_inline_max_bytes,
+            handlers=handlers,
+            registered=tools.handlers,
+            allow_thread_handlers=tools.allow_thread_handlers,
+            load_entrypoints=tools.load_entrypoints,
+            timeout_s=tools.timeout_s,
+            max_result_bytes=tools.max_result_bytes,
+        )
+
+    # ------------------------------------------------------------------ resolution
+
+    def check(self, thread: Thread) -> None:
+        """Refuse a thread that names a handler configuration does not allow.
+
+        A tool with a registered handler is fine whatever its ``handler:`` says (the
+        registration runs); a tool with neither is fine too (a call gets an error result).
+
+        :raises HandlerNotAllowedError: naming the first such ``$.tools[i].handler``.
+        """
+        for index, tool in enumerate(thread.tools):
+            if tool.handler is None or self._registered(tool.name):
+                continue
+            problem = self._thread_handler_problem(tool.handler)
+            if problem is not None:
+                where = f"$.tools[{index}].handler"
+                raise HandlerNotAllowedError(
+                    f"{where}: the thread names {_shown(tool.handler)} as the code of tool "
+                    f"{_shown(tool.name)}, which {problem}; a thread names tools, not code: "
+                    "register the handler (handlers=, tools.handlers or the turnwire.tools "
+                    "entry points) or allow it in tools.allow_thread_handlers",
+                    path=where,
+                    tool=tool.name,
+                    handler=tool.handler,
+                )
+
+    def _registered(self, name: str) -> bool:
+        return name in self.handlers or name in self.registered or name in self._entries()
+
+    def _entries(self) -> dict[str, metadata.EntryPoint]:
+        if self._entry_points is None:
+            found: dict[str, metadata.EntryPoint] = {}
+            if self.load_entrypoints:
+                for entry_point in metadata.entry_points(group=ENTRY_POINT_GROUP):
+                    found.setdefault(entry_point.name, entry_point)
+            self._entry_points = found
+        return self._entry_points
+
+    def _thread_handler_problem(self, handler: str) -> str | None:
+        """Why a thread's ``handler:`` may not run, or ``None`` when it may."""
+        if not any(fnmatch.fnmatchcase(handler, p) for p in self.allow_thread_handlers):
+            return "tools.allow_thread_handlers does not allow"
+        module_name, _, attribute = handler.partition(":")
+        parts = [*module_name.split("."), *attribute.split(".")]
+        if not attribute or not all(_IDENTIFIER.fullmatch(part) for part in parts):
+            return "is not `module:function` with public names only"
+        return None
+
+    def _handler(self, tool: Tool) -> Callable[..., Any]:
+        """The callable of ``tool``; ``LookupError`` (a message for the model) when none."""
+        if tool.name in self.handlers:
+            return self.handlers[tool.name]
+        if tool.name in self.registered:
+            return self._import(self.registered[tool.name], own_module=False)
+        entry_point = self._entries().get(tool.name)
+        if entry_point is not None:
+            cached = self._imported.get(f"entry-point:{tool.name}")
+            if cached is None:
+                target = entry_point.load()
+                if not callable(target):
+                    raise LookupError(f"entry point {entry_point.value!r} is not callable")
+                cached = self._imported[f"entry-point:{tool.name}"] = target
+            assert callable(cached)
+            return cached
+        if tool.handler is None:
+            raise LookupError(
+                "it has no handler (register one: handlers=, tools.handlers or the "
+                "turnwire.tools entry points)"
+            )
+        problem = self._thread_handler_problem(tool.handler)
+        if problem is not None:
+            raise LookupError(f"its handler {_shown(tool.handler)} {problem}")
+        return self._import(tool.handler, own_module=True)
+
+    def _import(self, handler: str, *, own_module: bool) -> Callable[..., Any]:
+        cached = self._imported.get(handler)
+        if cached is not None:
+            return cached
+        module_name, _, attribute = handler.partition(":")
+        if not attribute:
+            raise LookupError(f"handler {_shown(handler)} is not `module:function`")
+        target: Any = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            target = getattr(target, part)
+        if not callable(target):
+            raise LookupError(f"handler {_shown(handler)} is not callable")
+        if own_module and getattr(target, "__module__", None) != module_name:
+            # An allowed module's imports (`os.system` in `mypkg.tools`) are not its handlers.
+            raise LookupError(f"handler {_shown(handler)} is not defined in {module_name}")
+        function: Callable[..., Any] = target
+        self._imported[handler] = function
+        return function
+
+    # ------------------------------------------------------------------ execution
+
+    async def execute(
+        self, call: ToolCall, thread: Thread, *, files: ContextAssembler | None = None
+    ) -> ToolCall:
+        """``call`` with its result (an error result when anything went wrong).
+
+        :param files: reads artifact pointers (default: one that allows no pointer).
+        """
         name = call.tool
         if name in dict(ARTIFACT_TOOLS):
-            text, failed = self._artifact(name, call.args, thread)
+            text, failed = self._artifact(name, call.args, thread, files or ContextAssembler())
+            if len(text.encode("utf-8", "surrogatepass")) > self.max_result_bytes:
+                text, failed = (
+                    f"{name}: the answer is over {self.max_result_bytes} bytes "
+                    "(tools.max_result_bytes); ask for fewer lines",
+                    True,
+                )
             return self._done(call, text, failed, inline=True)
         tool = thread.tool(name)
         if tool is None:
@@ -133,33 +434,59 @@ class ToolExecutor:
             return self._done(call, text, True)
         try:
             handler = self._handler(tool)
-        except (ImportError, AttributeError, ValueError) as err:
+        except (ImportError, AttributeError, LookupError) as err:
             return self._done(call, f"Tool {name} cannot run: {err}", True)
+        except Exception as err:  # an entry point or module that fails while it loads
+            return self._done(call, f"Tool {name} cannot run: {_describe(err)}", True)
         try:
-            value = handler(**call.args)
-            if inspect.isawaitable(value):
-                value = await value
-        except Exception as err:
-            return self._done(call, f"Tool {name} failed: {type(err).__name__}: {err}", True)
-        return self._done(call, _as_text(value), False)
+            value = await self._invoke(handler, call.args)
+        except _TimedOut:
+            logger.warning(
+                "tool %s ran past tools.timeout_s (%g s); its call is an error result",
+                name,
+                self.timeout_s,
+                extra={"kind": "tool-timeout"},
+            )
+            return self._done(
+                call, f"Tool {name} failed: it did not finish within {self.timeout_s:g} s", True
+            )
+        except KeyboardInterrupt:
+            raise
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # the run itself is being cancelled
+            return self._done(call, f"Tool {name} failed: it was cancelled", True)
+        except BaseException as err:  # SystemExit too: a handler never ends the process
+            return self._done(call, redact(f"Tool {name} failed: {_describe(err)}"), True)
+        try:
+            text = _as_text(value)
+        except _Unserialisable as err:
+            return self._done(
+                call, f"Tool {name} failed: its result, a {err}, cannot be serialised", True
+            )
+        if len(text.encode("utf-8", "surrogatepass")) > self.max_result_bytes:
+            return self._done(
+                call,
+                f"Tool {name} failed: its result is over {self.max_result_bytes} bytes "
+                "(tools.max_result_bytes)",
+                True,
+            )
+        return self._done(call, text, False)
 
-    def _handler(self, tool: Tool) -> Callable[..., Any]:
-        if tool.name in self.handlers:
-            return self.handlers[tool.name]
-        if not tool.handler:
-            raise ValueError("it has no handler (set `handler: module:function`)")
-        cached = self._imported.get(tool.handler)
-        if cached is None:
-            module_name, _, attribute = tool.handler.partition(":")
-            if not attribute:
-                raise ValueError(f"handler {tool.handler!r} is not `module:function`")
-            target: Any = importlib.import_module(module_name)
-            for part in attribute.split("."):
-                target = getattr(target, part)
-            if not callable(target):
-                raise ValueError(f"handler {tool.handler!r} is not callable")
-            cached = self._imported[tool.handler] = target
-        return cached
+    async def _invoke(self, handler: Callable[..., Any], args: dict[str, Any]) -> Any:
+        """Call ``handler``: a coroutine function on the loop, anything else in a thread,
+        both within ``timeout_s`` in all."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout_s
+        if inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
+            getattr(handler, "__call__", None)  # noqa: B004 - an async __call__ counts too
+        ):
+            return await _bounded(handler(**args), self.timeout_s)
+        value = await _in_daemon_thread(lambda: handler(**args), self.timeout_s)
+        if inspect.isawaitable(value):
+            value = await _bounded(value, max(deadline - loop.time(), 0.0))
+        return value
 
     def _done(self, call: ToolCall, text: str, is_error: bool, *, inline: bool = False) -> ToolCall:
         if not (is_error or inline) and len(text.encode()) > self.inline_max_bytes:
@@ -168,40 +495,64 @@ class ToolExecutor:
             result = ToolResult(text=text)
         return msgspec.structs.replace(call, result=result, is_error=is_error)
 
+    # ------------------------------------------------------------------ artifact tools
+
     @staticmethod
-    def _artifact(name: str, args: dict[str, Any], thread: Thread) -> tuple[str, bool]:
+    def _artifact(
+        name: str, args: dict[str, Any], thread: Thread, files: ContextAssembler
+    ) -> tuple[str, bool]:
         call_id = args.get("callId")
-        bodies: list[Artifact] = []
-        source = next((c for c in thread.tool_calls if c.id == call_id), None)
-        result = source.result if source is not None else None
-        if result is not None and result.artifact is not None:
-            bodies = [result.artifact]
-        elif result is not None and result.artifacts:
-            bodies = list(result.artifacts)
-        record = next((r for r in thread.retrievables if r.id == call_id), None)
-        if not bodies and record is not None and record.artifact is not None:
-            bodies = [record.artifact]  # a retrieved document shown as a handle
+        if not isinstance(call_id, str):
+            return f"Bad arguments for {name}: callId must be a string", True
+        located: list[tuple[str, Artifact]] = []
+
+        def collect(where: str, artifact: Artifact) -> Artifact:
+            located.append((where, artifact))
+            return artifact
+
+        located_pointers(thread, lambda where, media: media, collect)
+        index = next((i for i, c in enumerate(thread.tool_calls) if c.id == call_id), None)
+        prefix = f"$.tool_calls[{index}].result.artifact"
+        bodies = [(w, a) for w, a in located if index is not None and w.startswith(prefix)]
+        if not bodies:
+            record = next((i for i, r in enumerate(thread.retrievables) if r.id == call_id), None)
+            where = f"$.retrievables[{record}].artifact"
+            bodies = [(w, a) for w, a in located if record is not None and w == where]
         if not bodies:
             return f"No artifact has callId {call_id!r}.", True
         try:
-            text = "\n\n".join(_read_body(b) for b in bodies)
-        except OSError as err:
-            return f"The artifact {call_id!r} cannot be read: {err.strerror}", True
+            text = "\n\n".join(
+                body.text
+                if body.text is not None
+                else files.read(str(body.path), where=f"{at}.path", owner=call_id).decode(
+                    "utf-8", "replace"
+                )
+                for at, body in bodies
+            )
+        except (FileNotAllowedError, RenderError) as err:  # outside the roots, unreadable, big
+            return f"The artifact {call_id!r} cannot be read: {err}", True
         artifact = Artifact(text=text)
         lines = artifact.body.splitlines()
         try:
             if name == "artifact_head":
-                return artifact.head(int(args.get("n", 20))), False
+                return artifact.head(_whole(args, "n", 20, 0, MAX_LINES)), False
             if name == "artifact_tail":
-                return artifact.tail(int(args.get("n", 20))), False
+                return artifact.tail(_whole(args, "n", 20, 0, MAX_LINES)), False
             if name == "artifact_grep":
-                pattern = re.compile(str(args["pattern"]))
-                limit = int(args.get("max_lines", 50))
-                hits = [f"{i}: {line}" for i, line in enumerate(lines, 1) if pattern.search(line)]
-                return "\n".join(hits[:limit]) or "(no line matches)", False
+                if "pattern" not in args:
+                    raise ValueError("pattern is required")
+                pattern = _grep_pattern(args["pattern"])
+                limit = _whole(args, "max_lines", 50, 0, MAX_LINES)
+                hits: list[str] = []
+                for number, line in enumerate(lines, 1):
+                    if len(hits) >= limit:
+                        break
+                    if pattern.search(line):
+                        hits.append(f"{number}: {line}")
+                return "\n".join(hits) or "(no line matches)", False
             if name == "artifact_cat":
-                start = max(int(args.get("start", 1)), 1)
-                end = int(args.get("end", len(lines)))
+                start = _whole(args, "start", 1, 1, max(len(lines), 1))
+                end = _whole(args, "end", len(lines), 0, len(lines))
                 return "\n".join(lines[start - 1 : end]), False
             if name == "artifact_byte_length":
                 return str(artifact.byte_length), False
@@ -210,5 +561,5 @@ class ToolExecutor:
             import toktok
 
             return str(toktok.batch_count([artifact.body], "o200k_base", threads=1)[0]), False
-        except (KeyError, ValueError, TypeError, re.error) as err:
+        except ValueError as err:
             return f"Bad arguments for {name}: {err}", True

@@ -11,23 +11,32 @@ failure is never retried.
 ``client.stream_idle_timeout_s`` bounds the wait for each chunk (the stall watchdog).
 The API key travels only in the ``Authorization`` header: it never appears in a ``repr``, a log
 record or an error.
+
+Answers are decoded here (``Content-Encoding`` gzip and deflate; br with ``brotli`` >= 1.2 and
+zstd with ``zstandard`` installed), and ``Accept-Encoding`` offers exactly what can be decoded.
+Memory stays bounded whatever the server sends: decoders hand out at most 64 KiB at a time
+(zstd: a few MiB), an error body is read up to 1 MiB of decoded bytes (8 MiB on the wire) and
+summarised, and a body that is not an event stream is refused past ``max_body_bytes``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
+import importlib
 import logging
 import math
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+import zlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
 import msgspec
 
+from turnwire._redact import redact, remember_secret
 from turnwire.errors import HttpError, RequestTimeoutError, StreamError, StreamStalledError
 
 __all__ = ["Answer", "RetryPolicy", "Transport"]
@@ -35,6 +44,152 @@ __all__ = ["Answer", "RetryPolicy", "Transport"]
 logger = logging.getLogger("turnwire")
 
 _DEFAULT_STATUSES = frozenset({408, 409, 429})
+
+ERROR_BODY_LIMIT = 1 << 20  # decoded bytes of an error body that are read
+ERROR_WIRE_LIMIT = 8 << 20  # bytes on the wire read for one error body, however little they inflate
+MAX_BODY_BYTES = 64 << 20  # default limit of a body that is not an event stream
+_PIECE = 64 << 10  # the most a decoder hands out at once (zstd aside)
+
+
+class _Undecodable(Exception):
+    """The body is corrupt for its ``Content-Encoding``, or encoded in a way we cannot decode."""
+
+
+class _Identity:
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        if data:
+            yield data
+
+
+class _Zlib:
+    """gzip (every member), or deflate: zlib-wrapped as RFC 9110 says, or raw as some send it."""
+
+    def __init__(self, *, gzip: bool) -> None:
+        self._gzip = gzip
+        self._wbits = zlib.MAX_WBITS | 16 if gzip else zlib.MAX_WBITS
+        self._obj = zlib.decompressobj(self._wbits)
+        self._head: bytes | None = None if gzip else b""  # deflate: until the header is known
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        if self._head is not None:
+            data = self._head + data
+            if len(data) < 2:
+                self._head = data
+                return
+            self._head = None
+            # An RFC 1950 header: method 8, window <= 32 KiB, no preset dictionary, checksum.
+            if (
+                data[0] & 0x0F != 8
+                or data[0] >> 4 > 7
+                or data[1] & 0x20
+                or (data[0] << 8 | data[1]) % 31
+            ):
+                self._obj = zlib.decompressobj(-zlib.MAX_WBITS)
+        obj = self._obj
+        try:
+            while data or not obj.eof:
+                if obj.eof:
+                    if not (self._gzip and data.startswith(b"\x1f\x8b")):
+                        return  # whatever follows the end of the stream is ignored
+                    obj = self._obj = zlib.decompressobj(self._wbits)  # the next gzip member
+                out = obj.decompress(data, _PIECE)
+                if out:
+                    yield out
+                data = obj.unconsumed_tail or (obj.unused_data if obj.eof else b"")
+                if not data and len(out) < _PIECE:
+                    return
+        except zlib.error as err:
+            name = "gzip" if self._gzip else "deflate"
+            raise _Undecodable(f"corrupt {name} data: {err}") from err
+
+
+class _Brotli:
+    def __init__(self, module: Any) -> None:
+        self._obj = module.Decompressor()
+        self._error: type[Exception] = module.error
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        obj = self._obj
+        try:
+            out = obj.process(data, output_buffer_limit=_PIECE)
+            while True:
+                if out:
+                    yield out
+                if obj.is_finished() or obj.can_accept_more_data():
+                    return
+                out = obj.process(b"", output_buffer_limit=_PIECE)
+        except self._error as err:
+            raise _Undecodable(f"corrupt br data: {err}") from err
+
+
+class _Zstd:
+    # zstandard's decompressobj has no output limit: input goes in slices small enough that no
+    # slice can inflate past a few MiB (a zstd block holds at most 128 KiB from 4 bytes).
+    _SLICE = 64
+
+    def __init__(self, module: Any) -> None:
+        self._obj = module.ZstdDecompressor().decompressobj()
+        self._error: type[Exception] = module.ZstdError
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        try:
+            for start in range(0, len(data), self._SLICE):
+                if self._obj.eof:
+                    return
+                out = self._obj.decompress(data[start : start + self._SLICE])
+                if out:
+                    yield out
+        except self._error as err:
+            raise _Undecodable(f"corrupt zstd data: {err}") from err
+
+
+def _optional(name: str, needs: str) -> Any:
+    try:
+        module = importlib.import_module(name)
+    except ImportError:
+        return None
+    return module if hasattr(module, needs) else None
+
+
+_BROTLI = _optional("brotli", "Decompressor")
+if _BROTLI is not None and not hasattr(_BROTLI.Decompressor, "can_accept_more_data"):
+    _BROTLI = None  # before 1.2 its output cannot be bounded
+_ZSTD = _optional("zstandard", "ZstdDecompressor")
+
+ACCEPT_ENCODING = ", ".join(
+    ["gzip", "deflate"] + ["br"] * (_BROTLI is not None) + ["zstd"] * (_ZSTD is not None)
+)
+
+
+class _Decoder:
+    """Decodes a body in its ``Content-Encoding`` (a list is undone right to left)."""
+
+    def __init__(self, content_encoding: str) -> None:
+        self._stages: list[Any] = []
+        for name in reversed([part.strip().lower() for part in content_encoding.split(",")]):
+            if name in ("", "identity"):
+                continue
+            if name in ("gzip", "x-gzip", "deflate"):
+                self._stages.append(_Zlib(gzip=name != "deflate"))
+            elif name == "br" and _BROTLI is not None:
+                self._stages.append(_Brotli(_BROTLI))
+            elif name == "zstd" and _ZSTD is not None:
+                self._stages.append(_Zstd(_ZSTD))
+            else:
+                raise _Undecodable(f"the answer is encoded as {name!r}, which was not offered")
+        self.identity = not self._stages
+        if self.identity:
+            self._stages.append(_Identity())
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        return self._through(0, data)
+
+    def _through(self, index: int, data: bytes) -> Iterator[bytes]:
+        if index == len(self._stages) - 1:
+            yield from self._stages[index].feed(data)
+            return
+        for piece in self._stages[index].feed(data):
+            yield from self._through(index + 1, piece)
 
 
 class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
@@ -121,6 +276,7 @@ class Transport:
     :param client: an ``httpx.AsyncClient`` to use (turnwire makes one, and closes it, if not).
     :param sleep: awaited between attempts (tests inject a recorder).
     :param jitter: returns a float in [0, 1) for the backoff jitter.
+    :param max_body_bytes: the largest decoded body accepted when it is not an event stream.
     """
 
     def __init__(
@@ -139,9 +295,11 @@ class Transport:
         sleep: Sleep = asyncio.sleep,
         jitter: Callable[[], float] = random.random,
         user_agent: str = "turnwire",
+        max_body_bytes: int = MAX_BODY_BYTES,
     ) -> None:
         self.url = base_url.rstrip("/") + "/responses"
         self._api_key = api_key
+        remember_secret(api_key)  # an error raised far from here (a stream's error) hides it too
         self.organization = organization
         self.project = project
         self.extra_headers = dict(headers or {})
@@ -154,13 +312,18 @@ class Transport:
         self._sleep = sleep
         self._jitter = jitter
         self.user_agent = user_agent
+        self.max_body_bytes = max_body_bytes
 
     def __repr__(self) -> str:
         key = "set" if self._api_key else "none"
         return f"Transport(url={self.url!r}, api_key={key})"
 
     def headers(self, *, stream: bool) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", "User-Agent": self.user_agent}
+        headers = {
+            "Content-Type": "application/json",
+            "User-Agent": self.user_agent,
+            "Accept-Encoding": ACCEPT_ENCODING,
+        }
         if stream:
             headers["Accept"] = "text/event-stream"
         if self._api_key:
@@ -231,7 +394,7 @@ class Transport:
                 retries += 1
                 continue
             if response.status_code >= 300:
-                text = await self._read_error(response, deadline)
+                text, bytes_read = await self._read_error(response, deadline)
                 delay = self.retry.decide(
                     response.status_code, response.headers, retries, self._jitter()
                 )
@@ -242,11 +405,21 @@ class Transport:
                         text[:256],
                         extra={"kind": "http-error"},
                     )
-                    raise HttpError(status=response.status_code, body=text, attempts=attempt)
+                    raise HttpError(
+                        status=response.status_code,
+                        body=text,
+                        attempts=attempt,
+                        bytes_read=bytes_read,
+                    )
                 await self._wait(delay, attempt, reason=f"http-{response.status_code}")
                 retries += 1
                 continue
-            chunks = self._chunks(response, deadline)
+            try:
+                decoder = _Decoder(response.headers.get("content-encoding", ""))
+            except _Undecodable as err:
+                await response.aclose()
+                raise StreamError(str(err)) from err
+            chunks = self._chunks(response, decoder, deadline)
             try:
                 yield Answer(response, chunks)
             finally:
@@ -271,24 +444,42 @@ class Transport:
         loop = asyncio.get_running_loop()
         return loop.time() + (deadline - time.monotonic())
 
-    def _scrub(self, text: str) -> str:
-        """``text`` without the API key, should an answer echo it back."""
-        if self._api_key and self._api_key in text:
-            text = text.replace(self._api_key, "[redacted]")
-        return text
+    def redact(self, text: str) -> str:
+        """``text`` without this transport's API key or anything that looks like a secret."""
+        return redact(text, self._api_key)
 
-    async def _read_error(self, response: httpx.Response, deadline: float | None) -> str:
+    async def _read_error(
+        self, response: httpx.Response, deadline: float | None
+    ) -> tuple[str, int | None]:
+        """The error body, decoded and redacted, and how many bytes were read if that stopped
+        at a limit (``None``: the whole body)."""
+        parts: list[bytes] = []
+        size = wire = 0
+        note = ""
         try:
-            if deadline is None:
-                raw = await response.aread()
-            else:
-                async with asyncio.timeout_at(self._loop_deadline(deadline)):
-                    raw = await response.aread()
+            async with asyncio.timeout_at(
+                None if deadline is None else self._loop_deadline(deadline)
+            ):
+                decoder = _Decoder(response.headers.get("content-encoding", ""))
+                async for raw in response.aiter_raw():
+                    wire += len(raw)
+                    for piece in decoder.feed(raw):
+                        parts.append(piece[: ERROR_BODY_LIMIT - size])
+                        size += len(piece)
+                        if size >= ERROR_BODY_LIMIT:
+                            break
+                    if size >= ERROR_BODY_LIMIT or wire >= ERROR_WIRE_LIMIT:
+                        break
+                else:
+                    size = -1  # read to the end
+        except _Undecodable as err:
+            note = f" ({err})"
         except (httpx.HTTPError, TimeoutError):
-            raw = b""
+            pass
         finally:
             await response.aclose()
-        return self._scrub(raw.decode("utf-8", "replace"))
+        text = b"".join(parts).decode("utf-8", "replace") + note
+        return self.redact(text), (None if size < 0 else size)
 
     async def _wait(self, delay: float, attempt: int, *, reason: str) -> None:
         logger.warning(
@@ -302,10 +493,13 @@ class Transport:
         await self._sleep(delay)
 
     async def _chunks(
-        self, response: httpx.Response, deadline: float | None
+        self, response: httpx.Response, decoder: _Decoder, deadline: float | None
     ) -> AsyncIterator[bytes]:
-        """The answer's bytes, under the idle watchdog and the request deadline."""
+        """The answer's decoded bytes, under the idle watchdog and the request deadline."""
         idle = self.stream_idle_timeout_s or None
+        content_type = str(response.headers.get("content-type", ""))
+        limit_total = None if content_type.startswith("text/event-stream") else self.max_body_bytes
+        total = 0
         iterator = response.aiter_raw().__aiter__()
         while True:
             limit = idle
@@ -343,4 +537,17 @@ class Transport:
                 raise StreamError(
                     f"the connection failed mid-answer: {type(err).__name__}: {err}"
                 ) from err
-            yield chunk
+            if decoder.identity and limit_total is None:
+                yield chunk
+                continue
+            try:
+                for piece in decoder.feed(chunk):
+                    total += len(piece)
+                    if limit_total is not None and total > limit_total:
+                        raise StreamError(
+                            f"the answer's body is larger than {limit_total} bytes "
+                            "(the transport's max_body_bytes); it was not read further"
+                        )
+                    yield piece
+            except _Undecodable as err:
+                raise StreamError(f"the answer cannot be decoded: {err}") from err

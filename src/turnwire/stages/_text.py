@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 from datetime import datetime, timedelta
 
@@ -22,11 +23,12 @@ __all__ = [
 
 _ATTR_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"})
 # A `<` that opens or closes developer rules, a turnwire envelope (name_<16 hex>) or a block
-# wrapper. Bodies may mention such tags; they may not produce them.
+# wrapper. Bodies may mention such tags; they may not produce them. Matched on the folded text
+# (see `_fold`), so every spelling a case mapping turns into one of these counts as one.
 _FORGEABLE = re.compile(
-    r"<(?=/?(?:system_instructions|memories|retrieved_corpus|[A-Za-z_]+_[0-9a-f]{16}\b))",
-    re.IGNORECASE,
+    r"<(?=/?(?:system_instructions|memories|retrieved_corpus|[a-z_]+_[0-9a-f]{16}\b))"
 )
+_LESS_THAN = re.compile("<")
 _TAG_SAFE = re.compile(r"[A-Za-z0-9_-]+")
 _MIME = re.compile(r"[A-Za-z0-9_.+-]+/[A-Za-z0-9_.+-]+")
 _FILENAME_STRIP = re.compile("[<>\x00-\x1f\x7f-\x9f]")
@@ -53,29 +55,57 @@ def safe_tag(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", name) or "_"
 
 
+def _fold(text: str) -> str:
+    """A case-insensitive key: two texts equal under ``lower``, ``upper``, ``casefold`` or
+    ``title`` have equal keys. It works code point by code point (``İ``, ``ß`` or ``ﬃ`` become
+    two or three), and only ``<`` folds to a text containing ``<``."""
+    return text.casefold().upper().casefold()
+
+
+def _forged(body: str, tag: str | None) -> list[int]:
+    """Indices of the ``<`` in ``body`` that start a forbidden tag once folded."""
+    folded = _fold(body)
+    hits = [match.start() for match in _FORGEABLE.finditer(folded)]
+    if tag is not None:
+        closer = _fold("</" + tag)
+        index = folded.find(closer)
+        while index != -1:
+            hits.append(index)
+            index = folded.find(closer, index + 1)
+    if not hits or len(folded) == len(body):  # every character folded to one: same offsets
+        return hits
+    # Some character folded to several. Every hit starts at a `<`, and `<` is the only character
+    # whose fold holds a `<` (it folds to itself), so the n-th `<` of the folded text is the
+    # n-th `<` of the body.
+    in_body = [match.start() for match in _LESS_THAN.finditer(body)]
+    in_folded = [match.start() for match in _LESS_THAN.finditer(folded)]
+    return [in_body[bisect.bisect_left(in_folded, hit)] for hit in hits]
+
+
 def neutralise(body: str, tag: str | None = None) -> str:
     """Make ``body`` unable to open or close an envelope or a developer-rules block.
 
     Every ``<`` that starts such a tag becomes ``&lt;``; so does any ``</tag`` of the
-    enclosing envelope ``tag``, whatever its shape.
+    enclosing envelope ``tag``, whatever its shape. Tags are matched case-insensitively under
+    every Unicode case mapping (``</İ...``, ``<syﬆem_instructions``), on the original text, so
+    characters whose case mapping is longer cannot shift a replacement; text that holds no
+    such tag is returned unchanged.
     """
-    if "<" not in body:
-        return body
-    body = _FORGEABLE.sub("&lt;", body)
-    if tag is not None:
-        closer = "</" + tag.lower()
-        lowered = body.lower()
-        if closer in lowered:
-            pieces: list[str] = []
-            start = 0
-            index = lowered.find(closer)
-            while index != -1:
-                pieces.append(body[start:index])
-                pieces.append("&lt;")
-                start = index + 1
-                index = lowered.find(closer, start)
-            pieces.append(body[start:])
-            body = "".join(pieces)
+    while "<" in body:
+        hits = _forged(body, tag)
+        if not hits:
+            break
+        pieces: list[str] = []
+        start = 0
+        for index in sorted(set(hits)):
+            pieces.append(body[start:index])
+            pieces.append("&lt;")
+            start = index + 1
+        pieces.append(body[start:])
+        body = "".join(pieces)
+        # A replacement can complete a new tag only when the tag's name holds `&` (`&lt;`).
+        if tag is None or "&" not in tag:
+            break
     return body
 
 

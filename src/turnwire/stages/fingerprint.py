@@ -1,4 +1,10 @@
-"""Built-in ``fingerprint_prefix``: the ``prefix`` scheme (byte-compatible) and ``model``."""
+"""Built-in ``fingerprint_prefix``: the ``prefix`` scheme (byte-compatible) and ``model``.
+
+The seed never sent ``"type": "message"`` on its input messages, and its fingerprints hash the
+items as it sent them; to stay byte-compatible (the worked values of the reference's section
+2.15 are pinned), an :class:`~turnwire.wire.InputMessage` is hashed without that key, although
+turnwire sends it.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +17,7 @@ import msgspec
 from turnwire._canonical import canonical_json, js_string
 from turnwire.context import Endpoint, FingerprintBinding
 from turnwire.hookspecs import hookimpl
-from turnwire.wire import FunctionTool, InputItem
+from turnwire.wire import FunctionTool, InputItem, InputMessage
 
 __all__ = ["PREFIX_HEAD", "canonical_items", "fingerprint_prefix", "prefix_tail"]
 
@@ -29,7 +35,24 @@ def canonical_items(items: Sequence[InputItem]) -> bytes:
     The one definition the stage, the resumable sweep and
     :func:`turnwire.pipeline.prefix_fingerprint` share, so their hashes cannot drift apart.
     """
-    return _SORTED.encode(items)[1:-1]
+    return _SORTED.encode(_as_seed_hashed(items))[1:-1]
+
+
+class _SeedMessage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
+    """An input message as the seed hashed it: the fields of ``InputMessage``, no ``type``."""
+
+    role: str
+    content: Any
+    phase: str | None = None
+
+
+def _as_seed_hashed(items: Sequence[InputItem]) -> list[Any]:
+    return [
+        _SeedMessage(role=item.role, content=item.content, phase=item.phase)
+        if type(item) is InputMessage
+        else item
+        for item in items
+    ]
 
 
 def prefix_tail(

@@ -2,6 +2,11 @@
 
 :class:`ThreadStore` is the protocol; :class:`~turnwire.store.sqlite.SQLiteStore` is the
 embedded default (one file, WAL, schema migrations, every append in one transaction).
+
+One writer per thread: a run reads :meth:`ThreadStore.last_position` before it loads the thread
+and passes it back as ``append_turns(..., expected_last=...)``; when another writer appended in
+the meantime the append stores nothing and raises :class:`StoreConflictError`, and the caller
+can load the thread again and re-run.
 """
 
 from __future__ import annotations
@@ -12,11 +17,14 @@ from typing import Protocol
 
 import msgspec
 
-from turnwire.errors import InputError
+from turnwire.errors import InputError, TurnwireError
 from turnwire.model import Thread
 from turnwire.turns import Turn, TurnBuilder
 
-__all__ = ["ThreadStore", "ThreadSummary", "UnknownThreadError"]
+__all__ = ["NO_TURNS", "StoreConflictError", "ThreadStore", "ThreadSummary", "UnknownThreadError"]
+
+NO_TURNS = -1
+"""What :meth:`ThreadStore.last_position` returns for a thread without turns."""
 
 
 class ThreadSummary(msgspec.Struct, frozen=True, kw_only=True):
@@ -41,6 +49,27 @@ class UnknownThreadError(InputError):
         self.thread_id = thread_id
 
 
+class StoreConflictError(TurnwireError):
+    """The thread changed between the read a run started from and its append; nothing was stored.
+
+    Not fatal: load the thread again and re-run the turn.
+    """
+
+    code = "E_STORE_CONFLICT"
+    status = 409
+    fatal = False
+
+    def __init__(self, thread_id: str, *, expected_last: int, actual_last: int) -> None:
+        super().__init__(
+            f"thread {thread_id!r} changed while this run was in flight (its last turn was "
+            f"{expected_last} when the run read it, {actual_last} now); nothing was stored: "
+            "load the thread again and re-run"
+        )
+        self.thread_id = thread_id
+        self.expected_last = expected_last
+        self.actual_last = actual_last
+
+
 class ThreadStore(Protocol):
     """What turnwire needs from a store."""
 
@@ -51,7 +80,17 @@ class ThreadStore(Protocol):
         self, header: Thread, *, thread_id: str | None = None, title: str | None = None
     ) -> str: ...
 
-    def append_turns(self, thread_id: str, turns: Sequence[Turn]) -> None: ...
+    def last_position(self, thread_id: str) -> int:
+        """The position of the thread's last turn (:data:`NO_TURNS` when it has none)."""
+        ...
+
+    def append_turns(
+        self, thread_id: str, turns: Sequence[Turn], *, expected_last: int | None = None
+    ) -> None:
+        """Append ``turns`` atomically. With ``expected_last`` (a :meth:`last_position` read
+        earlier), only if the thread's last turn is still that one, else
+        :class:`StoreConflictError` and nothing stored; ``None`` appends unconditionally."""
+        ...
 
     def turns(self, thread_id: str) -> list[Turn]: ...
 

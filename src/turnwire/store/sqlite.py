@@ -3,12 +3,16 @@
 WAL journal (readers never block the writer), foreign keys on, a busy timeout so several
 processes can share one file, the schema version in ``PRAGMA user_version`` with migrations
 applied in order when a file is opened. Every append runs in one ``BEGIN IMMEDIATE``
-transaction: a process killed halfway leaves the file as it was before the append.
+transaction: a process killed halfway leaves the file as it was before the append, and an
+append given ``expected_last`` checks the thread's last position inside that same transaction
+(the write lock is taken first), so of two runs that read the same thread only one appends.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import sqlite3
 import uuid
 from collections.abc import Iterator, Sequence
@@ -21,8 +25,8 @@ import msgspec
 
 from turnwire.errors import InputError
 from turnwire.model import Thread
-from turnwire.store import ThreadSummary, UnknownThreadError
-from turnwire.turns import Part, Turn, TurnBuilder
+from turnwire.store import NO_TURNS, StoreConflictError, ThreadSummary, UnknownThreadError
+from turnwire.turns import ContextAssembler, Part, Turn, TurnBuilder, located_pointers
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SQLiteStore", "default_store_path"]
 
@@ -72,6 +76,11 @@ def default_store_path() -> Path:
         return Path(explicit)
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "turnwire" / "threads.db"
+
+
+def _folder_key(thread_id: str) -> str:
+    """A thread's name among the store's file folders: a digest, never a path the id spells."""
+    return hashlib.sha256(thread_id.encode()).hexdigest()[:24]
 
 
 def _iso(moment: datetime) -> str:
@@ -204,18 +213,37 @@ class SQLiteStore:
         if not changed:
             raise UnknownThreadError(thread_id)
 
-    def append_turns(self, thread_id: str, turns: Sequence[Turn]) -> None:
-        """Append ``turns`` in one transaction: all of them, or (on any failure) none."""
+    def last_position(self, thread_id: str) -> int:
+        """The position of the thread's last turn (``-1``, :data:`NO_TURNS`, when none)."""
+        self._require(thread_id)
+        return self._last(self._db, thread_id)
+
+    @staticmethod
+    def _last(db: sqlite3.Connection, thread_id: str) -> int:
+        row = db.execute(
+            "SELECT COALESCE(MAX(position), ?) FROM turns WHERE thread_id = ?",
+            (NO_TURNS, thread_id),
+        ).fetchone()
+        return int(row[0])
+
+    def append_turns(
+        self, thread_id: str, turns: Sequence[Turn], *, expected_last: int | None = None
+    ) -> None:
+        """Append ``turns`` in one transaction: all of them, or (on any failure) none.
+
+        :param expected_last: the :meth:`last_position` the caller read before it built the
+            turns; when the thread has moved on since, :class:`StoreConflictError` and nothing
+            is stored. ``None`` appends wherever the thread ends now.
+        """
         if not turns:
             return
         with self._transaction() as db:
             self._require(thread_id)
-            row = db.execute(
-                "SELECT COALESCE(MAX(position) + 1, 0) FROM turns WHERE thread_id = ?", (thread_id,)
-            ).fetchone()
-            position = int(row[0])
+            last = self._last(db, thread_id)
+            if expected_last is not None and last != expected_last:
+                raise StoreConflictError(thread_id, expected_last=expected_last, actual_last=last)
             for offset, turn in enumerate(turns):
-                self._insert(db, thread_id, position + offset, turn)
+                self._insert(db, thread_id, last + 1 + offset, turn)
             db.execute(
                 "UPDATE threads SET updated_at = ? WHERE id = ?",
                 (_iso(datetime.now(UTC)), thread_id),
@@ -295,15 +323,70 @@ class SQLiteStore:
         ]
 
     def delete_thread(self, thread_id: str) -> None:
+        """Delete the thread, its turns and the files an import copied for it."""
         with self._transaction() as db:
             if not db.execute("DELETE FROM threads WHERE id = ?", (thread_id,)).rowcount:
                 raise UnknownThreadError(thread_id)
+        for folder in self.files_folder.glob(f"{_folder_key(thread_id)}.*"):
+            shutil.rmtree(folder, ignore_errors=True)
 
     def import_thread(
-        self, thread: Thread, *, thread_id: str | None = None, title: str | None = None
+        self,
+        thread: Thread,
+        *,
+        thread_id: str | None = None,
+        title: str | None = None,
+        files: ContextAssembler | None = None,
     ) -> str:
-        """Store a whole thread (header and records) as a new thread, in one transaction."""
-        return self._new_thread(thread, self.builder.records_as_turns(thread), thread_id, title)
+        """Store a whole thread (header and records) as a new thread, in one transaction.
+
+        :param files: when given, every file the thread points at is read through it (its
+            roots and limits apply) and copied into :attr:`files_folder`, and the stored
+            pointers lead there, so later runs of the thread read them from the store's own
+            folder (the default root of a stored thread). Without it, pointers are kept as
+            they are.
+        """
+        new_id = thread_id or f"thr_{uuid.uuid4().hex}"
+        if files is None:
+            return self._new_thread(thread, self.builder.records_as_turns(thread), new_id, title)
+        # A folder of its own per import: a failed or duplicate import never touches the files
+        # of a thread already stored, and leaves nothing behind.
+        folder = self.files_folder / f"{_folder_key(new_id)}.{uuid.uuid4().hex[:8]}"
+        try:
+            thread = self._copy_files(thread, folder, files)
+            return self._new_thread(thread, self.builder.records_as_turns(thread), new_id, title)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+
+    @property
+    def files_folder(self) -> Path:
+        """Where imported files live: ``files/`` beside the database."""
+        return self.path.resolve().parent / "files"
+
+    @staticmethod
+    def _copy_files(thread: Thread, folder: Path, files: ContextAssembler) -> Thread:
+        replace = msgspec.structs.replace
+        copied: dict[str, str] = {}
+
+        def copy(pointer: str, where: str) -> str:
+            if pointer not in copied:
+                data = files.read(pointer, where=where, owner=where)
+                folder.mkdir(parents=True, exist_ok=True)
+                target = folder / f"{len(copied)}-{Path(pointer).name}"
+                target.write_bytes(data)
+                copied[pointer] = str(target)
+            return copied[pointer]
+
+        return located_pointers(
+            thread,
+            lambda where, media: (
+                replace(media, path=copy(media.path, f"{where}.path")) if media.path else media
+            ),
+            lambda where, art: (
+                replace(art, path=copy(art.path, f"{where}.path")) if art.path else art
+            ),
+        )
 
     def export_thread(self, thread_id: str) -> Thread:
         """The thread with every record and file pointer, as a thread file holds it."""

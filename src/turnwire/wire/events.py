@@ -8,7 +8,7 @@ accepted: the flat one of the spec and the nested one seen on the wire.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 import msgspec
 
@@ -135,10 +135,12 @@ class ErrorEvent(_Event, frozen=True, kw_only=True, tag="error"):
 
 
 class UnknownEvent(msgspec.Struct, frozen=True, kw_only=True, gc=False):
-    """An event type turnwire does not act on (hosted-tool progress, future events)."""
+    """An event type turnwire does not act on (hosted-tool progress, future events), or one it
+    acts on whose fields have the wrong shape: then ``invalid`` holds the validation message."""
 
     type: str
     sequence_number: int | None = None
+    invalid: str | None = None
 
 
 StreamEvent = (
@@ -160,6 +162,7 @@ StreamEvent = (
 )
 
 _TYPED = msgspec.json.Decoder(StreamEvent)
+_TAGS = frozenset(str(event.__struct_config__.tag) for event in get_args(StreamEvent))
 _UNKNOWN = msgspec.json.Decoder(UnknownEvent)
 
 
@@ -170,5 +173,8 @@ def decode_event(data: bytes | str) -> StreamEvent | UnknownEvent:
     """
     try:
         return _TYPED.decode(data)
-    except msgspec.ValidationError:
-        return _UNKNOWN.decode(data)
+    except msgspec.ValidationError as err:
+        unknown = _UNKNOWN.decode(data)
+        if unknown.type in _TAGS:
+            return msgspec.structs.replace(unknown, invalid=str(err))
+        return unknown

@@ -1,14 +1,16 @@
 """Input items of the Responses wire: the elements of a request's ``input`` array.
 
-``InputMessage`` is the API's "easy" message and carries no ``type`` key; every other item is
-tagged with its ``type`` literal. A tool call and its output are two sibling items.
+Every item is tagged with its ``type`` literal, ``InputMessage`` included (``"type":
+"message"``: OpenAI's schema allows it on the "easy" message and the Open Responses
+specification requires it). A tool call and its output are two sibling items.
+
+``InputMessage`` and ``OutputMessage`` share the tag ``message``: these types are encoded,
+never decoded as one union.
 """
 
 from __future__ import annotations
 
 from typing import Literal
-
-import msgspec
 
 from turnwire.wire.content import (
     InputContent,
@@ -28,8 +30,8 @@ __all__ = [
 ]
 
 
-class InputMessage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
-    """A message with a role and either string content or content blocks (no ``type`` key)."""
+class InputMessage(WireStruct, frozen=True, kw_only=True, tag="message"):
+    """A message with a role and either string content or content blocks."""
 
     role: Literal["user", "assistant", "system", "developer"]
     content: str | tuple[InputContent, ...]

@@ -3,15 +3,18 @@
 Some models follow Markdown structure better than XML-like tags. This plugin replaces two
 stages: ``render_memories`` becomes a bulleted section, and ``render_first_party_retrievables``
 becomes one sub-section per document with its body as a block quote. Every body line is
-indented or quoted, so a record cannot start a heading of its own, and bodies are still
-neutralised against developer-rules and envelope tags. Third-party documents keep their
-untrusted envelopes: the layout changes, the trust boundary does not.
+indented or quoted (lines split wherever Markdown or a reader could break one: ``\r``,
+``\u2028``...), so a record cannot start a heading of its own; every field printed inline (a
+document's source or id, its kind) is flattened to one line; and all of it is neutralised
+against developer-rules and envelope tags. Third-party documents keep their untrusted
+envelopes: the layout changes, the trust boundary does not.
 
 Settings (``plugins.settings.markdown_context``): see :class:`MarkdownSettings`.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 import msgspec
@@ -37,8 +40,22 @@ class MarkdownSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
     show_metadata: bool = True
 
 
+# Every line boundary str.splitlines knows; CommonMark alone ends lines at \r too.
+_LINE_BREAK = re.compile("\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+
+
+def _lines(text: str) -> list[str]:
+    return _LINE_BREAK.split(text)
+
+
 def _indent(text: str, prefix: str) -> str:
-    return "\n".join(prefix + line if line else prefix.rstrip() for line in text.split("\n"))
+    return "\n".join(prefix + line if line else prefix.rstrip() for line in _lines(text))
+
+
+def _inline(value: object) -> str:
+    """A field printed inside a line: one line, no control characters, no forgeable tag."""
+    return neutralise(_CONTROL.sub(" ", str(value)).strip())
 
 
 class MarkdownContextPlugin:
@@ -55,7 +72,7 @@ class MarkdownContextPlugin:
         lines = [f"{self.heading} {self.settings.memories_title}", ""]
         for memory in memories:
             body = neutralise(memory.content)
-            first, *rest = body.split("\n")
+            first, *rest = _lines(body)
             note = ""
             if self.settings.show_metadata:
                 facts = [f"confidence {memory.confidence:.2f}"]
@@ -78,12 +95,12 @@ class MarkdownContextPlugin:
             facts = []
             if self.settings.show_metadata:
                 if record.kind:
-                    facts.append(record.kind)
+                    facts.append(_inline(record.kind))
                 if record.score is not None:
                     facts.append(f"relevance {record.score:.2f}")
             suffix = f" ({', '.join(facts)})" if facts else ""
             parts.append(
-                f"{self.heading}# {neutralise(title)}{suffix}\n\n"
+                f"{self.heading}# {_inline(title)}{suffix}\n\n"
                 f"{_indent(neutralise(retrievable_body(record, stages)), '> ')}"
             )
         return "\n\n".join(parts)

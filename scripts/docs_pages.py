@@ -1,0 +1,623 @@
+"""The generated pages of the documentation, and the MkDocs hook that adds them to a build.
+
+The reference pages are rendered from the code at every build, so they cannot drift from it:
+
+- ``thread-file.md`` and ``configuration.md`` from the JSON Schemas of :mod:`turnwire.schema`
+  (themselves generated from the msgspec Structs that validate the files), with one example
+  per record and per section, which the test suite validates against the same schemas;
+- ``cli.md`` from the ``argparse`` parser of :mod:`turnwire.cli`;
+- ``hooks.md`` from the hookspecs in :mod:`turnwire.hookspecs`, in pipeline order, each
+  rendered from its docstring by mkdocstrings;
+- ``schema/thread.json`` and ``schema/config.json``, the schemas themselves.
+
+``mkdocs.yml`` lists this file under ``hooks:``; ``python scripts/docs_pages.py OUT`` writes the
+same pages into a folder, to read them without building the site.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import re
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from turnwire import hookspecs
+from turnwire.cli import _parser
+from turnwire.schema import config_schema, thread_schema
+
+PAGES: dict[str, Callable[[], str]] = {}
+
+
+def page(name: str) -> Callable[[Callable[[], str]], Callable[[], str]]:
+    def register(render: Callable[[], str]) -> Callable[[], str]:
+        PAGES[name] = render
+        return render
+
+    return register
+
+
+# ------------------------------------------------------------------------------ types
+
+
+def _name(ref: str) -> str:
+    return ref.rsplit("/", 1)[-1]
+
+
+def _without_placeholder(schema: dict[str, Any]) -> dict[str, Any]:
+    """A configuration value's own schema, without the ``${ENV}`` alternative."""
+    options = schema.get("anyOf")
+    if options and {"$ref": "#/$defs/EnvPlaceholder"} in options:
+        rest = [option for option in options if option != {"$ref": "#/$defs/EnvPlaceholder"}]
+        return rest[0] if len(rest) == 1 else {"anyOf": rest}
+    return schema
+
+
+def _literal(value: Any) -> str:
+    return f"`{json.dumps(value)}`"
+
+
+def type_text(schema: dict[str, Any], link: Callable[[str], str]) -> str:
+    """A schema as a short phrase: ``"first-party"`` | ``"third-party-public"``, list of ..."""
+    schema = _without_placeholder(schema)
+    if "$ref" in schema:
+        return link(_name(schema["$ref"]))
+    if "anyOf" in schema:
+        return " or ".join(type_text(option, link) for option in schema["anyOf"])
+    if "const" in schema:
+        return _literal(schema["const"])
+    if "enum" in schema:
+        return " \\| ".join(_literal(value) for value in schema["enum"])
+    kind = schema.get("type")
+    bounds = _bounds(schema)
+    if kind == "string":
+        if schema.get("format") == "date-time":
+            return "timestamp (RFC 3339, with a time zone)"
+        if schema.get("contentEncoding") == "base64":
+            return "base64 string"
+        return "non-empty string" if schema.get("minLength") else "string"
+    if kind == "array":
+        items = type_text(schema.get("items", {}), link)
+        prefix = "non-empty list" if schema.get("minItems") else "list"
+        unique = ", no repeats" if schema.get("uniqueItems") else ""
+        return f"{prefix} of {items}{unique}"
+    if kind == "object":
+        values = schema.get("additionalProperties")
+        if isinstance(values, dict):
+            names = schema.get("propertyNames", {}).get("enum")
+            keys = " \\| ".join(_literal(n) for n in names) if names else "string"
+            return f"mapping of {keys} to {type_text(values, link)}"
+        return "object"
+    if kind in ("integer", "number"):
+        return f"{kind}{bounds}"
+    if kind == "boolean":
+        return "boolean"
+    if kind == "null":
+        return "null"
+    return "any value"
+
+
+def _bounds(schema: dict[str, Any]) -> str:
+    low, high = schema.get("minimum"), schema.get("maximum")
+    if low is not None and high is not None:
+        return f", {low:g} to {high:g}"
+    if low is not None:
+        return f" ≥ {low:g}"
+    return ""
+
+
+def _cell(text: str) -> str:
+    """Text for one table cell: one line, pipes outside code spans escaped."""
+    parts = " ".join(text.split()).split("`")
+    for index in range(0, len(parts), 2):
+        parts[index] = re.sub(r"(?<!\\)\|", r"\\|", parts[index])
+    return "`".join(parts)
+
+
+def _default(schema: dict[str, Any], required: bool) -> str:
+    if required:
+        return "**required**"
+    if "default" in schema:
+        return _literal(schema["default"])
+    return "see below"
+
+
+def _anchor(name: str) -> str:
+    return name.lower()
+
+
+# ------------------------------------------------------------------------- thread file
+
+THREAD_EXAMPLES: dict[str, str] = {
+    "Thread": """\
+version: 1
+model: gpt-5
+system_prompt: "You are a support agent."
+standing_instructions: ["Be terse."]
+messages:
+  - {id: u1, role: user, content: "Where is my order?", created_at: "2026-01-01T10:00:00Z"}
+""",
+    "Tool": """\
+name: get_weather
+description: Current weather for a city
+parameters: {type: object, properties: {city: {type: string}}, required: [city]}
+handler: "my_package.tools:get_weather"
+""",
+    "Memory": """\
+{id: m1, content: "Prefers tea", confidence: 0.9, created_at: "2026-01-01T00:00:00Z"}
+""",
+    "Retrievable": """\
+{id: kb-1, content: "Refunds within 30 days.", trust_tier: first-party, source: kb/refunds.md,
+ score: 0.75}
+""",
+    "Artifact": """\
+{text: "ERROR disk full\\nERROR disk full\\n", inline: false}
+""",
+    "Message": """\
+id: msg_2
+role: assistant
+content: "Let me check the weather."
+phase: commentary
+identity: {identifier: assistant}
+created_at: "2026-01-01T10:00:05Z"
+seq: 1
+""",
+    "Identity": """\
+{identifier: logistics-bot, representation: Logistics}
+""",
+    "Media": """\
+id: voice-1
+kind: audio
+mime_type: audio/ogg
+filename: note.ogg
+path: note.ogg
+modality_hazard: opaque-perceptual
+stash:
+  - {key: "text:transcript", value: "it was due monday", trust_tier: third-party-private}
+""",
+    "StashEntry": """\
+{key: "text:caption", value: "A delivery van at a door", trust_tier: first-party}
+""",
+    "Thought": """\
+id: rs_1
+replay_compatibility: openai-responses-reasoning-v1
+payload:
+  variant: responses-reasoning
+  item: {type: reasoning, id: rs_1, summary: [], encrypted_content: "gAAAAB..."}
+  paired_item_id: fc_1
+  prefix_fingerprint: 4f6c0c1d3b9e2a7d8c5b4a3f2e1d0c9b8a7f6e5d4c3b2a1f0e9d8c7b6a5f4e3d
+created_at: "2026-01-01T10:00:06Z"
+seq: 1
+""",
+    "ReasoningPayload": """\
+{variant: responses-reasoning, item: {type: reasoning, summary: [], encrypted_content: "gAAAAB..."},
+ paired_item_id: msg_2}
+""",
+    "ReasoningItem": """\
+{type: reasoning, id: rs_1, summary: [{type: summary_text, text: "Checked the carrier."}],
+ encrypted_content: "gAAAAB..."}
+""",
+    "SummaryText": """\
+{type: summary_text, text: "Checked the carrier."}
+""",
+    "ReasoningText": """\
+{type: reasoning_text, text: "The user wants the weather."}
+""",
+    "ToolCall": """\
+{id: "call_1|fc_1", tool: get_weather, args: {city: Paris}, result: {text: "21C"},
+ created_at: "2026-01-01T10:00:06Z", seq: 2}
+""",
+    "ToolResult": """\
+{media: [{id: shot-1, kind: image, mime_type: image/png, filename: web-3.png, path: web-3.png}]}
+""",
+}
+"""One example per record of the thread file (YAML), validated by the test suite."""
+
+_THREAD_INTRO = """\
+# The thread file
+
+A thread file holds one stored conversation: the system prompt, tools, memories, retrieved
+documents and the timeline (messages, thoughts and tool calls). It is YAML or JSON; this page
+describes schema version 1, the only one so far. It is generated from the msgspec Structs of
+`turnwire.model` that validate the file, so it lists exactly what `turnwire.load_thread`
+accepts.
+
+- Every mapping rejects keys it does not list; every error names its place
+  (`E_THREAD_FILE_INVALID: $.messages[1].role: Invalid enum value 'system'`).
+- Timeline records (messages, thoughts, tool calls) sort by `(created_at, seq)`. Timestamps
+  are RFC 3339 with a time zone (`2026-01-01T10:00:00Z`); in YAML they may be left unquoted.
+- A relative `path` (attachments, artifacts) is resolved against the thread file's folder
+  when the file is loaded, and read when a request is rendered.
+- Ids are stable strings; envelope nonces are derived from them, so changing an id changes
+  the rendered request.
+
+The JSON Schema of this file is printed by `turnwire schema thread` (and is
+[`schema/thread.json`](schema/thread.json) on this site); point an editor at it, for
+instance with a first line `# yaml-language-server: $schema=thread.json` in a YAML file.
+Two rules are checked by the loader alone: tool names are unique within a thread, and a
+timestamp's calendar date must exist.
+"""
+
+
+def _definitions_in_order(schema: dict[str, Any], root: str) -> list[str]:
+    """Definition names reachable from the root, breadth first, each once."""
+    order = [root]
+    definitions = {root: schema, **schema["$defs"]}
+    index = 0
+    while index < len(order):
+        for ref in _refs(definitions[order[index]]):
+            name = _name(ref)
+            if name not in order and name in schema["$defs"] and name != "EnvPlaceholder":
+                order.append(name)
+        index += 1
+    return order
+
+
+def _refs(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "$ref":
+                yield value
+            elif key != "$defs":
+                yield from _refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _refs(value)
+
+
+def _rules(definition: dict[str, Any]) -> list[str]:
+    """The cross-field rules of a record, in words."""
+    sentences = []
+    for rule in definition.get("allOf", []):
+        if "oneOf" in rule:
+            fields = [f"`{option['required'][0]}`" for option in rule["oneOf"]]
+            sentences.append(f"Exactly one of {', '.join(fields)} is set.")
+        elif "anyOf" in rule:
+            fields = [f"`{option['required'][0]}`" for option in rule["anyOf"]]
+            sentences.append(f"At least one of {' or '.join(fields)} is non-empty.")
+        elif "if" in rule:
+            given = rule["if"]["required"][0]
+            then, otherwise = rule["then"]["required"][0], rule["else"]["required"][0]
+            sentences.append(
+                f"With a `{given}`, `{then}` is required; without one, `{otherwise}` must not "
+                "be empty."
+            )
+    return sentences
+
+
+def _field_table(
+    definition: dict[str, Any], link: Callable[[str], str], key: Callable[[str], str]
+) -> list[str]:
+    required = set(definition.get("required", []))
+    lines = ["| field | type | default | meaning |", "|---|---|---|---|"]
+    for field, schema in definition.get("properties", {}).items():
+        lines.append(
+            f"| {key(field)} | {_cell(type_text(schema, link))} | "
+            f"{_default(schema, field in required)} | {_cell(schema.get('description', ''))} |"
+        )
+    return lines
+
+
+@page("thread-file.md")
+def thread_reference() -> str:
+    schema = thread_schema()
+    definitions = {"Thread": schema, **schema["$defs"]}
+
+    def link(name: str) -> str:
+        return f"[{name}](#{_anchor(name)})"
+
+    lines = [_THREAD_INTRO]
+    for name in _definitions_in_order(schema, "Thread"):
+        definition = definitions[name]
+        lines += [f"## {name}", "", definition.get("description", ""), ""]
+        lines += _field_table(definition, link, lambda field: f"`{field}`")
+        rules = _rules(definition)
+        if rules:
+            lines += ["", " ".join(rules)]
+        if name in THREAD_EXAMPLES:
+            lines += ["", "```yaml", THREAD_EXAMPLES[name].rstrip(), "```"]
+        lines.append("")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------ configuration
+
+CONFIG_EXAMPLES: dict[str, str] = {
+    "render": """\
+render:
+  reasoning_replay: encrypted
+  replay_compatibility: [openai-responses-reasoning-v1]
+  unsupported_media_policy: {audio: fallback-stash, video: synthetic-description}
+  tool_result_inline_max_bytes: 1024
+""",
+    "request": """\
+request:
+  model: "${TURNWIRE_MODEL:gpt-5}"
+  max_output_tokens: 4096
+  reasoning: {effort: medium, summary: auto}
+  text: {verbosity: low}
+  tool_choice: {type: function, name: get_weather}
+""",
+    "client": """\
+client:
+  base_url: "${TURNWIRE_BASE_URL:http://127.0.0.1:8080/v1}"
+  request_timeout_s: 120
+  stream_idle_timeout_s: 90
+  headers: {X-Team: support}
+  retry: {max_retries: 5, max_delay_s: 20}
+""",
+    "context": """\
+context: {token_encoding: o200k_base, context_window: 400000}
+""",
+    "plugins": """\
+plugins:
+  allow: [redact]
+  trace: true
+  settings:
+    redact: {phones: false}
+""",
+    "store": """\
+store: {path: /var/lib/turnwire/threads.db}
+""",
+    "tools": """\
+tools:
+  handlers: {get_weather: "mycompany.tools:get_weather"}
+  allow_thread_handlers: ["turnwire.examples.*"]
+  timeout_s: 20
+""",
+    "files": """\
+files:
+  roots: [/srv/agent/uploads]
+  max_file_bytes: 16777216
+""",
+}
+"""One example per section of the configuration (YAML), validated by the test suite."""
+
+_CONFIG_INTRO = """\
+# Configuration
+
+One YAML schema covers the whole configuration. The packaged defaults
+(`config/default.yaml`, shipped in the wheel) load first, then each `--config` file in order
+(mappings merge key by key; any other value replaces), then `--set KEY=VALUE` overrides, then
+`${ENV}` / `${ENV:default}` interpolation. The merged tree is validated before anything is
+built: an unknown key, a bad value or a rejected option fails naming its `$.path`
+(`E_INVALID_OPENAI_RESPONSES_OPTIONS`). `turnwire check-config FILE...` checks profiles.
+
+Every key is optional in a profile. Any value may also be written as one placeholder,
+`${NAME}` or `${NAME:default}`: it becomes the environment variable's value (or the default),
+read as YAML, so `"${TIMEOUT:30}"` is a number. A placeholder inside a longer string is
+replaced as text.
+
+The request options turnwire manages itself cannot be set: `store` (always false),
+`instructions`, `input`, `tools`, `stream` (use `client.stream`), `previous_response_id`,
+`conversation`, `prompt`, `context_management`, and `background: true`.
+
+The JSON Schema of a configuration file is printed by `turnwire schema config` (and is
+[`schema/config.json`](schema/config.json) on this site). This page is generated from the
+`turnwire.settings` Structs that validate the configuration.
+"""
+
+
+def _sections(
+    schema: dict[str, Any], name: str, key: str
+) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """``(dotted key, Struct name, definition)`` of every section and nested mapping."""
+    definition = schema if name == "Settings" else schema["$defs"][name]
+    yield key, name, definition
+    for field, value in definition.get("properties", {}).items():
+        for ref in _refs(_without_placeholder(value)):
+            if _name(ref) != "EnvPlaceholder":
+                yield from _sections(schema, _name(ref), f"{key}.{field}".lstrip("."))
+
+
+def config_keys() -> list[str]:
+    """Every dotted key of the configuration (``render.bucket_order``, ``client.retry``...)."""
+    return [
+        f"{key}.{field}".lstrip(".")
+        for key, _, definition in _sections(config_schema(), "Settings", "")
+        for field in definition.get("properties", {})
+    ]
+
+
+def _slug(key: str) -> str:
+    """The anchor MkDocs gives a heading that is `key` in code."""
+    return "".join(c for c in key.lower() if c.isalnum() or c in "-_")
+
+
+@page("configuration.md")
+def config_reference() -> str:
+    schema = config_schema()
+    sections = list(_sections(schema, "Settings", ""))
+    where = {name: key for key, name, _ in sections}
+
+    def link(name: str) -> str:
+        return f"[`{where[name]}`](#{_slug(where[name])})"
+
+    lines = [_CONFIG_INTRO]
+    for key, _, definition in sections[1:]:
+        lines += [f"## `{key}`", "", definition.get("description", ""), ""]
+        lines += _field_table(definition, link, lambda field: f"`{field}`")
+        if "bucket_order" in definition.get("properties", {}):
+            lines += ["", "`bucket_order` lists each bucket once and must contain `timeline`."]
+        if key in CONFIG_EXAMPLES:
+            lines += ["", "```yaml", CONFIG_EXAMPLES[key].rstrip(), "```"]
+        lines.append("")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------- command line
+
+
+def _formatter(prog: str) -> argparse.HelpFormatter:
+    return argparse.HelpFormatter(prog, width=88)
+
+
+def _commands(
+    parser: argparse.ArgumentParser, name: str
+) -> Iterator[tuple[str, str, argparse.ArgumentParser]]:
+    """``(full name, help, parser)`` of the command and every subcommand, depth first."""
+    yield name, parser.description or "", parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {choice.dest: choice.help or "" for choice in action._choices_actions}
+            for sub_name, sub in action.choices.items():
+                for full, help_text, found in _commands(sub, f"{name} {sub_name}"):
+                    yield full, help_text or helps.get(sub_name, ""), found
+
+
+def _argument_row(action: argparse.Action) -> str | None:
+    if isinstance(action, argparse._SubParsersAction | argparse._HelpAction):
+        return None
+    if action.option_strings:
+        value = f" {action.metavar or action.dest.upper()}" if action.nargs != 0 else ""
+        names = ", ".join(f"`{option}{value}`" for option in action.option_strings)
+    else:
+        names = f"`{action.metavar or action.dest}`"
+    details = []
+    if action.choices:
+        details.append("one of " + ", ".join(f"`{choice}`" for choice in action.choices))
+    if isinstance(action, argparse._AppendAction) and "repeatable" not in (action.help or ""):
+        details.append("repeatable")
+    if action.nargs == "+":
+        details.append("one or more")
+    elif action.required or (not action.option_strings and action.nargs not in ("?", "*")):
+        details.append("required")
+    if isinstance(action, argparse._VersionAction):
+        help_text = "print the version and exit"
+    else:
+        help_text = action.help or ""
+    if details:
+        help_text = f"{help_text} ({'; '.join(details)})" if help_text else "; ".join(details)
+    return f"| {names} | {_cell(help_text)} |"
+
+
+def cli_commands() -> list[tuple[str, argparse.ArgumentParser]]:
+    """Every command of ``turnwire`` with its parser (``turnwire``, ``turnwire render``...)."""
+    return [(full, parser) for full, _, parser in _commands(_parser(), "turnwire")]
+
+
+@page("cli.md")
+def cli_reference() -> str:
+    lines = [
+        "# Command line",
+        "",
+        "Every command of `turnwire`, generated from its argument parser. Bad input exits 2",
+        "with one line, `error: <CODE>: <message>`; a failed `run` exits 1.",
+        "",
+    ]
+    for full, help_text, parser in _commands(_parser(), "turnwire"):
+        parser.formatter_class = _formatter
+        level = "#" * min(2 + full.count(" ") - 1, 4) if " " in full else "##"
+        lines += [f"{level} `{full}`", ""]
+        if help_text:
+            sentence = help_text[0].upper() + help_text[1:]
+            lines += [sentence if sentence.endswith(".") else sentence + ".", ""]
+        lines += ["```text", parser.format_usage().strip(), "```", ""]
+        rows = [row for row in map(_argument_row, parser._actions) if row]
+        if rows:
+            lines += ["| argument | meaning |", "|---|---|", *rows, ""]
+    return "\n".join(lines)
+
+
+# -------------------------------------------------------------------------------- hooks
+
+
+def hook_names() -> list[str]:
+    """Every hookspec of :mod:`turnwire.hookspecs`, in the order the file declares them."""
+    specs = [
+        value
+        for value in vars(hookspecs).values()
+        if inspect.isfunction(value) and hasattr(value, "turnwire_spec")
+    ]
+    specs.sort(key=lambda function: function.__code__.co_firstlineno)
+    return [function.__name__ for function in specs]
+
+
+def _runs(docstring: str) -> str:
+    """The "Runs once per ..." sentence of a hookspec docstring."""
+    text = " ".join(docstring.split())
+    start = text.find("Runs ")
+    if start < 0:
+        return ""
+    end = text.find(".", start)
+    return text[start : end + 1]
+
+
+_HOOKS_INTRO = """\
+# Stages and hooks
+
+Every step of rendering is a [pluggy](https://pluggy.readthedocs.io) hook declared in
+`turnwire.hookspecs`, listed here in pipeline order, followed by the client's hooks. A plugin
+implements a hook with a function of the same name marked `@turnwire.hookimpl`, asks for the
+arguments it needs by name (never with defaults), returns a value to override the stage or
+`None` to defer to the next implementation, and may wrap the result with
+`@hookimpl(wrapper=True)`. The built-ins (`turnwire.stages`) are registered last. This page is
+generated from the hookspecs' docstrings.
+
+| hook | result | runs |
+|---|---|---|
+"""
+
+
+@page("hooks.md")
+def hooks_reference() -> str:
+    lines = [_HOOKS_INTRO.rstrip()]
+    names = hook_names()
+    for name in names:
+        function = getattr(hookspecs, name)
+        calls = "first non-None" if function.turnwire_spec["firstresult"] else "all collected"
+        lines.append(f"| [`{name}`](#{name}) | {calls} | {_runs(function.__doc__ or '')} |")
+    lines += ["", "## The contract", "", "::: turnwire.hookspecs", "    options:"]
+    lines += ["      members: false", "      show_root_heading: false", ""]
+    for name in names:
+        lines += [f"## `{name}` {{#{name}}}", "", f"::: turnwire.hookspecs.{name}"]
+        lines += ["    options:", "      show_root_heading: false", ""]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- JSON Schemas
+
+
+def _json(schema: dict[str, Any]) -> str:
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
+PAGES["schema/thread.json"] = lambda: _json(thread_schema())
+PAGES["schema/config.json"] = lambda: _json(config_schema())
+
+
+# ----------------------------------------------------------------------- MkDocs hook
+
+
+_ROLE = re.compile(r":(?:class|func|meth|attr|mod|data|exc|obj):<code>(~?)([\w.]+)</code>")
+
+
+def _role(match: re.Match[str]) -> str:
+    short, target = match.groups()
+    return f"<code>{target.rsplit('.', 1)[-1] if short else target}</code>"
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    """Sphinx roles in docstrings (``:class:`~turnwire.Thread```) as plain code (MkDocs event)."""
+    return _ROLE.sub(_role, html)
+
+
+def on_files(files: Any, config: Any) -> Any:
+    """Add the generated pages to the build (MkDocs event)."""
+    from mkdocs.structure.files import File
+
+    for name, render in PAGES.items():
+        files.append(File.generated(config, name, content=render()))
+    return files
+
+
+if __name__ == "__main__":
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else "docs-generated")
+    for name, render in PAGES.items():
+        target = out / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(render())
+        print(target)

@@ -1,0 +1,103 @@
+"""Redaction: the one routine every text that can reach a user or a log goes through.
+
+:func:`redact` replaces with ``[redacted]``:
+
+* the value of every known secret: the ones passed to it, the ones given to
+  :func:`remember_secret` (the transport's API key), and the values of environment variables whose
+  names say they hold one (``OPENAI_API_KEY``, ``TURNWIRE_ENVELOPE_SECRET``, any ``*_KEY``,
+  ``*_SECRET``, ``*_TOKEN``, ``*_PASSWORD``), when at least 8 characters long;
+* whatever looks like a credential: ``sk-...`` and ``sess-...`` keys, the token after
+  ``Bearer`` or ``Basic``, a URL's ``user:password@``, and the value after ``api-key:``,
+  ``api_key=``, ``"secret": "...`` and the like.
+
+:class:`TurnwireError` runs its message through it, so every error turnwire raises is covered at
+one depth; :class:`RedactingFilter` does the same for the records of the ``turnwire`` loggers.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+
+__all__ = ["MARK", "RedactingFilter", "install_log_filter", "redact", "remember_secret"]
+
+MARK = "[redacted]"
+_MIN_SECRET = 8
+
+# Values handed over by the parts that hold secrets (a process-wide memory, on purpose: an error
+# raised far from the transport must still hide its key). Only ever grows; holds strings that the
+# process holds anyway.
+_remembered: set[str] = set()
+
+_SECRET_NAME = re.compile(r"(?:^|_)(?:API_?KEY|KEY|SECRET|TOKEN|PASSWORD|PASSWD)$", re.IGNORECASE)
+_PATTERNS = (
+    (re.compile(r"\b(?:sk|sess)-[A-Za-z0-9_\-]{8,}"), MARK),
+    (re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/\-]{4,}=*", re.IGNORECASE), r"\1 " + MARK),
+    (re.compile(r"(://)[^/\s:@]+:[^/\s@]+@"), r"\1" + MARK + "@"),  # a URL's user:password
+    (
+        re.compile(
+            r"""(\b(?:api[-_ ]?key|x-api-key|access[-_]?token|auth[-_]?token|secret|password)"""
+            r"""["']?\s*[:=]\s*["']?)[^\s"',;{}\[\]]{8,}""",
+            re.IGNORECASE,
+        ),
+        r"\1" + MARK,
+    ),
+)
+
+
+def remember_secret(value: str | None) -> None:
+    """Redact ``value`` everywhere from now on (ignored when shorter than 8 characters)."""
+    if value and len(value) >= _MIN_SECRET:
+        _remembered.add(value)
+
+
+def _known(extra: tuple[str | None, ...]) -> list[str]:
+    values = {value for value in extra if value and len(value) >= _MIN_SECRET}
+    values |= _remembered
+    for name, value in os.environ.items():
+        if len(value) >= _MIN_SECRET and _SECRET_NAME.search(name):
+            values.add(value)
+    return sorted(values, key=len, reverse=True)  # a secret containing another goes first
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """``text`` with every known secret (``secrets`` included) and credential-like token
+    replaced by ``[redacted]``."""
+    if not text:
+        return text
+    for value in _known(secrets):
+        if value in text:
+            text = text.replace(value, MARK)
+    for pattern, replacement in _PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+class RedactingFilter(logging.Filter):
+    """Redacts a record's message (arguments merged in) and its traceback text."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean = redact(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        if record.exc_info and not record.exc_text:
+            text = logging.Formatter().formatException(record.exc_info)
+            clean = redact(text)
+            if clean != text:  # otherwise the handler's own formatter renders it
+                record.exc_text = clean
+        return True
+
+
+def install_log_filter(*names: str) -> None:
+    """Put one :class:`RedactingFilter` on each named logger (idempotent)."""
+    for name in names:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, RedactingFilter) for f in logger.filters):
+            logger.addFilter(RedactingFilter())
+
+
+# On import: errors.py imports this module and every module that logs imports errors, so no
+# record of turnwire's loggers is emitted before the filter is in place.
+install_log_filter("turnwire", "turnwire.trace")

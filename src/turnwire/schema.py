@@ -1,0 +1,586 @@
+"""JSON Schema (draft 2020-12) of the thread file and of a configuration file.
+
+Both schemas are generated from the msgspec Structs that validate the files
+(:class:`~turnwire.model.Thread`, :class:`~turnwire.settings.Settings`), so they cannot drift
+from what :func:`~turnwire.load_thread` and :func:`~turnwire.load_settings` accept. What
+msgspec emits is completed here:
+
+- the root is the top-level Struct itself, beside ``$defs``, with ``$schema`` naming draft
+  2020-12; one-value enums become ``const`` (``version: 1``, the ``type`` / ``variant`` tags),
+  and a tag is optional wherever msgspec's decoder does not need it (msgspec's own schema
+  says required);
+- every field gets a description: its entry in :data:`FIELD_DOCS`, else the
+  ``msgspec.Meta(description=...)`` of its annotation, else an ``:ivar name:`` line of its
+  Struct's docstring (the test suite fails when a field has none); docstring markup becomes
+  Markdown;
+- the cross-field rules the Structs check in ``__post_init__`` (exactly one of ``path`` or
+  ``data_base64``, a message needs content or attachments, ...) become ``oneOf`` / ``anyOf`` /
+  ``if``-``then`` keywords, and timestamps must carry a time zone, as the loader requires;
+- in the configuration schema every value may also be one ``${ENV}`` / ``${ENV:default}``
+  placeholder, which the loader expands before it validates.
+
+Two rules stay outside the schemas: tool names are unique within a thread, and (in the
+configuration) ``context.context_window`` is required once ``context.token_encoding`` is set,
+which may come from another profile. Plugin settings are checked by each plugin's own Struct
+when it loads.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+import msgspec
+import msgspec.inspect as mi
+
+from turnwire.model import Thread
+from turnwire.settings import Settings
+
+__all__ = ["DIALECT", "FIELD_DOCS", "config_schema", "thread_schema"]
+
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+"""The ``$schema`` of both schemas."""
+
+_DEF = "#/$defs/{name}"
+
+FIELD_DOCS: dict[str, dict[str, str]] = {
+    # ----------------------------------------------------------------- the thread file
+    "Thread": {
+        "version": "The schema version of the file; only `1` exists.",
+        "model": "The model to ask; `--model` overrides it, `request.model` applies when it is "
+        "null.",
+        "system_prompt": "The system prompt, sent through `render.system_prompt_channel`.",
+        "standing_instructions": "Rules the agent always follows, rendered as developer "
+        "rules in the system prompt (bucket `standing_instructions`).",
+        "tools": "The function tools the model may call; names are unique.",
+        "memories": "What the agent remembers about the user or the task (bucket `memories`).",
+        "retrievables": "Retrieved documents, each with the trust tier of its channel "
+        "(bucket `retrievables`).",
+        "messages": "User and assistant messages of the timeline.",
+        "thoughts": "Reasoning records of the timeline: text, a replayable reasoning "
+        "item, or both.",
+        "tool_calls": "The calls the model made, each with its result once it ran.",
+    },
+    "Tool": {
+        "name": "The function name the model calls.",
+        "description": "What the tool does, as the model reads it.",
+        "parameters": "A JSON Schema object describing the arguments (null: no arguments).",
+        "trusted": "Wrap the tool's results in the trusted envelope instead of the untrusted one.",
+        "hidden": "Callable, but never declared to the model.",
+        "strict": "The tool's own `strict` flag; null defers to `render.strict` "
+        "(false when that is null too).",
+        "handler": "The Python callable that runs the tool, `module:function` "
+        "(async functions too); used by `turnwire run`.",
+    },
+    "Memory": {
+        "id": "A stable id, unique within the thread (it seeds the envelope nonce).",
+        "content": "The remembered fact.",
+        "confidence": "How sure the agent is, from 0 to 1; kept with the record, not rendered.",
+        "importance": "How much it matters, from 0 to 1; kept with the record, not rendered.",
+        "created_at": "When it was learnt; rendered as `createdAt` when set.",
+    },
+    "Retrievable": {
+        "id": "A stable id, unique within the thread.",
+        "content": "The document body; exactly one of `content` and `artifact` is set.",
+        "artifact": "A large body, shown as a handle the artifact tools read unless "
+        "`inline` is true.",
+        "trust_tier": "Where the document came from; selects the envelope and its "
+        "section of the `retrievables` bucket.",
+        "source": "Where it was found (a path or URL), rendered as an attribute.",
+        "kind": "A free label (policy, faq, ...), rendered as an attribute.",
+        "score": "The retrieval score, from 0 to 1, rendered as an attribute.",
+        "inline": "Show an `artifact` body inline instead of as a handle.",
+        "created_at": "When the document was retrieved or written.",
+    },
+    "Artifact": {
+        "text": "The body; exactly one of `text` and `path` is set.",
+        "path": "A file holding the body (relative to the thread file), read when a "
+        "request is rendered.",
+        "inline": "true: the model sees the body; false: a handle; null: inline up to "
+        "`render.tool_result_inline_max_bytes`.",
+        "kind": "The artifact's kind, shown on its handle.",
+    },
+    "Message": {
+        "id": "A stable id, unique within the thread. An assistant message's `msg_` id is "
+        "replayed when its reasoning item precedes it.",
+        "role": "`user` or `assistant` (system text belongs in `system_prompt`).",
+        "content": "The text; a message needs `content`, `attachments` or both.",
+        "identity": "Who wrote it; defaults to the role. An assistant message whose "
+        "identifier is not `render.self_identity` is another agent's (a peer).",
+        "attachments": "Images, documents, audio or video sent with the message.",
+        "phase": "The API's label of an assistant message (`commentary`, "
+        "`final_answer`), replayed as it came.",
+        "created_at": "When it was written; the timeline sorts by `(created_at, seq)`.",
+        "seq": "Breaks ties between records with the same `created_at`.",
+    },
+    "Identity": {
+        "identifier": "The system key, compared with `render.self_identity`.",
+        "representation": "The name the model is shown (falls back to the identifier).",
+    },
+    "Media": {
+        "id": "A stable id, unique within the thread, shown in the marker before the attachment.",
+        "kind": "`image` and `document` become input blocks; `audio` and `video` follow "
+        "`render.unsupported_media_policy`.",
+        "mime_type": "The media type (`image/png`, `application/pdf`, ...); sanitised "
+        "where it is interpolated.",
+        "filename": "The file name shown to the model; sanitised where it is interpolated.",
+        "trust_tier": "How far the content is trusted; a stash fallback takes the lower "
+        "of this and the stash entry's tier.",
+        "modality_hazard": "How the content can carry instructions; null defaults by kind "
+        "(`extractable-instructions` for documents, else `opaque-perceptual`).",
+        "source": "Where the file came from; kept with the record, not rendered.",
+        "path": "A file pointer (relative to the thread file), read when a request is "
+        "rendered; exactly one of `path` and `data_base64` is set.",
+        "data_base64": "The bytes inline, base64-encoded.",
+        "stash": "Texts derived from the media (a transcript, a caption), used by the "
+        "`fallback-stash` policy.",
+    },
+    "StashEntry": {
+        "key": "The entry's name, matched against `render.media_stash_keys` "
+        "(`text:transcript`, `text:caption`, ...).",
+        "value": "The derived text.",
+        "trust_tier": "How far the derived text is trusted.",
+    },
+    "Thought": {
+        "id": "A stable id, unique within the thread.",
+        "content": "The reasoning as text; required when there is no `payload`.",
+        "identity": "Whose reasoning it is; defaults to the agent itself.",
+        "replay_compatibility": "The replay tag of the payload "
+        "(`openai-responses-reasoning-v1`); required with a `payload`.",
+        "payload": "What replays the thought as a native reasoning item.",
+        "created_at": "When it was produced; it sorts before the item it belongs to.",
+        "seq": "Breaks ties between records with the same `created_at`.",
+    },
+    "ReasoningPayload": {
+        "variant": "The payload's kind; only `responses-reasoning` exists.",
+        "item": "The reasoning item as it will be replayed, with its `encrypted_content`.",
+        "paired_item_id": "The id of the output item that followed it in the response "
+        "(`msg_...` or `fc_...`); it is replayed only right before that item.",
+        "prefix_fingerprint": "The fingerprint of the request prefix it was produced "
+        "after; it is replayed only while that prefix is unchanged.",
+    },
+    "ReasoningItem": {
+        "type": "Always `reasoning`.",
+        "summary": "The reasoning summary parts.",
+        "id": "The item's `rs_` id.",
+        "content": "Raw reasoning text, when the model emitted it.",
+        "encrypted_content": "The opaque reasoning state; without it, under `store: "
+        "false`, the item cannot be replayed.",
+    },
+    "SummaryText": {
+        "type": "Always `summary_text`.",
+        "text": "One part of the summary.",
+    },
+    "ReasoningText": {
+        "type": "Always `reasoning_text`.",
+        "text": "Raw reasoning text.",
+    },
+    "ToolCall": {
+        "id": "`call_id`, or `call_id|item_id` when the response gave the call an `fc_` item id.",
+        "tool": "The name of the tool called.",
+        "args": "The arguments, a JSON object.",
+        "is_error": "The result is an error text (bad arguments, an unknown tool, an "
+        "exception in the handler).",
+        "inline": "Overrides the result's inlining: true inlines, false shows a handle.",
+        "result": "The result, once the call ran; a call without one is run by the next "
+        "`turnwire run`.",
+        "checksum": "SHA-256 of the canonical JSON of `{tool, args}`; computed when absent.",
+        "created_at": "When the model made the call.",
+        "seq": "Breaks ties between records with the same `created_at`.",
+    },
+    "ToolResult": {
+        "text": "A plain answer or an error text.",
+        "artifact": "One body with a line-oriented view.",
+        "artifacts": "Several bodies.",
+        "media": "One or more attachments (images, documents, ...).",
+    },
+    # ------------------------------------------------------------------ configuration
+    "Settings": {
+        "render": "How a thread becomes input items.",
+        "request": "Wire options copied into every request body.",
+        "client": "Where and how requests are sent (`turnwire run`).",
+        "context": "Which turns a request sends, and the context-window guard.",
+        "plugins": "Which plugins load, tracing, and per-plugin settings.",
+        "store": "Where stored threads live.",
+        "tools": "Which code runs a tool (registered handlers only), and for how long.",
+        "files": "Where file pointers may lead, and how much is read.",
+    },
+    "RenderSettings": {
+        "envelope_secret_file": "The file that holds the envelope secret when the variable "
+        "`envelope_secret_env` names is unset (null: `$XDG_CONFIG_HOME/turnwire/envelope-secret`,"
+        " created with a random secret on first use).",
+        "unfingerprinted_reasoning": "Thoughts with a replay payload but no "
+        "`prefix_fingerprint` (reasoning imported from elsewhere): `drop` them, or `trust` "
+        "them, replaying each when its partner item pairs (`turnwire fingerprint` stamps them "
+        "instead).",
+        "system_prompt_template": "Fill `{name}` placeholders of the system prompt from the "
+        "render context (`--context name=value`, `render_context=`); names only, unknown ones "
+        "stay as written.",
+        "bucket_order": "The order of the context buckets; must hold `timeline`. "
+        "Buckets after `timeline` go in a trailing system item.",
+        "system_prompt_channel": "Where the system prompt goes: the `instructions` "
+        "field, a developer item or a system item.",
+        "self_identity": "The identifier of the agent's own output; other identities are peers.",
+        "thought_surfacing": "Which thoughts the model sees: every own thought, the "
+        "latest own one, or all (peers' too).",
+        "reasoning_replay": "How thoughts are sent: never, as native reasoning items "
+        "with `encrypted_content`, or as their summary text.",
+        "replay_compatibility": "The replay tags this deployment accepts; add "
+        "`openai-responses-reasoning-v1` to replay.",
+        "fingerprint_binding": "What a replayed reasoning item is bound to: the exact "
+        "request prefix, or the model and endpoint only.",
+        "unsupported_media_policy": "What audio and video become: an error, a stashed "
+        "transcript or caption, or a short description; one policy or one per kind.",
+        "media_stash_keys": "The stash keys `fallback-stash` tries, in order.",
+        "tool_result_inline_max_bytes": "Tool results and artifacts up to this size are "
+        "inlined; larger ones become handles.",
+        "strict": "The `strict` flag of every function tool without its own; null sends false.",
+        "envelope_secret_env": "The environment variable holding the secret that keys "
+        "the envelope nonces; without a secret they are stable but predictable (a warning).",
+    },
+    "RequestSettings": {
+        "model": "The model, unless the thread or `--model` names one.",
+        "max_output_tokens": "The output token limit (at least 16).",
+        "include": "Extra output to include (`reasoning.encrypted_content` is added "
+        "when `render.reasoning_replay` is `encrypted`).",
+        "reasoning": "Reasoning effort and summary.",
+        "parallel_tool_calls": "Whether the model may call several tools at once.",
+        "temperature": "Sampling temperature, 0 to 2.",
+        "top_p": "Nucleus sampling, 0 to 1.",
+        "top_logprobs": "Log-probabilities returned per token, 0 to 20.",
+        "truncation": "The API's truncation strategy.",
+        "service_tier": "The processing tier.",
+        "prompt_cache_key": "A key that groups requests for prompt caching.",
+        "prompt_cache_retention": "How long a cached prompt is kept.",
+        "safety_identifier": "A stable, non-identifying id of the end user.",
+        "metadata": "String key-value pairs stored with the response.",
+        "tool_choice": "`none`, `auto`, `required`, or one function by name.",
+        "text": "Output format and verbosity.",
+        "background": "Only false: background responses need polling.",
+        "stream_options": "Options of the streamed answer.",
+    },
+    "ReasoningOptions": {
+        "effort": "How much the model reasons.",
+        "summary": "Which reasoning summary to return.",
+    },
+    "TextOptions": {
+        "format": "The output format (`{type: json_schema, ...}`, `{type: json_object}`).",
+        "verbosity": "How long the answer should be.",
+    },
+    "StreamOptions": {
+        "include_obfuscation": "Whether stream events carry obfuscation padding.",
+    },
+    "FunctionToolChoice": {
+        "type": "Always `function`.",
+        "name": "The function the model must call.",
+    },
+    "ClientSettings": {
+        "base_url": "The Responses API endpoint (`--base-url` overrides it); by default "
+        "`$OPENAI_BASE_URL`, else `https://api.openai.com/v1`.",
+        "api_key_env": "The environment variable holding the API key (null: send none).",
+        "organization": "The `OpenAI-Organization` header (by default `$OPENAI_ORG_ID`).",
+        "project": "The `OpenAI-Project` header (by default `$OPENAI_PROJECT_ID`).",
+        "headers": "Extra HTTP headers on every request.",
+        "stream": "Stream the answer (server-sent events).",
+        "request_timeout_s": "Seconds one attempt may take, to its last byte (0: no limit).",
+        "connect_timeout_s": "Seconds to open the connection.",
+        "stream_idle_timeout_s": "Seconds a stream may stay silent before it counts as "
+        "stalled (0: no limit).",
+        "retry": "The retry policy.",
+        "max_iterations": "The most requests one run sends while the model keeps calling tools.",
+        "strict_tool_choice": "Fail, instead of warning, when `request.tool_choice` "
+        "forces a tool the thread hides or does not have.",
+    },
+    "RetrySettings": {
+        "max_retries": "Retries after the first attempt.",
+        "initial_delay_s": "The first backoff delay, in seconds.",
+        "max_delay_s": "The longest backoff delay, in seconds.",
+        "max_retry_after_s": "The longest `retry-after` the client honours, in seconds.",
+        "statuses": "The HTTP statuses retried (null: 408, 409, 429 and 5xx).",
+    },
+    "ContextSettings": {
+        "window": "Which turns a request sends: `all`, `{last_turns: N}` or "
+        "`{token_budget: N}`; a window cuts only between turns and keeps the system content.",
+        "token_encoding": "The tokenizer of the estimate; null turns the guard off (needs "
+        "`turnwire[tokens]`).",
+        "context_window": "The most input tokens a request may hold; required with "
+        "`token_encoding`.",
+    },
+    "PluginSettings": {
+        "load_entrypoints": "Load the plugins installed in the `turnwire.plugins` "
+        "entry-point group (false: built-ins only).",
+        "allow": "Only these entry points load (null: every one not blocked).",
+        "block": "These entry points never load.",
+        "trace": "Log every stage call.",
+        "settings": "Settings per entry-point name, validated by that plugin.",
+    },
+    "StoreSettings": {
+        "path": "The SQLite store file (null: `$TURNWIRE_STORE`, else "
+        "`$XDG_DATA_HOME/turnwire/threads.db`).",
+    },
+    "ToolSettings": {
+        "handlers": "Tool name to `module:function`: the code that runs each tool, chosen "
+        "by the deployer (a thread names tools, never code).",
+        "allow_thread_handlers": "Glob patterns a thread's own `handler:` must match to run "
+        "(empty: a thread's handler never runs; the examples profile allows "
+        "`turnwire.examples.*`).",
+        "load_entrypoints": "Register the handlers of the `turnwire.tools` entry-point group "
+        "(entry point name = tool name).",
+        "timeout_s": "Seconds one handler call may take; past it, the call is an error result "
+        "the model reads.",
+        "max_result_bytes": "The largest result a handler may return; a larger one is an error "
+        "result.",
+    },
+    "FileSettings": {
+        "roots": "Absolute folders file pointers may lead into (null: a thread file's own "
+        "folder; for a stored thread, the `files` folder beside the store and the files named "
+        "for the turn).",
+        "max_file_bytes": "The largest file a pointer (or inline `data_base64`) may hold.",
+        "max_request_bytes": "The most file bytes one request may carry, all pointers together.",
+    },
+}
+"""The description of every field, by Struct name, then field name (as the file spells it)."""
+
+_PLACEHOLDER_PATTERN = r"^\$\{[A-Za-z_][A-Za-z0-9_]*(:[^}]*)?\}$"
+# RFC 3339 with a mandatory offset: msgspec rejects times without a time zone.
+_AWARE_DATETIME = r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:?\d{2})$"
+
+
+def _present(field: str) -> dict[str, Any]:
+    """Matches an object whose ``field`` is present and not null."""
+    return {"required": [field], "properties": {field: {"not": {"type": "null"}}}}
+
+
+def _filled(field: str) -> dict[str, Any]:
+    """Matches an object whose ``field`` is a non-empty string or array."""
+    return {
+        "required": [field],
+        "properties": {
+            field: {"anyOf": [{"type": "string", "minLength": 1}, {"type": "array", "minItems": 1}]}
+        },
+    }
+
+
+def _exactly_one(*fields: str) -> dict[str, Any]:
+    return {"oneOf": [_present(field) for field in fields]}
+
+
+_RULES: dict[str, dict[str, Any]] = {
+    "Media": _exactly_one("path", "data_base64"),
+    "Artifact": _exactly_one("text", "path"),
+    "Retrievable": _exactly_one("content", "artifact"),
+    "ToolResult": _exactly_one("text", "artifact", "artifacts", "media"),
+    "Message": {"anyOf": [_filled("content"), _filled("attachments")]},
+    "Thought": {
+        "if": _present("payload"),
+        "then": _filled("replay_compatibility"),
+        "else": _filled("content"),
+    },
+}
+"""The ``__post_init__`` rules of the thread's Structs, as schema keywords."""
+
+_CONFIG_RULES: dict[str, dict[str, Any]] = {
+    "RenderSettings": {
+        "properties": {"bucket_order": {"uniqueItems": True, "contains": {"const": "timeline"}}}
+    },
+}
+
+_NON_EMPTY_ARRAYS = {"ToolResult": ("artifacts", "media")}
+
+
+def _markdown(text: str) -> str:
+    """Docstring markup as Markdown: ``literal`` → `literal`, Sphinx roles as code."""
+    text = re.sub(r":(?:class|func|mod|data|attr|meth|exc|obj):`~?([^`]+)`", r"`\1`", text)
+    return text.replace("``", "`")
+
+
+_IVAR = re.compile(r"^\s*:ivar (\w+):\s*(.*)$")
+
+
+def _split_ivars(docstring: str) -> tuple[str, dict[str, str]]:
+    """A Struct docstring's prose, and its ``:ivar name:`` entries (continuation lines joined)."""
+    prose: list[str] = []
+    fields: dict[str, str] = {}
+    current: str | None = None
+    for line in docstring.splitlines():
+        match = _IVAR.match(line)
+        if match:
+            current = match.group(1)
+            fields[current] = match.group(2)
+        elif current is not None and line.startswith((" ", "\t")) and line.strip():
+            fields[current] += " " + line.strip()
+        else:
+            current = None
+            prose.append(line)
+    return _markdown("\n".join(prose).strip()), {k: _markdown(v) for k, v in fields.items()}
+
+
+def _walk(node: Any, visit: Any) -> None:
+    if isinstance(node, dict):
+        visit(node)
+        for value in node.values():
+            _walk(value, visit)
+    elif isinstance(node, list):
+        for value in node:
+            _walk(value, visit)
+
+
+def _const(node: dict[str, Any]) -> None:
+    enum = node.get("enum")
+    if isinstance(enum, list) and len(enum) == 1:
+        node["const"] = node.pop("enum")[0]
+
+
+def _standalone_tags(root: type[msgspec.Struct]) -> dict[str, str]:
+    """``{struct name: tag field}`` of the tagged Structs reached outside a tagged union.
+
+    msgspec's schema marks a tag as required, but its decoder accepts a Struct without its
+    tag wherever the Struct is the only one a value can be (the tag still must match when
+    given), so there the tag is optional in the file.
+    """
+    tags: dict[str, str] = {}
+    in_unions: set[str] = set()
+    seen: set[type] = set()
+
+    def visit(info: Any) -> None:
+        if isinstance(info, mi.StructType):
+            if info.cls in seen:
+                return
+            seen.add(info.cls)
+            if info.tag_field is not None:
+                tags[info.cls.__name__] = info.tag_field
+            for field in info.fields:
+                visit(field.type)
+        elif isinstance(info, mi.UnionType):
+            structs = [t for t in info.types if isinstance(t, mi.StructType)]
+            if len(structs) > 1:
+                in_unions.update(t.cls.__name__ for t in structs)
+            for member in info.types:
+                visit(member)
+        elif isinstance(info, mi.DictType):
+            visit(info.key_type)
+            visit(info.value_type)
+        elif isinstance(info, mi.TupleType):
+            for member in info.item_types:
+                visit(member)
+        elif isinstance(info, mi.Metadata):
+            visit(info.type)
+        elif hasattr(info, "item_type"):
+            visit(info.item_type)
+
+    visit(mi.type_info(root))
+    return {name: field for name, field in tags.items() if name not in in_unions}
+
+
+def _build(root: type[msgspec.Struct], comment: str) -> dict[str, Any]:
+    (ref,), defs = msgspec.json.schema_components((root,), ref_template=_DEF)
+    # A round trip through JSON: plain lists and dicts, no tuples, nothing shared.
+    defs = msgspec.json.decode(msgspec.json.encode(defs))
+    for name, field in _standalone_tags(root).items():
+        defs[name]["required"].remove(field)
+    for name, definition in defs.items():
+        prose, ivars = _split_ivars(definition.get("description", ""))
+        if prose:
+            definition["description"] = prose
+        else:
+            definition.pop("description", None)
+        docs = FIELD_DOCS.get(name, {})
+        for field, schema in definition.get("properties", {}).items():
+            if field in docs:
+                schema["description"] = docs[field]
+            elif "description" in schema:
+                schema["description"] = _markdown(schema["description"])
+            elif field in ivars:
+                schema["description"] = ivars[field]
+    _walk(defs, _const)
+    name = ref["$ref"].rsplit("/", 1)[-1]
+    top = defs.pop(name)
+    return {"$schema": DIALECT, "$comment": comment, **top, "$defs": defs}
+
+
+def _merge_rules(schema: dict[str, Any], rules: dict[str, dict[str, Any]]) -> None:
+    defs = schema["$defs"]
+    # A copy: later passes edit the schema in place, and callers may edit what they get.
+    for name, rule in copy.deepcopy(rules).items():
+        target = defs[name]
+        keywords = {key: value for key, value in rule.items() if key != "properties"}
+        for field, extra in rule.get("properties", {}).items():
+            target["properties"][field].update(extra)
+        if keywords:
+            target.setdefault("allOf", []).append(keywords)
+
+
+def thread_schema() -> dict[str, Any]:
+    """The JSON Schema of a thread file, schema version 1 (YAML or JSON).
+
+    :returns: a fresh draft 2020-12 schema; the root is the thread, its records are in
+        ``$defs``.
+    """
+    schema = _build(
+        Thread,
+        "Generated from turnwire.model.Thread (`turnwire schema thread`). Relative `path` "
+        "pointers are resolved against the thread file's folder; tool names are unique.",
+    )
+    _merge_rules(schema, _RULES)
+    for name, fields in _NON_EMPTY_ARRAYS.items():
+        for field in fields:
+            branch = schema["$defs"][name]["properties"][field]["anyOf"][0]
+            branch["minItems"] = 1
+
+    def aware(node: dict[str, Any]) -> None:
+        if node.get("format") == "date-time":
+            node["pattern"] = _AWARE_DATETIME
+
+    _walk(schema, aware)
+    return schema
+
+
+def _placeholders(schema: dict[str, Any]) -> None:
+    """Let every value of a configuration be one ``${ENV}`` placeholder too."""
+    allowed = {"$ref": "#/$defs/EnvPlaceholder"}
+
+    def widen(value: dict[str, Any]) -> dict[str, Any]:
+        widened: dict[str, Any] = {"anyOf": [value, allowed]}
+        for key in ("description", "default"):
+            if key in value:
+                widened[key] = value.pop(key)
+        return widened
+
+    def visit(node: dict[str, Any]) -> None:
+        for field, value in list(node.get("properties", {}).items()):
+            node["properties"][field] = widen(value)
+        for key in ("items", "additionalProperties"):
+            if isinstance(node.get(key), dict):
+                node[key] = widen(node[key])
+
+    nodes: list[dict[str, Any]] = []
+    _walk(schema, nodes.append)
+    for node in nodes:
+        if node.get("type") == "object" or "properties" in node:
+            visit(node)
+        elif node.get("type") == "array" and isinstance(node.get("items"), dict):
+            node["items"] = widen(node["items"])
+    schema["$defs"]["EnvPlaceholder"] = {
+        "title": "EnvPlaceholder",
+        "description": "`${NAME}` or `${NAME:default}`: replaced by the environment variable "
+        "(or the default) before the configuration is validated, and parsed as YAML.",
+        "type": "string",
+        "pattern": _PLACEHOLDER_PATTERN,
+    }
+
+
+def config_schema() -> dict[str, Any]:
+    """The JSON Schema of a configuration file (a profile merged over the defaults).
+
+    :returns: a fresh draft 2020-12 schema; the root is the whole configuration, its sections
+        are in ``$defs``.
+    """
+    schema = _build(
+        Settings,
+        "Generated from turnwire.settings.Settings (`turnwire schema config`). Every key is "
+        "optional: a profile is merged over the packaged defaults.",
+    )
+    _merge_rules(schema, _CONFIG_RULES)
+    _placeholders(schema)
+    return schema

@@ -1,0 +1,250 @@
+"""Encoded answers against a real server on 127.0.0.1: every offered Content-Encoding is decoded
+(event streams, JSON answers, error bodies), and memory stays bounded whatever a body inflates
+to: a 2 MB gzip bomb (2 GiB of zeros) or a 1 GiB plain body on a 500."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+import turnwire
+from turnwire.client.transport import ACCEPT_ENCODING, ERROR_BODY_LIMIT
+from turnwire.errors import HttpError, StreamError
+
+from ..conftest import CONFORMANCE, make_container
+from .server import Reply, ScriptedServer, encode, encoded, endless, gzip_bomb, recorded
+from .streams import payloads
+
+STREAM = "text_simple_gpt-4o-mini.sse"
+TEXT = recorded(STREAM)
+ANSWER = CONFORMANCE / "responses" / "parallel_function_calls_gpt-4o-mini.json"
+MiB = 1 << 20
+BOUND = 200 * MiB  # generous bounds on memory (not on time); the error body limit is 1 MiB
+ERROR_BOUND = 32 * MiB
+THREAD = """\
+version: 1
+model: gpt-4o
+tools:
+  - {name: add, parameters: {type: object, properties: {a: {type: number}, b: {type: number}}}}
+  - {name: multiply, parameters: {type: object, properties: {a: {type: number}, b: {type: number}}}}
+messages:
+  - {id: u1, role: user, content: "What's the weather?", created_at: "2026-01-01T10:00:00Z"}
+"""
+
+
+def installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+ENCODINGS = [
+    "gzip",
+    "deflate",
+    "raw-deflate",
+    pytest.param(
+        "br", marks=pytest.mark.skipif(not installed("brotli"), reason="brotli not installed")
+    ),
+    pytest.param(
+        "zstd",
+        marks=pytest.mark.skipif(not installed("zstandard"), reason="zstandard not installed"),
+    ),
+]
+
+
+@pytest.fixture
+def thread_file(tmp_path: Path) -> Path:
+    path = tmp_path / "thread.yaml"
+    path.write_text(THREAD)
+    return path
+
+
+def run(server: ScriptedServer, path: Path, *, settings: dict | None = None, **options: object):
+    client = {"retry": {"max_retries": 0}, **(settings or {})}
+    return turnwire.api.run(
+        path,
+        container=make_container({"client": client}),
+        base_url=server.base_url,
+        handlers={"add": lambda a, b: a + b, "multiply": lambda a, b: a * b},
+        jitter=lambda: 0.0,
+        **options,
+    )
+
+
+def streamed_text() -> str:
+    (done,) = [
+        e for e in payloads(CONFORMANCE / "streams" / STREAM) if e["type"].endswith("text.done")
+    ]
+    return str(done["text"])
+
+
+def peak_while(call):
+    """``call()``'s outcome (value or exception) and the peak of traced memory meanwhile."""
+    tracemalloc.start()
+    try:
+        try:
+            outcome: object = call()
+        except Exception as err:
+            outcome = err
+        return outcome, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_accept_encoding_offers_exactly_what_can_be_decoded(thread_file):
+    expected = (
+        ["gzip", "deflate"] + ["br"] * installed("brotli") + ["zstd"] * installed("zstandard")
+    )
+    with ScriptedServer([Reply.sse(TEXT)]) as server:
+        run(server, thread_file)
+    assert ", ".join(expected) == ACCEPT_ENCODING
+    assert server.requests[0].headers["accept-encoding"] == ACCEPT_ENCODING
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 4096])
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_an_encoded_event_stream_is_decoded(thread_file, encoding, chunk):
+    reply = encoded(TEXT, encoding, chunk=chunk)
+    with ScriptedServer([reply]) as server:
+        result = run(server, thread_file)
+    assert result.response.status == "completed"
+    assert [m.content for m in result.records.messages] == [streamed_text()]
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_an_encoded_json_answer_is_decoded(thread_file, encoding):
+    answer = json.loads(ANSWER.read_text())
+    final = {
+        **answer,
+        "output": [
+            {
+                "type": "message",
+                "id": "msg_x",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": "done", "annotations": []}],
+            }
+        ],
+    }
+    script = [
+        encoded(json.dumps(value).encode(), encoding, content_type="application/json")
+        for value in (answer, final)
+    ]
+    with ScriptedServer(script) as server:
+        result = run(server, thread_file, settings={"stream": False})
+    assert [m.content for m in result.records.messages] == ["done"]
+    assert [c.tool for c in result.records.tool_calls] == ["add", "multiply"]
+
+
+def test_a_gzip_error_body_is_decoded(thread_file):
+    error = {"error": {"message": "Invalid value for 'temperature'", "type": "invalid_request"}}
+    reply = encoded(json.dumps(error).encode(), "gzip", status=400, content_type="application/json")
+    with ScriptedServer([reply]) as server, pytest.raises(HttpError) as caught:
+        run(server, thread_file)
+    assert caught.value.http_status == 400
+    assert json.loads(caught.value.body) == error
+
+
+def test_a_two_gib_gzip_bomb_on_a_500_is_cut_at_the_limit(thread_file):
+    with ScriptedServer([gzip_bomb(2048)]) as server:
+        outcome, peak = peak_while(lambda: run(server, thread_file))
+    assert isinstance(outcome, HttpError) and outcome.http_status == 500
+    assert str(outcome).endswith(f"... (truncated, {ERROR_BODY_LIMIT} bytes read)")
+    assert outcome.body == "\0" * 2000
+    assert peak < ERROR_BOUND, f"peak {peak / MiB:.1f} MiB"
+
+
+def test_a_one_gib_plain_error_body_is_cut_at_the_limit(thread_file):
+    with ScriptedServer([endless(1024)]) as server:
+        outcome, peak = peak_while(lambda: run(server, thread_file))
+    assert isinstance(outcome, HttpError) and outcome.http_status == 500
+    assert str(outcome).endswith(f"... (truncated, {ERROR_BODY_LIMIT} bytes read)")
+    assert peak < ERROR_BOUND, f"peak {peak / MiB:.1f} MiB"
+
+
+def test_a_json_answer_past_max_body_bytes_is_refused(thread_file):
+    with ScriptedServer([endless(64, status=200)]) as server:
+        outcome, peak = peak_while(
+            lambda: run(server, thread_file, settings={"stream": False}, max_body_bytes=8 * MiB)
+        )
+    assert isinstance(outcome, StreamError)
+    assert "larger than 8388608 bytes" in str(outcome)
+    assert peak < BOUND, f"peak {peak / MiB:.1f} MiB"
+
+
+def test_a_gzip_bomb_as_a_json_answer_is_refused_with_memory_bounded(thread_file):
+    with ScriptedServer([gzip_bomb(2048, status=200)]) as server:
+        outcome, peak = peak_while(lambda: run(server, thread_file, settings={"stream": False}))
+    assert isinstance(outcome, StreamError) and "larger than" in str(outcome)
+    assert peak < BOUND, f"peak {peak / MiB:.1f} MiB"
+
+
+def test_a_gzip_bomb_as_an_event_stream_is_one_endless_event_refused_with_memory_bounded(
+    thread_file,
+):
+    bomb = gzip_bomb(1024, status=200)
+    bomb.content_type = "text/event-stream"
+    with ScriptedServer([bomb]) as server:
+        outcome, peak = peak_while(lambda: run(server, thread_file))
+    assert isinstance(outcome, StreamError)
+    assert "an event larger than 67108864 bytes" in str(outcome)
+    assert peak < BOUND, f"peak {peak / MiB:.1f} MiB"
+
+
+def test_a_corrupt_gzip_stream_is_a_stream_error(thread_file, caplog):
+    reply = Reply.sse(TEXT, headers={"Content-Encoding": "gzip"})  # plain bytes, wrong header
+    with ScriptedServer([reply]) as server, pytest.raises(StreamError):
+        with caplog.at_level(logging.WARNING, logger="turnwire"):
+            run(server, thread_file)
+    assert "corrupt gzip data" in caplog.text
+
+
+def test_an_encoding_never_offered_is_refused(thread_file):
+    reply = Reply.sse(encode(TEXT, "gzip"), headers={"Content-Encoding": "compress"})
+    with ScriptedServer([reply]) as server, pytest.raises(StreamError) as caught:
+        run(server, thread_file)
+    assert "encoded as 'compress', which was not offered" in str(caught.value)
+
+
+def test_an_error_body_in_an_encoding_never_offered_says_so(thread_file):
+    reply = Reply.json(503, {"error": "x"}, headers={"Content-Encoding": "compress"})
+    with ScriptedServer([reply]) as server, pytest.raises(HttpError) as caught:
+        run(server, thread_file)
+    assert caught.value.http_status == 503
+    assert "encoded as 'compress', which was not offered" in caught.value.body
+
+
+# ---------------------------------------------------------------- the decoder, one function
+
+
+def decoded(encoding: str, body: bytes, chunk: int = 4096) -> list[bytes]:
+    from turnwire.client.transport import _Decoder
+
+    decoder = _Decoder(encoding)
+    return [
+        piece for i in range(0, len(body), chunk) for piece in decoder.feed(body[i : i + chunk])
+    ]
+
+
+def test_a_decoder_hands_out_64_kib_at_most_however_much_a_chunk_inflates():
+    body = encode(bytes(64 * MiB), "gzip")  # about 64 KiB on the wire
+    pieces = decoded("gzip", body, chunk=len(body))  # one chunk
+    assert max(len(p) for p in pieces) == 64 << 10
+    assert sum(len(p) for p in pieces) == 64 * MiB
+
+
+def test_every_gzip_member_and_both_deflate_shapes_are_decoded():
+    assert (
+        b"".join(decoded("gzip", encode(b"one ", "gzip") + encode(b"two", "gzip"), 3)) == b"one two"
+    )
+    for shape in ("deflate", "raw-deflate"):
+        assert b"".join(decoded("deflate", encode(TEXT, shape), 1)) == TEXT
+
+
+@pytest.mark.skipif(not installed("brotli"), reason="brotli not installed")
+def test_a_chain_of_encodings_is_undone_right_to_left():
+    body = encode(encode(TEXT, "gzip"), "br")
+    assert b"".join(decoded("gzip, br", body, 7)) == TEXT

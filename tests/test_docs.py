@@ -1,0 +1,253 @@
+"""The documentation: every hook, field, configuration key and command is documented, the
+examples are valid, and the site builds with warnings as errors."""
+
+from __future__ import annotations
+
+import argparse
+import html
+import inspect
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import yaml
+from jsonschema import Draft202012Validator
+
+from scripts import docs_pages
+from turnwire import hookspecs, load_settings
+from turnwire.cli import _parser
+from turnwire.schema import config_schema, thread_schema
+from turnwire.settings import Settings
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def undocumented(function: Any) -> list[str]:
+    """What a hookspec's docstring lacks: a summary, a ``:param:`` per argument, ``:returns:``,
+    how results combine, when it runs, and its built-in default (CONVENTIONS.md)."""
+    doc = inspect.getdoc(function) or ""
+    missing = [] if doc.split("\n", 1)[0].strip() else ["a one-line summary"]
+    for name in inspect.signature(function).parameters:
+        if not re.search(rf"^:param {name}:", doc, re.MULTILINE):
+            missing.append(f":param {name}:")
+    if not re.search(r"^:returns:", doc, re.MULTILINE):
+        missing.append(":returns:")
+    spec = getattr(function, "turnwire_spec", {})
+    semantics = (
+        "Stops at the first non-None result."
+        if spec.get("firstresult")
+        else "Calls every implementation"
+    )
+    for sentence in (semantics, "Runs ", "Default:"):
+        if sentence not in " ".join(doc.split()):
+            missing.append(sentence)
+    return missing
+
+
+def test_the_docstring_check_finds_what_is_missing():
+    def half_documented(thread, model):
+        """Do something.
+
+        :param thread: the thread.
+
+        Runs once per request.
+        """
+
+    assert undocumented(half_documented) == [
+        ":param model:",
+        ":returns:",
+        "Calls every implementation",
+        "Default:",
+    ]
+    assert undocumented(lambda: None)[0] == "a one-line summary"
+    half_documented.turnwire_spec = {"firstresult": True}  # type: ignore[attr-defined]
+    assert "Stops at the first non-None result." in undocumented(half_documented)
+
+
+def test_every_hookspec_is_found_in_declaration_order():
+    names = docs_pages.hook_names()
+    assert names == [*hookspecs.STAGES, *hookspecs.CLIENT_HOOKS]
+
+
+@pytest.mark.parametrize("name", docs_pages.hook_names())
+def test_every_hookspec_documents_its_arguments_and_its_result(name):
+    assert undocumented(getattr(hookspecs, name)) == []
+
+
+def test_the_hook_reference_renders_every_hook():
+    page = docs_pages.hooks_reference()
+    for name in docs_pages.hook_names():
+        assert f"\n::: turnwire.hookspecs.{name}\n" in page, name
+        assert f"| [`{name}`](#{name}) |" in page, name
+    assert (
+        "| [`render_memories`](#render_memories) | first non-None | Runs once per request" in page
+    )
+    assert "| [`on_prompt_assembled`](#on_prompt_assembled) | all collected |" in page
+
+
+def _section(page: str, heading: str) -> str:
+    start = page.index(f"\n## {heading}\n")
+    end = page.find("\n## ", start + 1)
+    return page[start : end if end > 0 else None]
+
+
+def test_the_thread_reference_has_every_record_and_field():
+    page = docs_pages.thread_reference()
+    schema = thread_schema()
+    records = {"Thread": schema, **schema["$defs"]}
+    assert len(records) >= 16
+    for name, definition in records.items():
+        section = _section(page, name)
+        for field, value in definition["properties"].items():
+            row = next(line for line in section.splitlines() if line.startswith(f"| `{field}` |"))
+            assert value["description"].split("`")[0] in row, (name, field)
+    # The fields the README never described are here, with their meaning.
+    for field in ("stash", "modality_hazard", "identity", "phase", "item", "is_error"):
+        assert f"| `{field}` |" in page
+    assert "| `checksum` | string or null | `null` | SHA-256" in page
+    assert "Exactly one of `path`, `data_base64` is set." in _section(page, "Media")
+
+
+def _struct_keys(struct: type[msgspec.Struct], prefix: str = "") -> list[str]:
+    """Dotted keys of a Struct and the Structs inside it, read from msgspec directly."""
+    config = struct.__struct_config__
+    keys = [f"{prefix}{config.tag_field}"] if config.tag is not None else []
+    for field in msgspec.structs.fields(struct):
+        key = f"{prefix}{field.encode_name}"
+        keys.append(key)
+        for member in getattr(field.type, "__args__", (field.type,)):
+            if isinstance(member, type) and issubclass(member, msgspec.Struct):
+                keys += _struct_keys(member, f"{key}.")
+    return keys
+
+
+def test_the_configuration_reference_has_every_key():
+    keys = docs_pages.config_keys()
+    assert sorted(keys) == sorted(_struct_keys(Settings))
+    assert "client.retry.max_retries" in keys and "request.tool_choice.name" in keys
+    page = docs_pages.config_reference()
+    for key in keys:
+        section, _, field = key.rpartition(".")
+        if section:
+            assert f"| `{field}` |" in _section(page, f"`{section}`"), key
+        else:
+            assert f"\n## `{key}`\n" in page, key
+    render = _section(page, "`render`")
+    assert "| `tool_result_inline_max_bytes` | integer ≥ 0 | `4096` |" in render
+
+
+@pytest.mark.parametrize("name", sorted(docs_pages.THREAD_EXAMPLES))
+def test_each_thread_example_is_valid(name):
+    schema = thread_schema()
+    assert set(docs_pages.THREAD_EXAMPLES) == {"Thread", *schema["$defs"]}
+    if name != "Thread":
+        schema = {"$schema": schema["$schema"], "$ref": f"#/$defs/{name}", "$defs": schema["$defs"]}
+    validator = Draft202012Validator(schema)
+    document = yaml.safe_load(docs_pages.THREAD_EXAMPLES[name])
+    assert [error.message for error in validator.iter_errors(document)] == []
+    import turnwire.model
+    import turnwire.wire
+
+    struct = getattr(turnwire.model, name, None) or getattr(turnwire.wire, name)
+    msgspec.convert(document, struct)
+
+
+@pytest.mark.parametrize("section", sorted(docs_pages.CONFIG_EXAMPLES))
+def test_each_configuration_example_is_valid(section, tmp_path):
+    assert set(docs_pages.CONFIG_EXAMPLES) == set(config_schema()["properties"])
+    text = docs_pages.CONFIG_EXAMPLES[section]
+    validator = Draft202012Validator(config_schema())
+    assert [error.message for error in validator.iter_errors(yaml.safe_load(text))] == []
+    profile = tmp_path / "example.yaml"
+    profile.write_text(text)
+    load_settings([profile], env={})
+
+
+def test_the_command_line_reference_has_every_command_and_option():
+    page = docs_pages.cli_reference()
+    commands = docs_pages.cli_commands()
+    names = [name for name, _ in commands]
+    assert {"turnwire render", "turnwire schema", "turnwire threads import"} <= set(names)
+    for name, parser in commands:
+        assert re.search(rf"^#+ `{name}`$", page, re.MULTILINE), name
+        for option in parser._option_string_actions:
+            if option not in ("-h", "--help"):
+                assert f"`{option}" in page, (name, option)
+    # The parser itself, not the page generator, says which commands exist.
+    (subcommands,) = [
+        action for action in _parser()._actions if isinstance(action, argparse._SubParsersAction)
+    ]
+    assert len(subcommands.choices) >= 7
+    for choice in subcommands.choices:
+        assert f"\n## `turnwire {choice}`\n" in page
+
+
+def test_source_docstrings_point_only_to_files_in_the_repository():
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.split()
+    names = {Path(path).name for path in tracked}
+    pointers = {
+        (path.name, found)
+        for path in (REPO / "src").rglob("*.py")
+        for found in re.findall(r"\b[\w-]+\.md\b", path.read_text())
+    }
+    assert pointers
+    assert [pointer for pointer in pointers if pointer[1] not in names] == []
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)],
+        check=False,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def test_the_site_builds_strictly_with_every_hook_and_the_schemas(site):
+    hooks = (site / "hooks" / "index.html").read_text()
+
+    def words(markup: str) -> str:
+        return " ".join(re.sub(r"[^\w¶]+", " ", markup).split())
+
+    text = words(html.unescape(re.sub(r"<[^>]+>", " ", hooks)))
+    for name in docs_pages.hook_names():
+        assert f'id="{name}"' in hooks, name
+        # mkdocstrings rendered the hook's docstring: its summary and its parameters.
+        function = getattr(hookspecs, name)
+        summary = words((inspect.getdoc(function) or "").split("\n", 1)[0])
+        start = text.index(f"{name} ¶")
+        section = text[start : start + 4000]
+        assert summary in section, name
+        for parameter in inspect.signature(function).parameters:
+            assert parameter in section, (name, parameter)
+    with_parameters = [
+        name
+        for name in docs_pages.hook_names()
+        if inspect.signature(getattr(hookspecs, name)).parameters
+    ]
+    assert text.count("Parameters Name Type Description") == len(with_parameters)
+    assert json.loads((site / "schema" / "thread.json").read_text()) == thread_schema()
+    assert json.loads((site / "schema" / "config.json").read_text()) == config_schema()
+    for page in ("thread-file", "configuration", "cli", "api"):
+        assert (site / page / "index.html").is_file(), page
+    # Sphinx roles in docstrings reach the reader as code, not as raw markup.
+    api = (site / "api" / "index.html").read_text()
+    assert "<code>Thread</code>" in api
+    raw = [
+        path.name
+        for path in site.rglob("*.html")
+        if re.search(r":(class|func|attr|mod|meth|data|exc):", path.read_text())
+    ]
+    assert raw == []

@@ -1,0 +1,188 @@
+"""Redaction: the API key never reaches an error, a log record or a tool result, whatever text
+echoes it (an answer's body, a stream's error event, a configuration value, a handler's error)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+import turnwire
+from turnwire._redact import MARK, redact, remember_secret
+from turnwire.errors import ConfigError, HttpError, StreamError, TurnwireError
+
+from .client.server import Reply, ScriptedServer, recorded
+from .client.streams import payloads
+from .conftest import CONFORMANCE, make_container
+
+# No sk- prefix, no "Bearer" before it: only knowing the value can hide it.
+KEY = "tw-test-0123456789abcdef"
+FAILING = (
+    CONFORMANCE / "streams" / "jsonl" / "error_then_failed_insufficient_quota_gpt-5-nano.jsonl"
+)
+THREAD = """\
+version: 1
+model: gpt-4o
+tools:
+  - {name: get_capital, parameters: {type: object, properties: {country: {type: string}}}}
+messages:
+  - {id: u1, role: user, content: "What's the capital?", created_at: "2026-01-01T10:00:00Z"}
+"""
+
+
+@pytest.fixture
+def thread_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    path = tmp_path / "thread.yaml"
+    path.write_text(THREAD)
+    return path
+
+
+def sse(events: list[dict]) -> bytes:
+    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+
+
+def run(server: ScriptedServer, path: Path, **options: object) -> object:
+    return turnwire.api.run(
+        path,
+        container=make_container({"client": {"retry": {"max_retries": 0}}}),
+        base_url=server.base_url,
+        save=True,
+        jitter=lambda: 0.0,
+        **options,
+    )
+
+
+# ---------------------------------------------------------------- the routine
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        (
+            "Incorrect API key provided: sk-proj-AbC123xyz_987654321.",
+            "Incorrect API key provided: ",
+        ),
+        ("auth failed for Bearer abc.DEF-123_x", "auth failed for Bearer "),
+        ("session sess-0123456789ABCDEF expired", "session "),
+        ('{"api_key": "0123456789abcdef", "model": "gpt-5"}', '"model": "gpt-5"'),
+        ("x-api-key: 0123456789abcdef", "x-api-key: "),
+        ("password=hunter2hunter2", "password="),
+        ("ConnectError: https://user:pa55word@proxy.example/v1", "https://"),
+    ],
+)
+def test_credential_patterns_are_redacted(text, kept, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    clean = redact(text)
+    assert MARK in clean and kept in clean
+    assert clean.count(MARK) == 1
+
+
+def test_known_values_are_redacted_from_the_arguments_the_environment_and_memory(monkeypatch):
+    assert redact(f"echo {KEY}!", KEY) == f"echo {MARK}!"
+    monkeypatch.setenv("SOME_SERVICE_TOKEN", "env-value-0000")
+    assert redact("token env-value-0000 leaked") == f"token {MARK} leaked"
+    remember_secret("remembered-value-1111")
+    assert redact("remembered-value-1111") == MARK
+
+
+def test_plain_text_is_left_alone():
+    text = "HTTP 400: Invalid value for 'temperature': must be >= 0 (resp_0123456789abcdef)"
+    assert redact(text) == text
+    assert redact("short", "short") == "short"  # under 8 characters: never treated as a secret
+
+
+def test_every_turnwire_error_message_is_redacted(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    error = TurnwireError(f"something quoted {KEY}")
+    assert KEY not in str(error) and KEY not in repr(error) and KEY not in error.args[0]
+    assert MARK in error.message
+
+
+def test_a_secret_across_the_excerpt_cut_is_hidden_whole(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    body = "x" * 1990 + KEY + "y" * 100
+    error = HttpError(status=500, body=body)
+    assert KEY[:10] not in str(error) and KEY[:10] not in error.body
+    assert str(error).endswith(f"... (truncated, {len(body)} bytes read)")
+
+
+# ---------------------------------------------------------------- every path
+
+
+def test_the_key_echoed_in_an_error_event(thread_file, caplog):
+    events = [e for e in payloads(FAILING) if e["type"] != "response.failed"]
+    events[-1]["error"]["message"] = f"Incorrect API key provided: {KEY}."
+    with ScriptedServer([Reply.sse(sse(events))]) as server:
+        with caplog.at_level(logging.DEBUG, logger="turnwire"):
+            with pytest.raises(StreamError) as caught:
+                run(server, thread_file)
+    assert str(caught.value) == f"stream error: Incorrect API key provided: {MARK}."
+    assert KEY not in repr(caught.value) and KEY not in caplog.text
+
+
+def test_the_key_echoed_in_a_response_failed(thread_file, caplog):
+    events = [e for e in payloads(FAILING) if e["type"] != "error"]
+    events[-1]["response"]["error"]["message"] = f"bad key Bearer {KEY}"
+    with ScriptedServer([Reply.sse(sse(events))]) as server:
+        with caplog.at_level(logging.DEBUG, logger="turnwire"):
+            with pytest.raises(StreamError) as caught:
+                run(server, thread_file)
+    assert str(caught.value) == f"stream error: bad key Bearer {MARK}"
+    assert caught.value.error_code == "insufficient_quota"
+    assert KEY not in caplog.text
+
+
+def test_the_key_echoed_in_an_http_error_body(thread_file, caplog):
+    echo = {"error": {"message": f"Incorrect API key provided: {KEY}"}}
+    with ScriptedServer([Reply.json(401, echo)]) as server:
+        with caplog.at_level(logging.DEBUG, logger="turnwire"):
+            with pytest.raises(HttpError) as caught:
+                run(server, thread_file)
+    assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+    assert KEY not in str(caught.value) and KEY not in caught.value.body
+    assert MARK in caught.value.body
+    assert KEY not in caplog.text
+
+
+@pytest.mark.parametrize("key", [KEY, "sk-proj-0123456789abcdefABCDEF"])
+def test_the_key_placed_in_an_enum_setting(key, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    with pytest.raises(ConfigError) as caught:
+        turnwire.load_settings(overrides={"request": {"truncation": "${OPENAI_API_KEY}"}})
+    assert caught.value.path == "$.request.truncation"
+    assert key not in str(caught.value) and MARK in str(caught.value)
+
+
+def test_the_key_in_a_handler_error_never_reaches_the_model_or_the_thread(thread_file):
+    def get_capital(country: str = "?") -> str:
+        raise ValueError(f"upstream refused key {KEY}")
+
+    script = [
+        Reply.sse(recorded("function_call_legacy_noseq_gpt-4o.sse")),
+        Reply.sse(recorded("text_after_tool_legacy_noseq_gpt-4o.sse")),
+    ]
+    with ScriptedServer(script) as server:
+        result = run(server, thread_file, handlers={"get_capital": get_capital})
+    (call,) = result.records.tool_calls
+    assert (
+        call.is_error
+        and call.result.text == f"Tool get_capital failed: ValueError: upstream refused key {MARK}"
+    )
+    assert KEY.encode() not in server.requests[1].body
+    assert KEY not in thread_file.read_text()
+
+
+def test_a_log_record_and_its_traceback(monkeypatch, caplog):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    logger = logging.getLogger("turnwire")
+    with caplog.at_level(logging.DEBUG, logger="turnwire"):
+        logger.warning("the server said %s", f"no such key {KEY}")
+        try:
+            raise RuntimeError(f"wrapped {KEY}")
+        except RuntimeError:
+            logger.exception("failed")
+    assert caplog.records[0].getMessage() == f"the server said no such key {MARK}"
+    assert KEY not in caplog.text and f"RuntimeError: wrapped {MARK}" in caplog.text

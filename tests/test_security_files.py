@@ -1,0 +1,380 @@
+"""File pointers are thread data: confined to roots, regular files only, bounded (issue 10, 2).
+
+The CLI cases run as processes with a timeout, so a FIFO that blocks or a device that never
+ends fails the test instead of hanging the suite.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import turnwire
+from turnwire import ContextAssembler, RenderError
+from turnwire.store.sqlite import SQLiteStore
+
+from .client.server import Reply, ScriptedServer, recorded
+from .conftest import SECRET, at, make_container
+
+try:
+    from turnwire.errors import FileNotAllowedError
+except ImportError:  # pragma: no cover - what today's code lacks makes these tests fail
+    FileNotAllowedError = RenderError  # type: ignore[misc,assignment]
+
+REPO = Path(__file__).resolve().parents[1]
+TEXT = recorded("text_simple_gpt-4o-mini.sse")
+ENVIRON_MARK = "TURNWIRE_SECURITY_TEST_MARK"
+
+
+def turnwire_cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    """The command as a process, bounded: a hang is a failure, not a stuck suite."""
+    environment = {**os.environ, "TURNWIRE_ENVELOPE_SECRET": SECRET, ENVIRON_MARK: "leaked"}
+    environment.pop("OPENAI_API_KEY", None)
+    return subprocess.run(
+        [sys.executable, "-m", "turnwire", *args],
+        capture_output=True,
+        text=True,
+        env=environment,
+        cwd=cwd,
+        timeout=20,
+        check=False,
+    )
+
+
+def thread_with(folder: Path, pointer: str, *, kind: str = "document") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    mime = "text/plain" if kind == "document" else "image/png"
+    thread = {
+        "version": 1,
+        "model": "gpt-4o",
+        "messages": [
+            {
+                "id": "u1",
+                "role": "user",
+                "content": "look",
+                "created_at": at(0),
+                "attachments": [
+                    {"id": "a1", "kind": kind, "mime_type": mime, "filename": "f", "path": pointer}
+                ],
+            }
+        ],
+    }
+    path = folder / "thread.json"
+    path.write_text(json.dumps(thread))
+    return path
+
+
+def assert_refused(done: subprocess.CompletedProcess[str], status: int, words: str = "") -> None:
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == status, done.stderr
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("error: E_FILE_NOT_ALLOWED: $.messages[0].attachments[0].path: ")
+    assert words in lines[0]
+    assert "leaked" not in done.stdout + done.stderr
+
+
+def render_cli(path: Path) -> subprocess.CompletedProcess[str]:
+    return turnwire_cli("render", str(path))
+
+
+def run_cli(path: Path, server: ScriptedServer) -> subprocess.CompletedProcess[str]:
+    return turnwire_cli(
+        "run", str(path), "--base-url", server.base_url, "--set", "client.retry.max_retries=0"
+    )
+
+
+def secret_outside(tmp_path: Path) -> Path:
+    outside = tmp_path / "outside" / "secret.txt"
+    outside.parent.mkdir()
+    outside.write_text(f"{ENVIRON_MARK}=leaked\n")
+    return outside
+
+
+# ---------------------------------------------------------------- outside the roots
+
+
+def test_proc_self_environ_is_refused_by_render_and_run(tmp_path):
+    path = thread_with(tmp_path / "t", "/proc/self/environ")
+    assert_refused(render_cli(path), 2, "never read")
+    with ScriptedServer([Reply.sse(TEXT)]) as server:
+        assert_refused(run_cli(path, server), 1, "never read")
+    assert server.requests == []
+
+
+@pytest.mark.parametrize("how", ["relative-symlink", "absolute-symlink", "dotdot", "absolute"])
+def test_a_pointer_that_leaves_the_thread_folder_is_refused_by_render_and_run(tmp_path, how):
+    secret = secret_outside(tmp_path)
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "link.txt").symlink_to(secret)
+    pointer = {
+        "relative-symlink": "link.txt",
+        "absolute-symlink": str(folder / "link.txt"),
+        "dotdot": "../outside/secret.txt",
+        "absolute": str(secret),
+    }[how]
+    path = thread_with(folder, pointer)
+    assert_refused(render_cli(path), 2, "outside the allowed roots")
+    with ScriptedServer([Reply.sse(TEXT)]) as server:
+        assert_refused(run_cli(path, server), 1, "outside the allowed roots")
+    assert server.requests == []
+
+
+def test_a_symlink_is_followed_only_while_it_stays_inside_the_folder(tmp_path):
+    folder = tmp_path / "t"
+    (folder / "data").mkdir(parents=True)
+    (folder / "data" / "notes.txt").write_text("inside the folder")
+    (folder / "notes.txt").symlink_to(folder / "data" / "notes.txt")
+    done = render_cli(thread_with(folder, "notes.txt"))
+    assert done.returncode == 0, done.stderr
+    assert base64.b64encode(b"inside the folder").decode() in done.stdout
+    (folder / "data" / "notes.txt").unlink()
+    (folder / "data" / "notes.txt").symlink_to(secret_outside(tmp_path))  # a chain that leaves
+    assert_refused(render_cli(thread_with(folder, "notes.txt")), 2, "outside the allowed roots")
+
+
+def test_run_thread_file_proc_environ_is_refused(tmp_path):
+    db = tmp_path / "t.db"
+    with SQLiteStore(db) as store:
+        thread_id = store.create_thread(turnwire.load_thread({"version": 1, "model": "gpt-4o"}))
+    with ScriptedServer([Reply.sse(TEXT)]) as server:
+        done = turnwire_cli(
+            "run",
+            "--thread",
+            thread_id,
+            "--db",
+            str(db),
+            "--file",
+            "/proc/self/environ",
+            "--base-url",
+            server.base_url,
+        )
+    assert done.returncode == 1 and server.requests == []
+    assert done.stderr.startswith("error: E_FILE_NOT_ALLOWED: $.messages[0].attachments[0].path:")
+    with SQLiteStore(db) as store:
+        assert store.turns(thread_id) == []
+
+
+def test_a_stored_thread_reads_only_the_store_files_folder_and_the_files_named(tmp_path):
+    db = tmp_path / "store" / "t.db"
+    kept = tmp_path / "store" / "files" / "kept.txt"
+    kept.parent.mkdir(parents=True)
+    kept.write_text("kept by the store")
+    secret = secret_outside(tmp_path)
+    container = make_container()
+
+    def stored(pointer: Path) -> tuple[SQLiteStore, str]:
+        store = SQLiteStore(db)
+        imported = turnwire.load_thread(json.loads(thread_with(tmp_path, str(pointer)).read_text()))
+        return store, store.import_thread(imported)
+
+    store, thread_id = stored(kept)
+    with store, ScriptedServer([Reply.sse(TEXT)]) as server:
+        turnwire.run_thread(thread_id, store=store, container=container, base_url=server.base_url)
+    sent = json.dumps(server.requests[0].json)
+    assert base64.b64encode(b"kept by the store").decode() in sent
+    store, thread_id = stored(secret)
+    with store, ScriptedServer([Reply.sse(TEXT)]) as server:
+        with pytest.raises(FileNotAllowedError) as caught:
+            turnwire.run_thread(
+                thread_id, store=store, container=container, base_url=server.base_url
+            )
+    assert caught.value.path == "$.messages[0].attachments[0].path"
+    assert server.requests == []
+
+
+def test_render_of_a_thread_object_reads_only_the_roots_it_is_given(tmp_path):
+    (tmp_path / "a.txt").write_text("hello")
+    thread = turnwire.load_thread(thread_with(tmp_path, "a.txt"))
+    container = make_container()
+    with pytest.raises(FileNotAllowedError) as caught:
+        turnwire.render(thread, container=container)
+    assert caught.value.code == "E_FILE_NOT_ALLOWED"
+    body = turnwire.render(thread, container=container, roots=[tmp_path]).body
+    assert base64.b64encode(b"hello") in body
+    assert turnwire.render(tmp_path / "thread.json", container=container).body == body
+
+
+def test_files_roots_in_configuration_replace_the_thread_folder(tmp_path):
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "a.txt").write_text("hello")
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    (uploads / "b.txt").write_text("uploaded")
+    container = make_container({"files": {"roots": [str(uploads)]}})
+    with pytest.raises(FileNotAllowedError):
+        turnwire.render(thread_with(tmp_path / "t", "a.txt"), container=container)
+    body = turnwire.render(thread_with(tmp_path / "t", str(uploads / "b.txt")), container=container)
+    assert base64.b64encode(b"uploaded") in body.body
+
+
+# ---------------------------------------------------------------- special files
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path):
+    folder = tmp_path / "t"
+    folder.mkdir()
+    os.mkfifo(folder / "pipe")
+    done = render_cli(thread_with(folder, "pipe"))  # today: blocks until the timeout
+    assert_refused(done, 2, "is a FIFO; only regular files are read")
+
+
+def test_dev_zero_is_refused_at_once(tmp_path):
+    done = render_cli(thread_with(tmp_path / "t", "/dev/zero"))  # today: MemoryError
+    assert_refused(done, 2, "never read")
+
+
+def test_a_device_inside_the_roots_is_refused_by_its_kind(tmp_path):
+    thread = turnwire.load_thread(thread_with(tmp_path / "t", "/dev/null"))
+    with pytest.raises(FileNotAllowedError):
+        ContextAssembler(roots=["/"]).inline(thread)  # even a root of / never reaches /dev
+
+
+@pytest.mark.parametrize(("pointer", "words"), [(".", "is a directory"), ("", "names no file")])
+def test_a_directory_or_an_empty_path_is_refused(tmp_path, pointer, words):
+    done = render_cli(thread_with(tmp_path / "t", pointer))
+    assert_refused(done, 2, words)
+
+
+def test_a_socket_is_refused(tmp_path):
+    import socket
+
+    folder = tmp_path / "t"
+    folder.mkdir()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(str(folder / "s"))
+        thread = turnwire.load_thread(thread_with(folder, "s"))
+        with pytest.raises(FileNotAllowedError) as caught:
+            ContextAssembler(roots=[folder]).inline(thread)
+    finally:
+        listener.close()
+    assert caught.value.path == "$.messages[0].attachments[0].path"
+
+
+def test_inline_data_is_under_the_same_limit(tmp_path):
+    (tmp_path / "small.txt").write_bytes(b"x" * 10)
+    thread = turnwire.load_thread(
+        {
+            "version": 1,
+            "messages": [
+                {
+                    "id": "u1",
+                    "role": "user",
+                    "created_at": at(0),
+                    "attachments": [
+                        {
+                            "id": "big",
+                            "kind": "document",
+                            "mime_type": "text/plain",
+                            "data_base64": base64.b64encode(b"y" * 11).decode(),
+                        }
+                    ],
+                }
+            ],
+        }
+    )
+    container = make_container({"files": {"max_file_bytes": 10}})
+    with pytest.raises(RenderError) as caught:
+        turnwire.render(thread, container=container, model="gpt-4o")
+    assert "$.messages[0].attachments[0].data_base64" in str(caught.value)
+    assert "per-file limit of 10 bytes" in str(caught.value)
+
+
+def test_a_file_read_stops_at_its_announced_size(tmp_path):
+    """A file that grows between fstat and read is refused, never read without bound."""
+    (tmp_path / "a.txt").write_text("abc")
+    assembler = ContextAssembler(roots=[tmp_path])
+    real_fstat = os.fstat
+
+    def shrunken(fd):
+        result = real_fstat(fd)
+        values = list(result)
+        values[6] = 1  # st_size
+        return os.stat_result(values)
+
+    thread = turnwire.load_thread(thread_with(tmp_path, "a.txt"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "fstat", shrunken)
+        with pytest.raises(RenderError) as caught:
+            assembler.inline(thread)
+    assert "grew past its size of 1 bytes" in str(caught.value)
+
+
+# ---------------------------------------------------------------- artifacts
+
+
+def _artifact_thread(pointer: str) -> turnwire.Thread:
+    return turnwire.load_thread(
+        {
+            "version": 1,
+            "messages": [{"id": "u1", "role": "user", "content": "x", "created_at": at(0)}],
+            "tool_calls": [
+                {
+                    "id": "call_log",
+                    "tool": "read_log",
+                    "created_at": at(1),
+                    "result": {"artifact": {"path": pointer, "inline": False}},
+                }
+            ],
+            "retrievables": [
+                {"id": "r1", "trust_tier": "first-party", "artifact": {"path": pointer}}
+            ],
+        }
+    )
+
+
+def test_the_artifact_tools_read_pointers_only_inside_the_roots(tmp_path):
+    import asyncio
+
+    from turnwire.client.tools import ToolExecutor
+    from turnwire.model import ToolCall
+
+    (tmp_path / "out.log").write_text("one\ntwo\nthree\n")
+    secret = secret_outside(tmp_path)
+    head = ToolCall(
+        id="c9", tool="artifact_head", args={"callId": "call_log", "n": 2}, created_at=at(2)
+    )
+    executor = ToolExecutor(inline_max_bytes=4096)
+    inside = ContextAssembler(roots=[tmp_path / "out.log"])
+    done = asyncio.run(
+        executor.execute(head, _artifact_thread(str(tmp_path / "out.log")), files=inside)
+    )
+    assert (done.result.text, done.is_error) == ("one\ntwo", False)
+    refused = asyncio.run(executor.execute(head, _artifact_thread(str(secret)), files=inside))
+    assert refused.is_error and "leaked" not in refused.result.text
+    assert refused.result.text.startswith(
+        "The artifact 'call_log' cannot be read: $.tool_calls[0].result.artifact.path: "
+    )
+
+
+def test_every_pointer_is_named_by_its_path(tmp_path):
+    secret = secret_outside(tmp_path)
+    thread = _artifact_thread(str(secret))
+    assembler = ContextAssembler(roots=[tmp_path / "t"])
+    with pytest.raises(FileNotAllowedError) as caught:
+        assembler.check(thread)
+    assert caught.value.path == "$.tool_calls[0].result.artifact.path"
+    only_retrievable = msgspec_replace(thread, tool_calls=())
+    with pytest.raises(FileNotAllowedError) as caught:
+        assembler.inline(only_retrievable)
+    assert caught.value.path == "$.retrievables[0].artifact.path"
+
+
+def msgspec_replace(value, **changes):
+    import msgspec
+
+    return msgspec.structs.replace(value, **changes)
+
+
+def test_a_symlink_loop_is_refused_with_one_line(tmp_path):
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "loop").symlink_to(folder / "loop")
+    assert_refused(render_cli(thread_with(folder, "loop")), 2, "a symlink or a special file")
