@@ -287,6 +287,7 @@ class RenderMemo:
         self.stripped: dict[int, tuple[Any, Any]] = {}
         self.body: BodyState | None = None
         self.inlined: InlineState | None = None
+        self.handles: tuple[tuple[Any, ...], int, bool] | None = None
         # Where the last outputs came from, so the next stage need not scan what was built
         # from the previous output: loaded tuple -> (previous loaded tuple, kept, re-read
         # positions), and the last input -> (its sweep output, (previous output, kept)).
@@ -315,6 +316,7 @@ class RenderMemo:
             self.stripped.clear()
             self.body = None
             self.inlined = None
+            self.handles = None
             self.loaded_from = {}
             self.input_from = None
             self.fingerprints.clear()

@@ -89,12 +89,27 @@ def with_declared_tools(thread: Thread, *, container: Container) -> Thread:
     from turnwire.stages.tool_results import shows_inline
 
     limit = container.settings().render.tool_result_inline_max_bytes
-    has_handles = any(
+    calls = thread.tool_calls
+    # A grown thread's old calls were looked at by the last render (the same objects, the same
+    # limit): only the new ones are, unless an old one already showed a handle.
+    memo = container.render_memo()
+    seen = memo.handles if memo is not None else None
+    start = 0
+    if seen is not None and seen[1] == limit and not seen[2]:
+        count = len(seen[0])
+        if len(calls) >= count and common_prefix(seen[0], calls) == count:
+            start = count
+    call_handles = any(
         call.result is not None
         and call.result.artifact is not None
         and shows_inline(call.result.artifact, call, limit) is not True
-        for call in thread.tool_calls
-    ) or any(r.artifact is not None and not r.inline for r in thread.retrievables)
+        for call in calls[start:]
+    )
+    if memo is not None:
+        memo.handles = (calls, limit, call_handles)
+    has_handles = call_handles or any(
+        r.artifact is not None and not r.inline for r in thread.retrievables
+    )
     if not has_handles:
         return thread
     known = {tool.name for tool in thread.tools}
