@@ -190,7 +190,7 @@ def minimal_renderer(thread: Thread, reference: Any, secret: str) -> Callable[[]
     from turnwire.context import EnvelopeAttrs
     from turnwire.stages._text import escape_attr, iso, neutralise
     from turnwire.stages.envelopes import envelope
-    from turnwire.stages.fingerprint import prefix_tail
+    from turnwire.stages.fingerprint import canonical_items, prefix_tail
     from turnwire.stages.media import media_marker
     from turnwire.wire import (
         FunctionCall,
@@ -205,7 +205,6 @@ def minimal_renderer(thread: Thread, reference: Any, secret: str) -> Callable[[]
     key = secret.encode()
     instructions = reference.rendered.instructions
     tools = reference.rendered.tools
-    sorted_encoder = msgspec.json.Encoder(order="sorted")
     plain = msgspec.json.Encoder()
     tail = prefix_tail("gpt-5", instructions, tools)
 
@@ -274,10 +273,9 @@ def minimal_renderer(thread: Thread, reference: Any, secret: str) -> Callable[[]
                 after_reasoning = False
             else:
                 if len(out) > hashed:
-                    chunk = sorted_encoder.encode(out[hashed:])
                     if hashed:
                         hasher.update(b",")
-                    hasher.update(chunk[1:-1])
+                    hasher.update(canonical_items(out[hashed:]))
                     hashed = len(out)
                 final = hasher.copy()
                 final.update(tail)
