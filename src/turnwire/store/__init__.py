@@ -238,9 +238,7 @@ def _moved_pointers(value: Any, folders: dict[str, str]) -> Any:
     return walk(value)
 
 
-def _restore(
-    target: Any, summary: ThreadSummary, header: Thread, turns: Sequence[Turn]
-) -> None:
+def _restore(target: Any, summary: ThreadSummary, header: Thread, turns: Sequence[Turn]) -> None:
     restore = getattr(target, "restore_thread", None)
     if restore is not None:
         restore(

@@ -164,18 +164,18 @@ class PostgresStore:
         pool_size: int = 4,
         timeout_s: float = 30.0,
     ) -> None:
-        psycopg, psycopg_pool = _psycopg()
+        driver, pool = _psycopg()
         self.url = redacted_url(url)
         self.builder = builder or TurnBuilder()
         self.folder = Path(folder).expanduser() if folder is not None else default_folder()
         self._timeout_s = timeout_s
         options = {"connect_timeout": max(1, int(timeout_s))}
         try:
-            with psycopg.connect(url, autocommit=True, **options) as first:
+            with driver.connect(url, autocommit=True, **options) as first:
                 self._migrate(first)
-        except psycopg.Error as err:
+        except driver.Error as err:
             raise StoreError(f"cannot open the thread store {self.url}: {err}") from err
-        self._pool: ConnectionPool[psycopg.Connection[Any]] = psycopg_pool.ConnectionPool(
+        self._pool: ConnectionPool[psycopg.Connection[Any]] = pool.ConnectionPool(
             url,
             min_size=1,
             max_size=max(1, pool_size),
@@ -254,16 +254,16 @@ class PostgresStore:
     def _transaction(self) -> Iterator[psycopg.Cursor[Any]]:
         """One transaction on a pooled connection: committed at the end, rolled back on any
         exception (and by the server, should this process die in the middle)."""
-        psycopg, _ = _psycopg()
+        driver, _ = _psycopg()
         try:
             with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
                 yield cur
-        except psycopg.errors.LockNotAvailable as err:
+        except driver.errors.LockNotAvailable as err:
             raise StoreError(
                 f"a thread row of {self.url} stayed locked for {self._timeout_s:g} s; "
                 "another writer holds it: try again"
             ) from err
-        except psycopg.OperationalError as err:
+        except driver.OperationalError as err:
             raise StoreError(f"the thread store {self.url} failed: {err}") from err
 
     # ------------------------------------------------------------------ threads
@@ -284,7 +284,7 @@ class PostgresStore:
         created_at: datetime | None = None,
         updated_at: datetime | None = None,
     ) -> str:
-        psycopg, _ = _psycopg()
+        driver, _ = _psycopg()
         thread_id = thread_id or f"thr_{uuid.uuid4().hex}"
         empty = msgspec.structs.replace(header, messages=(), thoughts=(), tool_calls=())
         now = datetime.now(UTC)
@@ -303,7 +303,7 @@ class PostgresStore:
                 )
                 for position, turn in enumerate(turns):
                     self._insert(cur, thread_id, position, turn)
-        except psycopg.errors.UniqueViolation as err:
+        except driver.errors.UniqueViolation as err:
             raise StoreError(f"a thread {thread_id!r} (or one of its turns) already exists") from (
                 err
             )
