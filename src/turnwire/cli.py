@@ -251,8 +251,20 @@ def _parser() -> argparse.ArgumentParser:
         description="Copy threads between stores (SQLite files, postgresql:// URLs) with "
         "their ids, titles, timestamps, turns and imported files.",
     )
-    copy.add_argument("--from", dest="source", required=True, metavar="URL_OR_PATH")
-    copy.add_argument("--to", dest="target", required=True, metavar="URL_OR_PATH")
+    copy.add_argument(
+        "--from",
+        dest="source",
+        required=True,
+        metavar="URL_OR_PATH",
+        help="the store to copy from: a SQLite file or a postgresql:// URL",
+    )
+    copy.add_argument(
+        "--to",
+        dest="target",
+        required=True,
+        metavar="URL_OR_PATH",
+        help="the store to copy into (created when new; a SQLite file's folder must exist)",
+    )
     copy.add_argument("ids", nargs="*", metavar="ID", help="the threads to copy (default: all)")
 
     demo = commands.add_parser(

@@ -177,7 +177,7 @@ def test_threads_copy_between_the_two_kinds_and_back(location, tmp_path):
         assert [t.id for t in target.turns(thread_id)] == [t.id for t in source.turns(thread_id)]
         (turn,) = [t for t in target.turns(thread_id) if t.usage is not None]
         assert turn.model == "gpt-4o-mini-2024-07-18"
-        assert turn == [t for t in source.turns(thread_id) if t.usage is not None][0]
+        assert turn == next(t for t in source.turns(thread_id) if t.usage is not None)
     # Run the copy: its files were copied too, so it renders the same image from its own folder.
     with ScriptedServer([Reply.sse(recorded("text_simple_gpt-4o-mini.sse"))]) as server:
         ran = cli(
@@ -185,6 +185,8 @@ def test_threads_copy_between_the_two_kinds_and_back(location, tmp_path):
             "--base-url", server.base_url, "--profile", "examples",
         )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
+    sent = json.dumps(server.requests[0].json["input"])
+    assert "data:image/png;base64," in sent
     again = cli(tmp_path, "threads", "copy", "--from", location, "--to", other, thread_id)
     assert again.returncode == 2 and "E_STORE" in again.stderr
     missing = cli(tmp_path, "threads", "copy", "--from", other, "--to", location, "thr_nope")
