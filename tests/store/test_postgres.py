@@ -172,3 +172,37 @@ def test_store_settings_take_a_url_and_a_folder():
         "/srv/turnwire",
         None,
     )
+
+
+NO_SERVER = """
+import sys
+
+def pytest_sessionstart(session):  # as on a machine without PostgreSQL's binaries
+    sys.modules["tests.store.conftest"]._binaries = lambda: None
+"""
+
+
+@pytest.mark.parametrize("required", [False, True])
+def test_without_a_server_the_postgres_half_skips_visibly_and_ci_fails(tmp_path, required):
+    from pathlib import Path
+
+    (tmp_path / "no_server.py").write_text(NO_SERVER)
+    repo = Path(__file__).resolve().parents[2]
+    env = {
+        **__import__("os").environ,
+        "PYTHONPATH": str(tmp_path),
+        "TURNWIRE_REQUIRE_POSTGRES": "1" if required else "",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no_server", "-p", "no:cacheprovider",
+         "tests/store/test_postgres.py::test_the_version_table_records_each_migration"],
+        capture_output=True, text=True, timeout=300, cwd=repo, env=env, check=False,
+    )  # fmt: skip
+    if required:
+        assert done.returncode == 1, done.stdout
+        assert "TURNWIRE_REQUIRE_POSTGRES=1: the Postgres half must run" in done.stdout
+    else:
+        assert done.returncode == 0, done.stdout
+        assert "SKIPPED [1]" in done.stdout and "no PostgreSQL server could be started" in (
+            done.stdout
+        )
