@@ -101,12 +101,25 @@ def test_the_location_picks_the_store(postgres_url, tmp_path, monkeypatch):
     assert is_postgres_url("postgresql://h/db") and not is_postgres_url("postgresql.db")
 
 
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as probe:  # bound, never listening: a connection is refused
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def test_the_password_never_shows(postgres_server, tmp_path):
     url = f"postgresql://postgres:hunter2@127.0.0.1:{postgres_server.port}/no_such_db"
     with pytest.raises(StoreError) as caught:
         PostgresStore(url, folder=tmp_path, timeout_s=5)
     assert caught.value.code == "E_STORE"
     assert "no_such_db" in str(caught.value) and "hunter2" not in str(caught.value)
+    assert "\n" not in str(caught.value)  # one line, as every error
+    refused = f"postgresql://postgres:hunter2@127.0.0.1:{_closed_port()}/db"
+    with pytest.raises(StoreError, match="cannot open the thread store") as caught:
+        PostgresStore(refused, folder=tmp_path, timeout_s=5)
+    assert "hunter2" not in str(caught.value) and "\n" not in str(caught.value)
     assert redacted_url(url) == f"postgresql://postgres@127.0.0.1:{postgres_server.port}/no_such_db"
     with PostgresStore(postgres_server.url(), folder=tmp_path) as store:
         assert "hunter2" not in repr(store)

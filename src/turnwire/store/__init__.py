@@ -145,9 +145,9 @@ def open_store(
 
     if location is None:
         location = os.environ.get("TURNWIRE_STORE") or default_store_path()
-    if isinstance(location, str) and location.startswith(("postgresql://", "postgres://")):
-        from turnwire.store.postgres import PostgresStore
+    from turnwire.store.postgres import PostgresStore, is_postgres_url  # psycopg: only if used
 
+    if isinstance(location, str) and is_postgres_url(location):
         return PostgresStore(location, builder=builder, folder=folder)
     return SQLiteStore(location, builder=builder)
 

@@ -128,6 +128,11 @@ def _folder_key(thread_id: str) -> str:
     return hashlib.sha256(thread_id.encode()).hexdigest()[:24]
 
 
+def _one_line(err: BaseException) -> str:
+    """libpq's message on one line (it spreads a failed connection over several)."""
+    return " ".join(str(err).split())
+
+
 def _utc(moment: datetime) -> datetime:
     return moment.astimezone(UTC)
 
@@ -174,7 +179,7 @@ class PostgresStore:
             with driver.connect(url, autocommit=True, **options) as first:
                 self._migrate(first)
         except driver.Error as err:
-            raise StoreError(f"cannot open the thread store {self.url}: {err}") from err
+            raise StoreError(f"cannot open the thread store {self.url}: {_one_line(err)}") from err
         self._pool: ConnectionPool[psycopg.Connection[Any]] = pool.ConnectionPool(
             url,
             min_size=1,
@@ -264,7 +269,7 @@ class PostgresStore:
                 "another writer holds it: try again"
             ) from err
         except driver.OperationalError as err:
-            raise StoreError(f"the thread store {self.url} failed: {err}") from err
+            raise StoreError(f"the thread store {self.url} failed: {_one_line(err)}") from err
 
     # ------------------------------------------------------------------ threads
 
