@@ -130,8 +130,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--db",
-        help="with --thread: the store file (default: store.path, "
-        "$TURNWIRE_STORE, then $XDG_DATA_HOME/turnwire/threads.db)",
+        metavar="URL_OR_PATH",
+        help="with --thread: the store, a SQLite file or a postgresql:// URL (default: "
+        "store.url, store.path, $TURNWIRE_STORE, then $XDG_DATA_HOME/turnwire/threads.db)",
     )
     run.add_argument(
         "--base-url",
@@ -192,17 +193,21 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     store_options = argparse.ArgumentParser(add_help=False)
-    store_options.add_argument(
-        "--db",
-        help="the store file (default: store.path, "
-        "$TURNWIRE_STORE, then $XDG_DATA_HOME/turnwire/threads.db); its folder must exist",
-    )
-    store_options.add_argument(
+    store_config = argparse.ArgumentParser(add_help=False)
+    store_config.add_argument(
         "--config",
         action="append",
         default=[],
         metavar="FILE",
         help="a configuration profile (its store: section applies); repeatable",
+    )
+    store_options = argparse.ArgumentParser(add_help=False, parents=[store_config])
+    store_options.add_argument(
+        "--db",
+        metavar="URL_OR_PATH",
+        help="the store: a SQLite file (its folder must exist) or a postgresql:// URL "
+        "(default: store.url, store.path, $TURNWIRE_STORE, then "
+        "$XDG_DATA_HOME/turnwire/threads.db)",
     )
     threads = commands.add_parser(
         "threads", parents=[logs], help="the stored threads", description="The stored threads."
@@ -238,6 +243,28 @@ def _parser() -> argparse.ArgumentParser:
         "delete", parents=[logs, store_options], help="delete a thread and its turns"
     )
     delete.add_argument("id", help="the thread's id")
+    copy = actions.add_parser(
+        "copy",
+        parents=[logs, store_config],
+        help="copy threads from one store to another, as they are",
+        description="Copy threads between stores (SQLite files, postgresql:// URLs) with "
+        "their ids, titles, timestamps, turns and imported files.",
+    )
+    copy.add_argument(
+        "--from",
+        dest="source",
+        required=True,
+        metavar="URL_OR_PATH",
+        help="the store to copy from: a SQLite file or a postgresql:// URL",
+    )
+    copy.add_argument(
+        "--to",
+        dest="target",
+        required=True,
+        metavar="URL_OR_PATH",
+        help="the store to copy into (created when new; a SQLite file's folder must exist)",
+    )
+    copy.add_argument("ids", nargs="*", metavar="ID", help="the threads to copy (default: all)")
 
     demo = commands.add_parser(
         "demo",
@@ -447,17 +474,20 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _store(args: argparse.Namespace) -> Any:
+def _store(args: argparse.Namespace, location: str | None = None) -> Any:
     from turnwire.settings import load_settings
-    from turnwire.store.sqlite import SQLiteStore, StoreError, default_store_path
+    from turnwire.store import open_store
+    from turnwire.store.postgres import is_postgres_url
+    from turnwire.store.sqlite import StoreError
 
-    explicit = args.db or load_settings(getattr(args, "config", ())).store.path
-    if explicit:
+    settings = load_settings(getattr(args, "config", ())).store
+    explicit = location or getattr(args, "db", None) or settings.url or settings.path
+    if explicit and not is_postgres_url(explicit):
         folder = Path(explicit).expanduser().resolve().parent
         if not folder.is_dir():
             # A typo in --db must not quietly start a new, empty store somewhere else.
             raise StoreError(f"the store's folder {folder} does not exist; create it first")
-    return SQLiteStore(explicit or default_store_path())
+    return open_store(explicit or None, folder=settings.folder)
 
 
 def _threads(args: argparse.Namespace) -> int:
@@ -465,6 +495,8 @@ def _threads(args: argparse.Namespace) -> int:
 
     from turnwire.thread_file import dump_thread, load_thread, save_thread
 
+    if args.action == "copy":
+        return _copy(args)
     with _store(args) as store:
         if args.action == "list":
             summaries = store.list_threads()
@@ -477,7 +509,7 @@ def _threads(args: argparse.Namespace) -> int:
                     f"{item.model or '-'}  {item.title or ''}".rstrip()
                 )
             if not summaries and not args.quiet:
-                print(f"no threads in {store.path}", file=sys.stderr)
+                print(f"no threads in {getattr(store, 'url', store.path)}", file=sys.stderr)
         elif args.action == "show":
             thread = store.export_thread(args.id)
             if args.transcript:
@@ -511,6 +543,19 @@ def _threads(args: argparse.Namespace) -> int:
             store.delete_thread(args.id)
             if not args.quiet:
                 print(f"deleted {args.id}", file=sys.stderr)
+    return 0
+
+
+def _copy(args: argparse.Namespace) -> int:
+    from turnwire.store import copy_threads
+
+    with _store(args, args.source) as source, _store(args, args.target) as target:
+        copied = copy_threads(source, target, args.ids)
+    for thread_id in copied:
+        print(thread_id)
+    if not args.quiet:
+        into = getattr(target, "url", target.path)
+        print(f"copied {len(copied)} thread(s) to {into}", file=sys.stderr)
     return 0
 
 

@@ -316,8 +316,13 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "settings": "Settings per entry-point name, validated by that plugin.",
     },
     "StoreSettings": {
-        "path": "The SQLite store file (null: `$TURNWIRE_STORE`, else "
+        "path": "The SQLite store file (null: `url`, else `$TURNWIRE_STORE`, else "
         "`$XDG_DATA_HOME/turnwire/threads.db`).",
+        "url": "A PostgreSQL store instead, as a `postgresql://user@host:port/dbname` URL "
+        "(needs `turnwire[postgres]`; keep the password in `$PGPASSWORD` or `~/.pgpass`).",
+        "folder": "A PostgreSQL store's local folder: imported files go to `files/` in it "
+        "(null: `$XDG_DATA_HOME/turnwire`; hosts sharing a database share it, or import no "
+        "files).",
     },
     "ToolSettings": {
         "handlers": "Tool name to `module:function`: the code that runs each tool, chosen "

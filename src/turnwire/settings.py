@@ -199,10 +199,22 @@ class PluginSettings(_Section, frozen=True, kw_only=True):
 
 
 class StoreSettings(_Section, frozen=True, kw_only=True):
-    """``store:``: where ``--thread`` conversations live (null: ``$TURNWIRE_STORE``, else
-    ``$XDG_DATA_HOME/turnwire/threads.db``)."""
+    """``store:``: where ``--thread`` conversations live: ``url``, a PostgreSQL database, or
+    ``path``, a SQLite file (both null: ``$TURNWIRE_STORE``, a URL or a path, else
+    ``$XDG_DATA_HOME/turnwire/threads.db``); ``folder``: a PostgreSQL store's local folder,
+    whose ``files/`` holds imported files (null: ``$XDG_DATA_HOME/turnwire``)."""
 
     path: str | None = None
+    url: str | None = None
+    folder: NonEmpty | None = None
+
+    def __post_init__(self) -> None:
+        if self.url is not None and not self.url.startswith(("postgresql://", "postgres://")):
+            raise ValueError(
+                "url: a PostgreSQL URL starts with postgresql:// (a SQLite file goes in `path`)"
+            )
+        if self.url is not None and self.path is not None:
+            raise ValueError("set `url` (PostgreSQL) or `path` (SQLite), not both")
 
 
 _HANDLER = re.compile(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*")

@@ -1,0 +1,526 @@
+"""The PostgreSQL thread store, for deployments that outgrow one SQLite file.
+
+The same guarantees as :class:`~turnwire.store.sqlite.SQLiteStore`, with PostgreSQL's own
+tools: the schema version in the table ``turnwire_schema`` (one row per applied migration),
+migrations applied in order under a transaction-scoped advisory lock when a store is opened;
+every append in one transaction that first locks the thread's row (``SELECT ... FOR UPDATE``),
+so the conditional append compares ``expected_last`` with a last position no other writer can
+move, and the ``(thread_id, position)`` primary key refuses a duplicate position even so. A
+client that dies mid-append leaves an open transaction the server rolls back when the
+connection drops: nothing of it is ever visible. Writers on different threads lock different
+rows and never wait for each other.
+
+Imported files live on the local disk, as for SQLite: in ``files/`` inside the store's
+``folder`` (``store.folder``; default ``$XDG_DATA_HOME/turnwire``). Hosts that share one
+database share that folder (a network mount) or import no files.
+
+Needs the ``postgres`` extra (``pip install 'turnwire[postgres]'``: psycopg 3 and its pool).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from turnwire.model import Thread
+from turnwire.store import NO_TURNS, StoreConflictError, ThreadSummary, UnknownThreadError
+from turnwire.store.sqlite import StoreError
+from turnwire.turns import ContextAssembler, Part, Turn, TurnBuilder
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
+__all__ = [
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "URL_SCHEMES",
+    "PostgresStore",
+    "default_folder",
+    "is_postgres_url",
+    "redacted_url",
+]
+
+URL_SCHEMES = ("postgresql://", "postgres://")
+"""How a store location names a PostgreSQL database (anything else is a SQLite file)."""
+
+MIGRATIONS: tuple[tuple[int, str], ...] = (
+    (
+        1,
+        """
+        CREATE TABLE threads (
+            id TEXT PRIMARY KEY,
+            title TEXT,
+            header TEXT NOT NULL,
+            created_at TIMESTAMPTZ NOT NULL,
+            updated_at TIMESTAMPTZ NOT NULL
+        );
+        CREATE TABLE turns (
+            thread_id TEXT NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL CHECK (position >= 0),
+            id TEXT NOT NULL,
+            role TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+            created_at TIMESTAMPTZ NOT NULL,
+            parts TEXT NOT NULL,
+            PRIMARY KEY (thread_id, position)
+        );
+        CREATE INDEX threads_by_update ON threads (updated_at DESC)
+    """,
+    ),
+    (
+        2,
+        """
+        ALTER TABLE turns ADD COLUMN model TEXT;
+        ALTER TABLE turns ADD COLUMN usage TEXT;
+        ALTER TABLE turns ADD COLUMN request_fingerprint TEXT;
+        CREATE UNIQUE INDEX turns_by_id ON turns (id)
+    """,
+    ),
+)
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+# Any constant will do: it only has to be the same for every turnwire that migrates a database.
+_MIGRATION_LOCK = 0x7475726E77697265  # "turnwire"
+
+_PARTS = msgspec.json.Decoder(tuple[Part, ...])
+_HEADER = msgspec.json.Decoder(Thread)
+_ENCODER = msgspec.json.Encoder()
+
+
+def is_postgres_url(location: str | os.PathLike[str]) -> bool:
+    """Whether ``location`` names a PostgreSQL database rather than a SQLite file."""
+    return isinstance(location, str) and location.startswith(URL_SCHEMES)
+
+
+def redacted_url(url: str) -> str:
+    """``url`` without its password (and without any other parameter), for messages."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        parts = conninfo_to_dict(url)
+    except Exception:
+        return "postgresql://(unreadable URL)"
+    user = f"{parts['user']}@" if parts.get("user") else ""
+    host = str(parts.get("host") or "")
+    if host.startswith("/"):
+        host = f"[{host}]"
+    port = f":{parts['port']}" if parts.get("port") else ""
+    return f"postgresql://{user}{host}{port}/{parts.get('dbname') or ''}"
+
+
+def default_folder() -> Path:
+    """``$XDG_DATA_HOME/turnwire``: where the default SQLite store lives, and so the files."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "turnwire"
+
+
+def _folder_key(thread_id: str) -> str:
+    """A thread's name among the store's file folders (the same digest as SQLite's)."""
+    return hashlib.sha256(thread_id.encode()).hexdigest()[:24]
+
+
+def _one_line(err: BaseException) -> str:
+    """libpq's message on one line (it spreads a failed connection over several)."""
+    return " ".join(str(err).split())
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment.astimezone(UTC)
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError as err:
+        raise StoreError(
+            "a postgresql:// store needs the `postgres` extra: pip install 'turnwire[postgres]' "
+            "(psycopg 3 and psycopg-pool)"
+        ) from err
+    return psycopg, psycopg_pool
+
+
+class PostgresStore:
+    """A :class:`~turnwire.store.ThreadStore` in a PostgreSQL database.
+
+    :param url: a ``postgresql://`` URL (libpq's rules: ``PGPASSWORD``, ``~/.pgpass`` ... apply).
+    :param builder: the turn builder used to import and load threads.
+    :param folder: the local folder whose ``files/`` holds imported files (default
+        :func:`default_folder`).
+    :param pool_size: the most connections this store opens at once.
+    :param timeout_s: how long to wait for a connection, and for a locked thread row.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        builder: TurnBuilder | None = None,
+        folder: str | os.PathLike[str] | None = None,
+        pool_size: int = 4,
+        timeout_s: float = 30.0,
+    ) -> None:
+        driver, pool = _psycopg()
+        self.url = redacted_url(url)
+        self.builder = builder or TurnBuilder()
+        self.folder = Path(folder).expanduser() if folder is not None else default_folder()
+        self._timeout_s = timeout_s
+        options = {"connect_timeout": max(1, int(timeout_s))}
+        try:
+            with driver.connect(url, autocommit=True, **options) as first:
+                self._migrate(first)
+        except driver.Error as err:
+            raise StoreError(f"cannot open the thread store {self.url}: {_one_line(err)}") from err
+        self._pool: ConnectionPool[psycopg.Connection[Any]] = pool.ConnectionPool(
+            url,
+            min_size=1,
+            max_size=max(1, pool_size),
+            kwargs=options,
+            configure=self._configure,
+            timeout=timeout_s,
+            open=True,
+            name="turnwire-store",
+        )
+
+    def _configure(self, conn: psycopg.Connection[Any]) -> None:
+        # Timestamps come back in UTC whatever the server's default; a locked row is waited
+        # for at most timeout_s, then the append fails instead of hanging.
+        conn.execute("SET TIME ZONE 'UTC'")
+        conn.execute(f"SET lock_timeout = {int(self._timeout_s * 1000)}")
+        conn.commit()
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.url!r})"
+
+    @property
+    def path(self) -> Path:
+        """The store's local anchor, shaped like :attr:`SQLiteStore.path`: its folder holds
+        ``files/`` (so a run's default file roots are found the same way for both stores)."""
+        return self.folder / "postgresql"
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ schema
+
+    @staticmethod
+    def _version(conn: psycopg.Connection[Any]) -> int:
+        row = conn.execute(
+            "SELECT to_regclass('turnwire_schema') IS NOT NULL",
+        ).fetchone()
+        if not row or not row[0]:
+            return 0
+        found = conn.execute("SELECT COALESCE(MAX(version), 0) FROM turnwire_schema").fetchone()
+        return int(found[0]) if found else 0
+
+    @property
+    def schema_version(self) -> int:
+        with self._pool.connection() as conn:
+            return self._version(conn)
+
+    def _migrate(self, conn: psycopg.Connection[Any]) -> None:
+        with conn.transaction():
+            # Two processes opening a fresh database at once: one migrates, the other waits
+            # and then finds the schema current.
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            current = self._version(conn)
+            if current > SCHEMA_VERSION:
+                raise StoreError(
+                    f"the store {self.url} has schema version {current}, newer than this "
+                    f"turnwire's {SCHEMA_VERSION}; upgrade turnwire"
+                )
+            if current == 0:
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS turnwire_schema (version INTEGER PRIMARY KEY, "
+                    "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+                )
+            for version, script in MIGRATIONS:
+                if version > current:
+                    for statement in filter(str.strip, script.split(";")):
+                        conn.execute(statement.encode())
+                    conn.execute("INSERT INTO turnwire_schema (version) VALUES (%s)", (version,))
+
+    @contextmanager
+    def _transaction(self) -> Iterator[psycopg.Cursor[Any]]:
+        """One transaction on a pooled connection: committed at the end, rolled back on any
+        exception (and by the server, should this process die in the middle)."""
+        driver, _ = _psycopg()
+        try:
+            with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+                yield cur
+        except driver.errors.LockNotAvailable as err:
+            raise StoreError(
+                f"a thread row of {self.url} stayed locked for {self._timeout_s:g} s; "
+                "another writer holds it: try again"
+            ) from err
+        except driver.OperationalError as err:
+            raise StoreError(f"the thread store {self.url} failed: {_one_line(err)}") from err
+
+    # ------------------------------------------------------------------ threads
+
+    def create_thread(
+        self, header: Thread, *, thread_id: str | None = None, title: str | None = None
+    ) -> str:
+        """Create an empty thread from ``header`` (its records are ignored); return its id."""
+        return self._new_thread(header, (), thread_id, title)
+
+    def _new_thread(
+        self,
+        header: Thread,
+        turns: Sequence[Turn],
+        thread_id: str | None,
+        title: str | None,
+        *,
+        created_at: datetime | None = None,
+        updated_at: datetime | None = None,
+    ) -> str:
+        driver, _ = _psycopg()
+        thread_id = thread_id or f"thr_{uuid.uuid4().hex}"
+        empty = msgspec.structs.replace(header, messages=(), thoughts=(), tool_calls=())
+        now = datetime.now(UTC)
+        try:
+            with self._transaction() as cur:
+                cur.execute(
+                    "INSERT INTO threads (id, title, header, created_at, updated_at) "
+                    "VALUES (%s, %s, %s, %s, %s)",
+                    (
+                        thread_id,
+                        title,
+                        _ENCODER.encode(empty).decode(),
+                        created_at or now,
+                        updated_at or created_at or now,
+                    ),
+                )
+                for position, turn in enumerate(turns):
+                    self._insert(cur, thread_id, position, turn)
+        except driver.errors.UniqueViolation as err:
+            raise StoreError(f"a thread {thread_id!r} (or one of its turns) already exists") from (
+                err
+            )
+        return thread_id
+
+    def restore_thread(
+        self,
+        thread_id: str,
+        *,
+        header: Thread,
+        turns: Sequence[Turn],
+        title: str | None,
+        created_at: datetime,
+        updated_at: datetime,
+    ) -> None:
+        """Store a thread exactly as another store held it (ids, timestamps, turns), in one
+        transaction; what ``turnwire threads copy`` writes."""
+        self._new_thread(
+            header, turns, thread_id, title, created_at=created_at, updated_at=updated_at
+        )
+
+    def summary(self, thread_id: str) -> ThreadSummary:
+        """The thread's line of :meth:`list_threads`."""
+        for item in self._summaries("WHERE t.id = %s", (thread_id,)):
+            return item
+        raise UnknownThreadError(thread_id)
+
+    def header(self, thread_id: str) -> Thread:
+        with self._pool.connection() as conn:
+            row = conn.execute("SELECT header FROM threads WHERE id = %s", (thread_id,)).fetchone()
+        if row is None:
+            raise UnknownThreadError(thread_id)
+        return _HEADER.decode(row[0])
+
+    def update_header(self, thread_id: str, header: Thread) -> None:
+        """Replace the thread's header (prompt, tools, memories...), keeping its turns."""
+        empty = msgspec.structs.replace(header, messages=(), thoughts=(), tool_calls=())
+        with self._transaction() as cur:
+            cur.execute(
+                "UPDATE threads SET header = %s, updated_at = %s WHERE id = %s",
+                (_ENCODER.encode(empty).decode(), datetime.now(UTC), thread_id),
+            )
+            changed = cur.rowcount
+        if not changed:
+            raise UnknownThreadError(thread_id)
+
+    def last_position(self, thread_id: str) -> int:
+        """The position of the thread's last turn (``-1``, :data:`NO_TURNS`, when none)."""
+        with self._pool.connection() as conn, conn.cursor() as cur:
+            self._require(cur, thread_id)
+            return self._last(cur, thread_id)
+
+    @staticmethod
+    def _require(cur: psycopg.Cursor[Any], thread_id: str, *, lock: bool = False) -> None:
+        query = "SELECT 1 FROM threads WHERE id = %s" + (" FOR UPDATE" if lock else "")
+        if cur.execute(query, (thread_id,)).fetchone() is None:
+            raise UnknownThreadError(thread_id)
+
+    @staticmethod
+    def _last(cur: psycopg.Cursor[Any], thread_id: str) -> int:
+        row = cur.execute(
+            "SELECT COALESCE(MAX(position), %s) FROM turns WHERE thread_id = %s",
+            (NO_TURNS, thread_id),
+        ).fetchone()
+        return int(row[0]) if row else NO_TURNS
+
+    def append_turns(
+        self, thread_id: str, turns: Sequence[Turn], *, expected_last: int | None = None
+    ) -> None:
+        """Append ``turns`` in one transaction: all of them, or (on any failure) none.
+
+        :param expected_last: the :meth:`last_position` the caller read before it built the
+            turns; when the thread has moved on since, :class:`StoreConflictError` and nothing
+            is stored. ``None`` appends wherever the thread ends now.
+        """
+        if not turns:
+            return
+        with self._transaction() as cur:
+            # The row lock orders the writers of this thread (and only of this thread): the
+            # last position read below cannot move until this transaction ends.
+            self._require(cur, thread_id, lock=True)
+            last = self._last(cur, thread_id)
+            if expected_last is not None and last != expected_last:
+                raise StoreConflictError(thread_id, expected_last=expected_last, actual_last=last)
+            for offset, turn in enumerate(turns):
+                self._insert(cur, thread_id, last + 1 + offset, turn)
+            cur.execute(
+                "UPDATE threads SET updated_at = %s WHERE id = %s", (datetime.now(UTC), thread_id)
+            )
+
+    def _insert(self, cur: psycopg.Cursor[Any], thread_id: str, position: int, turn: Turn) -> None:
+        usage = None if turn.usage is None else _ENCODER.encode(turn.usage).decode()
+        cur.execute(
+            "INSERT INTO turns (thread_id, position, id, role, created_at, parts, model, usage, "
+            "request_fingerprint) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (
+                thread_id,
+                position,
+                turn.id,
+                turn.role,
+                _utc(turn.created_at),
+                _ENCODER.encode(turn.parts).decode(),
+                turn.model,
+                usage,
+                turn.request_fingerprint,
+            ),
+        )
+
+    def turns(self, thread_id: str) -> list[Turn]:
+        # One snapshot: the existence check and the turns agree even while a writer commits.
+        with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            self._require(cur, thread_id)
+            rows = cur.execute(
+                "SELECT id, role, created_at, parts, model, usage, request_fingerprint "
+                "FROM turns WHERE thread_id = %s ORDER BY position",
+                (thread_id,),
+            ).fetchall()
+        return [self._turn(row) for row in rows]
+
+    @staticmethod
+    def _turn(row: tuple[Any, ...]) -> Turn:
+        turn_id, role, created, parts, model, usage, fingerprint = row
+        return Turn(
+            id=turn_id,
+            role=role,
+            created_at=_utc(created),
+            parts=_PARTS.decode(parts),
+            model=model,
+            usage=None if usage is None else msgspec.json.decode(usage),
+            request_fingerprint=fingerprint,
+        )
+
+    def load(
+        self, thread_id: str, *, current: Turn | None = None, keep_all_files: bool = False
+    ) -> Thread:
+        """The thread as the renderer reads it (files of ``current`` kept as pointers)."""
+        header = self.header(thread_id)
+        turns = self.turns(thread_id)
+        if current is not None:
+            turns.append(current)
+        messages, thoughts, calls = self.builder.to_messages(
+            turns, current=current, keep_all_files=keep_all_files
+        )
+        return msgspec.structs.replace(
+            header, messages=messages, thoughts=thoughts, tool_calls=calls
+        )
+
+    def _summaries(self, where: str = "", params: tuple[Any, ...] = ()) -> list[ThreadSummary]:
+        with self._pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT t.id, t.title, t.header, t.created_at, t.updated_at, "
+                "(SELECT COUNT(*) FROM turns u WHERE u.thread_id = t.id) "
+                f"FROM threads t {where} ORDER BY t.updated_at DESC, t.id",
+                params,
+            ).fetchall()
+        return [
+            ThreadSummary(
+                id=row[0],
+                title=row[1],
+                model=_HEADER.decode(row[2]).model,
+                turns=int(row[5]),
+                created_at=_utc(row[3]),
+                updated_at=_utc(row[4]),
+            )
+            for row in rows
+        ]
+
+    def list_threads(self) -> list[ThreadSummary]:
+        return self._summaries()
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete the thread, its turns and the files an import copied for it."""
+        with self._transaction() as cur:
+            cur.execute("DELETE FROM threads WHERE id = %s", (thread_id,))
+            deleted = cur.rowcount
+        if not deleted:
+            raise UnknownThreadError(thread_id)
+        for folder in self.files_folder.glob(f"{_folder_key(thread_id)}.*"):
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def import_thread(
+        self,
+        thread: Thread,
+        *,
+        thread_id: str | None = None,
+        title: str | None = None,
+        files: ContextAssembler | None = None,
+    ) -> str:
+        """Store a whole thread (header and records) as a new thread, in one transaction.
+
+        :param files: when given, every file the thread points at is read through it and
+            copied into :attr:`files_folder` (as :meth:`SQLiteStore.import_thread` does).
+        """
+        from turnwire.store.sqlite import SQLiteStore
+
+        new_id = thread_id or f"thr_{uuid.uuid4().hex}"
+        if files is None:
+            return self._new_thread(thread, self.builder.records_as_turns(thread), new_id, title)
+        folder = self.files_folder / f"{_folder_key(new_id)}.{uuid.uuid4().hex[:8]}"
+        try:
+            thread = SQLiteStore._copy_files(thread, folder, files)
+            return self._new_thread(thread, self.builder.records_as_turns(thread), new_id, title)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+
+    @property
+    def files_folder(self) -> Path:
+        """Where imported files live: ``files/`` in :attr:`folder`."""
+        return self.folder.resolve() / "files"
+
+    def export_thread(self, thread_id: str) -> Thread:
+        """The thread with every record and file pointer, as a thread file holds it."""
+        return self.load(thread_id, keep_all_files=True)

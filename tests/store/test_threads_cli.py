@@ -1,0 +1,193 @@
+"""`turnwire threads ...` and `turnwire run --thread` as processes, on both stores."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import turnwire
+from turnwire.store import open_store
+
+from ..client.server import Reply, ScriptedServer, recorded
+from ..conftest import REPO_EXAMPLES, turnwire_process
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _files_folder(location: str, tmp_path: Path) -> Path:
+    """Where the CLI's store keeps imported files: beside a SQLite file; for PostgreSQL in
+    store.folder, by default $XDG_DATA_HOME/turnwire."""
+    if location.startswith("postgresql://"):
+        return tmp_path / "data" / "turnwire" / "files"
+    return Path(location).parent / "files"
+
+
+def cli(tmp_path: Path, *args: str, **env: str) -> Any:
+    return turnwire_process(*args, env={"XDG_DATA_HOME": str(tmp_path / "data"), **env})
+
+
+def _opened(location: str, tmp_path: Path) -> Any:
+    return open_store(location, folder=tmp_path / "data" / "turnwire")
+
+
+def _without_paths(thread: turnwire.Thread) -> turnwire.Thread:
+    import msgspec
+
+    from turnwire.model import map_pointers
+
+    replace = msgspec.structs.replace
+    return map_pointers(
+        thread,
+        lambda media: replace(media, path="-") if media.path else media,
+        lambda art: replace(art, path="-") if art.path else art,
+    )
+
+
+def test_import_list_show_export_delete(location, tmp_path):
+    db = location
+    done = cli(
+        tmp_path, "threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--title", "Weather",
+        "--db", db,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    thread_id = done.stdout.strip()
+    assert thread_id.startswith("thr_")
+    listing = json.loads(cli(tmp_path, "threads", "list", "--json", "--db", db).stdout)
+    assert [(t["id"], t["title"], t["turns"]) for t in listing] == [(thread_id, "Weather", 2)]
+    shown = cli(tmp_path, "threads", "show", thread_id, "--db", db)
+    thread = turnwire.load_thread(json.loads(shown.stdout))
+    original = turnwire.load_thread(REPO_EXAMPLES / "weather.yaml")
+    assert _without_paths(thread) == _without_paths(original)
+    (copy,) = thread.messages[0].attachments
+    assert copy.path is not None
+    assert Path(copy.path).parent.parent == _files_folder(location, tmp_path).resolve()
+    assert Path(copy.path).read_bytes() == (REPO_EXAMPLES / "photo.png").read_bytes()
+    transcript = cli(tmp_path, "threads", "show", thread_id, "--transcript", "--db", db)
+    assert transcript.returncode == 0 and "weather" in transcript.stdout.lower()
+    exported = tmp_path / "out.yaml"
+    done = cli(tmp_path, "threads", "export", thread_id, str(exported), "--db", db)
+    assert done.returncode == 0, done.stderr
+    assert _without_paths(turnwire.load_thread(exported)) == _without_paths(original)
+    assert cli(tmp_path, "threads", "delete", thread_id, "--db", db).returncode == 0
+    assert not Path(copy.path).exists()
+    missing = cli(tmp_path, "threads", "show", thread_id, "--db", db)
+    assert missing.returncode == 2
+    assert missing.stderr.startswith("error: E_THREAD_NOT_FOUND: ")
+    empty = cli(tmp_path, "threads", "list", "--db", db)
+    assert empty.returncode == 0 and empty.stderr.startswith("no threads in ")
+
+
+def test_run_a_stored_thread_with_a_question_and_a_file(location, tmp_path):
+    picture = tmp_path / "cat.png"
+    picture.write_bytes(b"\x89PNG fake")
+    with _opened(location, tmp_path) as store:
+        thread_id = store.create_thread(turnwire.load_thread({"version": 1, "model": "gpt-4o"}))
+    with ScriptedServer([Reply.sse(recorded("text_simple_gpt-4o-mini.sse"))]) as server:
+        done = cli(
+            tmp_path, "run", "--thread", thread_id, "--db", location, "--prompt", "what is this?",
+            "--file", str(picture), "--base-url", server.base_url,
+            "--config", str(REPO / "config" / "strict-media.yaml"),
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Hi in Portuguese")
+    sent = server.requests[0].json["input"][0]["content"]
+    assert [p["type"] for p in sent] == ["input_text", "input_text", "input_image"]
+    with _opened(location, tmp_path) as store:
+        turns = store.turns(thread_id)
+        assert [t.role for t in turns] == ["user", "assistant"]
+        assert turns[0].parts[1].media.path == str(picture) and turns[0].parts[1].media.data is None
+        assert turns[1].model == "gpt-4o-mini-2024-07-18" and turns[1].usage["total_tokens"] > 0
+        assert len(turns[1].request_fingerprint) == 64
+
+
+def test_a_failed_run_appends_nothing(location, tmp_path):
+    with _opened(location, tmp_path) as store:
+        thread_id = store.create_thread(turnwire.load_thread({"version": 1, "model": "gpt-4o"}))
+    failing = recorded("error_then_failed_insufficient_quota_gpt-5-nano.jsonl")
+    with ScriptedServer([Reply.sse(failing)]) as server:
+        done = cli(
+            tmp_path, "run", "--thread", thread_id, "--db", location, "--prompt", "hi",
+            "--base-url", server.base_url,
+        )  # fmt: skip
+    assert done.returncode == 1
+    with _opened(location, tmp_path) as store:
+        assert store.turns(thread_id) == []
+
+
+def test_an_imported_thread_runs_with_its_files_from_the_store(location, tmp_path):
+    done = cli(tmp_path, "threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--db", location)
+    assert done.returncode == 0, done.stderr
+    thread_id = done.stdout.strip()
+    with ScriptedServer([Reply.sse(recorded("text_simple_gpt-4o-mini.sse"))]) as server:
+        ran = cli(
+            tmp_path, "run", "--thread", thread_id, "--db", location, "--prompt", "And tomorrow?",
+            "--base-url", server.base_url, "--profile", "examples",
+        )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    images = [
+        part
+        for item in server.requests[0].json["input"]
+        if isinstance(item.get("content"), list)
+        for part in item["content"]
+        if part.get("type") == "input_image"
+    ]
+    assert images and images[0]["image_url"].startswith("data:image/png;base64,")
+    listing = json.loads(cli(tmp_path, "threads", "list", "--json", "--db", location).stdout)
+    assert listing[0]["turns"] == 4
+
+
+def test_the_store_comes_from_the_environment_or_the_settings(location, tmp_path):
+    """$TURNWIRE_STORE and store.url / store.path name the store when --db does not."""
+    done = cli(
+        tmp_path, "threads", "import", str(REPO_EXAMPLES / "weather.yaml"),
+        TURNWIRE_STORE=location,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    thread_id = done.stdout.strip()
+    key = "url" if location.startswith("postgresql://") else "path"
+    config = tmp_path / "store.yaml"
+    config.write_text(f"store:\n  {key}: '{location}'\n  folder: '{tmp_path / 'elsewhere'}'\n")
+    listing = cli(tmp_path, "threads", "list", "--json", "--config", str(config))
+    assert [t["id"] for t in json.loads(listing.stdout)] == [thread_id]
+
+
+def test_threads_copy_between_the_two_kinds_and_back(location, tmp_path):
+    other = str(tmp_path / "other" / "copy.db")
+    (tmp_path / "other").mkdir()
+    done = cli(tmp_path, "threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--db", location,
+               "--title", "Weather")  # fmt: skip
+    thread_id = done.stdout.strip()
+    with ScriptedServer([Reply.sse(recorded("text_simple_gpt-4o-mini.sse"))]) as server:
+        ran = cli(
+            tmp_path, "run", "--thread", thread_id, "--db", location, "--prompt", "And tomorrow?",
+            "--base-url", server.base_url, "--profile", "examples",
+        )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    copied = cli(tmp_path, "threads", "copy", "--from", location, "--to", other)
+    assert copied.returncode == 0, copied.stderr
+    assert copied.stdout.split() == [thread_id]
+    assert "copied 1 thread(s)" in copied.stderr
+    listings = [
+        json.loads(cli(tmp_path, "threads", "list", "--json", "--db", where).stdout)
+        for where in (location, other)
+    ]
+    assert listings[0] == listings[1] and listings[0][0]["title"] == "Weather"
+    with _opened(location, tmp_path) as source, _opened(other, tmp_path) as target:
+        assert [t.id for t in target.turns(thread_id)] == [t.id for t in source.turns(thread_id)]
+        (turn,) = [t for t in target.turns(thread_id) if t.usage is not None]
+        assert turn.model == "gpt-4o-mini-2024-07-18"
+        assert turn == next(t for t in source.turns(thread_id) if t.usage is not None)
+    # Run the copy: its files were copied too, so it renders the same image from its own folder.
+    with ScriptedServer([Reply.sse(recorded("text_simple_gpt-4o-mini.sse"))]) as server:
+        ran = cli(
+            tmp_path, "run", "--thread", thread_id, "--db", other, "--prompt", "And after?",
+            "--base-url", server.base_url, "--profile", "examples",
+        )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    sent = json.dumps(server.requests[0].json["input"])
+    assert "data:image/png;base64," in sent
+    again = cli(tmp_path, "threads", "copy", "--from", location, "--to", other, thread_id)
+    assert again.returncode == 2 and "E_STORE" in again.stderr
+    missing = cli(tmp_path, "threads", "copy", "--from", other, "--to", location, "thr_nope")
+    assert missing.returncode == 2 and "E_THREAD_NOT_FOUND" in missing.stderr
