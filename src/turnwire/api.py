@@ -579,8 +579,8 @@ def run_thread(
     uploads = [media_from_path(path) for path in files]
     current = builder.build_user_turn(prompt, uploads) if (prompt or uploads) else None
     thread = store.load(thread_id, current=current)
-    store_path = getattr(store, "path", None)
-    defaults = () if store_path is None else (Path(store_path).resolve().parent / "files",)
+    folder = getattr(store, "files_folder", None)
+    defaults = () if folder is None else (folder,)
     chosen = file_roots(roots, container.settings().files, defaults)
     chosen += tuple(media.path for media in uploads if media.path)
     client = Client(
