@@ -441,6 +441,11 @@ def test_tool_calls_run_and_loop_until_the_model_answers(thread_file):
         ({"get_capital": lambda **kw: 1 / 0}, None, "Tool get_capital failed: ZeroDivisionError"),
         (None, '{"city": ', 'Tool arguments are not valid JSON. Raw value: {"city": '),
         (None, '["Paris"]', "Tool arguments must be a JSON object; received array."),
+        (
+            None,
+            '{"country": 5}',
+            "Tool arguments do not match the parameters of get_capital: $.country: expected string",
+        ),
     ],
 )
 def test_tool_failures_become_error_results_the_model_sees(
@@ -462,6 +467,18 @@ def test_tool_failures_become_error_results_the_model_sees(
     call = result.records.tool_calls[0]
     assert call.is_error and call.result.text.startswith(expected)
     assert expected in server.requests[1].json["input"][-1]["output"]
+
+
+def test_arguments_that_break_the_schema_never_reach_the_handler(thread_file):
+    ran: list[dict] = []
+    stream = CALL.replace(b'{\\"country\\":\\"France\\"}', b'{\\"country\\":[\\"France\\"]}')
+    assert stream != CALL
+    with ScriptedServer([Reply.sse(stream), Reply.sse(AFTER_CALL)]) as server:
+        result = run(server, thread_file, handlers={"get_capital": lambda **kw: ran.append(kw)})
+    assert ran == []
+    call = result.records.tool_calls[0]
+    assert call.is_error and call.args == {"country": ["France"]}
+    assert "$.country: expected string" in server.requests[1].json["input"][-1]["output"]
 
 
 def test_an_unknown_tool_lists_the_available_ones(tmp_path):

@@ -8,6 +8,10 @@ group, and last the thread's own ``handler:``, only when it matches a glob patte
 names). :meth:`ToolExecutor.check` refuses a thread whose ``handler:`` is not allowed, before
 any request is sent (:class:`~turnwire.errors.HandlerNotAllowedError`).
 
+Before a handler runs, the call's arguments are checked against the tool's ``parameters``
+(JSON Schema, Draft 2020-12; see :mod:`turnwire.client._arguments`): a mismatch is an error
+result naming the field (``$.city: expected string``) and the handler does not run.
+
 At run time nothing here raises (``KeyboardInterrupt`` aside): bad arguments, unknown tools, a
 tool with no registered handler (the model may call a name the thread never declared),
 exceptions, ``SystemExit`` included, a handler that runs past ``tools.timeout_s`` and a result
@@ -42,6 +46,7 @@ import msgspec
 import re2
 
 from turnwire._redact import redact
+from turnwire.client._arguments import ArgumentChecker
 from turnwire.errors import (
     FileNotAllowedError,
     HandlerNotAllowedError,
@@ -293,6 +298,7 @@ class ToolExecutor:
         self.timeout_s = timeout_s
         self.max_result_bytes = max_result_bytes
         self._imported: dict[str, Callable[..., Any]] = {}
+        self._arguments = ArgumentChecker()
         self._entry_points: dict[str, metadata.EntryPoint] | None = None
 
     @classmethod
@@ -438,6 +444,9 @@ class ToolExecutor:
             return self._done(call, f"Tool {name} cannot run: {err}", True)
         except Exception as err:  # an entry point or module that fails while it loads
             return self._done(call, f"Tool {name} cannot run: {_describe(err)}", True)
+        invalid = self._arguments.check(name, tool.parameters, call.args)
+        if invalid is not None:
+            return self._done(call, invalid, True)
         try:
             value = await self._invoke(handler, call.args)
         except _TimedOut:
