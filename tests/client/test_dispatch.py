@@ -481,6 +481,68 @@ def test_arguments_that_break_the_schema_never_reach_the_handler(thread_file):
     assert "$.country: expected string" in server.requests[1].json["input"][-1]["output"]
 
 
+def _tiny_png() -> bytes:
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)  # 1x1, 8-bit RGB
+    pixels = zlib.compress(b"\x00\xff\x00\x00")  # filter byte, one red pixel
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+    )
+
+
+def test_a_handler_that_returns_an_image_sends_it_as_input_image_next(thread_file):
+    import base64
+
+    png = _tiny_png()
+
+    def chart(**kw):
+        return turnwire.Media(id="chart", kind="image", mime_type="image/png", data=png)
+
+    with ScriptedServer([Reply.sse(CALL), Reply.sse(AFTER_CALL)]) as server:
+        result = run(server, thread_file, handlers={"get_capital": chart})
+    call = result.records.tool_calls[0]
+    assert not call.is_error and call.result.media[0].data == png
+    output = server.requests[1].json["input"][-1]["output"]
+    images = [part for part in output if part.get("type") == "input_image"]
+    assert [part["image_url"] for part in images] == [
+        "data:image/png;base64," + base64.b64encode(png).decode()
+    ]
+    assert turnwire.load_thread(thread_file).tool_calls[0].result.media[0].data == png
+
+
+def test_a_handler_may_return_several_media_or_an_artifact(thread_file):
+    pdf = turnwire.Media(id="doc", kind="document", mime_type="application/pdf", data=b"%PDF-1.4")
+    png = turnwire.Media(id="img", kind="image", mime_type="image/png", data=_tiny_png())
+    with ScriptedServer([Reply.sse(CALL), Reply.sse(AFTER_CALL)]) as server:
+        result = run(server, thread_file, handlers={"get_capital": lambda **kw: [png, pdf]})
+    assert [m.id for m in result.records.tool_calls[0].result.media] == ["img", "doc"]
+    kinds = [p.get("type") for p in server.requests[1].json["input"][-1]["output"]]
+    assert "input_image" in kinds and "input_file" in kinds
+    artifact = turnwire.Artifact(text="a long report\n" * 500)
+    thread_file.write_text(THREAD)
+    with ScriptedServer([Reply.sse(CALL), Reply.sse(AFTER_CALL)]) as server:
+        result = run(server, thread_file, handlers={"get_capital": lambda **kw: artifact})
+    assert result.records.tool_calls[0].result.artifact == artifact
+    assert 'kind="artifact-handle"' in server.requests[1].json["input"][-1]["output"]
+
+
+def test_media_over_the_result_limit_are_an_error_result(thread_file):
+    big = turnwire.Media(id="big", kind="image", mime_type="image/png", data=b"x" * 2048)
+    settings = {"tools": {"max_result_bytes": 1024}}
+    with ScriptedServer([Reply.sse(CALL), Reply.sse(AFTER_CALL)]) as server:
+        result = run(
+            server, thread_file, settings=settings, handlers={"get_capital": lambda **kw: big}
+        )
+    call = result.records.tool_calls[0]
+    assert call.is_error and "its media are over 1024 bytes" in call.result.text
+
+
 def test_an_unknown_tool_lists_the_available_ones(tmp_path):
     path = tmp_path / "t.yaml"
     path.write_text(THREAD.replace("get_capital", "get_time"))

@@ -16,7 +16,11 @@ At run time nothing here raises (``KeyboardInterrupt`` aside): bad arguments, un
 tool with no registered handler (the model may call a name the thread never declared),
 exceptions, ``SystemExit`` included, a handler that runs past ``tools.timeout_s`` and a result
 that cannot be serialised all become error results the model reads on the next iteration.
-Results up to ``render.tool_result_inline_max_bytes`` are stored as text, larger ones as
+A handler returns text, any JSON-serialisable value, a :class:`~turnwire.model.Media` (or a
+non-empty list of them: stored as a media result, rendered as ``input_image`` /
+``input_file``) or an :class:`~turnwire.model.Artifact` (stored as it is, shown inline or as a
+handle by the renderer's rule). Text results up to ``render.tool_result_inline_max_bytes`` are
+stored as text, larger ones as
 artifacts (shown as handles, read with the ``artifact_*`` tools); no answer, the artifact
 tools' included, may pass ``tools.max_result_bytes``.
 
@@ -53,7 +57,7 @@ from turnwire.errors import (
     InvalidToolCallArgs,
     RenderError,
 )
-from turnwire.model import Artifact, Thread, Tool, ToolCall, ToolResult
+from turnwire.model import Artifact, Media, Thread, Tool, ToolCall, ToolResult
 from turnwire.stages.artifacts import ARTIFACT_TOOLS
 from turnwire.turns import ContextAssembler, located_pointers
 
@@ -468,6 +472,9 @@ class ToolExecutor:
             return self._done(call, f"Tool {name} failed: it was cancelled", True)
         except BaseException as err:  # SystemExit too: a handler never ends the process
             return self._done(call, redact(f"Tool {name} failed: {_describe(err)}"), True)
+        special = self._structured(call, name, value)
+        if special is not None:
+            return special
         try:
             text = _as_text(value)
         except _Unserialisable as err:
@@ -482,6 +489,38 @@ class ToolExecutor:
                 True,
             )
         return self._done(call, text, False)
+
+    def _structured(self, call: ToolCall, name: str, value: Any) -> ToolCall | None:
+        """``call`` answered with a handler's :class:`Media` (one, or a non-empty list or
+        tuple of them) or :class:`Artifact`; ``None`` for any other value (text or JSON)."""
+        media: tuple[Media, ...] | None = None
+        if isinstance(value, Media):
+            media = (value,)
+        elif (
+            isinstance(value, list | tuple) and value and all(isinstance(v, Media) for v in value)
+        ):
+            media = tuple(value)
+        if media is not None:
+            size = sum(len(m.data or b"") for m in media)
+            if size > self.max_result_bytes:
+                return self._done(
+                    call,
+                    f"Tool {name} failed: its media are over {self.max_result_bytes} bytes "
+                    "(tools.max_result_bytes)",
+                    True,
+                )
+            return msgspec.structs.replace(call, result=ToolResult(media=media), is_error=False)
+        if isinstance(value, Artifact):
+            size = len((value.text or "").encode("utf-8", "surrogatepass"))
+            if size > self.max_result_bytes:
+                return self._done(
+                    call,
+                    f"Tool {name} failed: its artifact is over {self.max_result_bytes} bytes "
+                    "(tools.max_result_bytes)",
+                    True,
+                )
+            return msgspec.structs.replace(call, result=ToolResult(artifact=value), is_error=False)
+        return None
 
     async def _invoke(self, handler: Callable[..., Any], args: dict[str, Any]) -> Any:
         """Call ``handler``: a coroutine function on the loop, anything else in a thread,
