@@ -320,7 +320,6 @@ def run_thread(
     parameters are :func:`run`'s.
     """
     from turnwire.client.dispatch import Client
-    from turnwire.turns import ToolCallPart, Turn
 
     if container is None:
         container = build_container(config_files)
@@ -353,26 +352,10 @@ def run_thread(
         render_context=render_context,
         roots=chosen,
     )
-    turns = [current] if current is not None else []
-    if result.resolved:
-        turns.append(
-            Turn(
-                id=builder.new_id(),
-                role="assistant",
-                created_at=builder.clock(),
-                parts=tuple(ToolCallPart(call=call) for call in result.resolved),
-            )
-        )
-    from turnwire.model import Message, Thought
-
-    new: list[Message | Thought | ToolCall] = [
-        *result.records.messages,
-        *result.records.thoughts,
-        *result.records.tool_calls,
-    ]
-    records = sorted(new, key=lambda record: (record.created_at, record.seq))
-    turns += builder.build_assistant_turns(
-        records,
+    turns = builder.build_run_turns(
+        question=current,
+        resolved=result.resolved,
+        records=[*result.records.messages, *result.records.thoughts, *result.records.tool_calls],
         model=result.response.model,
         usage=result.response.usage,
         request_fingerprint=result.request_fingerprint,

@@ -118,6 +118,22 @@ def _pointer_only(media: Media) -> Media | None:
     return msgspec.structs.replace(media, data=None) if media.data is not None else media
 
 
+def _closing_messages(records: Sequence[Message | Thought | ToolCall]) -> set[int]:
+    """The indices of the messages that end a step: those no tool call follows before the
+    next message (or the end)."""
+    closing: set[int] = set()
+    call_follows = False
+    for index in range(len(records) - 1, -1, -1):
+        record = records[index]
+        if isinstance(record, ToolCall):
+            call_follows = True
+        elif isinstance(record, Message):
+            if not call_follows:
+                closing.add(index)
+            call_follows = False
+    return closing
+
+
 class TurnBuilder:
     """Converts between stored turns and thread records. Pure: no I/O, no store, no state.
 
@@ -157,13 +173,15 @@ class TurnBuilder:
         request_fingerprint: str | None = None,
         without_final_answer: bool = False,
     ) -> list[Turn]:
-        """A run's records as assistant turns: one per answer message, in order.
+        """A run's records as assistant turns: one per answer, in order.
 
-        Reasoning and tool calls accumulate until the message that ends the step; what
-        follows the last message (calls recorded with ``--once``) is a last turn of its own.
-        Every turn gets the model; the last one gets the usage. Inline file bytes are dropped
-        (pointers kept), and a record left without anything to store is dropped. With
-        ``without_final_answer`` (a blocked answer), the final message is not stored.
+        Reasoning, tool calls and the messages that come with calls accumulate until the
+        message that ends the step: a message followed by a tool call before the next message
+        (text that comes with calls, ``--once`` included) does not end it, so an answer with
+        pending calls is one turn. Every turn gets the model; the last one gets the usage.
+        Inline file bytes are dropped (pointers kept), and a record left without anything to
+        store is dropped. With ``without_final_answer`` (a blocked answer), the final message
+        is not stored.
         """
         records = list(run_records)
         if without_final_answer:
@@ -176,6 +194,32 @@ class TurnBuilder:
             turns[-1] = msgspec.structs.replace(
                 last_turn, usage=usage, request_fingerprint=request_fingerprint
             )
+        return turns
+
+    def build_run_turns(
+        self,
+        *,
+        question: Turn | None,
+        resolved: Sequence[ToolCall],
+        records: Iterable[Message | Thought | ToolCall],
+        model: str | None,
+        usage: dict[str, Any] | None = None,
+        request_fingerprint: str | None = None,
+    ) -> list[Turn]:
+        """Every turn one run adds to a stored thread, in order: the user's ``question``
+        (if any), one turn holding the calls a ``--once`` left pending that this run
+        ``resolved`` (it supersedes their pending copies, see :meth:`to_messages`), then the
+        run's own ``records`` (in timeline order) as :meth:`build_assistant_turns`."""
+        turns = [question] if question is not None else []
+        if resolved:
+            parts: tuple[Part, ...] = tuple(ToolCallPart(call=call) for call in resolved)
+            turns.append(
+                Turn(id=self.new_id(), role="assistant", created_at=self.clock(), parts=parts)
+            )
+        ordered = sorted(records, key=lambda record: (record.created_at, record.seq))
+        turns += self.build_assistant_turns(
+            ordered, model=model, usage=usage, request_fingerprint=request_fingerprint
+        )
         return turns
 
     def _assistant(self, parts: list[Part], created: datetime, model: str | None) -> Turn:
@@ -194,13 +238,15 @@ class TurnBuilder:
         turns: list[Turn] = []
         pending: list[Part] = []
         last: Message | Thought | ToolCall | None = None
-        for record in records:
+        records = list(records)
+        closing = _closing_messages(records)
+        for index, record in enumerate(records):
             part = self._record_part(record) if lossless else self._part(record)
             if part is None:
                 continue
             pending.append(part)
             last = record
-            if isinstance(record, Message):
+            if index in closing:
                 turns.append(self._assistant(pending, record.created_at, model))
                 pending = []
         if pending and last is not None:

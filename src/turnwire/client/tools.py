@@ -496,9 +496,7 @@ class ToolExecutor:
         media: tuple[Media, ...] | None = None
         if isinstance(value, Media):
             media = (value,)
-        elif (
-            isinstance(value, list | tuple) and value and all(isinstance(v, Media) for v in value)
-        ):
+        elif isinstance(value, list | tuple) and value and all(isinstance(v, Media) for v in value):
             media = tuple(value)
         if media is not None:
             size = sum(len(m.data or b"") for m in media)
