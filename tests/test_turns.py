@@ -151,6 +151,32 @@ def test_text_that_comes_with_calls_stays_in_the_step_its_answer_ends():
     assert [p.message.id for p in turn.parts if isinstance(p, MessagePart)] == ["msg_1", "msg_2"]
 
 
+def test_each_turn_stores_the_summed_usage_of_the_generations_it_holds():
+    from turnwire.usage import GenerationStats, Usage
+
+    records = _run()  # thought, call, answer (one step), then a follow-up message
+    gens = [
+        GenerationStats(
+            model="gpt-5",
+            finish_reason="tool_calls",
+            usage=Usage(prompt_tokens=10, total_tokens=12),
+            record_ids=(records[0].id, records[1].id),
+        ),
+        GenerationStats(
+            model="gpt-5",
+            finish_reason="stop",
+            usage=Usage(prompt_tokens=20, total_tokens=25),
+            record_ids=(records[2].id, records[3].id),
+        ),
+        GenerationStats(model="gpt-5", finish_reason="stop", usage=Usage(total_tokens=1)),
+    ]
+    turns = builder().build_assistant_turns(records, model="gpt-5", generations=gens)
+    assert [t.usage["total_tokens"] for t in turns] == [12 + 25, 1]
+    assert [t.usage["generations"] for t in turns] == [2, 1]
+    assert turns[0].usage["provider"] == "openai_responses"
+    assert turns[0].usage["prompt_tokens"] == 30
+
+
 def test_run_turns_the_question_the_resolved_calls_then_the_answer_in_timeline_order():
     b = builder()
     question = b.build_user_turn("weather?")
@@ -198,6 +224,9 @@ def test_run_thread_once_stores_an_answer_with_its_pending_call_as_one_turn(tmp_
     kinds = [type(p) for p in turns[1].parts]
     assert MessagePart in kinds and kinds[-1] is ToolCallPart
     assert turns[1].parts[-1].call.result is None
+    assert turns[1].usage["completion_tokens"] == 69
+    assert turns[1].usage["reasoning_tokens"] == 26
+    assert turns[1].usage["generations"] == 1
 
 
 def test_to_messages_is_the_reverse_minus_the_files():

@@ -78,6 +78,7 @@ if TYPE_CHECKING:
     from turnwire.store.sqlite import SQLiteStore, StoreError
     from turnwire.thread_file import dump_thread, load_thread, save_thread
     from turnwire.turns import ContextAssembler, Turn, TurnBuilder
+    from turnwire.usage import GenerationStats, Usage
     from turnwire.windows import transcript
 
 __version__ = "0.1.0"
@@ -96,6 +97,7 @@ _EXPORTS: dict[str, str] = {
     "ContextAssembler": "turnwire.turns",
     "ContextOverflowError": "turnwire.errors",
     "FileNotAllowedError": "turnwire.errors",
+    "GenerationStats": "turnwire.usage",
     "EnvelopeAttrs": "turnwire.context",
     "EnvelopeNonce": "turnwire.context",
     "HandleInfo": "turnwire.context",
@@ -144,6 +146,7 @@ _EXPORTS: dict[str, str] = {
     "TurnwireError": "turnwire.errors",
     "UnknownThreadError": "turnwire.store",
     "UnsupportedMediaError": "turnwire.errors",
+    "Usage": "turnwire.usage",
     "build_body": "turnwire.request",
     "build_container": "turnwire.container",
     "build_input": "turnwire.pipeline",
@@ -174,6 +177,7 @@ __all__ = [
     "EnvelopeAttrs",
     "EnvelopeNonce",
     "FileNotAllowedError",
+    "GenerationStats",
     "HandleInfo",
     "HandlerNotAllowedError",
     "HttpError",
@@ -220,6 +224,7 @@ __all__ = [
     "TurnwireError",
     "UnknownThreadError",
     "UnsupportedMediaError",
+    "Usage",
     "build_body",
     "build_container",
     "build_input",

@@ -359,6 +359,7 @@ def run_thread(
         model=result.response.model,
         usage=result.response.usage,
         request_fingerprint=result.request_fingerprint,
+        generations=result.generations,
     )
     store.append_turns(thread_id, turns, expected_last=expected_last)
     return result

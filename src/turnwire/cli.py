@@ -439,6 +439,10 @@ def _run(args: argparse.Namespace) -> int:
         payload = {
             "response": msgspec.to_builtins(result.response),
             "records": msgspec.to_builtins(result.records),
+            "usage": {
+                "total": msgspec.to_builtins(result.usage),
+                "generations": msgspec.to_builtins(result.generations),
+            },
         }
         print(msgspec.json.encode(payload).decode())
     else:

@@ -24,6 +24,7 @@ import msgspec
 
 from turnwire.errors import FileNotAllowedError, RenderError
 from turnwire.model import Artifact, Media, Message, Thought, Thread, ToolCall
+from turnwire.usage import GenerationStats, Usage
 
 if TYPE_CHECKING:
     from turnwire.settings import FileSettings
@@ -93,7 +94,8 @@ class Turn(
     """One stored step of a conversation.
 
     :ivar model: the model that produced an assistant turn.
-    :ivar usage: the response's usage, on the last turn of a run.
+    :ivar usage: what the turn cost: a run's turns each hold the summed usage of the
+        generations that produced them (see :meth:`TurnBuilder.build_assistant_turns`).
     :ivar request_fingerprint: the fingerprint of the request prefix the run was sent with.
     """
 
@@ -134,6 +136,43 @@ def _closing_messages(records: Sequence[Message | Thought | ToolCall]) -> set[in
     return closing
 
 
+def _part_id(part: Part) -> str | None:
+    if isinstance(part, MessagePart):
+        return part.message.id
+    if isinstance(part, ThoughtPart):
+        return part.thought.id
+    if isinstance(part, ToolCallPart):
+        return part.call.id
+    return None
+
+
+def _with_generation_usage(turns: list[Turn], generations: Sequence[GenerationStats]) -> list[Turn]:
+    """Each turn with the summed usage of the generations whose records it holds."""
+    held: list[list[GenerationStats]] = [[] for _ in turns]
+    for stats in generations:
+        ids = set(stats.record_ids)
+        owners = [
+            index
+            for index, turn in enumerate(turns)
+            if any(_part_id(part) in ids for part in turn.parts)
+        ] or [len(turns) - 1]
+        held[owners[0]].append(stats)
+    updated = []
+    for turn, owned in zip(turns, held, strict=True):
+        total = Usage.sum(stats.usage for stats in owned)
+        if total is None:
+            updated.append(turn)
+            continue
+        usage: dict[str, Any] = {
+            "provider": owned[-1].provider,
+            "model": owned[-1].model,
+            **msgspec.to_builtins(total),
+            "generations": len(owned),
+        }
+        updated.append(msgspec.structs.replace(turn, usage=usage))
+    return updated
+
+
 class TurnBuilder:
     """Converts between stored turns and thread records. Pure: no I/O, no store, no state.
 
@@ -172,6 +211,7 @@ class TurnBuilder:
         usage: dict[str, Any] | None = None,
         request_fingerprint: str | None = None,
         without_final_answer: bool = False,
+        generations: Sequence[GenerationStats] = (),
     ) -> list[Turn]:
         """A run's records as assistant turns: one per answer, in order.
 
@@ -182,6 +222,11 @@ class TurnBuilder:
         Inline file bytes are dropped (pointers kept), and a record left without anything to
         store is dropped. With ``without_final_answer`` (a blocked answer), the final message
         is not stored.
+
+        With ``generations`` (the run's :class:`~turnwire.usage.GenerationStats`), each turn's
+        usage is instead the summed :class:`~turnwire.usage.Usage` of the generations whose
+        records it holds (a generation that left no stored record counts on the last turn),
+        stored as a mapping with ``provider``, ``model`` and ``generations`` (how many).
         """
         records = list(run_records)
         if without_final_answer:
@@ -189,6 +234,9 @@ class TurnBuilder:
             if last is not None:
                 del records[last]
         turns = self._steps(records, model, lossless=False)
+        if turns and generations:
+            turns = _with_generation_usage(turns, generations)
+            usage = turns[-1].usage
         if turns:
             last_turn = turns[-1]
             turns[-1] = msgspec.structs.replace(
@@ -205,6 +253,7 @@ class TurnBuilder:
         model: str | None,
         usage: dict[str, Any] | None = None,
         request_fingerprint: str | None = None,
+        generations: Sequence[GenerationStats] = (),
     ) -> list[Turn]:
         """Every turn one run adds to a stored thread, in order: the user's ``question``
         (if any), one turn holding the calls a ``--once`` left pending that this run
@@ -218,7 +267,11 @@ class TurnBuilder:
             )
         ordered = sorted(records, key=lambda record: (record.created_at, record.seq))
         turns += self.build_assistant_turns(
-            ordered, model=model, usage=usage, request_fingerprint=request_fingerprint
+            ordered,
+            model=model,
+            usage=usage,
+            request_fingerprint=request_fingerprint,
+            generations=generations,
         )
         return turns
 

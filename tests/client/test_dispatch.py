@@ -543,6 +543,28 @@ def test_media_over_the_result_limit_are_an_error_result(thread_file):
     assert call.is_error and "its media are over 1024 bytes" in call.result.text
 
 
+def test_usage_per_generation_and_for_the_run(thread_file):
+    cached = CALL.replace(b'"cached_tokens":0', b'"cached_tokens":200')
+    assert cached != CALL
+    with ScriptedServer([Reply.sse(cached), Reply.sse(AFTER_CALL)]) as server:
+        result = run(server, thread_file)
+    first, second = result.generations
+    assert (first.provider, first.model, first.finish_reason) == (
+        "openai_responses",
+        "gpt-4o-2024-08-06",
+        "tool_calls",
+    )
+    assert second.finish_reason == "stop"
+    assert (first.usage.input_tokens, first.usage.cached_tokens) == (255, 200)
+    assert (first.usage.prompt_tokens, first.usage.completion_tokens) == (55, 16)
+    assert first.usage.total_tokens == 271
+    assert first.record_ids == (result.records.tool_calls[0].id,)
+    assert second.record_ids == (result.records.messages[0].id,)
+    assert result.usage.prompt_tokens == 55 + 278
+    assert result.usage.completion_tokens == 16 + 9
+    assert result.usage.total_tokens == 271 + 287
+
+
 def test_an_unknown_tool_lists_the_available_ones(tmp_path):
     path = tmp_path / "t.yaml"
     path.write_text(THREAD.replace("get_capital", "get_time"))

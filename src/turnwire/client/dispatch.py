@@ -57,6 +57,7 @@ from turnwire.model import (
     ToolResult,
 )
 from turnwire.turns import ContextAssembler, file_roots
+from turnwire.usage import GenerationStats, Usage
 from turnwire.wire import FunctionCall, OutputMessage, ReasoningItem, ReasoningText, SummaryText
 from turnwire.wire.events import TextDelta, decode_event
 
@@ -121,6 +122,10 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     """Tool calls recorded earlier without a result (``--once``) that this run ran first."""
     request_fingerprint: str | None = None
     """The fingerprint of the last request's prefix (what a later replay is checked against)."""
+    generations: tuple[GenerationStats, ...] = ()
+    """Each response of the run, in order: provider, model, finish reason, usage."""
+    usage: Usage | None = None
+    """The run's total: every generation's usage summed (``None`` when none reported any)."""
 
 
 def finish_reason(generation: Generation) -> str:
@@ -343,11 +348,14 @@ class Client:
             ran_pending = tuple(c for c in thread.tool_calls[:start_calls] if c.id in pending)
         iterations = 0
         generation: Generation | None = None
+        stats: list[GenerationStats] = []
         while True:
             iterations += 1
             generation = await self._iteration(thread, resolved, on_text, allowed)
             generation = apply_text_tool_calls(generation, self._text_call_parser(thread))
+            before = _record_counts(thread)
             thread, calls = self._record(thread, generation)
+            stats.append(self._stats(generation, resolved, thread, before))
             self._observe("on_raw_generation", generation=generation, model=resolved)
             runnable = [call for call in calls if call.result is None]
             if runnable and not once:
@@ -383,6 +391,26 @@ class Client:
             requests=self.requests,
             resolved=ran_pending,
             request_fingerprint=self._request_fingerprint(resolved),
+            generations=tuple(stats),
+            usage=Usage.sum(s.usage for s in stats),
+        )
+
+    @staticmethod
+    def _stats(
+        generation: Generation, model: str, thread: Thread, before: tuple[int, int, int]
+    ) -> GenerationStats:
+        messages, thoughts, calls = before
+        added: tuple[Message | Thought | ToolCall, ...] = (
+            *thread.messages[messages:],
+            *thread.thoughts[thoughts:],
+            *thread.tool_calls[calls:],
+        )
+        return GenerationStats(
+            model=generation.model or model,
+            response_id=generation.response_id,
+            finish_reason=finish_reason(generation),
+            usage=Usage.from_api(generation.usage),
+            record_ids=tuple(record.id for record in added),
         )
 
     def _fingerprinter(self, model: str) -> Callable[..., Any]:
@@ -831,6 +859,10 @@ class Client:
             logger.exception(
                 "a wrapper of %s raised; the turn goes on", name, extra={"kind": "observer-error"}
             )
+
+
+def _record_counts(thread: Thread) -> tuple[int, int, int]:
+    return len(thread.messages), len(thread.thoughts), len(thread.tool_calls)
 
 
 def _check_records(kind: str, records: Iterable[Message | Thought | ToolCall]) -> None:
