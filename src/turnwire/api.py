@@ -21,6 +21,7 @@ from turnwire.wire import RequestBody
 
 if TYPE_CHECKING:
     from turnwire.client.dispatch import RunResult
+    from turnwire.client.progress import ProgressEvent
     from turnwire.model import Media, ToolCall
     from turnwire.store import ThreadStore
 
@@ -195,6 +196,7 @@ def run(
     save: bool = False,
     on_text: Callable[[str], None] | None = None,
     on_tool_result: Callable[[ToolCall], None] | None = None,
+    on_event: Callable[[ProgressEvent], None] | None = None,
     container: Container | None = None,
     handlers: Mapping[str, Callable[..., Any]] | None = None,
     render_context: Mapping[str, str] | None = None,
@@ -216,6 +218,9 @@ def run(
     :param save: write the extended thread back to the thread file (paths only).
     :param on_text: called with each text delta as it streams.
     :param on_tool_result: called with each tool call once its result is recorded.
+    :param on_event: called with each progress event (text, reasoning and tool-argument
+        deltas, refusals, finished items and responses with usage, tools started and
+        finished; see :mod:`turnwire.client.progress`).
     :param handlers: tool name → callable, instead of the tools' ``handler`` paths.
     :param render_context: values stages may ask for by name, for every request of the run
         (see :func:`render`).
@@ -253,6 +258,7 @@ def run(
         on_tool_result=on_tool_result,
         render_context=render_context,
         roots=chosen,
+        on_event=on_event,
     )
     if save and path is not None:
         save_thread(result.thread, path)
@@ -304,6 +310,7 @@ def run_thread(
     once: bool = False,
     on_text: Callable[[str], None] | None = None,
     on_tool_result: Callable[[ToolCall], None] | None = None,
+    on_event: Callable[[ProgressEvent], None] | None = None,
     container: Container | None = None,
     handlers: Mapping[str, Callable[..., Any]] | None = None,
     render_context: Mapping[str, str] | None = None,
@@ -351,6 +358,7 @@ def run_thread(
         on_tool_result=on_tool_result,
         render_context=render_context,
         roots=chosen,
+        on_event=on_event,
     )
     turns = builder.build_run_turns(
         question=current,

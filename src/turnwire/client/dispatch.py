@@ -25,6 +25,14 @@ from typing import Any
 
 import msgspec
 
+from turnwire.client.progress import (
+    ItemDoneEvent,
+    ProgressEvent,
+    ResponseDoneEvent,
+    ToolFinishedEvent,
+    ToolStartedEvent,
+    from_wire,
+)
 from turnwire.client.slots import (
     Generation,
     MessageOutput,
@@ -225,6 +233,8 @@ class Client:
         self._handlers = dict(handlers or {})
         self._last_rendered: Any = None
         self._render_context: dict[str, str] = {}
+        self._on_event: Callable[[ProgressEvent], None] | None = None
+        self._event_model = ""
         self._transport_options = transport_options
         self._credentials = (base_url, api_key, organization, project)
 
@@ -303,6 +313,7 @@ class Client:
         overrides: Mapping[str, Any] | None = None,
         render_context: Mapping[str, str] | None = None,
         roots: Iterable[str | os.PathLike[str]] | None = None,
+        on_event: Callable[[ProgressEvent], None] | None = None,
     ) -> RunResult:
         """Send the thread, stream the answer, run tools and loop; return the extended thread.
 
@@ -318,6 +329,8 @@ class Client:
         :param render_context: values stages may ask for by name, for every request of this
             run (see :func:`turnwire.render`).
         :param roots: where file pointers may lead (default ``files.roots``, else nowhere).
+        :param on_event: called with each progress event (:mod:`turnwire.client.progress`),
+            as the ``on_stream_event`` hook is; one that raises is logged, never fatal.
         """
         if overrides:
             return await self.with_overrides(overrides).run(
@@ -328,11 +341,13 @@ class Client:
                 on_tool_result=on_tool_result,
                 render_context=render_context,
                 roots=roots,
+                on_event=on_event,
             )
         self._render_context = dict(render_context or {})
         from turnwire.api import resolve_model
 
         resolved = resolve_model(thread, self.container, model)
+        self._on_event, self._event_model = on_event, resolved
         allowed = file_roots(roots, self.settings.files)
         files = ContextAssembler.from_settings(self.settings.files, allowed)
         # The thread's own faults first, then the deployment's; all before anything runs.
@@ -356,6 +371,15 @@ class Client:
             before = _record_counts(thread)
             thread, calls = self._record(thread, generation)
             stats.append(self._stats(generation, resolved, thread, before))
+            self._emit(
+                ResponseDoneEvent(
+                    response_id=generation.response_id,
+                    status=generation.status,
+                    model=stats[-1].model,
+                    finish_reason=stats[-1].finish_reason,
+                    usage=stats[-1].usage,
+                )
+            )
             self._observe("on_raw_generation", generation=generation, model=resolved)
             runnable = [call for call in calls if call.result is None]
             if runnable and not once:
@@ -542,6 +566,14 @@ class Client:
                 except msgspec.DecodeError as err:
                     raise StreamError(f"the answer is not a response object: {err}") from err
                 generation = generation_from_response(decoded)
+                for output in generation.outputs:
+                    self._emit(
+                        ItemDoneEvent(
+                            output_index=output.output_index,
+                            item_type=_ITEM_TYPES[type(output)],
+                            item_id=output.item_id,
+                        )
+                    )
         _raise_unless_answered(generation)
         return generation
 
@@ -570,6 +602,10 @@ class Client:
                     on_text(event.delta)
                 events.append(event)
             finished.extend(accumulator.feed(events))
+            for event in events:
+                progress = from_wire(event)
+                if progress is not None:
+                    self._emit(progress)
 
         reader = aiter(chunks)
         while True:
@@ -793,8 +829,10 @@ class Client:
     ) -> Thread:
         done: dict[str, ToolCall] = {}
         for call in calls:
+            self._emit(ToolStartedEvent(call=call))
             finished = await self.executor.execute(call, thread, files=files)
             done[call.id] = finished
+            self._emit(ToolFinishedEvent(call=finished))
             if on_tool_result is not None:
                 on_tool_result(finished)
         tool_calls = tuple(done.get(c.id, c) if c.result is None else c for c in thread.tool_calls)
@@ -818,6 +856,18 @@ class Client:
             return found if isinstance(found, TextToolCalls) else None
 
         return parse
+
+    def _emit(self, event: ProgressEvent) -> None:
+        """Report ``event`` to the run's ``on_event`` and the ``on_stream_event`` hook."""
+        if self._on_event is not None:
+            try:
+                self._on_event(event)
+            except Exception:
+                logger.exception(
+                    "the on_event callback raised; the turn goes on",
+                    extra={"kind": "observer-error"},
+                )
+        self._observe("on_stream_event", event=event, model=self._event_model)
 
     def _hook(self, name: str, **kwargs: Any) -> Any:
         return getattr(self.plugin_manager.hook, name)(**kwargs)
@@ -880,6 +930,12 @@ def _check_records(kind: str, records: Iterable[Message | Thought | ToolCall]) -
                 field=path,
             ) from err
 
+
+_ITEM_TYPES = {
+    MessageOutput: "message",
+    ReasoningOutput: "reasoning",
+    ToolCallOutput: "function_call",
+}
 
 _ANSWERLESS = {"failed": "failed", "cancelled": "was cancelled"}
 
