@@ -578,7 +578,8 @@ class Client:
         return generation
 
     async def _read_stream(self, chunks: Any, on_text: Callable[[str], None] | None) -> Generation:
-        decoder, accumulator = SSEDecoder(), ResponseAccumulator()
+        decoder = SSEDecoder()
+        accumulator: ResponseAccumulator = self.container.response_accumulator()()
         malformed = 0
         finished: list[Generation] = []
 
