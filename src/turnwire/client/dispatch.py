@@ -42,6 +42,7 @@ from turnwire.client.slots import (
     generation_from_response,
 )
 from turnwire.client.sse import SSEDecoder
+from turnwire.client.telemetry import Telemetry
 from turnwire.client.text_calls import TextToolCalls, apply_text_tool_calls
 from turnwire.client.tools import ToolExecutor, artifact_tools, parse_arguments
 from turnwire.client.transport import RetryPolicy, Transport
@@ -181,6 +182,8 @@ class Client:
         to ``$OPENAI_PROJECT_ID``).
     :param handlers: tool name → callable, instead of importing the tools' ``handler`` paths.
     :param clock: returns "now" for record timestamps (tests inject a fixed one).
+    :param tracer_provider: the OpenTelemetry tracer provider for this client's spans
+        (default: the global one; see :mod:`turnwire.client.telemetry`).
     """
 
     def __init__(
@@ -194,6 +197,7 @@ class Client:
         project: str | None = None,
         handlers: Mapping[str, Callable[..., Any]] | None = None,
         clock: Callable[[], datetime] = _now,
+        tracer_provider: Any = None,
         **transport_options: Any,
     ) -> None:
         self.container = container
@@ -227,6 +231,13 @@ class Client:
             )
         self.transport = transport
         self.executor = ToolExecutor.from_settings(self.settings, handlers=handlers)
+        self.telemetry = Telemetry(
+            enabled=client.telemetry,
+            capture_content=client.telemetry_content,
+            base_url=transport.url,
+            tracer_provider=tracer_provider,
+        )
+        self._tracer_provider = tracer_provider
         self.clock = clock
         self.plugin_manager = container.plugin_manager()
         self.requests = 0
@@ -286,6 +297,7 @@ class Client:
             project=project,
             handlers=self._handlers,
             clock=self.clock,
+            tracer_provider=self._tracer_provider,
             **options,
         )
 
@@ -343,6 +355,24 @@ class Client:
                 roots=roots,
                 on_event=on_event,
             )
+        with self.telemetry.run(model or thread.model) as span:
+            result = await self._run_loop(
+                thread, model, once, on_text, on_tool_result, render_context, roots, on_event
+            )
+            self.telemetry.finished(span, result.generations, result.usage)
+            return result
+
+    async def _run_loop(
+        self,
+        thread: Thread,
+        model: str | None,
+        once: bool,
+        on_text: Callable[[str], None] | None,
+        on_tool_result: Callable[[ToolCall], None] | None,
+        render_context: Mapping[str, str] | None,
+        roots: Iterable[str | os.PathLike[str]] | None,
+        on_event: Callable[[ProgressEvent], None] | None,
+    ) -> RunResult:
         self._render_context = dict(render_context or {})
         from turnwire.api import resolve_model
 
@@ -556,6 +586,15 @@ class Client:
         stream = rendered.request.stream
         self._observe("on_prompt_assembled", body=body, model=model, attempt_kind=attempt_kind)
         self.requests += 1
+        with self.telemetry.request(model) as span:
+            generation = await self._answer(body, stream, on_text)
+            self.telemetry.answered(span, generation, finish_reason(generation))
+            _raise_unless_answered(generation)
+        return generation
+
+    async def _answer(
+        self, body: bytes, stream: bool, on_text: Callable[[str], None] | None
+    ) -> Generation:
         async with self.transport.exchange(body, stream=stream) as answer:
             if stream and answer.is_event_stream:
                 generation = await self._read_stream(answer.chunks, on_text)
@@ -574,7 +613,6 @@ class Client:
                             item_id=output.item_id,
                         )
                     )
-        _raise_unless_answered(generation)
         return generation
 
     async def _read_stream(self, chunks: Any, on_text: Callable[[str], None] | None) -> Generation:
@@ -831,7 +869,9 @@ class Client:
         done: dict[str, ToolCall] = {}
         for call in calls:
             self._emit(ToolStartedEvent(call=call))
-            finished = await self.executor.execute(call, thread, files=files)
+            with self.telemetry.tool(call) as span:
+                finished = await self.executor.execute(call, thread, files=files)
+                self.telemetry.ran(span, finished)
             done[call.id] = finished
             self._emit(ToolFinishedEvent(call=finished))
             if on_tool_result is not None:
