@@ -59,12 +59,20 @@ def test_a_catastrophic_pattern_is_matched_in_linear_time_by_re2():
     assert text is not None and "$.code: does not match the pattern" in text
 
 
+def _fanning_out(levels: int) -> dict:
+    """Each definition refers twice to the next: 2**levels checks for one small schema."""
+    defs = {f"d{i}": {"anyOf": [{"$ref": f"#/$defs/d{i + 1}"}] * 2} for i in range(levels)}
+    defs[f"d{levels}"] = {"type": "string"}
+    return {"$defs": defs, "$ref": "#/$defs/d0"}
+
+
 @pytest.mark.parametrize(
     ("schema", "why"),
     [
         ({"type": "objekt"}, "not a valid schema"),
         ({"$ref": "#"}, "recurses without end"),
         ({"$ref": "https://example.invalid/schema.json"}, "cannot be evaluated"),
+        (_fanning_out(40), "over 10000 references"),
         (
             {"type": "object", "description": "x" * MAX_SCHEMA_BYTES},
             f"over {MAX_SCHEMA_BYTES} bytes",

@@ -5,17 +5,19 @@ annotation in 2020-12) and ``pattern`` / ``patternProperties`` matched with RE2,
 schema cannot make a check take exponential time. A failure is the text of an error result the
 model reads: ``$.city: expected string``.
 
-A schema is thread data, so it may be hostile or simply wrong. One that is not a valid schema,
-is larger than :data:`MAX_SCHEMA_BYTES`, refers to a document it does not contain, or recurses
-without end cannot check anything: the call then runs unchecked (the handler got unchecked
-arguments before this check existed, and a tool must not become uncallable because of a
-keyword we cannot evaluate), with one warning of kind ``tool-schema-unchecked`` per tool and
-schema. The cost of one check is bounded by the schema's size, RE2, and the first
+A schema is thread data, so it may be hostile or simply wrong. One that is not a valid
+schema, is larger than :data:`MAX_SCHEMA_BYTES`, refers to a document it does not contain,
+recurses without end, or makes one check follow more than :data:`MAX_REFS` references cannot
+check anything: the call then runs unchecked (the handler got unchecked arguments before this
+check existed, and a tool must not become uncallable because of a keyword we cannot
+evaluate), with one warning of kind ``tool-schema-unchecked`` per tool and schema. The cost of
+one check is bounded by the schema's size, the reference budget, RE2, and the first
 :data:`MAX_ERRORS` errors.
 """
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import json
 import logging
@@ -28,12 +30,13 @@ from referencing.exceptions import Unresolvable
 
 from turnwire.errors import InvalidToolCallArgs
 
-__all__ = ["MAX_ERRORS", "MAX_SCHEMA_BYTES", "ArgumentChecker"]
+__all__ = ["MAX_ERRORS", "MAX_REFS", "MAX_SCHEMA_BYTES", "ArgumentChecker"]
 
 logger = logging.getLogger("turnwire")
 
 MAX_SCHEMA_BYTES = 64 * 1024
 MAX_ERRORS = 20
+MAX_REFS = 10_000
 _SHOWN = 120
 
 
@@ -70,9 +73,35 @@ def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: An
                 yield from validator.descend(value, subschema, path=key, schema_path=pattern)
 
 
+class _OverBudget(Exception):
+    pass
+
+
+# References followed by the check under way: a schema whose `$ref`s fan out (each definition
+# referring twice to the next) would otherwise take time exponential in its size.
+_REFS: contextvars.ContextVar[list[int]] = contextvars.ContextVar("turnwire_schema_refs")
+
+
+def _counted(keyword: Any) -> Any:
+    def follow(validator: Any, ref: Any, instance: Any, schema: Any) -> Iterator[Any]:
+        left = _REFS.get(None)
+        if left is not None:
+            left[0] -= 1
+            if left[0] < 0:
+                raise _OverBudget
+        yield from keyword(validator, ref, instance, schema)
+
+    return follow
+
+
 _Validator = validators.extend(
     Draft202012Validator,
-    validators={"pattern": _pattern, "patternProperties": _pattern_properties},
+    validators={
+        "pattern": _pattern,
+        "patternProperties": _pattern_properties,
+        "$ref": _counted(Draft202012Validator.VALIDATORS["$ref"]),
+        "$dynamicRef": _counted(Draft202012Validator.VALIDATORS["$dynamicRef"]),
+    },
 )
 
 
@@ -156,14 +185,20 @@ class ArgumentChecker:
                 self._unchecked(tool, key, "it nests too deeply")
                 return None
             validator = self._validators[key] = _Validator(dict(schema))
+        budget = _REFS.set([MAX_REFS])
         try:
             errors = list(itertools.islice(validator.iter_errors(args), MAX_ERRORS))
+        except _OverBudget:
+            self._unchecked(tool, key, f"checking it follows over {MAX_REFS} references")
+            return None
         except (Unresolvable, exceptions.SchemaError) as err:
             self._unchecked(tool, key, f"it cannot be evaluated ({type(err).__name__})")
             return None
         except RecursionError:
             self._unchecked(tool, key, "it recurses without end")
             return None
+        finally:
+            _REFS.reset(budget)
         if not errors:
             return None
         best = exceptions.best_match(errors)
