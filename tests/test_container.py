@@ -32,7 +32,8 @@ def test_providers_mirror_the_signature_one_for_one():
     assert options <= set(Container.providers)
     assert set(STAGES) <= set(Container.providers)
     parameters = set(inspect.signature(turnwire.build_input).parameters)
-    assert parameters == {"thread", "plan", "options"}
+    assert parameters == {"thread", "plan", "options", "render_memo"}
+    assert "render_memo" in Container.providers
 
 
 @pytest.mark.parametrize(

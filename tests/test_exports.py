@@ -95,3 +95,9 @@ def test_unknown_attribute_is_an_attribute_error():
 
     with pytest.raises(AttributeError, match="no attribute 'Clinet'"):
         _ = turnwire.Clinet  # type: ignore[attr-defined]
+
+
+def test_the_version_constant_is_the_installed_distributions():
+    from importlib import metadata
+
+    assert turnwire.__version__ == metadata.version("turnwire")

@@ -186,3 +186,12 @@ def test_a_log_record_and_its_traceback(monkeypatch, caplog):
             logger.exception("failed")
     assert caplog.records[0].getMessage() == f"the server said no such key {MARK}"
     assert KEY not in caplog.text and f"RuntimeError: wrapped {MARK}" in caplog.text
+
+
+def test_every_error_message_is_one_line():
+    from turnwire.errors import ThreadFileError, TurnwireError
+
+    for text in ("a\nb", "a\r\nb", "id=\x1e", "x\u2028y", "p\x85q", "v\x0bw"):
+        error = TurnwireError(f"value {text} is bad")
+        assert len(str(error).splitlines()) == 1, repr(str(error))
+    assert str(ThreadFileError("$.a: bad\nvalue", path="$.a")) == "$.a: bad\\x0avalue"

@@ -17,10 +17,18 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from turnwire._memo import RenderMemo
     from turnwire._relay import HOOK, StagePlan, StageRelay
-    from turnwire.api import RenderedRequest, render, run, run_thread
+    from turnwire.api import (
+        RenderedRequest,
+        Renderer,
+        prefix_fingerprint,
+        render,
+        run,
+        run_thread,
+    )
     from turnwire.client.dispatch import Client, Records, ResponseMeta, RunResult
-    from turnwire.container import Container, build_container
+    from turnwire.container import Container, ContainerCache, build_container
     from turnwire.context import (
         EnvelopeAttrs,
         EnvelopeNonce,
@@ -94,6 +102,7 @@ _EXPORTS: dict[str, str] = {
     "ClientError": "turnwire.errors",
     "ConfigError": "turnwire.errors",
     "Container": "turnwire.container",
+    "ContainerCache": "turnwire.container",
     "ContextAssembler": "turnwire.turns",
     "ContextOverflowError": "turnwire.errors",
     "FileNotAllowedError": "turnwire.errors",
@@ -109,6 +118,7 @@ _EXPORTS: dict[str, str] = {
     "Media": "turnwire.model",
     "MediaPolicy": "turnwire.context",
     "Memory": "turnwire.model",
+    "RenderMemo": "turnwire._memo",
     "Message": "turnwire.model",
     "MissingApiKeyError": "turnwire.errors",
     "PluginError": "turnwire.errors",
@@ -120,6 +130,7 @@ _EXPORTS: dict[str, str] = {
     "RenderOptions": "turnwire.context",
     "RenderedInput": "turnwire.pipeline",
     "RenderedRequest": "turnwire.api",
+    "Renderer": "turnwire.api",
     "RequestTimeoutError": "turnwire.errors",
     "ResponseMeta": "turnwire.client.dispatch",
     "Retrievable": "turnwire.model",
@@ -157,6 +168,7 @@ _EXPORTS: dict[str, str] = {
     "load_settings": "turnwire.settings",
     "load_thread": "turnwire.thread_file",
     "preflight": "turnwire.request",
+    "prefix_fingerprint": "turnwire.api",
     "render": "turnwire.api",
     "run": "turnwire.api",
     "run_thread": "turnwire.api",
@@ -172,6 +184,7 @@ __all__ = [
     "ClientError",
     "ConfigError",
     "Container",
+    "ContainerCache",
     "ContextAssembler",
     "ContextOverflowError",
     "EnvelopeAttrs",
@@ -195,9 +208,11 @@ __all__ = [
     "ReasoningReplayRejectedError",
     "Records",
     "RenderError",
+    "RenderMemo",
     "RenderOptions",
     "RenderedInput",
     "RenderedRequest",
+    "Renderer",
     "RequestTimeoutError",
     "ResponseMeta",
     "Retrievable",
@@ -234,6 +249,7 @@ __all__ = [
     "hookspec",
     "load_settings",
     "load_thread",
+    "prefix_fingerprint",
     "preflight",
     "render",
     "run",

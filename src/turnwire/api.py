@@ -9,11 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from turnwire.container import Container, build_container
-from turnwire.errors import ConfigError
-from turnwire.model import Thread
+from turnwire._memo import InlineState, RenderMemo, common_prefix
+from turnwire.container import Container, ContainerCache, build_container
+from turnwire.errors import ConfigError, TurnwireError
+from turnwire.model import Message, Thread, ToolCall
 from turnwire.pipeline import RenderedInput
-from turnwire.request import build_body, encode_body, preflight
+from turnwire.pipeline import prefix_fingerprint as pipeline_prefix_fingerprint
+from turnwire.request import build_body, checked_body
 from turnwire.thread_file import load_thread
 from turnwire.turns import ContextAssembler, file_roots
 from turnwire.windows import apply_window
@@ -22,13 +24,16 @@ from turnwire.wire import RequestBody
 if TYPE_CHECKING:
     from turnwire.client.dispatch import RunResult
     from turnwire.client.progress import ProgressEvent
-    from turnwire.model import Media, ToolCall
+    from turnwire.model import Media
     from turnwire.store import ThreadStore
 
 __all__ = [
     "RenderedRequest",
+    "Renderer",
     "media_from_path",
+    "prefix_fingerprint",
     "render",
+    "render_cache",
     "render_input",
     "resolve_model",
     "run",
@@ -61,6 +66,10 @@ class RenderedRequest(msgspec.Struct, frozen=True, kw_only=True):
         return self.rendered.fingerprintable_length
 
 
+render_cache = ContainerCache()
+"""The containers ``render(config_files=...)`` reuses (bounded; ``render_cache.clear()``)."""
+
+
 def resolve_model(thread: Thread, container: Container, model: str | None) -> str:
     """The model: the argument, else the thread's, else ``request.model``."""
     resolved = model or thread.model or container.model()
@@ -81,12 +90,27 @@ def with_declared_tools(thread: Thread, *, container: Container) -> Thread:
     from turnwire.stages.tool_results import shows_inline
 
     limit = container.settings().render.tool_result_inline_max_bytes
-    has_handles = any(
+    calls = thread.tool_calls
+    # A grown thread's old calls were looked at by the last render (the same objects, the same
+    # limit): only the new ones are, unless an old one already showed a handle.
+    memo = container.render_memo()
+    seen = memo.handles if memo is not None else None
+    start = 0
+    if seen is not None and seen[1] == limit and not seen[2]:
+        count = len(seen[0])
+        if len(calls) >= count and common_prefix(seen[0], calls) == count:
+            start = count
+    call_handles = any(
         call.result is not None
         and call.result.artifact is not None
         and shows_inline(call.result.artifact, call, limit) is not True
-        for call in thread.tool_calls
-    ) or any(r.artifact is not None and not r.inline for r in thread.retrievables)
+        for call in calls[start:]
+    )
+    if memo is not None:
+        memo.handles = (calls, limit, call_handles)
+    has_handles = call_handles or any(
+        r.artifact is not None and not r.inline for r in thread.retrievables
+    )
     if not has_handles:
         return thread
     known = {tool.name for tool in thread.tools}
@@ -119,7 +143,9 @@ def render_input(
         apply_window(thread, settings.context.window), container=container
     )
     files = settings.files
-    loaded = ContextAssembler.from_settings(files, file_roots(roots, files)).inline(windowed)
+    assembler = ContextAssembler.from_settings(files, file_roots(roots, files))
+    memo = container.render_memo()
+    loaded = assembler.inline(windowed) if memo is None else _inline(windowed, memo, assembler)
     overrides: dict[str, Any] = {"model": model}
     if reasoning_replay is not None:
         overrides["reasoning_replay"] = reasoning_replay
@@ -130,6 +156,179 @@ def render_input(
     build_input = container.build_input()
     rendered: RenderedInput = build_input(loaded, options=container.render_options(**overrides))
     return rendered
+
+
+def _reads_files(record: Message | ToolCall) -> bool:
+    """Whether loading ``record``'s pointers reads a file."""
+    if isinstance(record, Message):
+        return any(media.data is None and media.path is not None for media in record.attachments)
+    result = record.result
+    if result is None:
+        return False
+    if result.media is not None:
+        return any(media.data is None and media.path is not None for media in result.media)
+    artifacts = result.artifacts or ((result.artifact,) if result.artifact is not None else ())
+    return any(artifact.text is None and artifact.path is not None for artifact in artifacts)
+
+
+def _inline(thread: Thread, memo: RenderMemo, assembler: ContextAssembler) -> Thread:
+    """``assembler.inline(thread)``, loading only what the last render did not.
+
+    Records after the longest unchanged prefix of each tuple are loaded, and so is every record
+    that reads a file (so a changed file is seen, within the same per-request budget); the
+    others keep the loaded record of the last render (equal content, the same object).
+    """
+    with memo.lock:
+        state = memo.inlined
+        if state is None:
+            kept_messages = kept_calls = 0
+            redo_messages = list(range(len(thread.messages)))
+            redo_calls = list(range(len(thread.tool_calls)))
+        else:
+            kept_messages = common_prefix(state.messages, thread.messages)
+            kept_calls = common_prefix(state.tool_calls, thread.tool_calls)
+            redo_messages = [i for i in state.reading_messages if i < kept_messages]
+            redo_messages += range(kept_messages, len(thread.messages))
+            redo_calls = [i for i in state.reading_tool_calls if i < kept_calls]
+            redo_calls += range(kept_calls, len(thread.tool_calls))
+        replace = msgspec.structs.replace
+        part = replace(
+            thread,
+            messages=tuple(thread.messages[i] for i in redo_messages),
+            tool_calls=tuple(thread.tool_calls[i] for i in redo_calls),
+        )
+        try:
+            loaded = assembler.inline(part)
+        except TurnwireError:
+            # Reported as the whole thread reports it (its own $.paths, its own budget).
+            memo.inlined = None
+            return assembler.inline(thread)
+        kept_charge = 0
+        if state is not None:
+            kept_charge = state.message_charges[kept_messages] + state.call_charges[kept_calls]
+        if kept_charge + _loaded_bytes(loaded) > assembler.max_request_bytes:
+            # The kept records' inline bytes count against the per-request budget too: the
+            # whole thread decides (and reports what passes the limit).
+            memo.inlined = None
+            return assembler.inline(thread)
+        if state is None:
+            messages, calls = loaded.messages, loaded.tool_calls
+        else:
+            messages = _merge(state.loaded_messages[:kept_messages], redo_messages, loaded.messages)
+            calls = _merge(state.loaded_tool_calls[:kept_calls], redo_calls, loaded.tool_calls)
+        messages_in, calls_in = thread.messages, thread.tool_calls
+        reading_messages = [
+            i for i in redo_messages if messages_in[i].attachments and _reads_files(messages_in[i])
+        ]
+        reading_calls = [
+            i for i in redo_calls if calls_in[i].result is not None and _reads_files(calls_in[i])
+        ]
+        if state is not None:
+            memo.loaded_from = {
+                "messages": (
+                    messages,
+                    state.loaded_messages,
+                    kept_messages,
+                    [i for i in redo_messages if i < kept_messages],
+                ),
+                "tool_calls": (
+                    calls,
+                    state.loaded_tool_calls,
+                    kept_calls,
+                    [i for i in redo_calls if i < kept_calls],
+                ),
+            }
+        else:
+            memo.loaded_from = {}
+        message_charges = _charges(
+            messages_in, kept_messages, state.message_charges if state else [0], reading_messages
+        )
+        call_charges = _charges(
+            calls_in, kept_calls, state.call_charges if state else [0], reading_calls
+        )
+        memo.inlined = InlineState(
+            messages=thread.messages,
+            loaded_messages=messages,
+            reading_messages=reading_messages,
+            message_charges=message_charges,
+            tool_calls=thread.tool_calls,
+            loaded_tool_calls=calls,
+            reading_tool_calls=reading_calls,
+            call_charges=call_charges,
+        )
+        return replace(loaded, messages=messages, tool_calls=calls)
+
+
+def _inline_bytes(record: Message | ToolCall) -> int:
+    """What ``record``'s inline media data charges against the per-request budget."""
+    if isinstance(record, Message):
+        media = record.attachments
+    else:
+        media = record.result.media or () if record.result is not None else ()
+    return sum(len(item.data) for item in media if item.data is not None)
+
+
+def _charges(
+    records: tuple[Any, ...], kept: int, previous: list[int], reading: list[int]
+) -> list[int]:
+    """Prefix sums of the inline bytes of the records that are not loaded again (those that
+    read a file are charged anew each render): ``charges[i]`` covers ``records[:i]``."""
+    again = set(reading)
+    charges = previous[: kept + 1]
+    total = charges[-1]
+    for index in range(kept, len(records)):
+        if index not in again:
+            total += _inline_bytes(records[index])
+        charges.append(total)
+    return charges
+
+
+def _loaded_bytes(thread: Thread) -> int:
+    """An upper bound of what loading ``thread`` charged: its media bytes and its artifacts'
+    texts as UTF-8 (at least the bytes they were decoded from)."""
+    total = sum(_inline_bytes(message) for message in thread.messages)
+    total += sum(_inline_bytes(call) for call in thread.tool_calls)
+    artifacts = [r.artifact for r in thread.retrievables if r.artifact is not None]
+    for call in thread.tool_calls:
+        result = call.result
+        if result is not None:
+            artifacts += result.artifacts or ((result.artifact,) if result.artifact else ())
+    return total + sum(len(a.text.encode()) for a in artifacts if a.text is not None)
+
+
+def _merge(kept: tuple[Any, ...], positions: list[int], loaded: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``kept`` with ``loaded[j]`` put at ``positions[j]`` (inside it, or appended in order)."""
+    merged = list(kept)
+    for position, record in zip(positions, loaded, strict=True):
+        if position < len(kept):
+            merged[position] = record
+        else:
+            merged.append(record)
+    return tuple(merged)
+
+
+def prefix_fingerprint(
+    rendered: RenderedInput,
+    *,
+    container: Container,
+    model: str,
+    through_item: int | None = None,
+) -> str:
+    """The prefix fingerprint of ``rendered`` (through ``fingerprintable_length`` by default),
+    equal to what the ``fingerprint_prefix`` stage gives, resumed from the container's render
+    memo (see :func:`turnwire.pipeline.prefix_fingerprint`).
+
+    A request fingerprint is ``prefix_fingerprint(rendered.rendered, container=..., model=...)``;
+    the fingerprint a new reasoning item at ``input[i]`` needs is ``through_item=i``.
+    """
+    through = rendered.fingerprintable_length if through_item is None else through_item
+    return pipeline_prefix_fingerprint(
+        rendered,
+        through,
+        plan=container.stage_plan(),
+        options=container.render_options(model=model),
+        render_memo=container.render_memo(),
+    )
 
 
 def render(
@@ -158,7 +357,7 @@ def render(
     :raises turnwire.errors.InputError: bad thread, configuration or rendered body.
     """
     if container is None:
-        container = build_container(config_files)
+        container = render_cache.get(config_files)
     settings = container.settings()
     chosen = file_roots(roots, settings.files, _folder_of(thread))
     if not isinstance(thread, Thread):
@@ -179,8 +378,57 @@ def render(
         stream=settings.client.stream,
         reasoning_replay=settings.render.reasoning_replay,
     )
-    preflight(body)
-    return RenderedRequest(body=encode_body(body), request=body, rendered=rendered)
+    data = checked_body(body, container.render_memo())
+    return RenderedRequest(body=data, request=body, rendered=rendered)
+
+
+class Renderer:
+    """A long-lived renderer: one container, built once, and the render memo it holds.
+
+    Each :meth:`render` gives exactly the bytes and warnings a fresh ``render`` would; what
+    earlier renders produced for unchanged records, sweep prefixes and body items is reused
+    (see :mod:`turnwire._memo`), so the next request of a growing thread costs about what
+    its new records cost.
+
+    :param config_files: configuration profiles merged over the packaged default.
+    :param container: a container to use instead of building one (overrides apply).
+    """
+
+    def __init__(
+        self,
+        config_files: Iterable[str | os.PathLike[str]] = (),
+        *,
+        container: Container | None = None,
+    ) -> None:
+        self.container = container if container is not None else build_container(config_files)
+
+    def render(
+        self,
+        thread: Thread | Mapping[str, Any] | str | os.PathLike[str],
+        *,
+        model: str | None = None,
+        reasoning_replay: str | None = None,
+        render_context: Mapping[str, str] | None = None,
+        roots: Iterable[str | os.PathLike[str]] | None = None,
+    ) -> RenderedRequest:
+        """:func:`render` through this renderer's container."""
+        return render(
+            thread,
+            container=self.container,
+            model=model,
+            reasoning_replay=reasoning_replay,
+            render_context=render_context,
+            roots=roots,
+        )
+
+    def clear(self) -> None:
+        """Forget what earlier renders left (the next render is cold)."""
+        memo = self.container.render_memo()
+        if memo is not None:
+            memo.clear()
+
+    def __repr__(self) -> str:
+        return f"Renderer({self.container.render_memo()!r})"
 
 
 def run(

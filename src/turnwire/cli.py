@@ -15,12 +15,11 @@ __all__ = ["main"]
 
 
 def _version() -> str:
-    from importlib import metadata
+    # The package's own constant: no scan of the installed distributions (a test keeps it
+    # equal to the installed metadata).
+    from turnwire import __version__
 
-    try:
-        return metadata.version("turnwire")
-    except metadata.PackageNotFoundError:  # pragma: no cover - a bare checkout
-        return "unknown"
+    return __version__
 
 
 def _logging_options(*, top: bool) -> argparse.ArgumentParser:

@@ -86,7 +86,7 @@ class EnvelopeNonce:
     tag). The secret never appears in a ``repr``.
     """
 
-    __slots__ = ("_cache", "_key", "keyed")
+    __slots__ = ("_cache", "_key", "cache_key", "keyed")
 
     _UNKEYED = b"turnwire:unkeyed-envelope-nonce:v1"
 
@@ -95,12 +95,15 @@ class EnvelopeNonce:
         raw = secret.encode() if isinstance(secret, str) else secret
         self._key = raw or self._UNKEYED
         self._cache: dict[str, str] = {}
+        # Names the secret for render memos without revealing it: equal secrets, equal nonces.
+        self.cache_key = hashlib.sha256(b"turnwire:nonce-cache-key:" + self._key).hexdigest()
 
     def __call__(self, record_id: str) -> str:
         nonce = self._cache.get(record_id)
         if nonce is None:
-            digest = hmac.new(self._key, record_id.encode(), hashlib.sha256).hexdigest()
-            nonce = self._cache[record_id] = digest[:16]
+            # hmac.digest is OpenSSL's one-shot HMAC: no HMAC object, no hex of the whole digest.
+            digest = hmac.digest(self._key, record_id.encode(), "sha256")
+            nonce = self._cache[record_id] = digest[:8].hex()
         return nonce
 
     def __repr__(self) -> str:

@@ -71,6 +71,18 @@ __all__ = [
 _EXCERPT = 2000
 
 
+# Every character str.splitlines() breaks at: a value quoted from a thread or an answer must not
+# turn the one `error: CODE: message` line into two.
+_LINE_BREAKS = {
+    ord(c): f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+    for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+}
+
+
+def _one_line(message: str) -> str:
+    return message.translate(_LINE_BREAKS)
+
+
 class TurnwireError(Exception):
     """Base class of every error turnwire raises on purpose."""
 
@@ -79,7 +91,7 @@ class TurnwireError(Exception):
     fatal: bool = True
 
     def __init__(self, message: str) -> None:
-        message = redact(message)
+        message = _one_line(redact(message))
         super().__init__(message)
         self.message = message
 

@@ -20,17 +20,34 @@ empty, when nothing is declared.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import logging
+from itertools import compress
+from itertools import count as count_from
+from operator import is_, is_not
 from typing import Any
 
 import msgspec
 
 from turnwire._canonical import canonical_json
+from turnwire._memo import (
+    Checkpoint,
+    Entry,
+    RenderMemo,
+    SweepState,
+    TimelineState,
+    common_prefix,
+    stage_key,
+)
 from turnwire._relay import StagePlan, StageRelay
 from turnwire.context import RenderOptions
 from turnwire.errors import ConfigError
 from turnwire.model import REPLAY_TAG, Message, Thought, Thread, Tool, ToolCall
+from turnwire.stages.fingerprint import PREFIX_HEAD as _PREFIX_HEAD
+from turnwire.stages.fingerprint import canonical_items, prefix_tail
+from turnwire.stages.fingerprint import fingerprint_prefix as _fingerprint_prefix
+from turnwire.stages.reasoning import filter_thoughts as _filter_thoughts
 from turnwire.stages.system_prompt import render_bucket
 from turnwire.stages.thoughts import thought_text
 from turnwire.stages.timeline import valid_item_id
@@ -44,7 +61,14 @@ from turnwire.wire import (
     OutputMessage,
 )
 
-__all__ = ["RenderedInput", "build_input", "output_item_id", "short_call_id", "strip_item_id"]
+__all__ = [
+    "RenderedInput",
+    "build_input",
+    "output_item_id",
+    "prefix_fingerprint",
+    "short_call_id",
+    "strip_item_id",
+]
 
 logger = logging.getLogger("turnwire")
 
@@ -120,74 +144,407 @@ def _arguments(tool_call: ToolCall) -> str:
     return _ENCODER.encode(args).decode()
 
 
-def _tool_call_items(call: ToolCall, tools: dict[str, Tool], stages: Any) -> list[InputItem]:
+def _tool_call_items(call: ToolCall, tool: Tool | None, stages: Any) -> tuple[InputItem, ...]:
     raw_call_id, raw_item_id = call.split_id()
     call_id = short_call_id(raw_call_id)
     item_id = valid_item_id(raw_item_id, "fc_")
-    items: list[InputItem] = [
-        FunctionCall(call_id=call_id, name=call.tool, arguments=_arguments(call), id=item_id)
-    ]
-    if call.result is not None:
-        output = stages.render_tool_call_result(tool_call=call, tool=tools.get(call.tool)) or ""
-        items.append(FunctionCallOutput(call_id=call_id, output=output))
-    return items
+    function_call = FunctionCall(
+        call_id=call_id, name=call.tool, arguments=_arguments(call), id=item_id
+    )
+    if call.result is None:
+        return (function_call,)
+    output = stages.render_tool_call_result(tool_call=call, tool=tool) or ""
+    return (function_call, FunctionCallOutput(call_id=call_id, output=output))
+
+
+def _thought_items(
+    thought: Thought, options: RenderOptions, stages: Any
+) -> tuple[tuple[InputItem, ...], bool]:
+    """The items of one surfaced thought, and whether the first is a reasoning candidate."""
+    replay = options.reasoning_replay != "off"
+    if replay:
+        item = stages.render_reasoning_item(thought=thought)
+        if item is not None:
+            return (item,), True
+    if (thought.payload is None or replay) and thought_text(thought):
+        text = stages.render_thought(thought=thought)
+        return (InputMessage(role="assistant", content=text),), False
+    return (), False
+
+
+# The stages each kind of record renders through (composites call their sub-stages through the
+# relay), and so the implementations its memo entries depend on.
+_ENVELOPES = ("render_untrusted_content", "render_trusted_content")
+_MESSAGE_STAGES = ("render_timeline_message", "render_media_blocks", *_ENVELOPES)
+_CALL_STAGES = (
+    "render_tool_call_result",
+    "render_media_blocks",
+    "render_artifact_handle_body",
+    "render_retrievable_handle_body",
+    *_ENVELOPES,
+)
+_THOUGHT_STAGES = ("render_reasoning_item", "render_thought", *_ENVELOPES)
+
+_RECORD_ENCODER = msgspec.json.Encoder()
+
+
+def _same_record(old: Any, new: Any) -> bool:
+    """Whether a memoised record renders like ``new``: the same object, else the same content.
+
+    Content is compared as encoded bytes, not with ``==``: ``1 == 1.0 == True`` in stored
+    arguments, and equal datetimes in other offsets, render differently.
+    """
+    if old is new:
+        return True
+    if type(old) is not type(new):
+        return False
+    return bool(_RECORD_ENCODER.encode(old) == _RECORD_ENCODER.encode(new))
+
+
+def _extends(
+    old: tuple[Any, ...], new: tuple[Any, ...], lineage: tuple[Any, Any, int, list[int]] | None
+) -> bool:
+    """Whether ``new`` starts with the records of ``old``: the same objects, or, where a record
+    was built again (a file pointer loaded anew), the same content.
+
+    ``lineage`` is how pointer loading built ``new``: (``new``, the tuple it kept a prefix of,
+    how many it kept, which kept positions it loaded again). When ``old`` is that tuple, only
+    those positions and what follows the kept prefix are compared.
+    """
+    if new is old:
+        return True
+    size = len(old)
+    if len(new) < size:
+        return False
+    known, suspects = 0, []
+    if lineage is not None and lineage[0] is new and lineage[1] is old:
+        known, suspects = min(lineage[2], size), lineage[3]
+    if not all(_same_record(old[i], new[i]) for i in suspects if i < known):
+        return False
+    tail = compress(count_from(known), map(is_not, old[known:], new[known:size]))
+    return all(_same_record(old[i], new[i]) for i in tail)
+
+
+def _builtin_filter(plan: StagePlan) -> bool:
+    kind, target = plan.targets["filter_thoughts"]
+    return kind == "direct" and len(target) == 1 and target[0][0] is _filter_thoughts
+
+
+def _surfaced_key(thought: Thought) -> tuple[Any, int, str]:
+    return (thought.created_at, thought.seq, thought.id)
+
+
+def _surface(
+    thread: Thread,
+    options: RenderOptions,
+    stages: Any,
+    plan: StagePlan,
+    state: TimelineState | None,
+) -> tuple[tuple[Thought, ...], bool]:
+    """``filter_thoughts`` of the thread, extended from the last timeline's when that is exact
+    (the built-in filter decides thought by thought unless only the latest is surfaced), and
+    whether it was so extended."""
+    if state is not None and _extends(state.thoughts, thread.thoughts, None):
+        if len(thread.thoughts) == len(state.thoughts):
+            return state.surfaced, True
+        if _builtin_filter(plan) and options.thought_surfacing != "latest-self":
+            added = tuple(
+                stages.filter_thoughts(thoughts=thread.thoughts[len(state.thoughts) :]) or ()
+            )
+            previous: tuple[Thought, ...] = state.surfaced
+            if not added or not previous or _surfaced_key(added[0]) >= _surfaced_key(previous[-1]):
+                return previous + added, True
+    return tuple(stages.filter_thoughts(thoughts=thread.thoughts) or ()), False
+
+
+_Entry = tuple[Any, int, int, int, "Message | Thought | ToolCall"]
+
+
+def _entries(
+    sources: tuple[tuple[Any, ...], ...], starts: tuple[int, ...] = (0, 0, 0)
+) -> list[_Entry]:
+    entries: list[_Entry] = []
+    for rank, (records, start) in enumerate(zip(sources, starts, strict=True)):
+        entries += [(r.created_at, r.seq, rank, i, r) for i, r in enumerate(records[start:], start)]
+    entries.sort()  # the first four fields are unique, so records are never compared
+    return entries
+
+
+class _Timeline:
+    """The timeline items of one render: items, reasoning candidates, and what they came from."""
+
+    __slots__ = ("base_items", "base_thoughts", "candidate_indexes", "candidate_thoughts", "items")
+
+    def __init__(
+        self,
+        items: list[InputItem],
+        indexes: list[int],
+        thoughts: list[Thought],
+        base: TimelineState | None = None,
+    ) -> None:
+        self.items = items
+        self.candidate_indexes = indexes
+        self.candidate_thoughts = thoughts
+        # the lists of the last timeline these extend (their elements are the same objects)
+        self.base_items: list[InputItem] | None = base.items if base is not None else None
+        self.base_thoughts: list[Thought] | None = (
+            base.candidate_thoughts if base is not None else None
+        )
 
 
 def _timeline(
-    thread: Thread, options: RenderOptions, stages: Any
-) -> tuple[list[InputItem], dict[int, Thought]]:
-    surfaced = stages.filter_thoughts(thoughts=thread.thoughts) or ()
-    entries: list[tuple[Any, int, int, int, Message | Thought | ToolCall]] = []
-    for rank, records in enumerate((thread.messages, surfaced, thread.tool_calls)):
-        entries += [(r.created_at, r.seq, rank, i, r) for i, r in enumerate(records)]
-    entries.sort()  # the first four fields are unique, so records are never compared
+    thread: Thread,
+    options: RenderOptions,
+    stages: Any,
+    plan: StagePlan,
+    injectable: dict[str, Any],
+    memo: RenderMemo,
+    warnings: list[str],
+) -> _Timeline:
+    keys = (
+        stage_key(plan, _MESSAGE_STAGES, injectable),
+        stage_key(plan, _CALL_STAGES, injectable),
+        stage_key(plan, _THOUGHT_STAGES, injectable, ("reasoning_replay",)),
+    )
+    message_table, call_table, thought_table = (
+        None if key is None else memo.record_table(kind, key)
+        for kind, key in zip(("message", "tool_call", "thought"), keys, strict=True)
+    )
+    filter_key = stage_key(plan, ("filter_thoughts",), injectable)
+    timeline_key = None if None in keys or filter_key is None else (keys, filter_key)
+    state = None if timeline_key is None else memo.timelines.get(timeline_key)
+
+    surfaced, surfaced_extends = _surface(thread, options, stages, plan, state)
+    sources = (thread.messages, surfaced, thread.tool_calls)
+    first = len(warnings)
+
+    entries: list[_Entry] | None = None
+    if state is not None and (
+        thread.tools is state.tools
+        or (
+            len(thread.tools) == len(state.tools)
+            and all(map(_same_record, state.tools, thread.tools))
+        )
+    ):
+        old = (state.messages, state.surfaced, state.tool_calls)
+        loaded_from = memo.loaded_from
+        if (
+            _extends(state.messages, thread.messages, loaded_from.get("messages"))
+            and (surfaced_extends or _extends(state.surfaced, surfaced, None))
+            and _extends(state.tool_calls, thread.tool_calls, loaded_from.get("tool_calls"))
+        ):
+            entries = _entries(sources, tuple(len(records) for records in old))
+            if entries and state.last_key is not None and entries[0][:4] <= state.last_key:
+                entries = None  # a new record sorts among the old ones
+    if entries is not None and state is not None:
+        items: list[InputItem] = list(state.items)
+        indexes: list[int] = list(state.candidate_indexes)
+        thoughts: list[Thought] = list(state.candidate_thoughts)
+        warnings.extend(state.warnings)
+        last_key = state.last_key
+        base = state
+    else:
+        base = None
+        entries = _entries(sources)
+        items, indexes, thoughts = [], [], []
+        last_key = None
 
     tools = {tool.name: tool for tool in thread.tools}
+    message_entries = message_table.entries if message_table is not None else None
+    call_entries = call_table.entries if call_table is not None else None
+    thought_entries = thought_table.entries if thought_table is not None else None
     render_message = stages.render_timeline_message
-    items: list[InputItem] = []
-    candidates: dict[int, Thought] = {}
+    extend = items.extend
     for entry in entries:
-        record = entry[4]
-        if isinstance(record, Message):
-            items.extend(render_message(message=record) or ())
-        elif isinstance(record, ToolCall):
-            items.extend(_tool_call_items(record, tools, stages))
+        record: Any = entry[4]  # dispatched on its exact type below
+        before = len(warnings)
+        kind = type(record)
+        if kind is Message:
+            hit = message_entries.get(record.id) if message_entries is not None else None
+            if hit is not None and _same_record(hit.record, record):
+                extend(hit.rendered)
+                warnings.extend(hit.said)
+                continue
+            rendered = render_message(message=record) or ()
+            if type(rendered) is not tuple:
+                rendered = tuple(rendered)
+            if message_entries is not None:
+                said = tuple(warnings[before:]) if len(warnings) > before else ()
+                message_entries[record.id] = Entry(record, None, rendered, False, said)
+            extend(rendered)
+        elif kind is ToolCall:
+            tool = tools.get(record.tool)
+            hit = call_entries.get(record.id) if call_entries is not None else None
+            if hit is not None and _same_record(hit.record, record) and _same_tool(hit.tool, tool):
+                extend(hit.rendered)
+                warnings.extend(hit.said)
+                continue
+            rendered = _tool_call_items(record, tool, stages)
+            if call_entries is not None:
+                said = tuple(warnings[before:]) if len(warnings) > before else ()
+                call_entries[record.id] = Entry(record, tool, rendered, False, said)
+            extend(rendered)
         else:
-            item = None
-            if options.reasoning_replay != "off":
-                item = stages.render_reasoning_item(thought=record)
-            if item is not None:
-                candidates[len(items)] = record
-                items.append(item)
-            elif (record.payload is None or options.reasoning_replay != "off") and thought_text(
-                record
-            ):
-                text = stages.render_thought(thought=record)
-                items.append(InputMessage(role="assistant", content=text))
-    return items, candidates
+            hit = thought_entries.get(record.id) if thought_entries is not None else None
+            if hit is not None and _same_record(hit.record, record):
+                rendered, candidate = hit.rendered, hit.candidate
+                warnings.extend(hit.said)
+            else:
+                rendered, candidate = _thought_items(record, options, stages)
+                if thought_entries is not None:
+                    said = tuple(warnings[before:]) if len(warnings) > before else ()
+                    thought_entries[record.id] = Entry(record, None, rendered, candidate, said)
+            if candidate:
+                indexes.append(len(items))
+                thoughts.append(record)
+            extend(rendered)
+    if entries:
+        last_key = entries[-1][:4]
+
+    kinds: tuple[tuple[Any, ...], ...] = sources
+    for table, records in zip((message_table, thought_table, call_table), kinds, strict=True):
+        if table is not None and len(table.entries) > 2 * len(records) + 256:
+            table.entries = {r.id: table.entries[r.id] for r in records if r.id in table.entries}
+    if timeline_key is not None:
+        memo.timelines.put(
+            timeline_key,
+            TimelineState(
+                messages=thread.messages,
+                thoughts=thread.thoughts,
+                surfaced=surfaced,
+                tool_calls=thread.tool_calls,
+                tools=thread.tools,
+                last_key=last_key,
+                items=items,
+                candidate_indexes=indexes,
+                candidate_thoughts=thoughts,
+                warnings=warnings[first:],
+            ),
+        )
+    return _Timeline(items, indexes, thoughts, base)
 
 
-def _strip_ids(items: list[InputItem]) -> list[InputItem]:
-    return [strip_item_id(item) if type(item) in _CARRY_IDS else item for item in items]
+def _same_tool(old: Tool | None, new: Tool | None) -> bool:
+    if old is None or new is None:
+        return old is new
+    return _same_record(old, new)
+
+
+def _strip_ids(items: list[InputItem], memo: RenderMemo) -> list[InputItem]:
+    """``items`` with :func:`strip_item_id` applied to each id carrier (memoised by object)."""
+    stripped = memo.stripped
+    out = items
+    for index, item in enumerate(items):
+        if type(item) in _CARRY_IDS:
+            if out is items:
+                out = list(items)
+            hit = stripped.get(id(item))
+            if hit is None or hit[0] is not item:
+                hit = stripped[id(item)] = (item, strip_item_id(item))
+            out[index] = hit[1]
+    return out
+
+
+def _sweep_key(
+    plan: StagePlan,
+    injectable: dict[str, Any],
+    instructions: str | None,
+    tools: tuple[FunctionTool, ...] | None,
+    options: RenderOptions,
+) -> tuple[Any, bool] | None:
+    """The sweep's memo key, and whether fingerprints come from the built-in hasher."""
+    kind, target = plan.targets["fingerprint_prefix"]
+    builtin = kind == "direct" and len(target) == 1 and target[0][0] is _fingerprint_prefix
+    hashing = builtin and options.fingerprint_binding == "prefix"
+    stage: Any = "builtin" if builtin else stage_key(plan, ("fingerprint_prefix",), injectable)
+    if stage is None:
+        return None
+    key = (
+        stage,
+        options.model,
+        options.fingerprint_binding,
+        options.unfingerprinted_reasoning,
+        _RECORD_ENCODER.encode(options.endpoint),
+        instructions,
+        None if tools is None else _RECORD_ENCODER.encode(tools),
+    )
+    return key, hashing
 
 
 def _sweep(
     items: list[InputItem],
-    candidates: dict[int, Thought],
+    timeline: _Timeline,
+    offset: int,
     *,
     instructions: str | None,
     tools: tuple[FunctionTool, ...] | None,
     options: RenderOptions,
     stages: Any,
-    warn: Any,
-) -> list[InputItem]:
+    plan: StagePlan,
+    injectable: dict[str, Any],
+    memo: RenderMemo,
+    warnings: list[str],
+) -> tuple[list[InputItem], tuple[list[InputItem], int] | None]:
+    """The pairing sweep, resumed from the last checkpoint whose inputs are unchanged; and
+    (the previous output, how much of it was kept) when resumed."""
+    keyed = _sweep_key(plan, injectable, instructions, tools, options)
+    key, hashing = keyed if keyed is not None else (None, False)
+    indexes, thoughts = timeline.candidate_indexes, timeline.candidate_thoughts
     out: list[InputItem] = []
     done, count = 0, len(items)  # items[:done] are settled
-    for index in sorted(candidates):
+    checkpoints: list[Checkpoint] = []
+    sweep_warnings: list[str] = []
+    hasher: Any = hashlib.sha256(_PREFIX_HEAD) if hashing else None
+    hashed, position = 0, 0
+    snapshot: Any = hasher.copy() if hashing else None
+    state = memo.sweeps.get(key) if key is not None else None
+    resumed_from: tuple[list[InputItem], int] | None = None
+    if state is not None and state.checkpoints:
+        head = items[:offset]
+        built_on = (
+            timeline.base_items is not None
+            and state.timeline_items is timeline.base_items
+            and len(state.head) == offset
+            and all(map(is_, state.head, head))
+        )
+        known = offset + len(timeline.base_items) if built_on and timeline.base_items else 0
+        shared = common_prefix(state.items, items, known)
+        last = bisect.bisect_left(state.indexes, shared - 1) - 1
+        # A decision also rests on the candidates themselves (the thoughts' fingerprints and
+        # partners), not only on the items: those up to the checkpoint must be the same too.
+        old_indexes, old_thoughts, old_offset = state.candidates
+        if last >= 0:
+            through = state.checkpoints[last].position + 1
+            same = old_thoughts is timeline.base_thoughts
+            shared_thoughts = common_prefix(
+                old_thoughts, thoughts, len(old_thoughts) if same else 0
+            )
+            if (
+                shared_thoughts < through
+                or old_offset != offset
+                or old_indexes[:through] != indexes[:through]
+            ):
+                last = -1
+        if last >= 0:
+            resumed = state.checkpoints[last]
+            checkpoints = state.checkpoints[: last + 1]
+            out = state.out[: resumed.out_length]
+            done = resumed.done
+            sweep_warnings = state.warnings[: resumed.warning_count]
+            hashed = resumed.hashed
+            resumed_from = (state.out, resumed.out_length)
+            if hashing:
+                snapshot = resumed.hasher
+                hasher = snapshot.copy()
+            position = bisect.bisect_right(indexes, resumed.index - offset)
+    warnings.extend(sweep_warnings)
+    tail = prefix_tail(options.model, instructions, tools) if hashing else b""
+    for at in range(position, len(indexes)):
+        index = indexes[at] + offset
         if index < done:  # the partner of the previous kept candidate
             continue
-        out.extend(_strip_ids(items[done:index]))
-        thought = candidates[index]
+        out.extend(_strip_ids(items[done:index], memo))
+        thought = thoughts[at]
         assert thought.payload is not None
         partner = items[index + 1] if index + 1 < count else None
         partner_id = output_item_id(partner)
@@ -206,25 +563,56 @@ def _sweep(
                     "fingerprint`, or set render.unfingerprinted_reasoning: trust)"
                 )
         else:
-            fingerprint = stages.fingerprint_prefix(
-                model=options.model,
-                instructions=instructions,
-                tools=tools,
-                input=out,
-                through_item=len(out),
-            )
+            if hashing:
+                through = len(out)
+                if through > hashed:
+                    if hashed:
+                        hasher.update(b",")
+                    hasher.update(canonical_items(out[hashed:through]))
+                    hashed = through
+                    snapshot = hasher.copy()
+                final = snapshot.copy()
+                final.update(tail)
+                fingerprint = final.hexdigest()
+            else:
+                fingerprint = stages.fingerprint_prefix(
+                    model=options.model,
+                    instructions=instructions,
+                    tools=tools,
+                    input=out,
+                    through_item=len(out),
+                )
             if thought.payload.prefix_fingerprint != fingerprint:
                 reason = "the request prefix changed since it was produced (stale fingerprint)"
         if reason is not None:
-            warn(f"dropping the reasoning item of thought {thought.id}: {reason}")
+            message = f"dropping the reasoning item of thought {thought.id}: {reason}"
+            warnings.append(message)
+            sweep_warnings.append(message)
             done = index + 1
-            continue
-        assert partner is not None
-        out.append(items[index])
-        out.append(partner)
-        done = index + 2
-    out.extend(_strip_ids(items[done:]))
-    return out
+        else:
+            assert partner is not None
+            out.append(items[index])
+            out.append(partner)
+            done = index + 2
+        checkpoints.append(
+            Checkpoint(at, index, done, len(out), len(sweep_warnings), snapshot, hashed)
+        )
+    out.extend(_strip_ids(items[done:], memo))
+    if len(memo.stripped) > 2 * count + 256:
+        memo.stripped.clear()
+    if key is not None:
+        memo.sweeps.put(
+            key,
+            SweepState(
+                items,
+                (indexes, thoughts, offset),
+                out,
+                checkpoints,
+                sweep_warnings,
+                (items[:offset], timeline.items),
+            ),
+        )
+    return out, resumed_from
 
 
 _LOGGED_WARNINGS = 5
@@ -243,20 +631,37 @@ def _log_warnings(warnings: list[str]) -> None:
         )
 
 
-def build_input(thread: Thread, *, plan: StagePlan, options: RenderOptions) -> RenderedInput:
+def build_input(
+    thread: Thread,
+    *,
+    plan: StagePlan,
+    options: RenderOptions,
+    render_memo: RenderMemo | None = None,
+) -> RenderedInput:
     """Render ``thread`` into the Responses ``instructions``, ``input`` and ``tools``.
 
     :param thread: the stored conversation (media and artifact bytes already loaded).
     :param plan: the resolved stages (plugin manager plus container overrides).
     :param options: every option of the signature, one per container provider.
+    :param render_memo: what earlier renders left to reuse (see :mod:`turnwire._memo`); the
+        result is the same with or without it. ``None``: a cold render.
     """
     if "timeline" not in options.bucket_order:
         raise ConfigError(
             "render.bucket_order must contain `timeline`; without it no message would be sent",
             path="$.render.bucket_order",
         )
+    memo = render_memo if render_memo is not None else RenderMemo()
+    with memo.lock:
+        return _build_input(thread, plan, options, memo)
+
+
+def _build_input(
+    thread: Thread, plan: StagePlan, options: RenderOptions, memo: RenderMemo
+) -> RenderedInput:
     warnings: list[str] = []
-    stages = StageRelay(plan, {**options.injectable(), "warn": warnings.append, "scratch": {}})
+    injectable = options.injectable()
+    stages = StageRelay(plan, {**injectable, "warn": warnings.append, "scratch": {}})
     declared = tuple(stages.tools_to_wire(tools=thread.tools) or ())
     tools = declared or None
     leading = stages.render_system_prompt(
@@ -288,19 +693,21 @@ def build_input(thread: Thread, *, plan: StagePlan, options: RenderOptions) -> R
             f"reasoning_replay is {options.reasoning_replay!r} but render.replay_compatibility "
             f"does not list {REPLAY_TAG}; reasoning items are not replayed"
         )
-    timeline, candidates = _timeline(thread, options, stages)
-    offset = len(head)
-    candidates = {index + offset: thought for index, thought in candidates.items()}
-    items = _sweep(
-        head + timeline,
-        candidates,
+    timeline = _timeline(thread, options, stages, plan, injectable, memo, warnings)
+    swept, resumed_from = _sweep(
+        head + timeline.items,
+        timeline,
+        len(head),
         instructions=instructions,
         tools=tools,
         options=options,
         stages=stages,
-        warn=warnings.append,
+        plan=plan,
+        injectable=injectable,
+        memo=memo,
+        warnings=warnings,
     )
-    fingerprintable_length = len(items)
+    fingerprintable_length = len(swept)
 
     position = options.bucket_order.index("timeline")
     trailing = [
@@ -311,13 +718,68 @@ def build_input(thread: Thread, *, plan: StagePlan, options: RenderOptions) -> R
     ]
     trailing_text = "\n\n".join(part for part in trailing if part)
     if trailing_text:
-        items.append(InputMessage(role="system", content=(InputText(text=trailing_text),)))
+        items = (*swept, InputMessage(role="system", content=(InputText(text=trailing_text),)))
+    else:
+        items = tuple(swept)
+    memo.input_from = (items, swept, resumed_from)
 
     _log_warnings(warnings)
     return RenderedInput(
         instructions=instructions,
-        input=tuple(items),
+        input=items,
         tools=tools,
         fingerprintable_length=fingerprintable_length,
         warnings=tuple(warnings),
     )
+
+
+def prefix_fingerprint(
+    rendered: RenderedInput,
+    through_item: int,
+    *,
+    plan: StagePlan,
+    options: RenderOptions,
+    render_memo: RenderMemo | None = None,
+) -> str:
+    """The ``fingerprint_prefix`` of ``rendered.input[:through_item]``, as the stage gives it.
+
+    With the built-in stage (``prefix`` binding) the hash resumes from the memo's sweep
+    checkpoints: from the last one whose hashed items are the very first items of this input,
+    so a request fingerprint, or the fingerprints of a run's new reasoning items, cost what
+    follows the last reasoning item of the previous render, not the whole prefix. Any other
+    implementation is called through the relay, as the sweep calls it.
+
+    :param rendered: what :func:`build_input` returned (any render, wildcard ones included).
+    :param through_item: how many leading items the fingerprint covers.
+    """
+    items = rendered.input
+    instructions, tools = rendered.instructions, rendered.tools
+    injectable = options.injectable()
+    keyed = _sweep_key(plan, injectable, instructions, tools, options)
+    if keyed is None or not keyed[1]:
+        stages = StageRelay(plan, {**injectable, "warn": lambda _: None, "scratch": {}})
+        return str(
+            stages.fingerprint_prefix(
+                model=options.model,
+                instructions=instructions,
+                tools=tools,
+                input=items,
+                through_item=through_item,
+            )
+        )
+    hasher, hashed = hashlib.sha256(_PREFIX_HEAD), 0
+    state = render_memo.sweeps.get(keyed[0]) if render_memo is not None else None
+    if state is not None and state.checkpoints:
+        shared = min(common_prefix(state.out, items), through_item)
+        hashes = [checkpoint.hashed for checkpoint in state.checkpoints]
+        last = bisect.bisect_right(hashes, shared) - 1
+        if last >= 0 and state.checkpoints[last].hasher is not None:
+            hasher = state.checkpoints[last].hasher.copy()
+            hashed = hashes[last]
+    if through_item > hashed:
+        if hashed:
+            hasher.update(b",")
+        hasher.update(canonical_items(items[hashed:through_item]))
+    hasher.update(prefix_tail(options.model, instructions, tools))
+    digest: str = hasher.hexdigest()
+    return digest

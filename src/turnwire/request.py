@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from turnwire._memo import BodyState, RenderMemo, common_prefix
 from turnwire.context import ReasoningReplay
 from turnwire.errors import PreflightError
 from turnwire.pipeline import RenderedInput
@@ -29,7 +30,14 @@ from turnwire.wire import (
     RequestBody,
 )
 
-__all__ = ["ENCRYPTED_INCLUDE", "PREFLIGHT_RULES", "build_body", "encode_body", "preflight"]
+__all__ = [
+    "ENCRYPTED_INCLUDE",
+    "PREFLIGHT_RULES",
+    "build_body",
+    "checked_body",
+    "encode_body",
+    "preflight",
+]
 
 logger = logging.getLogger("turnwire")
 
@@ -140,6 +148,30 @@ _STRUCT_FACTS: dict[type, Callable[[Any], _Facts]] = {
 }
 
 
+_PLAIN_MESSAGE: _Facts = ("message", None, None, False, False)
+
+
+def _facts_of(items: Sequence[Any]) -> list[_Facts]:
+    """:func:`_struct_facts` of each item, the common types inline."""
+    facts: list[_Facts] = []
+    append = facts.append
+    for item in items:
+        kind = type(item)
+        if kind is FunctionCallOutput:
+            append(("function_call_output", None, item.call_id, False, False))
+        elif kind is FunctionCall:
+            append(("function_call", item.id, item.call_id, False, False))
+        elif kind is OutputMessage:
+            append(("message", item.id, None, False, False))
+        elif kind is InputMessage and (item.role != "assistant" or type(item.content) is str):
+            append(_PLAIN_MESSAGE)
+        elif kind is ReasoningItem:
+            append(("reasoning", item.id, None, False, bool(item.encrypted_content)))
+        else:
+            append(_struct_facts(item))
+    return facts
+
+
 def _struct_facts(item: object) -> _Facts:
     extract = _STRUCT_FACTS.get(type(item))
     if extract is not None:
@@ -191,7 +223,7 @@ def preflight(body: RequestBody | Mapping[str, Any]) -> None:
     max_tokens: object
     if isinstance(body, RequestBody):
         items: Sequence[Any] = body.input
-        facts = [_struct_facts(item) for item in items]
+        facts = _facts_of(items)
         max_tokens, store = body.max_output_tokens, body.store
         format_type = body.text.format.get("type") if body.text and body.text.format else None
     else:
@@ -213,12 +245,29 @@ def preflight(body: RequestBody | Mapping[str, Any]) -> None:
 
 
 def _check_items(facts: Sequence[_Facts], *, stateless: bool) -> None:
-    seen_ids: dict[str, int] = {}
     calls: dict[str, int] = {}
-    answered: set[str] = set()
-    count = len(facts)
-    for index, fact in enumerate(facts):
-        kind, item_id, fact_call_id, assistant_input_text, encrypted = fact
+    answered: dict[str, int] = {}
+    _check_from(facts, 0, {}, calls, answered, stateless=stateless)
+    _check_answered(calls, answered)
+
+
+def _check_from(
+    facts: Sequence[_Facts],
+    start: int,
+    seen_ids: dict[str, int],
+    calls: dict[str, int],
+    answered: dict[str, int],
+    *,
+    stateless: bool,
+) -> None:
+    """The per-item rules for ``facts[start:]``, given the state the items before left.
+
+    The state is updated in place: item id → index, ``function_call`` call id → index, call id
+    → index of its first output.
+    """
+    prefixes = _ID_PREFIX
+    for index in range(start, len(facts)):
+        kind, item_id, fact_call_id, assistant_input_text, encrypted = facts[index]
         if item_id is not None:
             if item_id in seen_ids:
                 raise _fail(
@@ -227,28 +276,16 @@ def _check_items(facts: Sequence[_Facts], *, stateless: bool) -> None:
                     index,
                 )
             seen_ids[item_id] = index
-            prefix = _ID_PREFIX.get(kind)
+            prefix = prefixes.get(kind)
             if prefix and not str(item_id).startswith(prefix):
                 raise _fail(
                     "item-id-prefix", f"{kind} id {item_id!r} does not start with {prefix}", index
                 )
-        if kind == "reasoning":
-            following = facts[index + 1] if index + 1 < count else None
-            if following is None or not following[1] or following[0] in _PASSIVE_TYPES:
-                raise _fail(
-                    "reasoning-partner",
-                    f"reasoning item {item_id!r} is not followed by an output item with an id",
-                    index,
-                )
-            if stateless and not encrypted:
-                raise _fail(
-                    "reasoning-encrypted",
-                    f"reasoning item {item_id!r} has no encrypted_content",
-                    index,
-                )
-        elif assistant_input_text:
-            raise _fail("assistant-input-text", "assistant message has input_text parts", index)
-        elif kind in ("function_call", "function_call_output"):
+        # The kinds by frequency; only message facts can carry assistant_input_text.
+        if kind == "message":
+            if assistant_input_text:
+                raise _fail("assistant-input-text", "assistant message has input_text parts", index)
+        elif kind in {"function_call_output", "function_call"}:
             call_id = fact_call_id or ""
             if len(call_id) > 64:
                 raise _fail("call-id-length", f"call_id is {len(call_id)} characters", index)
@@ -266,8 +303,33 @@ def _check_items(facts: Sequence[_Facts], *, stateless: bool) -> None:
                     f"function_call_output {call_id!r} has no earlier function_call",
                     index,
                 )
-            else:
-                answered.add(call_id)
+            elif call_id not in answered:
+                answered[call_id] = index
+        elif kind == "reasoning":
+            _check_partner(facts, index)
+            if stateless and not encrypted:
+                raise _fail(
+                    "reasoning-encrypted",
+                    f"reasoning item {item_id!r} has no encrypted_content",
+                    index,
+                )
+        elif assistant_input_text:
+            raise _fail("assistant-input-text", "assistant message has input_text parts", index)
+
+
+def _check_partner(facts: Sequence[_Facts], index: int) -> None:
+    following = facts[index + 1] if index + 1 < len(facts) else None
+    if following is None or not following[1] or following[0] in _PASSIVE_TYPES:
+        raise _fail(
+            "reasoning-partner",
+            f"reasoning item {facts[index][1]!r} is not followed by an output item with an id",
+            index,
+        )
+
+
+def _check_answered(calls: dict[str, int], answered: dict[str, int]) -> None:
+    if len(answered) == len(calls):  # every output answers a call: answered ⊆ calls
+        return
     for call_id, index in calls.items():
         if call_id not in answered:
             raise _fail(
@@ -275,3 +337,107 @@ def _check_items(facts: Sequence[_Facts], *, stateless: bool) -> None:
                 f"function_call {call_id!r} has no function_call_output",
                 index,
             )
+
+
+def checked_body(body: RequestBody, memo: RenderMemo | None = None) -> bytes:
+    """:func:`preflight` then :func:`encode_body`, reusing what ``memo`` kept of the last body.
+
+    The longest run of leading ``input`` items that are the very objects of the last body
+    checked through ``memo`` keeps its preflight facts and state and its encoded bytes; only
+    the rest is checked and encoded. The bytes and the errors are exactly those of
+    ``preflight(body)`` and ``encode_body(body)``.
+    """
+    if memo is None:
+        preflight(body)
+        return encode_body(body)
+    with memo.lock:
+        return _checked_body(body, memo)
+
+
+def _checked_body(body: RequestBody, memo: RenderMemo) -> bytes:
+    items = body.input
+    if not items:
+        raise _fail("non-empty-input", "input is empty")
+    max_tokens = body.max_output_tokens
+    if isinstance(max_tokens, int) and max_tokens < 16:
+        raise _fail("max-output-tokens", f"max_output_tokens is {max_tokens}")
+    stateless = body.store is False
+    state, memo.body = memo.body, None  # restored only once this body passes
+    shared = 0
+    lineage = memo.input_from if memo.input_from and memo.input_from[0] is items else None
+    if state is not None and state.stateless == stateless:
+        known = 0
+        if lineage is not None and lineage[2] is not None and state.source is lineage[2][0]:
+            known = lineage[2][1]  # both inputs begin with the same sweep output's items
+        shared = common_prefix(state.input, items, known)
+    if shared:
+        assert state is not None
+        # The state is detached from the memo (see above), so it is cut back in place.
+        old_facts = state.facts
+        facts = old_facts
+        seen_ids, calls, answered = state.seen_ids, state.calls, state.answered
+        for index in range(shared, len(old_facts)):  # forget what the old tail added
+            _, item_id, call_id, _, _ = old_facts[index]
+            if item_id is not None and seen_ids.get(item_id) == index:
+                del seen_ids[item_id]
+            if call_id is not None:
+                if calls.get(call_id) == index:
+                    del calls[call_id]
+                if answered.get(call_id) == index:
+                    del answered[call_id]
+        del facts[shared:]
+    else:
+        facts, seen_ids, calls, answered = [], {}, {}, {}
+    facts += _facts_of(items[shared:])
+    if shared and facts[shared - 1][0] == "reasoning":
+        _check_partner(facts, shared - 1)  # its follower changed
+    _check_from(facts, shared, seen_ids, calls, answered, stateless=stateless)
+    _check_answered(calls, answered)
+    text = body.text
+    format_type = text.format.get("type") if text and text.format else None
+    if format_type == "json_object" and not any("json" in _text_of(i).lower() for i in items):
+        raise _fail("json-object-needs-json", "no input item mentions JSON")
+
+    # The body around an empty input, the items' bytes spliced in: "[a,b]" is "[" a "," b "]".
+    # A body sharing nothing with the last one is encoded whole (one call), its item bounds
+    # left unknown; the next body that shares a prefix with it encodes item by item to learn
+    # them, and the ones after that splice.
+    start = len(b'{"model":') + len(_ENCODER.encode(body.model)) + len(b',"input":[')
+    ends: list[int] | None
+    if not shared:
+        data = _ENCODER.encode(body)
+        ends = None
+    else:
+        assert state is not None
+        frame = _ENCODER.encode(msgspec.structs.replace(body, input=()))
+        assert frame[start - 10 : start + 1] == b',"input":[]', "RequestBody field order changed"
+        if state.ends is not None:
+            ends = state.ends
+            del ends[shared:]
+            reused = memoryview(state.body)[state.start : state.start + ends[-1]]
+            offset = ends[-1]
+            fresh = items[shared:]
+        else:
+            ends, reused, offset, fresh = [], memoryview(b""), -1, items
+        encoded = [_ENCODER.encode(item) for item in fresh]
+        for chunk in encoded:
+            offset += 1 + len(chunk)
+            ends.append(offset)
+        parts: list[Any] = [frame[:start], reused]
+        if encoded:
+            parts.append(b"," + b",".join(encoded) if reused else b",".join(encoded))
+        parts.append(frame[start:])
+        data = b"".join(parts)
+    memo.body = BodyState(
+        input=items,
+        body=data,
+        start=start,
+        ends=ends,
+        facts=facts,
+        seen_ids=seen_ids,
+        calls=calls,
+        answered=answered,
+        stateless=stateless,
+        source=lineage[1] if lineage is not None else None,
+    )
+    return data

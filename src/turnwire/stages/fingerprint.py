@@ -19,10 +19,23 @@ from turnwire.context import Endpoint, FingerprintBinding
 from turnwire.hookspecs import hookimpl
 from turnwire.wire import FunctionTool, InputItem, InputMessage
 
-__all__ = ["fingerprint_prefix", "prefix_tail"]
+__all__ = ["PREFIX_HEAD", "canonical_items", "fingerprint_prefix", "prefix_tail"]
 
 
 _SORTED = msgspec.json.Encoder(order="sorted")
+
+PREFIX_HEAD = b'{"input":['
+"""The canonical text of a prefix before its first item."""
+
+
+def canonical_items(items: Sequence[InputItem]) -> bytes:
+    """The canonical text of ``items`` inside the input array, as the ``prefix`` scheme hashes
+    them: ``a,b`` for ``[a, b]`` (one sorted encode; "[a,b]" minus its brackets).
+
+    The one definition the stage, the resumable sweep and
+    :func:`turnwire.pipeline.prefix_fingerprint` share, so their hashes cannot drift apart.
+    """
+    return _SORTED.encode(_as_seed_hashed(items))[1:-1]
 
 
 class _SeedMessage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
@@ -82,16 +95,14 @@ def fingerprint_prefix(
     key = (id(input), model, instructions, id(tools))
     state = scratch.get("fingerprint_prefix")
     if state is None or state[0] != key or state[2] > through_item:
-        hasher = hashlib.sha256(b'{"input":[')
+        hasher = hashlib.sha256(PREFIX_HEAD)
         state = [key, hasher, 0, prefix_tail(model, instructions, tools), input]
         scratch["fingerprint_prefix"] = state
     hasher, position = state[1], state[2]
     if through_item > position:
-        # One sorted encode of the new items: "[a,b]" minus its brackets is "a,b".
-        chunk = _SORTED.encode(_as_seed_hashed(input[position:through_item]))
         if position:
             hasher.update(b",")
-        hasher.update(chunk[1:-1])
+        hasher.update(canonical_items(input[position:through_item]))
     state[2] = through_item
     final = hasher.copy()
     final.update(state[3])

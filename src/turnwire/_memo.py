@@ -1,0 +1,326 @@
+"""What a warm renderer keeps between renders: :class:`RenderMemo`.
+
+``build_input`` is a pure function of (thread, stages, options), so a memo may hand back what an
+earlier render produced for the same inputs. What is kept, and what each part is keyed on:
+
+* per record kind (messages, tool calls, thoughts), each record's wire items and warnings, keyed
+  by the record's id and validated by identity, else equality (records are frozen; a record
+  whose file pointer was inlined again is equal, not identical). One table per *stage key*: the
+  implementations of the stages that kind renders through (plugin functions, container
+  overrides) and the values of the options those implementations and the pipeline read. A
+  stage that runs through pluggy (a wrapper, tracing) or asks for ``scratch`` disables the table
+  of every kind that renders through it;
+* the last timeline per combination of stage keys, so a thread that only grew is rendered by
+  appending (records in the same order, nothing re-sorted);
+* per sweep key (instructions, tools, model, the sweep's options), the last pairing sweep with a
+  checkpoint after each reasoning candidate: the SHA-256 state of the canonical prefix hashed so
+  far, so the next sweep resumes after the last checkpoint whose inputs are unchanged. Only the
+  built-in ``fingerprint_prefix`` (``prefix`` binding) is resumed this way; any other
+  implementation is called as usual;
+* the last request body's encoded items and the preflight state over them, reused for the
+  longest unchanged prefix of ``input``.
+
+Everything is bounded (a few entries per table, records of the last renders only) and owned by
+one memo object: a container holds one (``container.render_memo()``), a test makes its own or
+calls :meth:`RenderMemo.clear`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from itertools import compress, count
+from operator import is_not
+from typing import Any, Generic, TypeVar
+
+import msgspec
+
+__all__ = ["Entry", "RenderMemo", "common_prefix", "stage_key"]
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class BoundedTable(Generic[K, V]):
+    """A small least-recently-used mapping."""
+
+    __slots__ = ("_data", "size")
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._data: dict[K, V] = {}
+
+    def get(self, key: K) -> V | None:
+        value = self._data.pop(key, None)
+        if value is not None:
+            self._data[key] = value
+        return value
+
+    def put(self, key: K, value: V) -> None:
+        self._data.pop(key, None)
+        self._data[key] = value
+        while len(self._data) > self.size:
+            del self._data[next(iter(self._data))]
+
+    def clear(self) -> None:
+        self._data.clear()
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+def _option_token(value: Any) -> Hashable:
+    token = getattr(value, "cache_key", None)
+    if isinstance(token, str):
+        return ("cache_key", type(value), token)
+    if isinstance(value, msgspec.Struct):
+        return (type(value), msgspec.json.encode(value, order="deterministic"))
+    try:
+        hash(value)
+    except TypeError:
+        return ("encoded", msgspec.json.encode(value, order="deterministic"))
+    hashable: Hashable = value
+    return hashable
+
+
+def stage_key(
+    plan: Any,
+    stages: Iterable[str],
+    options: Mapping[str, Any],
+    read_options: Iterable[str] = (),
+) -> Hashable | None:
+    """What the output of ``stages`` depends on besides its arguments, or ``None`` when it must
+    not be memoised (a stage runs through pluggy, or asks for ``scratch``).
+
+    :param plan: the :class:`~turnwire._relay.StagePlan` of the render.
+    :param stages: the stage names whose implementations matter.
+    :param options: the injectable option values by name.
+    :param read_options: options the pipeline itself reads for this output.
+    """
+    parts: list[Hashable] = []
+    names: set[str] = set(read_options)
+    for stage in stages:
+        kind, target = plan.targets[stage]
+        if kind == "pluggy":
+            return None
+        if kind == "override":
+            function, arguments = target
+            if "scratch" in arguments:
+                return None
+            parts.append((stage, "override", function))
+            names.update(arguments)
+        else:
+            for _, arguments in target:
+                if "scratch" in arguments:
+                    return None
+                names.update(arguments)
+            parts.append((stage, tuple(function for function, _ in target)))
+    for name in sorted(names):
+        if name in options and name not in ("stages", "warn"):
+            parts.append((name, _option_token(options[name])))
+    return tuple(parts)
+
+
+def common_prefix(old: Any, new: Any, known: int = 0) -> int:
+    """How many leading elements of ``old`` and ``new`` are the very same objects.
+
+    Identity, never ``==``: records and items that compare equal can still render differently
+    (``{"x": 1} == {"x": True}``). The scan runs at C speed, from ``known``: a length the caller
+    built both from (so already the same objects), never a guess.
+    """
+    limit = min(len(old), len(new))
+    if known >= limit:
+        return limit
+    if known:
+        old, new = old[known:limit], new[known:limit]
+    return next(compress(count(known), map(is_not, old, new)), limit)
+
+
+class Entry(msgspec.Struct, frozen=True, gc=False):
+    """One memoised record: the record, what it depends on besides, its items and warnings.
+
+    Not tracked by the garbage collector (it refers only to records, items and strings,
+    never back to the memo), so a large table adds nothing to collection passes.
+    """
+
+    record: Any
+    tool: Any
+    rendered: tuple[Any, ...]
+    candidate: bool
+    said: tuple[str, ...]
+
+
+class RecordTable:
+    """Rendered records of one kind under one stage key: record id → (record, ..., output)."""
+
+    __slots__ = ("entries",)
+
+    def __init__(self) -> None:
+        self.entries: dict[str, Entry] = {}
+
+
+class TimelineState(msgspec.Struct, kw_only=True, gc=False):
+    """The last timeline under one combination of stage keys: its sources and what they gave."""
+
+    messages: tuple[Any, ...]
+    thoughts: tuple[Any, ...]
+    surfaced: tuple[Any, ...]
+    tool_calls: tuple[Any, ...]
+    tools: tuple[Any, ...]
+    last_key: tuple[Any, ...] | None
+    items: list[Any]
+    candidate_indexes: list[int]
+    candidate_thoughts: list[Any]
+    warnings: list[str]
+
+
+class Checkpoint(msgspec.Struct, frozen=True, gc=False):
+    """The sweep after one candidate: where it stood and what it had hashed.
+
+    :ivar position: the candidate's position among the candidates.
+    :ivar index: the candidate's index in the swept items.
+    :ivar done: items before this index are settled.
+    :ivar out_length: how many output items there were.
+    :ivar warning_count: how many sweep warnings there were.
+    :ivar hasher: the SHA-256 state of the canonical prefix over ``out[:hashed]`` (or ``None``
+        when fingerprints do not come from the built-in hasher).
+    :ivar hashed: how many output items ``hasher`` covers.
+    """
+
+    position: int
+    index: int
+    done: int
+    out_length: int
+    warning_count: int
+    hasher: Any
+    hashed: int
+
+
+class SweepState:
+    """The last pairing sweep under one sweep key."""
+
+    __slots__ = (
+        "candidates",
+        "checkpoints",
+        "head",
+        "indexes",
+        "items",
+        "out",
+        "thoughts",
+        "timeline_items",
+        "warnings",
+    )
+
+    def __init__(
+        self,
+        items: list[Any],
+        candidates: tuple[list[int], list[Any], int],
+        out: list[Any],
+        checkpoints: list[Checkpoint],
+        warnings: list[str],
+        source: tuple[list[Any], list[Any]] = ([], []),
+    ) -> None:
+        self.items = items
+        self.head, self.timeline_items = source
+        self.candidates = candidates
+        self.out = out
+        self.checkpoints = checkpoints
+        self.indexes = [checkpoint.index for checkpoint in checkpoints]
+        self.thoughts = candidates[1]
+        self.warnings = warnings
+
+
+class BodyState(msgspec.Struct, kw_only=True, gc=False):
+    """The last checked and encoded ``input``: its items, their bytes, the preflight state.
+
+    :ivar input: the items.
+    :ivar body: the encoded body they were part of.
+    :ivar start: where the first item's bytes begin in ``body``.
+    :ivar ends: where each item's bytes end, from ``start`` (``None``: not known, the body
+        was encoded whole).
+    :ivar facts: the preflight facts of each item.
+    :ivar seen_ids: item id → index of its item.
+    :ivar calls: ``function_call`` call id → index.
+    :ivar answered: call id → index of its first ``function_call_output``.
+    :ivar stateless: the ``store: false`` the facts were checked under.
+    :ivar source: the sweep output ``input`` was made from, if known.
+    """
+
+    input: tuple[Any, ...]
+    body: bytes
+    start: int
+    ends: list[int] | None
+    facts: list[tuple[Any, ...]]
+    seen_ids: dict[str, int]
+    calls: dict[str, int]
+    answered: dict[str, int]
+    stateless: bool
+    source: Any = None
+
+
+class InlineState(msgspec.Struct, kw_only=True, gc=False):
+    """The last thread whose file pointers were loaded: before, after, and which records read
+    a file (those are loaded again on every render, so a changed file is seen)."""
+
+    messages: tuple[Any, ...]
+    loaded_messages: tuple[Any, ...]
+    reading_messages: list[int]
+    message_charges: list[int]
+    tool_calls: tuple[Any, ...]
+    loaded_tool_calls: tuple[Any, ...]
+    reading_tool_calls: list[int]
+    call_charges: list[int]
+
+
+class RenderMemo:
+    """Everything a warm renderer reuses; see the module docstring. Thread-safe.
+
+    :param tables: how many stage keys (and sweep keys) each table keeps.
+    """
+
+    def __init__(self, tables: int = 4) -> None:
+        self.lock = threading.RLock()
+        self._size = tables
+        self.records: dict[str, BoundedTable[Hashable, RecordTable]] = {}
+        self.timelines: BoundedTable[Hashable, TimelineState] = BoundedTable(tables)
+        self.sweeps: BoundedTable[Hashable, SweepState] = BoundedTable(tables)
+        self.stripped: dict[int, tuple[Any, Any]] = {}
+        self.body: BodyState | None = None
+        self.inlined: InlineState | None = None
+        self.handles: tuple[tuple[Any, ...], int, bool] | None = None
+        # Where the last outputs came from, so the next stage need not scan what was built
+        # from the previous output: loaded tuple -> (previous loaded tuple, kept, re-read
+        # positions), and the last input -> (its sweep output, (previous output, kept)).
+        self.loaded_from: dict[str, tuple[Any, Any, int, list[int]]] = {}
+        self.input_from: tuple[Any, Any, tuple[Any, int] | None] | None = None
+        self.fingerprints: BoundedTable[int, tuple[Any, Callable[[int], str]]] = BoundedTable(
+            tables
+        )
+
+    def record_table(self, kind: str, key: Hashable) -> RecordTable:
+        tables = self.records.get(kind)
+        if tables is None:
+            tables = self.records[kind] = BoundedTable(self._size)
+        table = tables.get(key)
+        if table is None:
+            table = RecordTable()
+            tables.put(key, table)
+        return table
+
+    def clear(self) -> None:
+        """Forget everything (the next render is cold)."""
+        with self.lock:
+            self.records.clear()
+            self.timelines.clear()
+            self.sweeps.clear()
+            self.stripped.clear()
+            self.body = None
+            self.inlined = None
+            self.handles = None
+            self.loaded_from = {}
+            self.input_from = None
+            self.fingerprints.clear()
+
+    def __repr__(self) -> str:
+        kept = sum(len(t.entries) for k in self.records.values() for t in k._data.values())
+        return f"RenderMemo(records={kept}, sweeps={len(self.sweeps)})"

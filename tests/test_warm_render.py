@@ -1,0 +1,504 @@
+"""The warm renderer: a render through a container's memo is byte for byte a cold render.
+
+The differential property drives one warm container through random sequences of thread edits
+(appends, edits in place, early inserts, removals, argument values equal under ``==`` but not on
+the wire, a file pointer whose bytes change), stage changes (a plugin registered and
+unregistered, a container provider override, a wrapper, the client's wildcard fingerprint) and
+option and secret changes, and after every step compares its body bytes, warnings and errors
+with a render of the same container without any memo.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import tempfile
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import turnwire
+from turnwire._memo import RenderMemo, stage_key
+from turnwire.container import overriding
+from turnwire.context import EnvelopeNonce
+from turnwire.hookspecs import hookimpl
+from turnwire.request import checked_body, encode_body, preflight
+
+from .conftest import REPLAY, at, make_container
+
+TOOLS = [{"name": "lookup"}, {"name": "trusted_lookup", "trusted": True}]
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
+
+
+class _MatchesAny(str):
+    """The client's wildcard fingerprint (client/dispatch.py): equal to every string."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return False
+
+    __hash__ = str.__hash__
+
+
+def _cycle(n: int, second: int, args: Any, media: dict[str, Any] | None) -> dict[str, list[Any]]:
+    """One exchange: a question (maybe with an attachment), reasoning, a call, an answer."""
+    question: dict[str, Any] = {
+        "id": f"u{n}",
+        "role": "user",
+        "content": f"question {n} <b>",
+        "created_at": at(second),
+    }
+    if media is not None:
+        question["attachments"] = [media]
+    return {
+        "messages": [
+            question,
+            {
+                "id": f"msg_{n}",
+                "role": "assistant",
+                "content": f"answer {n}",
+                "created_at": at(second),
+                "seq": 3,
+            },
+        ],
+        "thoughts": [
+            {
+                "id": f"rs_{n}",
+                "created_at": at(second),
+                "seq": 1,
+                "replay_compatibility": "openai-responses-reasoning-v1",
+                "payload": {
+                    "variant": "responses-reasoning",
+                    "paired_item_id": f"fc_{n}",
+                    "prefix_fingerprint": None if n % 2 else "0" * 64,
+                    "item": {
+                        "type": "reasoning",
+                        "id": f"rs_{n}",
+                        "summary": [{"type": "summary_text", "text": f"plan {n}"}],
+                        "encrypted_content": "gAAAA",
+                    },
+                },
+            },
+            {"id": f"t{n}", "content": f"aside {n}", "created_at": at(second), "seq": 4},
+        ],
+        "tool_calls": [
+            {
+                "id": f"call_{n}|fc_{n}",
+                "tool": TOOLS[n % 2]["name"] if n % 3 else "undeclared",
+                "args": args,
+                "created_at": at(second),
+                "seq": 2,
+                "result": {"text": f"result {n} </untrusted_content>"},
+            }
+        ],
+    }
+
+
+ARGS = st.sampled_from([{"x": 1}, {"x": True}, {"x": 1.0}, {"q": "a"}, {"n": 2**60}])
+
+EDITS = st.one_of(
+    st.tuples(st.just("append"), ARGS, st.booleans()),
+    st.tuples(st.just("edit"), st.integers(0, 40), st.text("ab<&", max_size=3)),
+    st.tuples(st.just("args"), st.integers(0, 40), ARGS),
+    st.tuples(st.just("insert-early"), st.integers(0, 40)),
+    st.tuples(st.just("remove"), st.integers(0, 40)),
+    st.tuples(st.just("file"), st.binary(min_size=1, max_size=8)),
+    st.tuples(st.just("system"), st.sampled_from(["", "Be brief.", "Be kind."])),
+    st.tuples(st.just("trust-tools"), st.booleans()),
+)
+CHANGES = st.one_of(
+    st.tuples(st.just("plugin"), st.booleans()),
+    st.tuples(st.just("override"), st.booleans()),
+    st.tuples(st.just("wrapper"), st.booleans()),
+    st.tuples(st.just("wildcard"), st.booleans()),
+    st.tuples(st.just("secret"), st.sampled_from([None, "s1", "s2"])),
+    st.tuples(st.just("identity"), st.sampled_from(["assistant", "bot"])),
+    st.tuples(st.just("trust-unfingerprinted"), st.booleans()),
+    st.tuples(st.just("replay-off"), st.booleans()),
+    st.tuples(st.just("inline-limit"), st.sampled_from([4096, 8])),
+)
+
+
+@hookimpl(tryfirst=True)
+def _shouting_thought(thought: Any, self_identity: str) -> str:
+    return f"[{self_identity}] {thought.content or ''}".upper()
+
+
+_SHOUTING = SimpleNamespace(render_thought=_shouting_thought)
+
+
+@hookimpl(wrapper=True)
+def _checked_message(message: Any) -> Any:
+    result = yield
+    return (*result, turnwire.wire.InputMessage(role="user", content=f"(seen {message.id})"))
+
+
+_WRAPPER = SimpleNamespace(render_timeline_message=_checked_message)
+
+
+def _untrusted_override(content: str, attrs: Any) -> str:
+    return f"<<{attrs.nonce}:{attrs.kind}>>{content}<</{attrs.nonce}>>"
+
+
+class _Scenario:
+    """A thread (as thread-file records) and the stage and option changes now in effect."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.file = folder / "picture.png"
+        self.file.write_bytes(PNG)
+        self.records: dict[str, list[Any]] = {"messages": [], "thoughts": [], "tool_calls": []}
+        self.cycles = 0
+        self.system = ""
+        self.trusted = False
+        self.replay_off = False
+        self.options: dict[str, Any] = {}
+        self.wildcard = False
+        self.decoded: dict[tuple[str, str], Any] = {}
+
+    def append(self, args: Any, with_file: bool) -> None:
+        n = self.cycles
+        self.cycles += 1
+        media = None
+        if with_file:
+            media = {"id": f"img{n}", "kind": "image", "mime_type": "image/png"}
+            media["path"] = str(self.file)
+        for field, records in _cycle(n, 10 + n, args, media).items():
+            self.records[field] += records
+
+    def _flat(self) -> list[tuple[str, int]]:
+        return [(field, i) for field, records in self.records.items() for i in range(len(records))]
+
+    def edit(self, kind: str, *values: Any) -> None:
+        flat = self._flat()
+        if kind == "append":
+            self.append(*values)
+        elif kind == "file":
+            self.file.write_bytes(PNG + values[0])
+        elif kind == "system":
+            self.system = values[0]
+        elif kind == "trust-tools":
+            self.trusted = values[0]
+        elif flat:
+            field, index = flat[values[0] % len(flat)]
+            record = dict(self.records[field][index])
+            if kind == "edit" and field != "tool_calls":
+                record["content"] = (record.get("content") or "") + values[1]
+            elif kind == "args" and field == "tool_calls":
+                record["args"] = values[1]
+            elif kind == "insert-early":
+                record = {**record, "id": f"early{self.cycles}", "created_at": at(1)}
+                if record.pop("payload", None) is not None:
+                    record["content"] = "early thought"
+                record.pop("replay_compatibility", None)
+                self.cycles += 1
+                self.records[field].insert(0, record)
+                return
+            elif kind == "remove":
+                del self.records[field][index]
+                return
+            self.records[field][index] = record
+
+    def thread(self) -> turnwire.Thread:
+        """The thread as a client builds it: unchanged records are the same objects as in the
+        thread of the previous step (so the memo's identity paths run), changed ones new."""
+        tools = [dict(TOOLS[0]), {**TOOLS[1], "trusted": self.trusted}]
+        thread = turnwire.load_thread(
+            {
+                "version": 1,
+                "model": "gpt-5",
+                "system_prompt": self.system,
+                "tools": tools,
+                **self.records,
+            }
+        )
+        kept: dict[str, tuple[Any, ...]] = {}
+        for field, records in self.records.items():
+            objects = []
+            for raw, decoded in zip(records, getattr(thread, field), strict=True):
+                key = (field, json.dumps(raw, sort_keys=True))
+                objects.append(self.decoded.setdefault(key, decoded))
+            kept[field] = tuple(objects)
+        return msgspec.structs.replace(thread, **kept)
+
+
+def _outcome(
+    container: turnwire.Container,
+    thread: turnwire.Thread,
+    replay_off: bool,
+    roots: tuple[Path, ...] = (),
+) -> Any:
+    try:
+        rendered = turnwire.api.render(
+            thread,
+            container=container,
+            reasoning_replay="off" if replay_off else None,
+            roots=roots,
+        )
+    except turnwire.TurnwireError as err:
+        return ("error", type(err).__name__, str(err))
+    return (rendered.body, rendered.rendered.warnings, rendered.fingerprintable_length)
+
+
+def _apply(
+    change: tuple[Any, ...],
+    container: turnwire.Container,
+    scenario: _Scenario,
+    stack: contextlib.ExitStack,
+    active: dict[str, contextlib.ExitStack],
+) -> None:
+    kind, value = change
+    manager = container.plugin_manager()
+    if kind in ("plugin", "wrapper"):
+        plugin = _SHOUTING if kind == "plugin" else _WRAPPER
+        registered = manager.is_registered(plugin)
+        if value and not registered:
+            manager.register(plugin)
+        elif not value and registered:
+            manager.unregister(plugin)
+        return
+    if kind in ("override", "wildcard", "secret", "identity", "inline-limit"):
+        previous = active.pop(kind, None)
+        if previous is not None:
+            previous.close()
+        scope = contextlib.ExitStack()
+        stack.enter_context(scope)
+        if kind == "override" and value:
+            scope.enter_context(overriding(container.render_untrusted_content, _untrusted_override))
+        elif kind == "wildcard" and value:
+            wildcard = _MatchesAny("*")
+            scope.enter_context(overriding(container.fingerprint_prefix, lambda: wildcard))
+        elif kind == "secret" and value is not None:
+            scope.enter_context(overriding(container.envelope_nonce, EnvelopeNonce(value)))
+        elif kind == "identity":
+            scope.enter_context(overriding(container.self_identity, value))
+        elif kind == "inline-limit":
+            scope.enter_context(overriding(container.tool_result_inline_max_bytes, value))
+        active[kind] = scope
+    elif kind == "trust-unfingerprinted":
+        previous = active.pop(kind, None)
+        if previous is not None:
+            previous.close()
+        scope = contextlib.ExitStack()
+        stack.enter_context(scope)
+        if value:
+            scope.enter_context(overriding(container.unfingerprinted_reasoning, "trust"))
+        active[kind] = scope
+    elif kind == "replay-off":
+        scenario.replay_off = value
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    st.lists(st.tuples(ARGS, st.booleans()), min_size=0, max_size=4),
+    st.lists(st.one_of(EDITS, CHANGES), min_size=1, max_size=10),
+)
+def test_a_warm_render_is_a_cold_render(start, steps):
+    container = make_container(REPLAY)
+    with tempfile.TemporaryDirectory() as folder, contextlib.ExitStack() as stack:
+        scenario = _Scenario(Path(folder))
+        for args, with_file in start:
+            scenario.append(args, with_file)
+        active: dict[str, contextlib.ExitStack] = {}
+        for step in [("system", ""), *steps]:
+            if step[0] in {"plugin", "override", "wrapper", "wildcard", "secret", "identity"} | {
+                "trust-unfingerprinted",
+                "replay-off",
+                "inline-limit",
+            }:
+                _apply(step, container, scenario, stack, active)
+            else:
+                scenario.edit(*step)
+            thread = scenario.thread()
+            roots = (scenario.folder,)
+            warm = _outcome(container, thread, scenario.replay_off, roots)
+            with overriding(container.render_memo, None):
+                cold = _outcome(container, thread, scenario.replay_off, roots)
+            assert warm == cold, step
+            # and once more: the memo now holds exactly this render
+            assert _outcome(container, thread, scenario.replay_off, roots) == cold
+
+
+def _growing_thread(cycles: int) -> turnwire.Thread:
+    records: dict[str, list[Any]] = {"messages": [], "thoughts": [], "tool_calls": []}
+    for n in range(cycles):
+        for field, values in _cycle(n, 10 + n, {"q": n}, None).items():
+            records[field] += values
+    return turnwire.load_thread({"version": 1, "model": "gpt-5", "tools": TOOLS, **records})
+
+
+def test_a_grown_thread_reuses_the_records_it_rendered_before():
+    """The memo is used, not only harmless: a grown thread's old records are not re-rendered."""
+    calls: list[str] = []
+
+    @hookimpl(tryfirst=True)
+    def render_timeline_message(message):
+        calls.append(message.id)
+
+    container = make_container(
+        REPLAY, extra_plugins=[SimpleNamespace(render_timeline_message=render_timeline_message)]
+    )
+    full = _growing_thread(3)
+    first = msgspec.structs.replace(
+        full,
+        messages=full.messages[:4],
+        thoughts=full.thoughts[:4],
+        tool_calls=full.tool_calls[:2],
+    )
+    turnwire.api.render(first, container=container)
+    assert calls == ["u0", "msg_0", "u1", "msg_1"]
+    calls.clear()
+    warm = turnwire.api.render(full, container=container)
+    assert calls == ["u2", "msg_2"]
+    calls.clear()
+    with overriding(container.render_memo, None):
+        cold = turnwire.api.render(full, container=container)
+    assert warm.body == cold.body
+    assert calls == ["u0", "msg_0", "u1", "msg_1", "u2", "msg_2"]
+
+
+def test_a_stage_asking_for_scratch_or_under_tracing_is_not_memoised():
+    container = make_container(REPLAY)
+    plan = container.stage_plan()
+    options = container.render_options().injectable()
+    # the built-in fingerprint stage keeps its running hash in scratch
+    assert stage_key(plan, ("fingerprint_prefix",), options) is None
+    assert stage_key(plan, ("render_timeline_message",), options) is not None
+
+    thread = _growing_thread(1)
+    traced = make_container({**REPLAY, "plugins": {"trace": True}})
+    memo = traced.render_memo()
+    turnwire.api.render(thread, container=traced)
+    assert "message" not in memo.records  # every kind renders through a traced stage
+    assert "thought" not in memo.records
+    assert "tool_call" not in memo.records
+
+
+def test_a_file_pointer_is_read_again_on_every_render(tmp_path):
+    picture = tmp_path / "p.png"
+    picture.write_bytes(PNG)
+    media = {"id": "img", "kind": "image", "mime_type": "image/png", "path": str(picture)}
+    records = _cycle(0, 10, {}, media)
+    thread = turnwire.load_thread({"version": 1, "model": "gpt-5", "tools": TOOLS, **records})
+    container = make_container(REPLAY)
+    before = turnwire.api.render(thread, container=container, roots=[tmp_path]).body
+    picture.write_bytes(PNG + b"changed")
+    after = turnwire.api.render(thread, container=container, roots=[tmp_path]).body
+    with overriding(container.render_memo, None):
+        cold = turnwire.api.render(thread, container=container, roots=[tmp_path]).body
+    assert after == cold
+    assert after != before
+
+
+def test_the_incremental_preflight_raises_what_preflight_raises():
+    container = make_container(REPLAY)
+    good = turnwire.api.render(_growing_thread(2), container=container).request
+    memo = RenderMemo()
+    assert checked_body(good, memo) == encode_body(good)
+    calls = [i for i in good.input if isinstance(i, turnwire.wire.FunctionCall)]
+    duplicate = msgspec.structs.replace(good, input=(*good.input, calls[0]))
+    orphan = msgspec.structs.replace(good, input=(*good.input[:-1], calls[-1]))
+    for body in (duplicate, orphan):
+        with pytest.raises(turnwire.PreflightError) as full:
+            preflight(body)
+        with pytest.raises(turnwire.PreflightError) as incremental:
+            checked_body(body, memo)
+        assert str(incremental.value) == str(full.value)
+        assert incremental.value.index == full.value.index
+        assert checked_body(good, memo) == encode_body(good)  # the memo survived the failure
+
+
+@pytest.mark.parametrize("binding", ["prefix", "model"])
+def test_prefix_fingerprints_from_checkpoints_equal_the_stage(binding):
+    from turnwire.context import Endpoint
+    from turnwire.stages.fingerprint import fingerprint_prefix
+
+    settings = {"render": {**REPLAY["render"], "fingerprint_binding": binding}}
+    container = make_container(settings)
+    thread = _growing_thread(4)
+    first = turnwire.api.render(thread, container=container)
+    wildcard = _MatchesAny("*")
+    with overriding(container.fingerprint_prefix, lambda: wildcard):
+        accepted = turnwire.api.render(thread, container=container)
+    for rendered in (first, accepted):
+        items = rendered.rendered.input
+        for through in {0, 1, 3, len(items) // 2, rendered.fingerprintable_length}:
+            expected = fingerprint_prefix(
+                model="gpt-5",
+                instructions=rendered.rendered.instructions,
+                tools=rendered.rendered.tools,
+                input=items,
+                through_item=through,
+                fingerprint_binding=binding,
+                endpoint=Endpoint(),
+                scratch={},
+            )
+            got = turnwire.api.prefix_fingerprint(
+                rendered.rendered, container=container, model="gpt-5", through_item=through
+            )
+            assert got == expected
+    assert turnwire.api.prefix_fingerprint(
+        first.rendered, container=container, model="gpt-5"
+    ) == turnwire.api.prefix_fingerprint(
+        first.rendered,
+        container=container,
+        model="gpt-5",
+        through_item=first.fingerprintable_length,
+    )
+
+
+def test_inline_bytes_of_kept_records_still_count_against_the_request_budget():
+    container = make_container({**REPLAY, "files": {"max_request_bytes": 150}})
+    full = _growing_thread(3)
+    picture = {"id": "img", "kind": "image", "mime_type": "image/png"}
+
+    def with_pictures(count: int) -> turnwire.Thread:
+        media = (
+            turnwire.load_thread(
+                {
+                    "version": 1,
+                    "messages": [
+                        {
+                            "id": "x",
+                            "role": "user",
+                            "content": "c",
+                            "created_at": at(1),
+                            "attachments": [{**picture, "data_base64": "QUJD" * 20}],
+                        }
+                    ],
+                }
+            )
+            .messages[0]
+            .attachments
+        )
+        messages = tuple(
+            msgspec.structs.replace(m, attachments=media) if m.role == "user" else m
+            for m in full.messages[: 2 * count]
+        )
+        return msgspec.structs.replace(full, messages=messages)
+
+    two = with_pictures(2)
+    three = msgspec.structs.replace(
+        two, messages=two.messages + with_pictures(3).messages[4:]
+    )  # as the client grows a thread: the old records are the same objects
+    turnwire.api.render(
+        two, container=container
+    )  # 120 bytes: within the budget of 150; 180 are not
+    with pytest.raises(turnwire.TurnwireError) as warm:
+        turnwire.api.render(three, container=container)
+    with overriding(container.render_memo, None), pytest.raises(turnwire.TurnwireError) as cold:
+        turnwire.api.render(three, container=container)
+    assert str(warm.value) == str(cold.value)
