@@ -532,6 +532,16 @@ def test_a_handler_may_return_several_media_or_an_artifact(thread_file):
     assert 'kind="artifact-handle"' in server.requests[1].json["input"][-1]["output"]
 
 
+def test_a_media_result_pointing_outside_the_roots_is_an_error_result(thread_file, tmp_path):
+    outside = tmp_path.parent / "elsewhere.png"
+    pointer = turnwire.Media(id="p", kind="image", mime_type="image/png", path=str(outside))
+    with ScriptedServer([Reply.sse(CALL), Reply.sse(AFTER_CALL)]) as server:
+        result = run(server, thread_file, handlers={"get_capital": lambda **kw: pointer})
+    call = result.records.tool_calls[0]
+    assert call.is_error and "leads outside the allowed roots" in call.result.text
+    assert len(server.requests) == 2  # the run went on; the model read the error
+
+
 def test_media_over_the_result_limit_are_an_error_result(thread_file):
     big = turnwire.Media(id="big", kind="image", mime_type="image/png", data=b"x" * 2048)
     settings = {"tools": {"max_result_bytes": 1024}}

@@ -472,7 +472,7 @@ class ToolExecutor:
             return self._done(call, f"Tool {name} failed: it was cancelled", True)
         except BaseException as err:  # SystemExit too: a handler never ends the process
             return self._done(call, redact(f"Tool {name} failed: {_describe(err)}"), True)
-        special = self._structured(call, name, value)
+        special = self._structured(call, name, value, files or ContextAssembler())
         if special is not None:
             return special
         try:
@@ -490,9 +490,25 @@ class ToolExecutor:
             )
         return self._done(call, text, False)
 
-    def _structured(self, call: ToolCall, name: str, value: Any) -> ToolCall | None:
+    def _structured(
+        self, call: ToolCall, name: str, value: Any, files: ContextAssembler
+    ) -> ToolCall | None:
         """``call`` answered with a handler's :class:`Media` (one, or a non-empty list or
-        tuple of them) or :class:`Artifact`; ``None`` for any other value (text or JSON)."""
+        tuple of them) or :class:`Artifact`; ``None`` for any other value (text or JSON).
+
+        A file pointer in the result must lead inside the run's roots, as the thread's own
+        do: otherwise the call is an error result, rather than a failure of the next render.
+        """
+        pointers = [
+            (f"result.media[{i}].path", v.path)
+            for i, v in enumerate(value if isinstance(value, list | tuple) else [value])
+            if isinstance(v, Media | Artifact) and v.path is not None
+        ]
+        for where, path in pointers:
+            try:
+                files.resolve(path, where=where)
+            except FileNotAllowedError as err:
+                return self._done(call, f"Tool {name} failed: {err}", True)
         media: tuple[Media, ...] | None = None
         if isinstance(value, Media):
             media = (value,)
