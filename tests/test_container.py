@@ -169,3 +169,54 @@ def test_two_profiles_differ_exactly_where_the_profiles_differ():
     assert trailing["instructions"] == "SYS"
     assert trailing["input"][:-1] == plain["input"]
     assert trailing["input"][-1]["content"][0]["text"] == plain["instructions"].split("\n\n", 1)[1]
+
+
+# ------------------------------------------------------------------ the output-slot seam
+
+
+def test_the_response_accumulator_is_an_overridable_seam_the_client_uses():
+    import msgspec
+    import yaml
+
+    from turnwire.client.slots import MessageOutput, ResponseAccumulator
+    from turnwire.container import overriding
+
+    from .client.server import Reply, ScriptedServer
+    from .client.test_dispatch import AFTER_CALL, CALL, THREAD
+    from .conftest import make_container
+
+    made: list[object] = []
+
+    class Shouting(ResponseAccumulator):
+        def __init__(self) -> None:
+            super().__init__()
+            made.append(self)
+
+        def feed(self, events):
+            return [
+                msgspec.structs.replace(
+                    generation,
+                    outputs=tuple(
+                        msgspec.structs.replace(o, text=o.text.upper())
+                        if isinstance(o, MessageOutput)
+                        else o
+                        for o in generation.outputs
+                    ),
+                )
+                for generation in super().feed(events)
+            ]
+
+    container = make_container()
+    assert container.response_accumulator() is ResponseAccumulator
+    with overriding(container.response_accumulator, Shouting):
+        with ScriptedServer([Reply.sse(CALL), Reply.sse(AFTER_CALL)]) as server:
+            result = turnwire.api.run(
+                turnwire.load_thread(yaml.safe_load(THREAD)),
+                container=container,
+                base_url=server.base_url,
+                handlers={"get_capital": lambda country: "Paris"},
+            )
+    assert len(made) == 2  # a fresh accumulator per streamed response
+    answer = result.records.messages[0].content
+    assert answer == answer.upper() and any(c.isalpha() for c in answer)
+    assert container.response_accumulator() is ResponseAccumulator

@@ -251,3 +251,19 @@ def test_the_site_builds_strictly_with_every_hook_and_the_schemas(site):
         if re.search(r":(class|func|attr|mod|meth|data|exc):", path.read_text())
     ]
     assert raw == []
+
+
+def test_every_deliberate_difference_names_a_test_that_exists():
+    page = (REPO / "docs" / "design-differences.md").read_text()
+    cited = re.findall(r"`(tests/[\w/]+\.py)(?:::(\w+))?`", page)
+    assert len(cited) >= 20
+    for path, name in cited:
+        source = (REPO / path).read_text()
+        assert not name or re.search(rf"^(async )?def {name}\(", source, re.M), (path, name)
+    rows = [line for line in page.splitlines() if line.startswith("| ") and "---" not in line]
+    assert all("`tests/" in row for row in rows if not row.startswith(("| # |", "| Reference |")))
+
+
+def test_the_deliberate_differences_are_in_the_nav():
+    nav = yaml.safe_load((REPO / "mkdocs.yml").read_text())["nav"]
+    assert {"Deliberate differences": "design-differences.md"} in nav

@@ -40,6 +40,7 @@ TEST_MODULE = {
     "description_to_json_schema": "stages/test_tools.py",
     "on_prompt_assembled": "client/test_dispatch.py",
     "on_raw_generation": "client/test_dispatch.py",
+    "on_stream_event": "client/test_progress.py",
     "filter_tool_call_id": "client/test_dispatch.py",
     "parse_text_tool_calls": "client/test_text_tool_calls.py",
 }

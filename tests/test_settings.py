@@ -143,3 +143,8 @@ def test_profiles_differ_only_where_they_say():
     assert production.render.reasoning_replay == "encrypted"
     assert production.request.model == "gpt-5"
     assert production.render.bucket_order == load_settings().render.bucket_order
+
+
+def test_the_request_timeout_defaults_to_the_sdks_600_seconds():
+    # Kept on purpose (docs/design-differences.md): the reference's default is no limit.
+    assert load_settings().client.request_timeout_s == 600.0

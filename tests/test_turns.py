@@ -123,11 +123,110 @@ def test_a_blocked_answer_is_stored_without_its_final_text():
     assert [m.message.id for t in turns for m in t.parts if isinstance(m, MessagePart)] == ["msg_1"]
 
 
-def test_records_after_the_last_message_are_a_turn_of_their_own():
+def test_pending_calls_after_the_last_message_join_its_turn():
     pending = ToolCall(id="call_9", tool="weather", created_at=at(3), seq=5)
-    turns = builder().build_assistant_turns([*_run()[:3], pending], model="gpt-5")
-    assert [type(p) for p in turns[-1].parts] == [ToolCallPart]
+    turns = builder().build_assistant_turns([*_run(), pending], model="gpt-5")
+    assert [[type(p) for p in t.parts] for t in turns] == [
+        [ThoughtPart, ToolCallPart, MessagePart],
+        [MessagePart, ToolCallPart],
+    ]
     assert turns[-1].created_at == at(3)
+
+
+def test_an_answer_with_pending_calls_is_one_turn():
+    text = Message(id="msg_1", role="assistant", content="Checking.", created_at=at(1), seq=1)
+    call = ToolCall(id="call_1|fc_1", tool="weather", created_at=at(1), seq=2)
+    (turn,) = builder().build_assistant_turns([text, call], model="gpt-5", usage={"n": 1})
+    assert [type(p) for p in turn.parts] == [MessagePart, ToolCallPart]
+    assert turn.usage == {"n": 1}
+
+
+def test_text_that_comes_with_calls_stays_in_the_step_its_answer_ends():
+    commentary = Message(id="msg_1", role="assistant", content="Checking.", created_at=at(1))
+    call = ToolCall(
+        id="call_1", tool="weather", created_at=at(1), seq=1, result=ToolResult(text="21C")
+    )
+    answer = Message(id="msg_2", role="assistant", content="21C.", created_at=at(2))
+    (turn,) = builder().build_assistant_turns([commentary, call, answer], model="gpt-5")
+    assert [p.message.id for p in turn.parts if isinstance(p, MessagePart)] == ["msg_1", "msg_2"]
+
+
+def test_each_turn_stores_the_summed_usage_of_the_generations_it_holds():
+    from turnwire.usage import GenerationStats, Usage
+
+    records = _run()  # thought, call, answer (one step), then a follow-up message
+    gens = [
+        GenerationStats(
+            model="gpt-5",
+            finish_reason="tool_calls",
+            usage=Usage(prompt_tokens=10, total_tokens=12),
+            record_ids=(records[0].id, records[1].id),
+        ),
+        GenerationStats(
+            model="gpt-5",
+            finish_reason="stop",
+            usage=Usage(prompt_tokens=20, total_tokens=25),
+            record_ids=(records[2].id, records[3].id),
+        ),
+        GenerationStats(model="gpt-5", finish_reason="stop", usage=Usage(total_tokens=1)),
+    ]
+    turns = builder().build_assistant_turns(records, model="gpt-5", generations=gens)
+    assert [t.usage["total_tokens"] for t in turns] == [12 + 25, 1]
+    assert [t.usage["generations"] for t in turns] == [2, 1]
+    assert turns[0].usage["provider"] == "openai_responses"
+    assert turns[0].usage["prompt_tokens"] == 30
+
+
+def test_run_turns_the_question_the_resolved_calls_then_the_answer_in_timeline_order():
+    b = builder()
+    question = b.build_user_turn("weather?")
+    resolved = ToolCall(id="call_0", tool="weather", created_at=at(0), result=ToolResult(text="x"))
+    answer = Message(id="msg_2", role="assistant", content="21C.", created_at=at(2))
+    thought = Thought(id="rs_1", content="plan", created_at=at(1))
+    turns = b.build_run_turns(
+        question=question, resolved=[resolved], records=[answer, thought], model="gpt-5"
+    )
+    assert [t.role for t in turns] == ["user", "assistant", "assistant"]
+    assert turns[1].parts == (ToolCallPart(call=resolved),)
+    assert [type(p) for p in turns[2].parts] == [ThoughtPart, MessagePart]
+
+
+def test_run_thread_once_stores_an_answer_with_its_pending_call_as_one_turn(tmp_path):
+    import turnwire
+    from turnwire.api import run_thread
+    from turnwire.store.sqlite import SQLiteStore
+
+    from .client.server import Reply, ScriptedServer, recorded
+    from .conftest import make_container
+
+    stream = recorded("phase_commentary_function_call_gpt-5.5.sse")
+    container = make_container()
+    with SQLiteStore(tmp_path / "threads.db") as store:
+        thread = turnwire.load_thread(
+            {
+                "version": 1,
+                "model": "gpt-5.5",
+                "tools": [{"name": "get_capital", "parameters": {"type": "object"}}],
+            }
+        )
+        thread_id = store.create_thread(thread)
+        with ScriptedServer([Reply.sse(stream)]) as server:
+            run_thread(
+                thread_id,
+                store=store,
+                prompt="capital of France?",
+                once=True,
+                container=container,
+                base_url=server.base_url,
+            )
+        turns = store.turns(thread_id)
+    assert [t.role for t in turns] == ["user", "assistant"]
+    kinds = [type(p) for p in turns[1].parts]
+    assert MessagePart in kinds and kinds[-1] is ToolCallPart
+    assert turns[1].parts[-1].call.result is None
+    assert turns[1].usage["completion_tokens"] == 69
+    assert turns[1].usage["reasoning_tokens"] == 26
+    assert turns[1].usage["generations"] == 1
 
 
 def test_to_messages_is_the_reverse_minus_the_files():

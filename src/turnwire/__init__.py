@@ -89,6 +89,7 @@ if TYPE_CHECKING:
     from turnwire.store.sqlite import SQLiteStore, StoreError
     from turnwire.thread_file import dump_thread, load_thread, save_thread
     from turnwire.turns import ContextAssembler, Turn, TurnBuilder
+    from turnwire.usage import GenerationStats, Usage
     from turnwire.windows import transcript
 
 __version__ = "0.1.0"
@@ -110,6 +111,7 @@ _EXPORTS: dict[str, str] = {
     "EnvelopeAttrs": "turnwire.context",
     "EnvelopeNonce": "turnwire.context",
     "FileNotAllowedError": "turnwire.errors",
+    "GenerationStats": "turnwire.usage",
     "HandleInfo": "turnwire.context",
     "HandlerNotAllowedError": "turnwire.errors",
     "HttpError": "turnwire.errors",
@@ -159,6 +161,7 @@ _EXPORTS: dict[str, str] = {
     "TurnwireError": "turnwire.errors",
     "UnknownThreadError": "turnwire.store",
     "UnsupportedMediaError": "turnwire.errors",
+    "Usage": "turnwire.usage",
     "build_body": "turnwire.request",
     "build_container": "turnwire.container",
     "build_input": "turnwire.pipeline",
@@ -193,6 +196,7 @@ __all__ = [
     "EnvelopeAttrs",
     "EnvelopeNonce",
     "FileNotAllowedError",
+    "GenerationStats",
     "HandleInfo",
     "HandlerNotAllowedError",
     "HttpError",
@@ -242,6 +246,7 @@ __all__ = [
     "TurnwireError",
     "UnknownThreadError",
     "UnsupportedMediaError",
+    "Usage",
     "build_body",
     "build_container",
     "build_input",

@@ -23,6 +23,7 @@ from turnwire.wire import RequestBody
 
 if TYPE_CHECKING:
     from turnwire.client.dispatch import RunResult
+    from turnwire.client.progress import ProgressEvent
     from turnwire.model import Media
     from turnwire.store import ThreadStore
 
@@ -443,6 +444,7 @@ def run(
     save: bool = False,
     on_text: Callable[[str], None] | None = None,
     on_tool_result: Callable[[ToolCall], None] | None = None,
+    on_event: Callable[[ProgressEvent], None] | None = None,
     container: Container | None = None,
     handlers: Mapping[str, Callable[..., Any]] | None = None,
     render_context: Mapping[str, str] | None = None,
@@ -464,6 +466,9 @@ def run(
     :param save: write the extended thread back to the thread file (paths only).
     :param on_text: called with each text delta as it streams.
     :param on_tool_result: called with each tool call once its result is recorded.
+    :param on_event: called with each progress event (text, reasoning and tool-argument
+        deltas, refusals, finished items and responses with usage, tools started and
+        finished; see :mod:`turnwire.client.progress`).
     :param handlers: tool name → callable, instead of the tools' ``handler`` paths.
     :param render_context: values stages may ask for by name, for every request of the run
         (see :func:`render`).
@@ -501,6 +506,7 @@ def run(
         on_tool_result=on_tool_result,
         render_context=render_context,
         roots=chosen,
+        on_event=on_event,
     )
     if save and path is not None:
         save_thread(result.thread, path)
@@ -552,6 +558,7 @@ def run_thread(
     once: bool = False,
     on_text: Callable[[str], None] | None = None,
     on_tool_result: Callable[[ToolCall], None] | None = None,
+    on_event: Callable[[ProgressEvent], None] | None = None,
     container: Container | None = None,
     handlers: Mapping[str, Callable[..., Any]] | None = None,
     render_context: Mapping[str, str] | None = None,
@@ -568,7 +575,6 @@ def run_thread(
     parameters are :func:`run`'s.
     """
     from turnwire.client.dispatch import Client
-    from turnwire.turns import ToolCallPart, Turn
 
     if container is None:
         container = build_container(config_files)
@@ -600,30 +606,16 @@ def run_thread(
         on_tool_result=on_tool_result,
         render_context=render_context,
         roots=chosen,
+        on_event=on_event,
     )
-    turns = [current] if current is not None else []
-    if result.resolved:
-        turns.append(
-            Turn(
-                id=builder.new_id(),
-                role="assistant",
-                created_at=builder.clock(),
-                parts=tuple(ToolCallPart(call=call) for call in result.resolved),
-            )
-        )
-    from turnwire.model import Thought
-
-    new: list[Message | Thought | ToolCall] = [
-        *result.records.messages,
-        *result.records.thoughts,
-        *result.records.tool_calls,
-    ]
-    records = sorted(new, key=lambda record: (record.created_at, record.seq))
-    turns += builder.build_assistant_turns(
-        records,
+    turns = builder.build_run_turns(
+        question=current,
+        resolved=result.resolved,
+        records=[*result.records.messages, *result.records.thoughts, *result.records.tool_calls],
         model=result.response.model,
         usage=result.response.usage,
         request_fingerprint=result.request_fingerprint,
+        generations=result.generations,
     )
     store.append_turns(thread_id, turns, expected_last=expected_last)
     return result

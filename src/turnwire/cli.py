@@ -422,8 +422,12 @@ def _run(args: argparse.Namespace) -> int:
         shown = "" if result is None else (result.text or "(artifact)")
         mark = "error" if call.is_error else "ok"
         if not args.quiet:
+            show.end_line()
             args_text = msgspec.json.encode(call.args).decode()
             print(f"[tool {call.tool}({args_text}) {mark}: {shown[:200]}]", file=sys.stderr)
+
+    show = _Progress(sys.stderr)
+    on_event = None if args.quiet else show
 
     text_sink = None if args.json else on_text
     if args.thread_id:
@@ -443,6 +447,7 @@ def _run(args: argparse.Namespace) -> int:
                 once=args.once,
                 on_text=text_sink,
                 on_tool_result=on_tool_result,
+                on_event=on_event,
                 render_context=_render_context(args),
             )
     else:
@@ -459,12 +464,17 @@ def _run(args: argparse.Namespace) -> int:
             save=args.save,
             on_text=text_sink,
             on_tool_result=on_tool_result,
+            on_event=on_event,
             render_context=_render_context(args),
         )
     if args.json:
         payload = {
             "response": msgspec.to_builtins(result.response),
             "records": msgspec.to_builtins(result.records),
+            "usage": {
+                "total": msgspec.to_builtins(result.usage),
+                "generations": msgspec.to_builtins(result.generations),
+            },
         }
         print(msgspec.json.encode(payload).decode())
     else:
@@ -472,6 +482,42 @@ def _run(args: argparse.Namespace) -> int:
         if args.save and not args.quiet:
             print(f"saved {args.thread}", file=sys.stderr)
     return 0
+
+
+class _Progress:
+    """``turnwire run``'s progress on stderr: reasoning summaries as they stream (dimmed on a
+    terminal, else each line prefixed ``[reasoning] ``) and each tool call as it starts."""
+
+    DIM, RESET, PREFIX = "\x1b[2m", "\x1b[0m", "[reasoning] "
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.tty = bool(getattr(stream, "isatty", lambda: False)())
+        self._open: tuple[int, int] | None = None
+
+    def end_line(self) -> None:
+        if self._open is not None:
+            self.stream.write((self.RESET if self.tty else "") + "\n")
+            self.stream.flush()
+            self._open = None
+
+    def __call__(self, event: Any) -> None:
+        from turnwire.client.progress import ReasoningSummaryDeltaEvent, ToolStartedEvent
+
+        if isinstance(event, ReasoningSummaryDeltaEvent):
+            key = (event.output_index, event.summary_index)
+            if key != self._open:
+                self.end_line()
+                self.stream.write(self.DIM if self.tty else self.PREFIX)
+                self._open = key
+            delta = event.delta if self.tty else event.delta.replace("\n", "\n" + self.PREFIX)
+            self.stream.write(delta)
+            self.stream.flush()
+        elif isinstance(event, ToolStartedEvent):
+            self.end_line()
+            print(f"[tool {event.call.tool} started]", file=self.stream, flush=True)
+        elif self._open is not None and not type(event).__name__.startswith("Reasoning"):
+            self.end_line()
 
 
 def _store(args: argparse.Namespace, location: str | None = None) -> Any:

@@ -30,6 +30,7 @@ from turnwire._memo import RenderMemo
 from turnwire._plugins import build_plugin_manager
 from turnwire._relay import HOOK, StagePlan
 from turnwire._secret import envelope_secret
+from turnwire.client.slots import ResponseAccumulator
 from turnwire.context import Endpoint, EnvelopeNonce, MediaPolicy, RenderOptions
 from turnwire.settings import Settings, default_config_path, load_settings
 
@@ -164,6 +165,13 @@ class Container(containers.DeclarativeContainer):
         settings,
     )
     envelope_nonce = providers.Singleton(_envelope_nonce, settings)
+
+    # ---------------------------------------------------------------- client seams
+    # The output-slot state machine, as a factory: the client calls it once per streamed
+    # response for a fresh accumulator (``feed(events) -> list[Generation]``, ``close() ->
+    # Generation | None``, ``partial() -> Generation``). Override it with a subclass or any
+    # object of that shape: ``overriding(container.response_accumulator, MyAccumulator)``.
+    response_accumulator = providers.Object(ResponseAccumulator)
 
     # ---------------------------------------------------------------- render stages
     render_untrusted_content = providers.Object(HOOK)

@@ -398,7 +398,9 @@ class StreamStalledError(ClientError):
 
 
 class InvalidToolCallArgs(TurnwireError):
-    """The model's tool arguments are not a JSON object. Never raised: see the module tree."""
+    """The model's tool arguments are not a JSON object, or do not match the tool's
+    ``parameters`` schema (the message names the field: ``$.city: expected string``). Never
+    raised: see the module tree."""
 
     code = "E_OPENAI_RESPONSES_INVALID_TOOL_CALL_ARGS"
     status = 422

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from turnwire._relay import StageRelay
+    from turnwire.client.progress import ProgressEvent
     from turnwire.client.slots import Generation
     from turnwire.client.text_calls import TextToolCalls
     from turnwire.context import (
@@ -472,6 +473,24 @@ def on_raw_generation(generation: Generation, model: str) -> None:
     """
 
 
+@hookspec
+def on_stream_event(event: ProgressEvent, model: str) -> None:
+    """Observe a run's progress: deltas, finished items and responses, tool calls.
+
+    :param event: one :mod:`turnwire.client.progress` event (``text.delta``,
+        ``refusal.delta``, ``reasoning_summary.delta``, ``reasoning_text.delta``,
+        ``tool_arguments.delta``, ``item.done``, ``response.done`` with the usage,
+        ``tool.started``, ``tool.finished``).
+    :param model: the model of the run.
+    :returns: nothing; the return value is ignored.
+
+    Calls every implementation (collect-all). Runs once per event, in the order things
+    happen, alongside the ``on_event=`` callback of ``run``. An observer that raises is logged
+    (kind ``observer-error``) and never fails the turn.
+    Default: none; turnwire registers no observer.
+    """
+
+
 @hookspec(firstresult=True)
 def filter_tool_call_id(tool_call_id: str, existing_ids: frozenset[str]) -> str | None:
     """Choose the id under which a new tool call is stored.
@@ -505,6 +524,7 @@ def parse_text_tool_calls(text: str, tools: Sequence[Tool]) -> TextToolCalls | N
 CLIENT_HOOKS: tuple[str, ...] = (
     "on_prompt_assembled",
     "on_raw_generation",
+    "on_stream_event",
     "filter_tool_call_id",
     "parse_text_tool_calls",
 )

@@ -291,6 +291,11 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "max_iterations": "The most requests one run sends while the model keeps calling tools.",
         "strict_tool_choice": "Fail, instead of warning, when `request.tool_choice` "
         "forces a tool the thread hides or does not have.",
+        "telemetry": "OpenTelemetry spans of each run, request and tool call (GenAI "
+        "semantic conventions), when `opentelemetry-api` is installed (`turnwire[otel]`) "
+        "and the application configured a tracer provider.",
+        "telemetry_content": "Put content in the spans too (tool arguments and results, the "
+        "answer text); off by default, since content may be personal data.",
     },
     "RetrySettings": {
         "max_retries": "Retries after the first attempt.",

@@ -166,6 +166,8 @@ class ClientSettings(_Section, frozen=True, kw_only=True):
     retry: RetrySettings = msgspec.field(default_factory=RetrySettings)
     max_iterations: Annotated[int, msgspec.Meta(ge=1)] = 8
     strict_tool_choice: bool = False
+    telemetry: bool = True
+    telemetry_content: bool = False
 
 
 class ContextSettings(_Section, frozen=True, kw_only=True):

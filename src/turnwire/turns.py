@@ -24,6 +24,7 @@ import msgspec
 
 from turnwire.errors import FileNotAllowedError, RenderError
 from turnwire.model import Artifact, Media, Message, Thought, Thread, ToolCall
+from turnwire.usage import GenerationStats, Usage
 
 if TYPE_CHECKING:
     from turnwire.settings import FileSettings
@@ -93,7 +94,8 @@ class Turn(
     """One stored step of a conversation.
 
     :ivar model: the model that produced an assistant turn.
-    :ivar usage: the response's usage, on the last turn of a run.
+    :ivar usage: what the turn cost: a run's turns each hold the summed usage of the
+        generations that produced them (see :meth:`TurnBuilder.build_assistant_turns`).
     :ivar request_fingerprint: the fingerprint of the request prefix the run was sent with.
     """
 
@@ -116,6 +118,59 @@ def _pointer_only(media: Media) -> Media | None:
     if media.path is None:
         return None
     return msgspec.structs.replace(media, data=None) if media.data is not None else media
+
+
+def _closing_messages(records: Sequence[Message | Thought | ToolCall]) -> set[int]:
+    """The indices of the messages that end a step: those no tool call follows before the
+    next message (or the end)."""
+    closing: set[int] = set()
+    call_follows = False
+    for index in range(len(records) - 1, -1, -1):
+        record = records[index]
+        if isinstance(record, ToolCall):
+            call_follows = True
+        elif isinstance(record, Message):
+            if not call_follows:
+                closing.add(index)
+            call_follows = False
+    return closing
+
+
+def _part_id(part: Part) -> str | None:
+    if isinstance(part, MessagePart):
+        return part.message.id
+    if isinstance(part, ThoughtPart):
+        return part.thought.id
+    if isinstance(part, ToolCallPart):
+        return part.call.id
+    return None
+
+
+def _with_generation_usage(turns: list[Turn], generations: Sequence[GenerationStats]) -> list[Turn]:
+    """Each turn with the summed usage of the generations whose records it holds."""
+    held: list[list[GenerationStats]] = [[] for _ in turns]
+    for stats in generations:
+        ids = set(stats.record_ids)
+        owners = [
+            index
+            for index, turn in enumerate(turns)
+            if any(_part_id(part) in ids for part in turn.parts)
+        ] or [len(turns) - 1]
+        held[owners[0]].append(stats)
+    updated = []
+    for turn, owned in zip(turns, held, strict=True):
+        total = Usage.sum(stats.usage for stats in owned)
+        if total is None:
+            updated.append(turn)
+            continue
+        usage: dict[str, Any] = {
+            "provider": owned[-1].provider,
+            "model": owned[-1].model,
+            **msgspec.to_builtins(total),
+            "generations": len(owned),
+        }
+        updated.append(msgspec.structs.replace(turn, usage=usage))
+    return updated
 
 
 class TurnBuilder:
@@ -156,14 +211,22 @@ class TurnBuilder:
         usage: dict[str, Any] | None = None,
         request_fingerprint: str | None = None,
         without_final_answer: bool = False,
+        generations: Sequence[GenerationStats] = (),
     ) -> list[Turn]:
-        """A run's records as assistant turns: one per answer message, in order.
+        """A run's records as assistant turns: one per answer, in order.
 
-        Reasoning and tool calls accumulate until the message that ends the step; what
-        follows the last message (calls recorded with ``--once``) is a last turn of its own.
-        Every turn gets the model; the last one gets the usage. Inline file bytes are dropped
-        (pointers kept), and a record left without anything to store is dropped. With
-        ``without_final_answer`` (a blocked answer), the final message is not stored.
+        Reasoning, tool calls and the messages that come with calls accumulate until the
+        message that ends the step: a message followed by a tool call before the next message
+        (text that comes with calls, ``--once`` included) does not end it, so an answer with
+        pending calls is one turn. Every turn gets the model; the last one gets the usage.
+        Inline file bytes are dropped (pointers kept), and a record left without anything to
+        store is dropped. With ``without_final_answer`` (a blocked answer), the final message
+        is not stored.
+
+        With ``generations`` (the run's :class:`~turnwire.usage.GenerationStats`), each turn's
+        usage is instead the summed :class:`~turnwire.usage.Usage` of the generations whose
+        records it holds (a generation that left no stored record counts on the last turn),
+        stored as a mapping with ``provider``, ``model`` and ``generations`` (how many).
         """
         records = list(run_records)
         if without_final_answer:
@@ -171,11 +234,45 @@ class TurnBuilder:
             if last is not None:
                 del records[last]
         turns = self._steps(records, model, lossless=False)
+        if turns and generations:
+            turns = _with_generation_usage(turns, generations)
+            usage = turns[-1].usage
         if turns:
             last_turn = turns[-1]
             turns[-1] = msgspec.structs.replace(
                 last_turn, usage=usage, request_fingerprint=request_fingerprint
             )
+        return turns
+
+    def build_run_turns(
+        self,
+        *,
+        question: Turn | None,
+        resolved: Sequence[ToolCall],
+        records: Iterable[Message | Thought | ToolCall],
+        model: str | None,
+        usage: dict[str, Any] | None = None,
+        request_fingerprint: str | None = None,
+        generations: Sequence[GenerationStats] = (),
+    ) -> list[Turn]:
+        """Every turn one run adds to a stored thread, in order: the user's ``question``
+        (if any), one turn holding the calls a ``--once`` left pending that this run
+        ``resolved`` (it supersedes their pending copies, see :meth:`to_messages`), then the
+        run's own ``records`` (in timeline order) as :meth:`build_assistant_turns`."""
+        turns = [question] if question is not None else []
+        if resolved:
+            parts: tuple[Part, ...] = tuple(ToolCallPart(call=call) for call in resolved)
+            turns.append(
+                Turn(id=self.new_id(), role="assistant", created_at=self.clock(), parts=parts)
+            )
+        ordered = sorted(records, key=lambda record: (record.created_at, record.seq))
+        turns += self.build_assistant_turns(
+            ordered,
+            model=model,
+            usage=usage,
+            request_fingerprint=request_fingerprint,
+            generations=generations,
+        )
         return turns
 
     def _assistant(self, parts: list[Part], created: datetime, model: str | None) -> Turn:
@@ -194,13 +291,15 @@ class TurnBuilder:
         turns: list[Turn] = []
         pending: list[Part] = []
         last: Message | Thought | ToolCall | None = None
-        for record in records:
+        records = list(records)
+        closing = _closing_messages(records)
+        for index, record in enumerate(records):
             part = self._record_part(record) if lossless else self._part(record)
             if part is None:
                 continue
             pending.append(part)
             last = record
-            if isinstance(record, Message):
+            if index in closing:
                 turns.append(self._assistant(pending, record.created_at, model))
                 pending = []
         if pending and last is not None:

@@ -441,6 +441,11 @@ def test_tool_calls_run_and_loop_until_the_model_answers(thread_file):
         ({"get_capital": lambda **kw: 1 / 0}, None, "Tool get_capital failed: ZeroDivisionError"),
         (None, '{"city": ', 'Tool arguments are not valid JSON. Raw value: {"city": '),
         (None, '["Paris"]', "Tool arguments must be a JSON object; received array."),
+        (
+            None,
+            '{"country": 5}',
+            "Tool arguments do not match the parameters of get_capital: $.country: expected string",
+        ),
     ],
 )
 def test_tool_failures_become_error_results_the_model_sees(
@@ -462,6 +467,112 @@ def test_tool_failures_become_error_results_the_model_sees(
     call = result.records.tool_calls[0]
     assert call.is_error and call.result.text.startswith(expected)
     assert expected in server.requests[1].json["input"][-1]["output"]
+
+
+def test_arguments_that_break_the_schema_never_reach_the_handler(thread_file):
+    ran: list[dict] = []
+    stream = CALL.replace(b'{\\"country\\":\\"France\\"}', b'{\\"country\\":[\\"France\\"]}')
+    assert stream != CALL
+    with ScriptedServer([Reply.sse(stream), Reply.sse(AFTER_CALL)]) as server:
+        result = run(server, thread_file, handlers={"get_capital": lambda **kw: ran.append(kw)})
+    assert ran == []
+    call = result.records.tool_calls[0]
+    assert call.is_error and call.args == {"country": ["France"]}
+    assert "$.country: expected string" in server.requests[1].json["input"][-1]["output"]
+
+
+def _tiny_png() -> bytes:
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)  # 1x1, 8-bit RGB
+    pixels = zlib.compress(b"\x00\xff\x00\x00")  # filter byte, one red pixel
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+    )
+
+
+def test_a_handler_that_returns_an_image_sends_it_as_input_image_next(thread_file):
+    import base64
+
+    png = _tiny_png()
+
+    def chart(**kw):
+        return turnwire.Media(id="chart", kind="image", mime_type="image/png", data=png)
+
+    with ScriptedServer([Reply.sse(CALL), Reply.sse(AFTER_CALL)]) as server:
+        result = run(server, thread_file, handlers={"get_capital": chart})
+    call = result.records.tool_calls[0]
+    assert not call.is_error and call.result.media[0].data == png
+    output = server.requests[1].json["input"][-1]["output"]
+    images = [part for part in output if part.get("type") == "input_image"]
+    assert [part["image_url"] for part in images] == [
+        "data:image/png;base64," + base64.b64encode(png).decode()
+    ]
+    assert turnwire.load_thread(thread_file).tool_calls[0].result.media[0].data == png
+
+
+def test_a_handler_may_return_several_media_or_an_artifact(thread_file):
+    pdf = turnwire.Media(id="doc", kind="document", mime_type="application/pdf", data=b"%PDF-1.4")
+    png = turnwire.Media(id="img", kind="image", mime_type="image/png", data=_tiny_png())
+    with ScriptedServer([Reply.sse(CALL), Reply.sse(AFTER_CALL)]) as server:
+        result = run(server, thread_file, handlers={"get_capital": lambda **kw: [png, pdf]})
+    assert [m.id for m in result.records.tool_calls[0].result.media] == ["img", "doc"]
+    kinds = [p.get("type") for p in server.requests[1].json["input"][-1]["output"]]
+    assert "input_image" in kinds and "input_file" in kinds
+    artifact = turnwire.Artifact(text="a long report\n" * 500)
+    thread_file.write_text(THREAD)
+    with ScriptedServer([Reply.sse(CALL), Reply.sse(AFTER_CALL)]) as server:
+        result = run(server, thread_file, handlers={"get_capital": lambda **kw: artifact})
+    assert result.records.tool_calls[0].result.artifact == artifact
+    assert 'kind="artifact-handle"' in server.requests[1].json["input"][-1]["output"]
+
+
+def test_a_media_result_pointing_outside_the_roots_is_an_error_result(thread_file, tmp_path):
+    outside = tmp_path.parent / "elsewhere.png"
+    pointer = turnwire.Media(id="p", kind="image", mime_type="image/png", path=str(outside))
+    with ScriptedServer([Reply.sse(CALL), Reply.sse(AFTER_CALL)]) as server:
+        result = run(server, thread_file, handlers={"get_capital": lambda **kw: pointer})
+    call = result.records.tool_calls[0]
+    assert call.is_error and "leads outside the allowed roots" in call.result.text
+    assert len(server.requests) == 2  # the run went on; the model read the error
+
+
+def test_media_over_the_result_limit_are_an_error_result(thread_file):
+    big = turnwire.Media(id="big", kind="image", mime_type="image/png", data=b"x" * 2048)
+    settings = {"tools": {"max_result_bytes": 1024}}
+    with ScriptedServer([Reply.sse(CALL), Reply.sse(AFTER_CALL)]) as server:
+        result = run(
+            server, thread_file, settings=settings, handlers={"get_capital": lambda **kw: big}
+        )
+    call = result.records.tool_calls[0]
+    assert call.is_error and "its media are over 1024 bytes" in call.result.text
+
+
+def test_usage_per_generation_and_for_the_run(thread_file):
+    cached = CALL.replace(b'"cached_tokens":0', b'"cached_tokens":200')
+    assert cached != CALL
+    with ScriptedServer([Reply.sse(cached), Reply.sse(AFTER_CALL)]) as server:
+        result = run(server, thread_file)
+    first, second = result.generations
+    assert (first.provider, first.model, first.finish_reason) == (
+        "openai_responses",
+        "gpt-4o-2024-08-06",
+        "tool_calls",
+    )
+    assert second.finish_reason == "stop"
+    assert (first.usage.input_tokens, first.usage.cached_tokens) == (255, 200)
+    assert (first.usage.prompt_tokens, first.usage.completion_tokens) == (55, 16)
+    assert first.usage.total_tokens == 271
+    assert first.record_ids == (result.records.tool_calls[0].id,)
+    assert second.record_ids == (result.records.messages[0].id,)
+    assert result.usage.prompt_tokens == 55 + 278
+    assert result.usage.completion_tokens == 16 + 9
+    assert result.usage.total_tokens == 271 + 287
 
 
 def test_an_unknown_tool_lists_the_available_ones(tmp_path):

@@ -51,6 +51,13 @@ def test_run_once_json_prints_records_that_match_the_terminal_response(tmp_path,
     assert printed["response"]["id"] == response["id"]
     assert printed["response"]["status"] == response["status"]
     assert printed["response"]["usage"] == response["usage"]
+    (generation,) = printed["usage"]["generations"]
+    raw = response["usage"]
+    cached = raw["input_tokens_details"]["cached_tokens"]
+    assert generation["usage"]["prompt_tokens"] == raw["input_tokens"] - cached
+    assert generation["usage"]["completion_tokens"] == raw["output_tokens"]
+    assert generation["response_id"] == response["id"]
+    assert printed["usage"]["total"] == generation["usage"]
     records = printed["records"]
     messages = [o for o in response["output"] if o["type"] == "message"]
     texts = [

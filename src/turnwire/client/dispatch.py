@@ -25,6 +25,14 @@ from typing import Any
 
 import msgspec
 
+from turnwire.client.progress import (
+    ItemDoneEvent,
+    ProgressEvent,
+    ResponseDoneEvent,
+    ToolFinishedEvent,
+    ToolStartedEvent,
+    from_wire,
+)
 from turnwire.client.slots import (
     Generation,
     MessageOutput,
@@ -34,6 +42,7 @@ from turnwire.client.slots import (
     generation_from_response,
 )
 from turnwire.client.sse import SSEDecoder
+from turnwire.client.telemetry import Telemetry
 from turnwire.client.text_calls import TextToolCalls, apply_text_tool_calls
 from turnwire.client.tools import ToolExecutor, artifact_tools, parse_arguments
 from turnwire.client.transport import RetryPolicy, Transport
@@ -57,6 +66,7 @@ from turnwire.model import (
     ToolResult,
 )
 from turnwire.turns import ContextAssembler, file_roots
+from turnwire.usage import GenerationStats, Usage
 from turnwire.wire import FunctionCall, OutputMessage, ReasoningItem, ReasoningText, SummaryText
 from turnwire.wire.events import TextDelta, decode_event
 
@@ -121,6 +131,10 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     """Tool calls recorded earlier without a result (``--once``) that this run ran first."""
     request_fingerprint: str | None = None
     """The fingerprint of the last request's prefix (what a later replay is checked against)."""
+    generations: tuple[GenerationStats, ...] = ()
+    """Each response of the run, in order: provider, model, finish reason, usage."""
+    usage: Usage | None = None
+    """The run's total: every generation's usage summed (``None`` when none reported any)."""
 
 
 def finish_reason(generation: Generation) -> str:
@@ -168,6 +182,8 @@ class Client:
         to ``$OPENAI_PROJECT_ID``).
     :param handlers: tool name → callable, instead of importing the tools' ``handler`` paths.
     :param clock: returns "now" for record timestamps (tests inject a fixed one).
+    :param tracer_provider: the OpenTelemetry tracer provider for this client's spans
+        (default: the global one; see :mod:`turnwire.client.telemetry`).
     """
 
     def __init__(
@@ -181,6 +197,7 @@ class Client:
         project: str | None = None,
         handlers: Mapping[str, Callable[..., Any]] | None = None,
         clock: Callable[[], datetime] = _now,
+        tracer_provider: Any = None,
         **transport_options: Any,
     ) -> None:
         self.container = container
@@ -214,12 +231,21 @@ class Client:
             )
         self.transport = transport
         self.executor = ToolExecutor.from_settings(self.settings, handlers=handlers)
+        self.telemetry = Telemetry(
+            enabled=client.telemetry,
+            capture_content=client.telemetry_content,
+            base_url=transport.url,
+            tracer_provider=tracer_provider,
+        )
+        self._tracer_provider = tracer_provider
         self.clock = clock
         self.plugin_manager = container.plugin_manager()
         self.requests = 0
         self._handlers = dict(handlers or {})
         self._last_rendered: Any = None
         self._render_context: dict[str, str] = {}
+        self._on_event: Callable[[ProgressEvent], None] | None = None
+        self._event_model = ""
         self._transport_options = transport_options
         self._credentials = (base_url, api_key, organization, project)
 
@@ -271,6 +297,7 @@ class Client:
             project=project,
             handlers=self._handlers,
             clock=self.clock,
+            tracer_provider=self._tracer_provider,
             **options,
         )
 
@@ -298,6 +325,7 @@ class Client:
         overrides: Mapping[str, Any] | None = None,
         render_context: Mapping[str, str] | None = None,
         roots: Iterable[str | os.PathLike[str]] | None = None,
+        on_event: Callable[[ProgressEvent], None] | None = None,
     ) -> RunResult:
         """Send the thread, stream the answer, run tools and loop; return the extended thread.
 
@@ -313,6 +341,8 @@ class Client:
         :param render_context: values stages may ask for by name, for every request of this
             run (see :func:`turnwire.render`).
         :param roots: where file pointers may lead (default ``files.roots``, else nowhere).
+        :param on_event: called with each progress event (:mod:`turnwire.client.progress`),
+            as the ``on_stream_event`` hook is; one that raises is logged, never fatal.
         """
         if overrides:
             return await self.with_overrides(overrides).run(
@@ -323,11 +353,31 @@ class Client:
                 on_tool_result=on_tool_result,
                 render_context=render_context,
                 roots=roots,
+                on_event=on_event,
             )
+        with self.telemetry.run(model or thread.model) as span:
+            result = await self._run_loop(
+                thread, model, once, on_text, on_tool_result, render_context, roots, on_event
+            )
+            self.telemetry.finished(span, result.generations, result.usage)
+            return result
+
+    async def _run_loop(
+        self,
+        thread: Thread,
+        model: str | None,
+        once: bool,
+        on_text: Callable[[str], None] | None,
+        on_tool_result: Callable[[ToolCall], None] | None,
+        render_context: Mapping[str, str] | None,
+        roots: Iterable[str | os.PathLike[str]] | None,
+        on_event: Callable[[ProgressEvent], None] | None,
+    ) -> RunResult:
         self._render_context = dict(render_context or {})
         from turnwire.api import resolve_model
 
         resolved = resolve_model(thread, self.container, model)
+        self._on_event, self._event_model = on_event, resolved
         allowed = file_roots(roots, self.settings.files)
         files = ContextAssembler.from_settings(self.settings.files, allowed)
         # The thread's own faults first, then the deployment's; all before anything runs.
@@ -343,11 +393,23 @@ class Client:
             ran_pending = tuple(c for c in thread.tool_calls[:start_calls] if c.id in pending)
         iterations = 0
         generation: Generation | None = None
+        stats: list[GenerationStats] = []
         while True:
             iterations += 1
             generation = await self._iteration(thread, resolved, on_text, allowed)
             generation = apply_text_tool_calls(generation, self._text_call_parser(thread))
+            before = _record_counts(thread)
             thread, calls = self._record(thread, generation)
+            stats.append(self._stats(generation, resolved, thread, before))
+            self._emit(
+                ResponseDoneEvent(
+                    response_id=generation.response_id,
+                    status=generation.status,
+                    model=stats[-1].model,
+                    finish_reason=stats[-1].finish_reason,
+                    usage=stats[-1].usage,
+                )
+            )
             self._observe("on_raw_generation", generation=generation, model=resolved)
             runnable = [call for call in calls if call.result is None]
             if runnable and not once:
@@ -383,6 +445,26 @@ class Client:
             requests=self.requests,
             resolved=ran_pending,
             request_fingerprint=self._request_fingerprint(resolved),
+            generations=tuple(stats),
+            usage=Usage.sum(s.usage for s in stats),
+        )
+
+    @staticmethod
+    def _stats(
+        generation: Generation, model: str, thread: Thread, before: tuple[int, int, int]
+    ) -> GenerationStats:
+        messages, thoughts, calls = before
+        added: tuple[Message | Thought | ToolCall, ...] = (
+            *thread.messages[messages:],
+            *thread.thoughts[thoughts:],
+            *thread.tool_calls[calls:],
+        )
+        return GenerationStats(
+            model=generation.model or model,
+            response_id=generation.response_id,
+            finish_reason=finish_reason(generation),
+            usage=Usage.from_api(generation.usage),
+            record_ids=tuple(record.id for record in added),
         )
 
     def _fingerprinter(self, model: str) -> Callable[..., Any]:
@@ -504,6 +586,15 @@ class Client:
         stream = rendered.request.stream
         self._observe("on_prompt_assembled", body=body, model=model, attempt_kind=attempt_kind)
         self.requests += 1
+        with self.telemetry.request(model) as span:
+            generation = await self._answer(body, stream, on_text)
+            self.telemetry.answered(span, generation, finish_reason(generation))
+            _raise_unless_answered(generation)
+        return generation
+
+    async def _answer(
+        self, body: bytes, stream: bool, on_text: Callable[[str], None] | None
+    ) -> Generation:
         async with self.transport.exchange(body, stream=stream) as answer:
             if stream and answer.is_event_stream:
                 generation = await self._read_stream(answer.chunks, on_text)
@@ -514,11 +605,19 @@ class Client:
                 except msgspec.DecodeError as err:
                     raise StreamError(f"the answer is not a response object: {err}") from err
                 generation = generation_from_response(decoded)
-        _raise_unless_answered(generation)
+                for output in generation.outputs:
+                    self._emit(
+                        ItemDoneEvent(
+                            output_index=output.output_index,
+                            item_type=_ITEM_TYPES[type(output)],
+                            item_id=output.item_id,
+                        )
+                    )
         return generation
 
     async def _read_stream(self, chunks: Any, on_text: Callable[[str], None] | None) -> Generation:
-        decoder, accumulator = SSEDecoder(), ResponseAccumulator()
+        decoder = SSEDecoder()
+        accumulator: ResponseAccumulator = self.container.response_accumulator()()
         malformed = 0
         finished: list[Generation] = []
 
@@ -542,6 +641,10 @@ class Client:
                     on_text(event.delta)
                 events.append(event)
             finished.extend(accumulator.feed(events))
+            for event in events:
+                progress = from_wire(event)
+                if progress is not None:
+                    self._emit(progress)
 
         reader = aiter(chunks)
         while True:
@@ -765,8 +868,12 @@ class Client:
     ) -> Thread:
         done: dict[str, ToolCall] = {}
         for call in calls:
-            finished = await self.executor.execute(call, thread, files=files)
+            self._emit(ToolStartedEvent(call=call))
+            with self.telemetry.tool(call) as span:
+                finished = await self.executor.execute(call, thread, files=files)
+                self.telemetry.ran(span, finished)
             done[call.id] = finished
+            self._emit(ToolFinishedEvent(call=finished))
             if on_tool_result is not None:
                 on_tool_result(finished)
         tool_calls = tuple(done.get(c.id, c) if c.result is None else c for c in thread.tool_calls)
@@ -790,6 +897,18 @@ class Client:
             return found if isinstance(found, TextToolCalls) else None
 
         return parse
+
+    def _emit(self, event: ProgressEvent) -> None:
+        """Report ``event`` to the run's ``on_event`` and the ``on_stream_event`` hook."""
+        if self._on_event is not None:
+            try:
+                self._on_event(event)
+            except Exception:
+                logger.exception(
+                    "the on_event callback raised; the turn goes on",
+                    extra={"kind": "observer-error"},
+                )
+        self._observe("on_stream_event", event=event, model=self._event_model)
 
     def _hook(self, name: str, **kwargs: Any) -> Any:
         return getattr(self.plugin_manager.hook, name)(**kwargs)
@@ -833,6 +952,10 @@ class Client:
             )
 
 
+def _record_counts(thread: Thread) -> tuple[int, int, int]:
+    return len(thread.messages), len(thread.thoughts), len(thread.tool_calls)
+
+
 def _check_records(kind: str, records: Iterable[Message | Thought | ToolCall]) -> None:
     """Each new record through the thread-file schema, strictly, before it joins the thread:
     a value the file could not hold later is refused now, naming where it sits."""
@@ -848,6 +971,12 @@ def _check_records(kind: str, records: Iterable[Message | Thought | ToolCall]) -
                 field=path,
             ) from err
 
+
+_ITEM_TYPES = {
+    MessageOutput: "message",
+    ReasoningOutput: "reasoning",
+    ToolCallOutput: "function_call",
+}
 
 _ANSWERLESS = {"failed": "failed", "cancelled": "was cancelled"}
 

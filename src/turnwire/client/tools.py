@@ -8,11 +8,19 @@ group, and last the thread's own ``handler:``, only when it matches a glob patte
 names). :meth:`ToolExecutor.check` refuses a thread whose ``handler:`` is not allowed, before
 any request is sent (:class:`~turnwire.errors.HandlerNotAllowedError`).
 
+Before a handler runs, the call's arguments are checked against the tool's ``parameters``
+(JSON Schema, Draft 2020-12; see :mod:`turnwire.client._arguments`): a mismatch is an error
+result naming the field (``$.city: expected string``) and the handler does not run.
+
 At run time nothing here raises (``KeyboardInterrupt`` aside): bad arguments, unknown tools, a
 tool with no registered handler (the model may call a name the thread never declared),
 exceptions, ``SystemExit`` included, a handler that runs past ``tools.timeout_s`` and a result
 that cannot be serialised all become error results the model reads on the next iteration.
-Results up to ``render.tool_result_inline_max_bytes`` are stored as text, larger ones as
+A handler returns text, any JSON-serialisable value, a :class:`~turnwire.model.Media` (or a
+non-empty list of them: stored as a media result, rendered as ``input_image`` /
+``input_file``) or an :class:`~turnwire.model.Artifact` (stored as it is, shown inline or as a
+handle by the renderer's rule). Text results up to ``render.tool_result_inline_max_bytes`` are
+stored as text, larger ones as
 artifacts (shown as handles, read with the ``artifact_*`` tools); no answer, the artifact
 tools' included, may pass ``tools.max_result_bytes``.
 
@@ -42,13 +50,14 @@ import msgspec
 import re2
 
 from turnwire._redact import redact
+from turnwire.client._arguments import ArgumentChecker
 from turnwire.errors import (
     FileNotAllowedError,
     HandlerNotAllowedError,
     InvalidToolCallArgs,
     RenderError,
 )
-from turnwire.model import Artifact, Thread, Tool, ToolCall, ToolResult
+from turnwire.model import Artifact, Media, Thread, Tool, ToolCall, ToolResult
 from turnwire.stages.artifacts import ARTIFACT_TOOLS
 from turnwire.turns import ContextAssembler, located_pointers
 
@@ -293,6 +302,7 @@ class ToolExecutor:
         self.timeout_s = timeout_s
         self.max_result_bytes = max_result_bytes
         self._imported: dict[str, Callable[..., Any]] = {}
+        self._arguments = ArgumentChecker()
         self._entry_points: dict[str, metadata.EntryPoint] | None = None
 
     @classmethod
@@ -438,6 +448,9 @@ class ToolExecutor:
             return self._done(call, f"Tool {name} cannot run: {err}", True)
         except Exception as err:  # an entry point or module that fails while it loads
             return self._done(call, f"Tool {name} cannot run: {_describe(err)}", True)
+        invalid = self._arguments.check(name, tool.parameters, call.args)
+        if invalid is not None:
+            return self._done(call, invalid, True)
         try:
             value = await self._invoke(handler, call.args)
         except _TimedOut:
@@ -459,6 +472,9 @@ class ToolExecutor:
             return self._done(call, f"Tool {name} failed: it was cancelled", True)
         except BaseException as err:  # SystemExit too: a handler never ends the process
             return self._done(call, redact(f"Tool {name} failed: {_describe(err)}"), True)
+        special = self._structured(call, name, value, files or ContextAssembler())
+        if special is not None:
+            return special
         try:
             text = _as_text(value)
         except _Unserialisable as err:
@@ -473,6 +489,52 @@ class ToolExecutor:
                 True,
             )
         return self._done(call, text, False)
+
+    def _structured(
+        self, call: ToolCall, name: str, value: Any, files: ContextAssembler
+    ) -> ToolCall | None:
+        """``call`` answered with a handler's :class:`Media` (one, or a non-empty list or
+        tuple of them) or :class:`Artifact`; ``None`` for any other value (text or JSON).
+
+        A file pointer in the result must lead inside the run's roots, as the thread's own
+        do: otherwise the call is an error result, rather than a failure of the next render.
+        """
+        pointers = [
+            (f"result.media[{i}].path", v.path)
+            for i, v in enumerate(value if isinstance(value, list | tuple) else [value])
+            if isinstance(v, Media | Artifact) and v.path is not None
+        ]
+        for where, path in pointers:
+            try:
+                files.resolve(path, where=where)
+            except FileNotAllowedError as err:
+                return self._done(call, f"Tool {name} failed: {err}", True)
+        media: tuple[Media, ...] | None = None
+        if isinstance(value, Media):
+            media = (value,)
+        elif isinstance(value, list | tuple) and value and all(isinstance(v, Media) for v in value):
+            media = tuple(value)
+        if media is not None:
+            size = sum(len(m.data or b"") for m in media)
+            if size > self.max_result_bytes:
+                return self._done(
+                    call,
+                    f"Tool {name} failed: its media are over {self.max_result_bytes} bytes "
+                    "(tools.max_result_bytes)",
+                    True,
+                )
+            return msgspec.structs.replace(call, result=ToolResult(media=media), is_error=False)
+        if isinstance(value, Artifact):
+            size = len((value.text or "").encode("utf-8", "surrogatepass"))
+            if size > self.max_result_bytes:
+                return self._done(
+                    call,
+                    f"Tool {name} failed: its artifact is over {self.max_result_bytes} bytes "
+                    "(tools.max_result_bytes)",
+                    True,
+                )
+            return msgspec.structs.replace(call, result=ToolResult(artifact=value), is_error=False)
+        return None
 
     async def _invoke(self, handler: Callable[..., Any], args: dict[str, Any]) -> Any:
         """Call ``handler``: a coroutine function on the loop, anything else in a thread,

@@ -1,0 +1,183 @@
+"""Progress events: the on_event callback and the on_stream_event hook, over a real server."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+
+import msgspec
+import yaml
+
+import turnwire
+from turnwire import hookimpl
+from turnwire.cli import _Progress
+from turnwire.client.progress import (
+    ItemDoneEvent,
+    ReasoningSummaryDeltaEvent,
+    RefusalDeltaEvent,
+    ResponseDoneEvent,
+    TextDeltaEvent,
+    ToolArgumentsDeltaEvent,
+    ToolFinishedEvent,
+    ToolStartedEvent,
+)
+
+from ..conftest import make_container
+from .server import Reply, ScriptedServer, recorded
+from .test_dispatch import AFTER_CALL, CALL, THREAD
+from .test_run_cli import turnwire_run
+
+REASONING = recorded("reasoning_summary_multipart_text_o3-mini.sse")
+
+
+class Collector:
+    def __init__(self) -> None:
+        self.events: list[tuple[object, str]] = []
+
+    @hookimpl
+    def on_stream_event(self, event, model):
+        self.events.append((event, model))
+
+
+class Broken:
+    @hookimpl
+    def on_stream_event(self, event):
+        raise RuntimeError("observer bug")
+
+
+def _run(script, *, plugins=(), on_event=None, handlers=None):
+    container = make_container(extra_plugins=plugins)
+    with ScriptedServer(script) as server:
+        return turnwire.api.run(
+            turnwire.load_thread(yaml.safe_load(THREAD)),
+            container=container,
+            base_url=server.base_url,
+            handlers=handlers or {"get_capital": lambda country: f"Paris is in {country}"},
+            on_event=on_event,
+        )
+
+
+def test_reasoning_text_items_and_the_finished_response_are_reported_in_order():
+    seen: list[object] = []
+    collector = Collector()
+    result = _run([Reply.sse(REASONING)], plugins=[collector], on_event=seen.append)
+    assert [event for event, _ in collector.events] == seen
+    assert {model for _, model in collector.events} == {"gpt-4o"}
+    parts: dict[int, str] = {}
+    for e in seen:
+        if isinstance(e, ReasoningSummaryDeltaEvent):
+            parts[e.summary_index] = parts.get(e.summary_index, "") + e.delta
+    assert len(parts) > 1
+    assert "\n\n".join(parts[i] for i in sorted(parts)) == result.records.thoughts[0].content
+    text = "".join(e.delta for e in seen if isinstance(e, TextDeltaEvent))
+    assert text == result.records.messages[0].content
+    done = [e for e in seen if isinstance(e, ItemDoneEvent)]
+    assert [(e.item_type, e.item_id) for e in done] == [
+        ("reasoning", result.records.thoughts[0].id),
+        ("message", result.records.messages[0].id),
+    ]
+    (finished,) = [e for e in seen if isinstance(e, ResponseDoneEvent)]
+    assert seen[-1] is finished and finished.finish_reason == "stop"
+    assert finished.usage == result.usage and finished.usage.reasoning_tokens > 0
+    assert seen.index(done[0]) < seen.index(next(e for e in seen if isinstance(e, TextDeltaEvent)))
+
+
+def test_tool_arguments_stream_and_tools_start_and_finish():
+    seen: list[object] = []
+    result = _run([Reply.sse(CALL), Reply.sse(AFTER_CALL)], on_event=seen.append)
+    arguments = "".join(e.delta for e in seen if isinstance(e, ToolArgumentsDeltaEvent))
+    assert json.loads(arguments) == result.records.tool_calls[0].args
+    kinds = [type(e) for e in seen if not isinstance(e, TextDeltaEvent | ToolArgumentsDeltaEvent)]
+    assert kinds == [
+        ItemDoneEvent,
+        ResponseDoneEvent,
+        ToolStartedEvent,
+        ToolFinishedEvent,
+        ItemDoneEvent,
+        ResponseDoneEvent,
+    ]
+    started = next(e for e in seen if isinstance(e, ToolStartedEvent))
+    finished = next(e for e in seen if isinstance(e, ToolFinishedEvent))
+    assert started.call.result is None
+    assert finished.call.result.text == "Paris is in France"
+    assert [e.finish_reason for e in seen if isinstance(e, ResponseDoneEvent)] == [
+        "tool_calls",
+        "stop",
+    ]
+
+
+def _sse(*events: dict) -> bytes:
+    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+
+
+def test_refusals_are_reported_as_they_stream():
+    refusal = _sse(
+        {"type": "response.created", "response": {"id": "resp_1", "status": "in_progress"}},
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []},
+        },
+        {"type": "response.refusal.delta", "output_index": 0, "delta": "I can't "},
+        {"type": "response.refusal.delta", "output_index": 0, "delta": "help with that."},
+        {"type": "response.completed", "response": {"id": "resp_1", "status": "completed"}},
+    )
+    seen: list[object] = []
+    result = _run([Reply.sse(refusal)], on_event=seen.append)
+    deltas = [e.delta for e in seen if isinstance(e, RefusalDeltaEvent)]
+    assert "".join(deltas) == result.records.messages[0].content == "I can't help with that."
+
+
+def test_a_broken_observer_or_callback_never_fails_the_turn(caplog):
+    def explode(event):
+        raise ValueError("callback bug")
+
+    with caplog.at_level(logging.ERROR, logger="turnwire"):
+        result = _run([Reply.sse(REASONING)], plugins=[Broken()], on_event=explode)
+    assert result.response.finish_reason == "stop"
+    kinds = [r.kind for r in caplog.records]
+    assert kinds.count("observer-error") >= 2
+
+
+def test_events_encode_to_json_with_their_type():
+    event = ReasoningSummaryDeltaEvent(output_index=0, summary_index=1, delta="plan")
+    assert json.loads(msgspec.json.encode(event)) == {
+        "type": "reasoning_summary.delta",
+        "output_index": 0,
+        "summary_index": 1,
+        "delta": "plan",
+    }
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_cli_dims_reasoning_on_a_terminal_and_prefixes_it_elsewhere():
+    events = [
+        ReasoningSummaryDeltaEvent(output_index=0, delta="first\nsecond"),
+        ReasoningSummaryDeltaEvent(output_index=0, summary_index=1, delta="third"),
+        TextDeltaEvent(output_index=1, delta="Hi"),
+    ]
+    plain, terminal = io.StringIO(), _Terminal()
+    for stream in (plain, terminal):
+        show = _Progress(stream)
+        for event in events:
+            show(event)
+    assert plain.getvalue() == "[reasoning] first\n[reasoning] second\n[reasoning] third\n"
+    assert terminal.getvalue() == "\x1b[2mfirst\nsecond\x1b[0m\n\x1b[2mthird\x1b[0m\n"
+
+
+def test_turnwire_run_shows_reasoning_summaries_and_tool_progress_on_stderr(tmp_path):
+    thread = tmp_path / "t.yaml"
+    thread.write_text(THREAD.replace("gpt-4o", "gpt-5"))
+    with ScriptedServer([Reply.sse(REASONING)]) as server:
+        done = turnwire_run(thread, server.base_url)
+    assert done.returncode == 0, done.stderr
+    shown = [line for line in done.stderr.splitlines() if line.startswith("[reasoning] ")]
+    assert shown and "**" in shown[0]
+    with ScriptedServer([Reply.sse(CALL)]) as server:
+        done = turnwire_run(thread, server.base_url, "--once")
+    assert "[tool" not in done.stderr  # --once runs nothing

@@ -1,0 +1,84 @@
+"""OpenTelemetry spans of a run, its requests and its tool calls, in the in-memory exporter."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+import turnwire
+
+from ..conftest import make_container
+from .server import Reply, ScriptedServer
+from .test_dispatch import AFTER_CALL, CALL, THREAD
+
+sdk = pytest.importorskip("opentelemetry.sdk.trace")
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402
+    InMemorySpanExporter,
+)
+from opentelemetry.trace import SpanKind, StatusCode  # noqa: E402
+
+
+def _spans(settings=None, handlers=None, script=None):
+    exporter = InMemorySpanExporter()
+    provider = sdk.TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with ScriptedServer(script or [Reply.sse(CALL), Reply.sse(AFTER_CALL)]) as server:
+        result = turnwire.api.run(
+            turnwire.load_thread(yaml.safe_load(THREAD)),
+            container=make_container(settings),
+            base_url=server.base_url,
+            handlers=handlers or {"get_capital": lambda country: "Paris, secret"},
+            tracer_provider=provider,
+        )
+        port = server.port
+    return result, exporter.get_finished_spans(), port
+
+
+def test_one_span_per_run_per_request_and_per_tool_call():
+    result, spans, port = _spans()
+    names = [s.name for s in spans]
+    assert sorted(names) == sorted(
+        ["invoke_agent turnwire", "chat gpt-4o", "execute_tool get_capital", "chat gpt-4o"]
+    )
+    run = next(s for s in spans if s.name == "invoke_agent turnwire")
+    children = [s for s in spans if s is not run]
+    assert all(s.parent is not None and s.parent.span_id == run.context.span_id for s in children)
+    first, second = [s for s in spans if s.name.startswith("chat")]
+    assert first.kind is SpanKind.CLIENT
+    attributes = dict(first.attributes)
+    assert attributes["gen_ai.operation.name"] == "chat"
+    assert attributes["gen_ai.provider.name"] == "openai"
+    assert attributes["gen_ai.request.model"] == "gpt-4o"
+    assert attributes["gen_ai.response.model"] == "gpt-4o-2024-08-06"
+    assert attributes["gen_ai.response.id"] == result.generations[0].response_id
+    assert attributes["gen_ai.response.finish_reasons"] == ("tool_calls",)
+    assert attributes["gen_ai.usage.input_tokens"] == 255
+    assert attributes["gen_ai.usage.output_tokens"] == 16
+    assert attributes["server.address"] == "127.0.0.1" and attributes["server.port"] == port
+    assert dict(second.attributes)["gen_ai.response.finish_reasons"] == ("stop",)
+    tool = next(s for s in spans if s.name.startswith("execute_tool"))
+    assert dict(tool.attributes)["gen_ai.tool.call.id"] == result.records.tool_calls[0].id
+    assert dict(run.attributes)["gen_ai.usage.input_tokens"] == result.usage.input_tokens
+
+
+def test_no_content_in_spans_unless_configured():
+    _, spans, _ = _spans()
+    shown = [str(v) for s in spans for v in dict(s.attributes).values()]
+    assert not any("secret" in v or "France" in v for v in shown)
+    _, spans, _ = _spans({"client": {"telemetry_content": True}})
+    tool = next(s for s in spans if s.name.startswith("execute_tool"))
+    assert dict(tool.attributes)["gen_ai.tool.call.result"] == "Paris, secret"
+    assert "France" in dict(tool.attributes)["gen_ai.tool.call.arguments"]
+
+
+def test_a_failed_tool_call_marks_its_span_as_an_error():
+    _, spans, _ = _spans(handlers={"get_capital": lambda country: 1 / 0})
+    tool = next(s for s in spans if s.name.startswith("execute_tool"))
+    assert tool.status.status_code is StatusCode.ERROR
+    assert dict(tool.attributes)["error.type"] == "tool_error"
+
+
+def test_telemetry_off_makes_no_spans():
+    _, spans, _ = _spans({"client": {"telemetry": False}})
+    assert spans == ()
