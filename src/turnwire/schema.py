@@ -298,6 +298,9 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "answer text); off by default, since content may be personal data.",
     },
     "RetrySettings": {
+        "honor_retry_after": "Wait as long as the server's `retry-after-ms` / `retry-after` "
+        "asks (false: the backoff alone decides, and a server delay over "
+        "`max_retry_after_s` no longer stops the retries).",
         "max_retries": "Retries after the first attempt.",
         "initial_delay_s": "The first backoff delay, in seconds.",
         "max_delay_s": "The longest backoff delay, in seconds.",

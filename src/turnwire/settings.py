@@ -149,6 +149,7 @@ class RetrySettings(_Section, frozen=True, kw_only=True):
     max_delay_s: NonNegative = 8.0
     max_retry_after_s: NonNegative = 120.0
     statuses: tuple[Annotated[int, msgspec.Meta(ge=100, le=599)], ...] | None = None
+    honor_retry_after: bool = True
 
 
 class ClientSettings(_Section, frozen=True, kw_only=True):

@@ -105,6 +105,35 @@ def test_retry_after_ms_wins_over_retry_after(thread_file):
     assert sleeps == [1.5]
 
 
+def test_honor_retry_after_off_uses_the_backoff_alone(thread_file):
+    sleeps = Sleeps()
+    headers = {"retry-after": "900"}  # past max_retry_after_s: honoured, it stops the retries
+    script = [Reply.json(429, ERROR_400, headers=headers), Reply.sse(TEXT)]
+    with ScriptedServer(script) as s:
+        run(
+            s,
+            thread_file,
+            sleeps=sleeps,
+            settings={"client": {"retry": {"honor_retry_after": False}}},
+        )
+    assert sleeps == [0.5]
+    assert len(s.requests) == 2
+
+
+def test_stream_finalised_and_stream_error_log_kinds(thread_file, caplog):
+    with caplog.at_level(logging.DEBUG, logger="turnwire"):
+        with ScriptedServer([Reply.sse(TEXT)]) as s:
+            run(s, thread_file)
+    (done,) = [r for r in caplog.records if getattr(r, "kind", "") == "stream-finalised"]
+    assert (done.tool_call_count, done.saw_message, done.terminal_seen) == (0, True, True)
+    caplog.clear()
+    failed = recorded("error_then_failed_insufficient_quota_gpt-5-nano.jsonl")
+    with caplog.at_level(logging.DEBUG, logger="turnwire"):
+        with ScriptedServer([Reply.sse(failed)]) as s, pytest.raises(StreamError):
+            run(s, thread_file)
+    assert any(getattr(r, "kind", "") == "stream-error" for r in caplog.records)
+
+
 def test_server_errors_back_off_exponentially_then_succeed(thread_file):
     sleeps = Sleeps()
     script = [

@@ -226,6 +226,7 @@ class Client:
                     max_delay_s=retry.max_delay_s,
                     max_retry_after_s=retry.max_retry_after_s,
                     statuses=None if retry.statuses is None else frozenset(retry.statuses),
+                    honor_retry_after=retry.honor_retry_after,
                 ),
                 **transport_options,
             )
@@ -589,6 +590,17 @@ class Client:
         with self.telemetry.request(model) as span:
             generation = await self._answer(body, stream, on_text)
             self.telemetry.answered(span, generation, finish_reason(generation))
+            logger.debug(
+                "stream finalised: %d tool call(s), message=%s",
+                len(generation.tool_calls),
+                bool(generation.messages),
+                extra={
+                    "kind": "stream-finalised",
+                    "tool_call_count": len(generation.tool_calls),
+                    "saw_message": bool(generation.messages),
+                    "terminal_seen": generation.terminal != "eof",
+                },
+            )
             _raise_unless_answered(generation)
         return generation
 
@@ -987,6 +999,11 @@ def _raise_unless_answered(generation: Generation) -> None:
     status = generation.status
     if generation.terminal in ("failed", "error") or status in _ANSWERLESS:
         what = _ANSWERLESS.get(status or "", generation.terminal)
+        logger.warning(
+            "the response %s; nothing of it is recorded",
+            what,
+            extra={"kind": "stream-error", "error_code": generation.error_code},
+        )
         raise StreamError(
             generation.error_message or f"the response {what}; nothing was recorded",
             error_code=generation.error_code or ("cancelled" if status == "cancelled" else None),

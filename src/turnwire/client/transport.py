@@ -197,6 +197,8 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
 
     :ivar max_retries: retries after the first attempt.
     :ivar statuses: statuses to retry; ``None`` means 408, 409, 429 and every 5xx.
+    :ivar honor_retry_after: follow the server's ``retry-after-ms`` / ``retry-after`` (else
+        the backoff alone decides, and a long server delay no longer stops the retries).
     """
 
     max_retries: int = 2
@@ -204,6 +206,7 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
     max_delay_s: float = 8.0
     max_retry_after_s: float = 120.0
     statuses: frozenset[int] | None = None
+    honor_retry_after: bool = True
 
     def retriable_status(self, status: int) -> bool:
         if self.statuses is not None:
@@ -211,7 +214,10 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
         return status in _DEFAULT_STATUSES or status >= 500
 
     def server_delay(self, headers: Mapping[str, str], now: float | None = None) -> float | None:
-        """The delay the server asks for, in seconds, or ``None`` when it asks for none."""
+        """The delay the server asks for, in seconds, or ``None`` when it asks for none (or
+        when ``honor_retry_after`` is off)."""
+        if not self.honor_retry_after:
+            return None
         value = headers.get("retry-after-ms")
         if value is not None:
             try:
