@@ -87,3 +87,24 @@ def test_context_on_the_command_line(tmp_path):
     bad = turnwire_process("render", str(path), "--context", "no-equals")
     assert bad.returncode == 2
     assert bad.stderr.startswith("error: E_INVALID_OPENAI_RESPONSES_OPTIONS: --context 'no-equals'")
+
+
+def test_content_stages_may_ask_for_it_too_and_a_warm_render_sees_each_context():
+    class Signed:
+        @hookimpl
+        def render_standing_instructions(
+            self, standing_instructions: Any, render_context: Any
+        ) -> str:
+            return f"rules for {render_context.get('user', 'nobody')}"
+
+        @hookimpl
+        def render_timeline_message(self, message: Any, render_context: Any) -> Any:
+            return None  # defers to the built-in: asking for the context changes nothing
+
+    t = thread(model="gpt-5", standing_instructions=["x"], messages=[user()])
+    container = make_container(extra_plugins=[Signed()])
+    first = turnwire.render(t, container=container, render_context={"user": "Ana"}).json
+    second = turnwire.render(t, container=container, render_context={"user": "Bo"}).json
+    assert "rules for Ana" in first["instructions"]
+    assert "rules for Bo" in second["instructions"]
+    assert first["input"] == second["input"]

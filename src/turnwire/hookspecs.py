@@ -88,10 +88,14 @@ def render_trusted_content(content: str, attrs: EnvelopeAttrs) -> str | None:
 
 
 @hookspec(firstresult=True)
-def render_standing_instructions(standing_instructions: tuple[str, ...]) -> str | None:
+def render_standing_instructions(
+    standing_instructions: tuple[str, ...], render_context: Mapping[str, str]
+) -> str | None:
     """Render the deployer's standing instructions as one block.
 
     :param standing_instructions: instruction texts, in order; empty ones are skipped.
+    :param render_context: the caller's values for this dispatch (``render_context=``,
+        ``--context``); an implementation that names it reads them.
     :returns: the block, or ``""`` when there is nothing to say.
 
     Stops at the first non-None result. Runs once per request.
@@ -101,11 +105,15 @@ def render_standing_instructions(standing_instructions: tuple[str, ...]) -> str 
 
 
 @hookspec(firstresult=True)
-def render_memories(memories: tuple[Memory, ...], envelope_nonce: EnvelopeNonce) -> str | None:
+def render_memories(
+    memories: tuple[Memory, ...], envelope_nonce: EnvelopeNonce, render_context: Mapping[str, str]
+) -> str | None:
     """Render what the agent remembers as one block.
 
     :param memories: the memories, in stored order.
     :param envelope_nonce: derives each record's nonce from its id.
+    :param render_context: the caller's values for this dispatch (``render_context=``,
+        ``--context``); an implementation that names it reads them.
     :returns: the block, or ``""`` when there are no memories.
 
     Stops at the first non-None result. Runs once per request (twice never: a bucket is either
@@ -175,11 +183,15 @@ def render_third_party_private_retrievables(
 
 
 @hookspec(firstresult=True)
-def render_retrievables(retrievables: tuple[Retrievable, ...], stages: StageRelay) -> str | None:
+def render_retrievables(
+    retrievables: tuple[Retrievable, ...], stages: StageRelay, render_context: Mapping[str, str]
+) -> str | None:
     """Render every retrieved record: the directive, then each trust tier.
 
     :param retrievables: all records, any tier.
     :param stages: the relay to the directive and the three tier stages.
+    :param render_context: the caller's values for this dispatch (``render_context=``,
+        ``--context``); an implementation that names it reads them.
     :returns: the blocks separated by a blank line, or ``""`` when there are none.
 
     Stops at the first non-None result. Runs once per request.
@@ -275,7 +287,11 @@ def render_media_blocks(
 
 @hookspec(firstresult=True)
 def render_timeline_message(
-    message: Message, self_identity: str, envelope_nonce: EnvelopeNonce, stages: StageRelay
+    message: Message,
+    self_identity: str,
+    envelope_nonce: EnvelopeNonce,
+    stages: StageRelay,
+    render_context: Mapping[str, str],
 ) -> tuple[InputItem, ...] | None:
     """Render one message of the conversation as input items.
 
@@ -283,6 +299,8 @@ def render_timeline_message(
     :param self_identity: the identifier of the agent's own output.
     :param envelope_nonce: derives the identity envelope's nonce from the message id.
     :param stages: the relay (media blocks, envelopes).
+    :param render_context: the caller's values for this dispatch (``render_context=``,
+        ``--context``); an implementation that names it reads them.
     :returns: zero, one or two items (an assistant message's attachments follow it as a user
         item).
 
@@ -302,6 +320,7 @@ def render_tool_call_result(
     envelope_nonce: EnvelopeNonce,
     warn: Warn,
     stages: StageRelay,
+    render_context: Mapping[str, str],
 ) -> str | tuple[InputContent, ...] | None:
     """Render a tool call's result as the ``output`` of its ``function_call_output`` item.
 
@@ -311,6 +330,8 @@ def render_tool_call_result(
     :param envelope_nonce: derives the envelope nonce from the call id.
     :param warn: reports a recoverable problem (unknown tool).
     :param stages: the relay (envelopes, media blocks, handle bodies).
+    :param render_context: the caller's values for this dispatch (``render_context=``,
+        ``--context``); an implementation that names it reads them.
     :returns: a string, or content blocks for media results.
 
     Stops at the first non-None result. Runs once per tool call that has a result.
@@ -339,13 +360,18 @@ def render_reasoning_item(
 
 @hookspec(firstresult=True)
 def render_thought(
-    thought: Thought, self_identity: str, envelope_nonce: EnvelopeNonce
+    thought: Thought,
+    self_identity: str,
+    envelope_nonce: EnvelopeNonce,
+    render_context: Mapping[str, str],
 ) -> str | None:
     """Render a thought as text, when it is not replayed natively.
 
     :param thought: the thought (its ``content`` is what the model sees).
     :param self_identity: the identifier of the agent's own output.
     :param envelope_nonce: derives the thought envelope's nonce from its id.
+    :param render_context: the caller's values for this dispatch (``render_context=``,
+        ``--context``); an implementation that names it reads them.
     :returns: the text; the pipeline sends it as assistant string content.
 
     Stops at the first non-None result. Runs once per text-rendered thought.
