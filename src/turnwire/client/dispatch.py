@@ -101,6 +101,12 @@ class _MatchesAny(str):
 _WILDCARD = _MatchesAny("*")
 
 
+def _accept_every_fingerprint() -> _MatchesAny:
+    """The fingerprint stage while new reasoning is stamped: one function, so the render memo
+    keys its sweep state the same way every time."""
+    return _WILDCARD
+
+
 class ResponseMeta(msgspec.Struct, frozen=True, kw_only=True):
     """The last response of a run: id, status, model, usage and the finish reason."""
 
@@ -468,31 +474,14 @@ class Client:
             record_ids=tuple(record.id for record in added),
         )
 
-    def _fingerprinter(self, model: str) -> Callable[..., Any]:
-        """The fingerprint stage through a relay, so plugins and overrides apply here too."""
-        from turnwire._relay import StageRelay
-
-        options = self.container.render_options(
-            model=model, render_context=self._render_context
-        ).injectable()
-        relay = StageRelay(
-            self.container.stage_plan(), {**options, "warn": lambda message: None, "scratch": {}}
-        )
-        return relay.fingerprint_prefix
-
     def _request_fingerprint(self, model: str) -> str | None:
+        from turnwire.api import prefix_fingerprint
+
         rendered = self._last_rendered
         if rendered is None:
             return None
-        return str(
-            self._fingerprinter(model)(
-                model=model,
-                instructions=rendered.rendered.instructions,
-                tools=rendered.rendered.tools,
-                input=rendered.rendered.input,
-                through_item=rendered.fingerprintable_length,
-            )
-        )
+        # Resumed from the render's own sweep checkpoints: no second hash of the whole prefix.
+        return prefix_fingerprint(rendered.rendered, container=self.container, model=model)
 
     # ------------------------------------------------------------------ one iteration
 
@@ -825,10 +814,10 @@ class Client:
         }
         if not pending:
             return thread
-        from turnwire.api import render_input
+        from turnwire.api import prefix_fingerprint, render_input
         from turnwire.container import overriding
 
-        with overriding(self.container.fingerprint_prefix, lambda: _WILDCARD):
+        with overriding(self.container.fingerprint_prefix, _accept_every_fingerprint):
             rendered = render_input(
                 thread,
                 container=self.container,
@@ -836,17 +825,11 @@ class Client:
                 render_context=self._render_context,
                 roots=roots,
             )
-        items = rendered.input
-        fingerprint = self._fingerprinter(model)
         found = {
-            item.id: fingerprint(
-                model=model,
-                instructions=rendered.instructions,
-                tools=rendered.tools,
-                input=items,
-                through_item=index,
+            item.id: prefix_fingerprint(
+                rendered, container=self.container, model=model, through_item=index
             )
-            for index, item in enumerate(items)
+            for index, item in enumerate(rendered.input)
             if isinstance(item, ReasoningItem) and item.id in pending
         }
         replace = msgspec.structs.replace
