@@ -195,7 +195,7 @@ def copy_threads(
 
 def _copy_thread_files(source: Any, target: Any, thread_id: str) -> dict[str, str]:
     """The thread's import folders copied into ``target``'s files folder: old → new path."""
-    from turnwire.store.sqlite import _folder_key
+    from turnwire.store._shared import folder_key as _folder_key
 
     moved: dict[str, str] = {}
     origin: Path | None = getattr(source, "files_folder", None)

@@ -19,9 +19,7 @@ Needs the ``postgres`` extra (``pip install 'turnwire[postgres]'``: psycopg 3 an
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -33,8 +31,9 @@ import msgspec
 
 from turnwire.model import Thread
 from turnwire.store import NO_TURNS, StoreConflictError, ThreadSummary, UnknownThreadError
+from turnwire.store._shared import StoreRecords
 from turnwire.store.sqlite import StoreError
-from turnwire.turns import ContextAssembler, Part, Turn, TurnBuilder
+from turnwire.turns import Part, Turn, TurnBuilder
 
 if TYPE_CHECKING:
     import psycopg
@@ -123,11 +122,6 @@ def default_folder() -> Path:
     return Path(base) / "turnwire"
 
 
-def _folder_key(thread_id: str) -> str:
-    """A thread's name among the store's file folders (the same digest as SQLite's)."""
-    return hashlib.sha256(thread_id.encode()).hexdigest()[:24]
-
-
 def _one_line(err: BaseException) -> str:
     """libpq's message on one line (it spreads a failed connection over several)."""
     return " ".join(str(err).split())
@@ -149,7 +143,7 @@ def _psycopg() -> Any:
     return psycopg, psycopg_pool
 
 
-class PostgresStore:
+class PostgresStore(StoreRecords):
     """A :class:`~turnwire.store.ThreadStore` in a PostgreSQL database.
 
     :param url: a ``postgresql://`` URL (libpq's rules: ``PGPASSWORD``, ``~/.pgpass`` ... apply).
@@ -442,21 +436,6 @@ class PostgresStore:
             request_fingerprint=fingerprint,
         )
 
-    def load(
-        self, thread_id: str, *, current: Turn | None = None, keep_all_files: bool = False
-    ) -> Thread:
-        """The thread as the renderer reads it (files of ``current`` kept as pointers)."""
-        header = self.header(thread_id)
-        turns = self.turns(thread_id)
-        if current is not None:
-            turns.append(current)
-        messages, thoughts, calls = self.builder.to_messages(
-            turns, current=current, keep_all_files=keep_all_files
-        )
-        return msgspec.structs.replace(
-            header, messages=messages, thoughts=thoughts, tool_calls=calls
-        )
-
     def _summaries(self, where: str = "", params: tuple[Any, ...] = ()) -> list[ThreadSummary]:
         with self._pool.connection() as conn:
             rows = conn.execute(
@@ -487,40 +466,9 @@ class PostgresStore:
             deleted = cur.rowcount
         if not deleted:
             raise UnknownThreadError(thread_id)
-        for folder in self.files_folder.glob(f"{_folder_key(thread_id)}.*"):
-            shutil.rmtree(folder, ignore_errors=True)
-
-    def import_thread(
-        self,
-        thread: Thread,
-        *,
-        thread_id: str | None = None,
-        title: str | None = None,
-        files: ContextAssembler | None = None,
-    ) -> str:
-        """Store a whole thread (header and records) as a new thread, in one transaction.
-
-        :param files: when given, every file the thread points at is read through it and
-            copied into :attr:`files_folder` (as :meth:`SQLiteStore.import_thread` does).
-        """
-        from turnwire.store.sqlite import SQLiteStore
-
-        new_id = thread_id or f"thr_{uuid.uuid4().hex}"
-        if files is None:
-            return self._new_thread(thread, self.builder.records_as_turns(thread), new_id, title)
-        folder = self.files_folder / f"{_folder_key(new_id)}.{uuid.uuid4().hex[:8]}"
-        try:
-            thread = SQLiteStore._copy_files(thread, folder, files)
-            return self._new_thread(thread, self.builder.records_as_turns(thread), new_id, title)
-        except BaseException:
-            shutil.rmtree(folder, ignore_errors=True)
-            raise
+        self._remove_files(thread_id)
 
     @property
     def files_folder(self) -> Path:
         """Where imported files live: ``files/`` in :attr:`folder`."""
         return self.folder.resolve() / "files"
-
-    def export_thread(self, thread_id: str) -> Thread:
-        """The thread with every record and file pointer, as a thread file holds it."""
-        return self.load(thread_id, keep_all_files=True)

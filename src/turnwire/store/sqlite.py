@@ -10,9 +10,7 @@ append given ``expected_last`` checks the thread's last position inside that sam
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 import sqlite3
 import uuid
 from collections.abc import Iterator, Sequence
@@ -26,7 +24,8 @@ import msgspec
 from turnwire.errors import InputError
 from turnwire.model import Thread
 from turnwire.store import NO_TURNS, StoreConflictError, ThreadSummary, UnknownThreadError
-from turnwire.turns import ContextAssembler, Part, Turn, TurnBuilder, located_pointers
+from turnwire.store._shared import StoreRecords
+from turnwire.turns import Part, Turn, TurnBuilder
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SQLiteStore", "default_store_path"]
 
@@ -78,11 +77,6 @@ def default_store_path() -> Path:
     return Path(base) / "turnwire" / "threads.db"
 
 
-def _folder_key(thread_id: str) -> str:
-    """A thread's name among the store's file folders: a digest, never a path the id spells."""
-    return hashlib.sha256(thread_id.encode()).hexdigest()[:24]
-
-
 def _iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
@@ -93,7 +87,7 @@ class StoreError(InputError):
     code = "E_STORE"
 
 
-class SQLiteStore:
+class SQLiteStore(StoreRecords):
     """A :class:`~turnwire.store.ThreadStore` in one SQLite file.
 
     :param path: the database file (created with its folder when missing).
@@ -289,21 +283,6 @@ class SQLiteStore:
             request_fingerprint=fingerprint,
         )
 
-    def load(
-        self, thread_id: str, *, current: Turn | None = None, keep_all_files: bool = False
-    ) -> Thread:
-        """The thread as the renderer reads it (files of ``current`` kept as pointers)."""
-        header = self.header(thread_id)
-        turns = self.turns(thread_id)
-        if current is not None:
-            turns.append(current)
-        messages, thoughts, calls = self.builder.to_messages(
-            turns, current=current, keep_all_files=keep_all_files
-        )
-        return msgspec.structs.replace(
-            header, messages=messages, thoughts=thoughts, tool_calls=calls
-        )
-
     def list_threads(self) -> list[ThreadSummary]:
         rows = self._db.execute(
             "SELECT t.id, t.title, t.header, t.created_at, t.updated_at, COUNT(u.id) "
@@ -327,67 +306,9 @@ class SQLiteStore:
         with self._transaction() as db:
             if not db.execute("DELETE FROM threads WHERE id = ?", (thread_id,)).rowcount:
                 raise UnknownThreadError(thread_id)
-        for folder in self.files_folder.glob(f"{_folder_key(thread_id)}.*"):
-            shutil.rmtree(folder, ignore_errors=True)
-
-    def import_thread(
-        self,
-        thread: Thread,
-        *,
-        thread_id: str | None = None,
-        title: str | None = None,
-        files: ContextAssembler | None = None,
-    ) -> str:
-        """Store a whole thread (header and records) as a new thread, in one transaction.
-
-        :param files: when given, every file the thread points at is read through it (its
-            roots and limits apply) and copied into :attr:`files_folder`, and the stored
-            pointers lead there, so later runs of the thread read them from the store's own
-            folder (the default root of a stored thread). Without it, pointers are kept as
-            they are.
-        """
-        new_id = thread_id or f"thr_{uuid.uuid4().hex}"
-        if files is None:
-            return self._new_thread(thread, self.builder.records_as_turns(thread), new_id, title)
-        # A folder of its own per import: a failed or duplicate import never touches the files
-        # of a thread already stored, and leaves nothing behind.
-        folder = self.files_folder / f"{_folder_key(new_id)}.{uuid.uuid4().hex[:8]}"
-        try:
-            thread = self._copy_files(thread, folder, files)
-            return self._new_thread(thread, self.builder.records_as_turns(thread), new_id, title)
-        except BaseException:
-            shutil.rmtree(folder, ignore_errors=True)
-            raise
+        self._remove_files(thread_id)
 
     @property
     def files_folder(self) -> Path:
         """Where imported files live: ``files/`` beside the database."""
         return self.path.resolve().parent / "files"
-
-    @staticmethod
-    def _copy_files(thread: Thread, folder: Path, files: ContextAssembler) -> Thread:
-        replace = msgspec.structs.replace
-        copied: dict[str, str] = {}
-
-        def copy(pointer: str, where: str) -> str:
-            if pointer not in copied:
-                data = files.read(pointer, where=where, owner=where)
-                folder.mkdir(parents=True, exist_ok=True)
-                target = folder / f"{len(copied)}-{Path(pointer).name}"
-                target.write_bytes(data)
-                copied[pointer] = str(target)
-            return copied[pointer]
-
-        return located_pointers(
-            thread,
-            lambda where, media: (
-                replace(media, path=copy(media.path, f"{where}.path")) if media.path else media
-            ),
-            lambda where, art: (
-                replace(art, path=copy(art.path, f"{where}.path")) if art.path else art
-            ),
-        )
-
-    def export_thread(self, thread_id: str) -> Thread:
-        """The thread with every record and file pointer, as a thread file holds it."""
-        return self.load(thread_id, keep_all_files=True)

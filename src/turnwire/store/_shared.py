@@ -1,0 +1,122 @@
+"""What every store does the same way above its SQL: loading a thread from its turns, the
+files an import copies into the store, exporting, and removing a thread's files."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+import msgspec
+
+from turnwire.model import Thread
+from turnwire.turns import ContextAssembler, Turn, TurnBuilder, located_pointers
+
+__all__ = ["StoreRecords", "folder_key"]
+
+
+def folder_key(thread_id: str) -> str:
+    """A thread's name among the store's file folders: a digest, never a path the id spells."""
+    return hashlib.sha256(thread_id.encode()).hexdigest()[:24]
+
+
+def copy_files(thread: Thread, folder: Path, files: ContextAssembler) -> Thread:
+    """``thread`` with every file it points at read through ``files`` and copied into
+    ``folder`` (each pointer once), the pointers leading to the copies."""
+    replace = msgspec.structs.replace
+    copied: dict[str, str] = {}
+
+    def copy(pointer: str, where: str) -> str:
+        if pointer not in copied:
+            data = files.read(pointer, where=where, owner=where)
+            folder.mkdir(parents=True, exist_ok=True)
+            target = folder / f"{len(copied)}-{Path(pointer).name}"
+            target.write_bytes(data)
+            copied[pointer] = str(target)
+        return copied[pointer]
+
+    return located_pointers(
+        thread,
+        lambda where, media: (
+            replace(media, path=copy(media.path, f"{where}.path")) if media.path else media
+        ),
+        lambda where, art: replace(art, path=copy(art.path, f"{where}.path")) if art.path else art,
+    )
+
+
+class StoreRecords:
+    """The part of a store shared by SQLite and PostgreSQL; a store supplies the SQL
+    (:meth:`header`, :meth:`turns`, :meth:`_new_thread`) and :attr:`files_folder`."""
+
+    builder: TurnBuilder
+
+    @property
+    def files_folder(self) -> Path:
+        """Where imported files live."""
+        raise NotImplementedError
+
+    def header(self, thread_id: str) -> Thread:
+        raise NotImplementedError
+
+    def turns(self, thread_id: str) -> list[Turn]:
+        raise NotImplementedError
+
+    def _new_thread(
+        self, header: Thread, turns: Sequence[Turn], thread_id: str | None, title: str | None
+    ) -> str:
+        raise NotImplementedError
+
+    def load(
+        self, thread_id: str, *, current: Turn | None = None, keep_all_files: bool = False
+    ) -> Thread:
+        """The thread as the renderer reads it (files of ``current`` kept as pointers)."""
+        header = self.header(thread_id)
+        turns = self.turns(thread_id)
+        if current is not None:
+            turns.append(current)
+        messages, thoughts, calls = self.builder.to_messages(
+            turns, current=current, keep_all_files=keep_all_files
+        )
+        return msgspec.structs.replace(
+            header, messages=messages, thoughts=thoughts, tool_calls=calls
+        )
+
+    def export_thread(self, thread_id: str) -> Thread:
+        """The thread with every record and file pointer, as a thread file holds it."""
+        return self.load(thread_id, keep_all_files=True)
+
+    def import_thread(
+        self,
+        thread: Thread,
+        *,
+        thread_id: str | None = None,
+        title: str | None = None,
+        files: ContextAssembler | None = None,
+    ) -> str:
+        """Store a whole thread (header and records) as a new thread, in one transaction.
+
+        :param files: when given, every file the thread points at is read through it (its
+            roots and limits apply) and copied into :attr:`files_folder`, and the stored
+            pointers lead there, so later runs of the thread read them from the store's own
+            folder (the default root of a stored thread). Without it, pointers are kept as
+            they are.
+        """
+        new_id = thread_id or f"thr_{uuid.uuid4().hex}"
+        if files is None:
+            return self._new_thread(thread, self.builder.records_as_turns(thread), new_id, title)
+        # A folder of its own per import: a failed or duplicate import never touches the files
+        # of a thread already stored, and leaves nothing behind.
+        folder = self.files_folder / f"{folder_key(new_id)}.{uuid.uuid4().hex[:8]}"
+        try:
+            thread = copy_files(thread, folder, files)
+            return self._new_thread(thread, self.builder.records_as_turns(thread), new_id, title)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+
+    def _remove_files(self, thread_id: str) -> None:
+        """Remove the files imports copied for ``thread_id``."""
+        for folder in self.files_folder.glob(f"{folder_key(thread_id)}.*"):
+            shutil.rmtree(folder, ignore_errors=True)
