@@ -8,6 +8,7 @@ import shutil
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Self
 
 import msgspec
 
@@ -47,10 +48,20 @@ def copy_files(thread: Thread, folder: Path, files: ContextAssembler) -> Thread:
 
 
 class StoreRecords:
-    """The part of a store shared by SQLite and PostgreSQL; a store supplies the SQL
-    (:meth:`header`, :meth:`turns`, :meth:`_new_thread`) and :attr:`files_folder`."""
+    """The part of a store shared by SQLite and PostgreSQL (a context manager that closes it,
+    loading, export, import); a store supplies the SQL (:meth:`header`, :meth:`turns`,
+    :meth:`_new_thread`), :meth:`close` and :attr:`files_folder`."""
 
     builder: TurnBuilder
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def files_folder(self) -> Path:

@@ -204,12 +204,6 @@ class PostgresStore(StoreRecords):
     def close(self) -> None:
         self._pool.close()
 
-    def __enter__(self) -> PostgresStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # ------------------------------------------------------------------ schema
 
     @staticmethod

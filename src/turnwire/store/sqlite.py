@@ -122,12 +122,6 @@ class SQLiteStore(StoreRecords):
     def close(self) -> None:
         self._db.close()
 
-    def __enter__(self) -> SQLiteStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # ------------------------------------------------------------------ schema
 
     @property
