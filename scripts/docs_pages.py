@@ -192,6 +192,17 @@ payload:
 created_at: "2026-01-01T10:00:06Z"
 seq: 1
 """,
+    "HostedItem": """\
+id: ws_1
+type: web_search_call
+item:
+  type: web_search_call
+  id: ws_1
+  status: completed
+  action: {type: search, query: "weather: San Francisco, CA"}
+created_at: "2026-01-01T10:00:06Z"
+seq: 2
+""",
     "ReasoningPayload": """\
 {variant: responses-reasoning, item: {type: reasoning, summary: [], encrypted_content: "gAAAAB..."},
  paired_item_id: msg_2}

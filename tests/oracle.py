@@ -19,6 +19,7 @@ from pydantic import ConfigDict, TypeAdapter, ValidationError
 __all__ = [
     "OPENAI_ONLY",
     "OPENAI_ONLY_INCLUDES",
+    "OPENAI_ONLY_ITEMS",
     "OracleError",
     "validate_body",
     "validate_open_responses",
@@ -117,6 +118,22 @@ OPENAI_ONLY_INCLUDES: dict[str, str] = {
 }
 """``include`` values the specification does not list, each with its reason."""
 
+_HOSTED_CALL = "a call of an OpenAI-hosted tool ({}), replayed as the API emitted it"
+OPENAI_ONLY_ITEMS: dict[str, str] = {
+    "web_search_call": _HOSTED_CALL.format("web search"),
+    "file_search_call": _HOSTED_CALL.format("file search"),
+    "code_interpreter_call": _HOSTED_CALL.format("code interpreter"),
+    "image_generation_call": _HOSTED_CALL.format("image generation"),
+    "mcp_call": _HOSTED_CALL.format("remote MCP server"),
+    "mcp_list_tools": "the tools an OpenAI-hosted MCP connection listed",
+    "mcp_approval_request": "an OpenAI-hosted MCP call waiting for approval",
+    "mcp_approval_response": "the user's decision on an MCP approval request",
+    "tool_search_call": _HOSTED_CALL.format("tool search"),
+    "tool_search_output": "the tools an OpenAI-hosted tool search loaded",
+}
+"""Input item types the specification does not define, each with its reason; the Open
+Responses check skips them (the official types check them, field for field)."""
+
 # Free-form in the structural walk: `parameters` is JSON Schema (the generated types model it
 # as an empty object); `tool_choice`'s specific-function variant is generated as an empty
 # object too, so it is validated against the specification's own ToolChoiceParam instead.
@@ -183,6 +200,11 @@ def validate_open_responses(body: dict[str, Any]) -> None:
     the specification does not define (beyond :data:`OPENAI_ONLY`)."""
     from openresponses_types import CreateResponseBody, ToolChoiceParam
 
+    if any(item.get("type") in OPENAI_ONLY_ITEMS for item in body.get("input") or ()):
+        body = {
+            **body,
+            "input": [i for i in body["input"] if i.get("type") not in OPENAI_ONLY_ITEMS],
+        }
     try:
         model = CreateResponseBody.model_validate(_without_known(body))
         if "tool_choice" in body:

@@ -30,6 +30,13 @@ def _call(result, *, tool="t"):
 IMAGE = {"id": "i1", "kind": "image", "mime_type": "image/png", "data_base64": "AAAA"}
 AUDIO = {"id": "s1", "kind": "audio", "mime_type": "audio/mp3", "data_base64": "AAAA"}
 BIG = {"text": "x" * 10}
+# A type the API does not take back as input: always sent as its text form.
+HOSTED = {
+    "id": "sh_1",
+    "type": "shell_call",
+    "item": {"type": "shell_call", "id": "sh_1", "action": {"commands": ["ls"]}},
+    "created_at": at(1),
+}
 SYNTH = {"render": {"unsupported_media_policy": "synthetic-description"}}
 
 CASES = {
@@ -138,7 +145,11 @@ CASES = {
         ),
     ],
     "description_to_json_schema": [("tools_to_wire", {"tools": [TOOL]}, None)],
+    "render_hosted_item_text": [("render_hosted_item", {"hosted_items": [HOSTED]}, None)],
 }
+CASES["render_untrusted_content"].append(
+    ("render_hosted_item_text", {"hosted_items": [HOSTED]}, None)
+)
 
 
 def _marker(stage: str):
@@ -247,6 +258,7 @@ def _replay_thread(fingerprint="f" * 64):
         ],
         tools=[TOOL],
         tool_calls=[{**_call({"text": "r"}), "created_at": at(3)}],
+        hosted_items=[{**HOSTED, "created_at": at(4)}],
     )
 
 
@@ -283,6 +295,7 @@ PIPELINE_STAGES = {
         lambda b: all(i.get("type") != "reasoning" for i in b["input"]),
     ),
     "tools_to_wire": (lambda: (), lambda b: "tools" not in b),
+    "render_hosted_item": (lambda: (), lambda b: "shell_call" not in json.dumps(b)),
 }
 
 

@@ -166,6 +166,7 @@ class TimelineState(msgspec.Struct, kw_only=True, gc=False):
     thoughts: tuple[Any, ...]
     surfaced: tuple[Any, ...]
     tool_calls: tuple[Any, ...]
+    hosted_items: tuple[Any, ...]
     tools: tuple[Any, ...]
     last_key: tuple[Any, ...] | None
     items: list[Any]

@@ -611,7 +611,7 @@ def run_thread(
     turns = builder.build_run_turns(
         question=current,
         resolved=result.resolved,
-        records=[*result.records.messages, *result.records.thoughts, *result.records.tool_calls],
+        records=result.records.timeline(),
         model=result.response.model,
         usage=result.response.usage,
         request_fingerprint=result.request_fingerprint,

@@ -191,6 +191,8 @@ class Container(containers.DeclarativeContainer):
     render_tool_call_result = providers.Object(HOOK)
     render_reasoning_item = providers.Object(HOOK)
     render_thought = providers.Object(HOOK)
+    render_hosted_item = providers.Object(HOOK)
+    render_hosted_item_text = providers.Object(HOOK)
     filter_thoughts = providers.Object(HOOK)
     fingerprint_prefix = providers.Object(HOOK)
     tools_to_wire = providers.Object(HOOK)
@@ -217,6 +219,8 @@ class Container(containers.DeclarativeContainer):
         render_tool_call_result=render_tool_call_result,
         render_reasoning_item=render_reasoning_item,
         render_thought=render_thought,
+        render_hosted_item=render_hosted_item,
+        render_hosted_item_text=render_hosted_item_text,
         filter_thoughts=filter_thoughts,
         fingerprint_prefix=fingerprint_prefix,
         tools_to_wire=tools_to_wire,

@@ -42,7 +42,16 @@ if TYPE_CHECKING:
         Warn,
     )
     from turnwire.context import Endpoint as EndpointT
-    from turnwire.model import Media, Memory, Message, Retrievable, Thought, Tool, ToolCall
+    from turnwire.model import (
+        HostedItem,
+        Media,
+        Memory,
+        Message,
+        Retrievable,
+        Thought,
+        Tool,
+        ToolCall,
+    )
     from turnwire.wire import FunctionTool, InputContent, InputItem, ReasoningItem
 
 __all__ = ["CLIENT_HOOKS", "STAGES", "hookimpl", "hookspec"]
@@ -381,6 +390,44 @@ def render_thought(
 
 
 @hookspec(firstresult=True)
+def render_hosted_item(hosted_item: HostedItem, stages: StageRelay) -> tuple[InputItem, ...] | None:
+    """Render a hosted item as input items.
+
+    A hosted item is a web search, file search, code interpreter, image generation, MCP or
+    tool-search call, an MCP listing or approval, a compaction, or a type added later.
+
+    :param hosted_item: the hosted item, as the API emitted it.
+    :param stages: the relay (``render_hosted_item_text`` for the text form).
+    :returns: the items to send in its place (empty: send nothing).
+
+    Stops at the first non-None result. Runs once per hosted item of the timeline.
+    Default: a type the API accepts as input (:data:`turnwire.hosted.INPUT_FIELDS`) goes back
+    as a :class:`~turnwire.wire.HostedInputItem` holding the fields its input shape allows, in
+    the emitted order; when the reasoning item it followed is not sent, the pairing sweep sends
+    its text form (an assistant message) instead, since the API refuses such an item without
+    its reasoning. Any other type is sent as its text form only.
+    """
+
+
+@hookspec(firstresult=True)
+def render_hosted_item_text(
+    hosted_item: HostedItem, envelope_nonce: EnvelopeNonce, stages: StageRelay
+) -> str | None:
+    """Describe a hosted item as text, for when it cannot be sent as an item.
+
+    :param hosted_item: the hosted item.
+    :param envelope_nonce: derives the envelope nonce from the item id.
+    :param stages: the relay (the untrusted envelope).
+    :returns: the text of an assistant message, or ``""`` to send nothing.
+
+    Stops at the first non-None result. Runs once per hosted item of the timeline.
+    Default: one line naming the type, id and status, then the item's fields (without
+    ``encrypted_content`` and base64 image data) as JSON in an untrusted envelope of kind
+    ``hosted-item``: a search result or an MCP server's output is third-party content.
+    """
+
+
+@hookspec(firstresult=True)
 def filter_thoughts(
     thoughts: tuple[Thought, ...],
     thought_surfacing: ThoughtSurfacing,
@@ -574,6 +621,8 @@ STAGES: tuple[str, ...] = (
     "render_tool_call_result",
     "render_reasoning_item",
     "render_thought",
+    "render_hosted_item",
+    "render_hosted_item_text",
     "filter_thoughts",
     "fingerprint_prefix",
     "tools_to_wire",

@@ -25,6 +25,7 @@ from turnwire.wire.items import ReasoningItem
 __all__ = [
     "REPLAY_TAG",
     "Artifact",
+    "HostedItem",
     "Identity",
     "Media",
     "MediaKind",
@@ -55,6 +56,7 @@ AwareDatetime = Annotated[datetime, msgspec.Meta(tz=True)]
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 Unit = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 ToolName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+ItemType = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
 
 
 class _Record(
@@ -217,6 +219,10 @@ class Message(_Record, frozen=True, kw_only=True):
     The identity defaults to the role: an assistant message without identity is the agent's own
     output (with the default ``self_identity``). ``phase`` is the API's label of an assistant
     message (``commentary`` before tool calls, ``final_answer``), replayed as it came.
+
+    An assistant message may carry what the API attached to its text: ``annotations`` (url and
+    file citations, their indexes into ``content``) and ``logprobs``, kept as the API sent them;
+    and a ``refusal`` instead of (or beside) text, replayed as a refusal part.
     """
 
     id: NonEmpty
@@ -225,12 +231,23 @@ class Message(_Record, frozen=True, kw_only=True):
     identity: Identity | None = None
     attachments: tuple[Media, ...] = ()
     phase: str | None = None
+    refusal: str | None = None
+    annotations: tuple[dict[str, Any], ...] = ()
+    logprobs: tuple[dict[str, Any], ...] = ()
     created_at: AwareDatetime
     seq: int = 0
 
     def __post_init__(self) -> None:
-        if not self.content and not self.attachments:
-            raise ValueError(f"message {self.id} needs `content` or `attachments`")
+        if not self.content and not self.attachments and not self.refusal:
+            needs = "`content` or `attachments`"
+            if self.role == "assistant":
+                needs = "`content`, `attachments` or `refusal`"
+            raise ValueError(f"message {self.id} needs {needs}")
+        if self.role == "user" and (self.refusal or self.annotations or self.logprobs):
+            raise ValueError(
+                f"message {self.id}: `refusal`, `annotations` and `logprobs` belong to "
+                "assistant messages"
+            )
 
     @property
     def who(self) -> Identity:
@@ -308,6 +325,44 @@ class ToolCall(_Record, frozen=True, kw_only=True):
         return self.checksum or tool_call_checksum(self.tool, self.args)
 
 
+class HostedItem(_Record, frozen=True, kw_only=True):
+    """An output item the API produced that is not a message, a reasoning item or a function
+    call: a hosted tool's call (``web_search_call``, ``file_search_call``,
+    ``code_interpreter_call``, ``image_generation_call``, ``mcp_call``, ``tool_search_call``
+    ...), an MCP tool listing or approval request, a ``compaction``, or a type the API adds later.
+
+    ``item`` is the item exactly as the API emitted it at ``response.output_item.done`` (its
+    ``type`` and ``id`` included), so nothing is lost and it can be replayed as it came;
+    :attr:`view` reads it as a typed value for the known types. It sorts in the timeline by
+    ``(created_at, seq)`` like every record; a reasoning item recorded right before it pairs
+    with it (its ``paired_item_id`` is this ``id``).
+    """
+
+    id: NonEmpty
+    type: ItemType
+    item: dict[str, Any]
+    created_at: AwareDatetime
+    seq: int = 0
+
+    def __post_init__(self) -> None:
+        kind = self.item.get("type")
+        if kind != self.type:
+            raise ValueError(
+                f"hosted item {self.id}: `item.type` is {kind!r}, not its `type` {self.type!r}"
+            )
+        item_id = self.item.get("id")
+        if item_id is not None and item_id != self.id:
+            raise ValueError(f"hosted item {self.id}: `item.id` is {item_id!r}, not its `id`")
+
+    @property
+    def view(self) -> Any:
+        """The item as a typed value (:mod:`turnwire.hosted`) for a known type, else the raw
+        ``item`` mapping."""
+        from turnwire.hosted import view
+
+        return view(self)
+
+
 class Memory(_Record, frozen=True, kw_only=True):
     """Something the agent remembers about the user or the task."""
 
@@ -371,6 +426,7 @@ class Thread(_Record, frozen=True, kw_only=True):
     messages: tuple[Message, ...] = ()
     thoughts: tuple[Thought, ...] = ()
     tool_calls: tuple[ToolCall, ...] = ()
+    hosted_items: tuple[HostedItem, ...] = ()
 
     def __post_init__(self) -> None:
         seen: set[str] = set()

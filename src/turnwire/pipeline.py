@@ -43,7 +43,7 @@ from turnwire._memo import (
 from turnwire._relay import StagePlan, StageRelay
 from turnwire.context import RenderOptions
 from turnwire.errors import ConfigError
-from turnwire.model import REPLAY_TAG, Message, Thought, Thread, Tool, ToolCall
+from turnwire.model import REPLAY_TAG, HostedItem, Message, Thought, Thread, Tool, ToolCall
 from turnwire.stages.fingerprint import PREFIX_HEAD as _PREFIX_HEAD
 from turnwire.stages.fingerprint import canonical_items, prefix_tail
 from turnwire.stages.fingerprint import fingerprint_prefix as _fingerprint_prefix
@@ -55,10 +55,12 @@ from turnwire.wire import (
     FunctionCall,
     FunctionCallOutput,
     FunctionTool,
+    HostedInputItem,
     InputItem,
     InputMessage,
     InputText,
     OutputMessage,
+    OutputText,
 )
 
 __all__ = [
@@ -73,7 +75,7 @@ __all__ = [
 logger = logging.getLogger("turnwire")
 
 _MAX_CALL_ID = 64
-_CARRY_IDS = (OutputMessage, FunctionCall)
+_CARRY_IDS = (OutputMessage, FunctionCall, HostedInputItem)
 _ENCODER = msgspec.json.Encoder()
 
 
@@ -103,7 +105,7 @@ def short_call_id(call_id: str) -> str:
 
 def output_item_id(item: object) -> str | None:
     """The id that pairs an output item with a preceding reasoning item, if it carries one."""
-    if isinstance(item, OutputMessage | FunctionCall):
+    if isinstance(item, OutputMessage | FunctionCall | HostedInputItem):
         return item.id
     return None
 
@@ -111,7 +113,11 @@ def output_item_id(item: object) -> str | None:
 def strip_item_id(item: InputItem) -> InputItem:
     """The item without its id (an output message becomes assistant string content)."""
     if isinstance(item, OutputMessage):
-        text = "".join(part.text for part in item.content)
+        text = "\n\n".join(
+            part.text if isinstance(part, OutputText) else part.refusal
+            for part in item.content
+            if (part.text if isinstance(part, OutputText) else part.refusal)
+        )
         return InputMessage(role="assistant", content=text, phase=item.phase)
     if isinstance(item, FunctionCall) and item.id is not None:
         return msgspec.structs.replace(item, id=None)
@@ -184,6 +190,7 @@ _CALL_STAGES = (
     *_ENVELOPES,
 )
 _THOUGHT_STAGES = ("render_reasoning_item", "render_thought", *_ENVELOPES)
+_HOSTED_STAGES = ("render_hosted_item", "render_hosted_item_text", *_ENVELOPES)
 
 _RECORD_ENCODER = msgspec.json.Encoder()
 
@@ -257,11 +264,11 @@ def _surface(
     return tuple(stages.filter_thoughts(thoughts=thread.thoughts) or ()), False
 
 
-_Entry = tuple[Any, int, int, int, "Message | Thought | ToolCall"]
+_Entry = tuple[Any, int, int, int, "Message | Thought | ToolCall | HostedItem"]
 
 
 def _entries(
-    sources: tuple[tuple[Any, ...], ...], starts: tuple[int, ...] = (0, 0, 0)
+    sources: tuple[tuple[Any, ...], ...], starts: tuple[int, ...] = (0, 0, 0, 0)
 ) -> list[_Entry]:
     entries: list[_Entry] = []
     for rank, (records, start) in enumerate(zip(sources, starts, strict=True)):
@@ -305,17 +312,18 @@ def _timeline(
         stage_key(plan, _MESSAGE_STAGES, injectable),
         stage_key(plan, _CALL_STAGES, injectable),
         stage_key(plan, _THOUGHT_STAGES, injectable, ("reasoning_replay",)),
+        stage_key(plan, _HOSTED_STAGES, injectable),
     )
-    message_table, call_table, thought_table = (
+    message_table, call_table, thought_table, hosted_table = (
         None if key is None else memo.record_table(kind, key)
-        for kind, key in zip(("message", "tool_call", "thought"), keys, strict=True)
+        for kind, key in zip(("message", "tool_call", "thought", "hosted"), keys, strict=True)
     )
     filter_key = stage_key(plan, ("filter_thoughts",), injectable)
     timeline_key = None if None in keys or filter_key is None else (keys, filter_key)
     state = None if timeline_key is None else memo.timelines.get(timeline_key)
 
     surfaced, surfaced_extends = _surface(thread, options, stages, plan, state)
-    sources = (thread.messages, surfaced, thread.tool_calls)
+    sources = (thread.messages, surfaced, thread.tool_calls, thread.hosted_items)
     first = len(warnings)
 
     entries: list[_Entry] | None = None
@@ -326,12 +334,13 @@ def _timeline(
             and all(map(_same_record, state.tools, thread.tools))
         )
     ):
-        old = (state.messages, state.surfaced, state.tool_calls)
+        old = (state.messages, state.surfaced, state.tool_calls, state.hosted_items)
         loaded_from = memo.loaded_from
         if (
             _extends(state.messages, thread.messages, loaded_from.get("messages"))
             and (surfaced_extends or _extends(state.surfaced, surfaced, None))
             and _extends(state.tool_calls, thread.tool_calls, loaded_from.get("tool_calls"))
+            and _extends(state.hosted_items, thread.hosted_items, None)
         ):
             entries = _entries(sources, tuple(len(records) for records in old))
             if entries and state.last_key is not None and entries[0][:4] <= state.last_key:
@@ -353,6 +362,7 @@ def _timeline(
     message_entries = message_table.entries if message_table is not None else None
     call_entries = call_table.entries if call_table is not None else None
     thought_entries = thought_table.entries if thought_table is not None else None
+    hosted_entries = hosted_table.entries if hosted_table is not None else None
     render_message = stages.render_timeline_message
     extend = items.extend
     for entry in entries:
@@ -384,6 +394,19 @@ def _timeline(
                 said = tuple(warnings[before:]) if len(warnings) > before else ()
                 call_entries[record.id] = Entry(record, tool, rendered, False, said)
             extend(rendered)
+        elif kind is HostedItem:
+            hit = hosted_entries.get(record.id) if hosted_entries is not None else None
+            if hit is not None and _same_record(hit.record, record):
+                extend(hit.rendered)
+                warnings.extend(hit.said)
+                continue
+            rendered = stages.render_hosted_item(hosted_item=record) or ()
+            if type(rendered) is not tuple:
+                rendered = tuple(rendered)
+            if hosted_entries is not None:
+                said = tuple(warnings[before:]) if len(warnings) > before else ()
+                hosted_entries[record.id] = Entry(record, None, rendered, False, said)
+            extend(rendered)
         else:
             hit = thought_entries.get(record.id) if thought_entries is not None else None
             if hit is not None and _same_record(hit.record, record):
@@ -402,7 +425,8 @@ def _timeline(
         last_key = entries[-1][:4]
 
     kinds: tuple[tuple[Any, ...], ...] = sources
-    for table, records in zip((message_table, thought_table, call_table), kinds, strict=True):
+    tables = (message_table, thought_table, call_table, hosted_table)
+    for table, records in zip(tables, kinds, strict=True):
         if table is not None and len(table.entries) > 2 * len(records) + 256:
             table.entries = {r.id: table.entries[r.id] for r in records if r.id in table.entries}
     if timeline_key is not None:
@@ -413,6 +437,7 @@ def _timeline(
                 thoughts=thread.thoughts,
                 surfaced=surfaced,
                 tool_calls=thread.tool_calls,
+                hosted_items=thread.hosted_items,
                 tools=thread.tools,
                 last_key=last_key,
                 items=items,
@@ -430,18 +455,36 @@ def _same_tool(old: Tool | None, new: Tool | None) -> bool:
     return _same_record(old, new)
 
 
-def _strip_ids(items: list[InputItem], memo: RenderMemo) -> list[InputItem]:
-    """``items`` with :func:`strip_item_id` applied to each id carrier (memoised by object)."""
+def _strip_ids(
+    items: list[InputItem], memo: RenderMemo, claimed: frozenset[str]
+) -> list[InputItem]:
+    """``items`` with :func:`strip_item_id` applied to each id carrier (memoised by object).
+
+    A hosted item stays as it is unless a reasoning item of the thread was paired with it
+    (``claimed``): not right after that reasoning, its text form goes instead, or nothing.
+    """
     stripped = memo.stripped
-    out = items
+    out: list[Any] = items
+    hosted = False
     for index, item in enumerate(items):
-        if type(item) in _CARRY_IDS:
+        kind = type(item)
+        if kind in _CARRY_IDS:
+            if kind is HostedInputItem:
+                assert isinstance(item, HostedInputItem)
+                if item.id in claimed:
+                    if out is items:
+                        out = list(items)
+                    out[index] = item.unpaired
+                    hosted = True
+                continue
             if out is items:
                 out = list(items)
             hit = stripped.get(id(item))
             if hit is None or hit[0] is not item:
                 hit = stripped[id(item)] = (item, strip_item_id(item))
             out[index] = hit[1]
+    if hosted:
+        out = [item for item in out if item is not None]
     return out
 
 
@@ -451,6 +494,7 @@ def _sweep_key(
     instructions: str | None,
     tools: tuple[FunctionTool, ...] | None,
     options: RenderOptions,
+    claimed: frozenset[str] = frozenset(),
 ) -> tuple[Any, bool] | None:
     """The sweep's memo key, and whether fingerprints come from the built-in hasher."""
     kind, target = plan.targets["fingerprint_prefix"]
@@ -467,6 +511,7 @@ def _sweep_key(
         _RECORD_ENCODER.encode(options.endpoint),
         instructions,
         None if tools is None else _RECORD_ENCODER.encode(tools),
+        claimed,
     )
     return key, hashing
 
@@ -484,10 +529,11 @@ def _sweep(
     injectable: dict[str, Any],
     memo: RenderMemo,
     warnings: list[str],
+    claimed: frozenset[str],
 ) -> tuple[list[InputItem], tuple[list[InputItem], int] | None]:
     """The pairing sweep, resumed from the last checkpoint whose inputs are unchanged; and
     (the previous output, how much of it was kept) when resumed."""
-    keyed = _sweep_key(plan, injectable, instructions, tools, options)
+    keyed = _sweep_key(plan, injectable, instructions, tools, options, claimed)
     key, hashing = keyed if keyed is not None else (None, False)
     indexes, thoughts = timeline.candidate_indexes, timeline.candidate_thoughts
     out: list[InputItem] = []
@@ -543,7 +589,7 @@ def _sweep(
         index = indexes[at] + offset
         if index < done:  # the partner of the previous kept candidate
             continue
-        out.extend(_strip_ids(items[done:index], memo))
+        out.extend(_strip_ids(items[done:index], memo, claimed))
         thought = thoughts[at]
         assert thought.payload is not None
         partner = items[index + 1] if index + 1 < count else None
@@ -597,7 +643,7 @@ def _sweep(
         checkpoints.append(
             Checkpoint(at, index, done, len(out), len(sweep_warnings), snapshot, hashed)
         )
-    out.extend(_strip_ids(items[done:], memo))
+    out.extend(_strip_ids(items[done:], memo, claimed))
     if len(memo.stripped) > 2 * count + 256:
         memo.stripped.clear()
     if key is not None:
@@ -694,6 +740,13 @@ def _build_input(
             f"does not list {REPLAY_TAG}; reasoning items are not replayed"
         )
     timeline = _timeline(thread, options, stages, plan, injectable, memo, warnings)
+    claimed: frozenset[str] = frozenset()
+    if thread.hosted_items:
+        claimed = frozenset(
+            t.payload.paired_item_id
+            for t in thread.thoughts
+            if t.payload is not None and t.payload.paired_item_id is not None
+        )
     swept, resumed_from = _sweep(
         head + timeline.items,
         timeline,
@@ -706,6 +759,7 @@ def _build_input(
         injectable=injectable,
         memo=memo,
         warnings=warnings,
+        claimed=claimed,
     )
     fingerprintable_length = len(swept)
 

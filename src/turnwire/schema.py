@@ -61,6 +61,18 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "thoughts": "Reasoning records of the timeline: text, a replayable reasoning "
         "item, or both.",
         "tool_calls": "The calls the model made, each with its result once it ran.",
+        "hosted_items": "Output items of hosted tools (web search, file search, code "
+        "interpreter, MCP, tool search, image generation), MCP listings and approvals, "
+        "compactions, and item types added later, each kept as the API emitted it.",
+    },
+    "HostedItem": {
+        "id": "The item's id (`ws_...`, `ci_...`, `mcp_...`, `cmp_...`); a reasoning item "
+        "paired with it names it as `paired_item_id`.",
+        "type": "The item's `type`, as the API named it.",
+        "item": "The whole item as the API emitted it at `response.output_item.done`; the "
+        "fields its input shape allows are replayed.",
+        "created_at": "When it was produced; the timeline sorts by `(created_at, seq)`.",
+        "seq": "Breaks ties between records with the same `created_at`.",
     },
     "Tool": {
         "name": "The function name the model calls.",
@@ -111,6 +123,13 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "attachments": "Images, documents, audio or video sent with the message.",
         "phase": "The API's label of an assistant message (`commentary`, "
         "`final_answer`), replayed as it came.",
+        "refusal": "An assistant's refusal, replayed as a `refusal` part (assistant "
+        "messages only).",
+        "annotations": "The citations on the text (`url_citation`, `file_citation`, "
+        "`container_file_citation`, `file_path`), as the API sent them; indexes count into "
+        "`content` (assistant messages only).",
+        "logprobs": "The token log-probabilities of the text, as the API sent them "
+        "(assistant messages only).",
         "created_at": "When it was written; the timeline sorts by `(created_at, seq)`.",
         "seq": "Breaks ties between records with the same `created_at`.",
     },
@@ -156,7 +175,7 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "variant": "The payload's kind; only `responses-reasoning` exists.",
         "item": "The reasoning item as it will be replayed, with its `encrypted_content`.",
         "paired_item_id": "The id of the output item that followed it in the response "
-        "(`msg_...` or `fc_...`); it is replayed only right before that item.",
+        "(`msg_...`, `fc_...` or a hosted item's id); it is replayed only right before that item.",
         "prefix_fingerprint": "The fingerprint of the request prefix it was produced "
         "after; it is replayed only while that prefix is unchanged.",
     },
@@ -384,7 +403,7 @@ _RULES: dict[str, dict[str, Any]] = {
     "Artifact": _exactly_one("text", "path"),
     "Retrievable": _exactly_one("content", "artifact"),
     "ToolResult": _exactly_one("text", "artifact", "artifacts", "media"),
-    "Message": {"anyOf": [_filled("content"), _filled("attachments")]},
+    "Message": {"anyOf": [_filled("content"), _filled("attachments"), _filled("refusal")]},
     "Thought": {
         "if": _present("payload"),
         "then": _filled("replay_compatibility"),

@@ -34,7 +34,7 @@ from turnwire._loading import (
     looks_like_json,
 )
 from turnwire.errors import InputError, ThreadFileError, validation_location
-from turnwire.model import Message, Thought, Thread, ToolCall, map_pointers
+from turnwire.model import HostedItem, Message, Thought, Thread, ToolCall, map_pointers
 
 __all__ = ["dump_thread", "load_thread", "load_thread_bytes", "save_thread", "thread_to_builtins"]
 
@@ -116,9 +116,13 @@ STDIN = "-"
 UNBOUNDED_FIELDS = (
     "tools[].parameters",
     "tool_calls[].args",
+    "hosted_items[].item",
+    "messages[].annotations[]",
+    "messages[].logprobs[]",
     "messages[].seq",
     "thoughts[].seq",
     "tool_calls[].seq",
+    "hosted_items[].seq",
 )
 
 
@@ -133,10 +137,20 @@ def _check_unbounded(thread: Thread, name: str, data: bytes) -> None:
         if call.args:
             path = f"$.tool_calls[{index}].args"
             check_tree(call.args, name=name, data=data, path=path, depth=4)
-    timeline: tuple[tuple[str, Sequence[Message | Thought | ToolCall]], ...] = (
+    for index, message in enumerate(thread.messages):
+        if message.annotations or message.logprobs:
+            for field in ("annotations", "logprobs"):
+                for at, tree in enumerate(getattr(message, field)):
+                    path = f"$.messages[{index}].{field}[{at}]"
+                    check_tree(tree, name=name, data=data, path=path, depth=5)
+    for index, hosted in enumerate(thread.hosted_items):
+        path = f"$.hosted_items[{index}].item"
+        check_tree(hosted.item, name=name, data=data, path=path, depth=4)
+    timeline: tuple[tuple[str, Sequence[Message | Thought | ToolCall | HostedItem]], ...] = (
         ("messages", thread.messages),
         ("thoughts", thread.thoughts),
         ("tool_calls", thread.tool_calls),
+        ("hosted_items", thread.hosted_items),
     )
     for field, records in timeline:
         for index, record in enumerate(records):

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 
 from turnwire.errors import FileNotAllowedError, RenderError
-from turnwire.model import Artifact, Media, Message, Thought, Thread, ToolCall
+from turnwire.model import Artifact, HostedItem, Media, Message, Thought, Thread, ToolCall
 from turnwire.usage import GenerationStats, Usage
 
 if TYPE_CHECKING:
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ContextAssembler",
     "FilePart",
+    "HostedPart",
     "MessagePart",
     "Part",
     "TextPart",
@@ -85,7 +86,14 @@ class ToolCallPart(_Part, frozen=True, kw_only=True, tag="tool_call"):
     call: ToolCall
 
 
-Part = TextPart | FilePart | MessagePart | ThoughtPart | ToolCallPart
+class HostedPart(_Part, frozen=True, kw_only=True, tag="hosted"):
+    """A hosted item (a hosted tool's call, an MCP listing or approval, a compaction ...)."""
+
+    item: HostedItem
+
+
+Part = TextPart | FilePart | MessagePart | ThoughtPart | ToolCallPart | HostedPart
+Record = Message | Thought | ToolCall | HostedItem
 
 
 class Turn(
@@ -120,7 +128,7 @@ def _pointer_only(media: Media) -> Media | None:
     return msgspec.structs.replace(media, data=None) if media.data is not None else media
 
 
-def _closing_messages(records: Sequence[Message | Thought | ToolCall]) -> set[int]:
+def _closing_messages(records: Sequence[Record]) -> set[int]:
     """The indices of the messages that end a step: those no tool call follows before the
     next message (or the end)."""
     closing: set[int] = set()
@@ -143,6 +151,8 @@ def _part_id(part: Part) -> str | None:
         return part.thought.id
     if isinstance(part, ToolCallPart):
         return part.call.id
+    if isinstance(part, HostedPart):
+        return part.item.id
     return None
 
 
@@ -205,7 +215,7 @@ class TurnBuilder:
 
     def build_assistant_turns(
         self,
-        run_records: Iterable[Message | Thought | ToolCall],
+        run_records: Iterable[Record],
         *,
         model: str | None,
         usage: dict[str, Any] | None = None,
@@ -249,7 +259,7 @@ class TurnBuilder:
         *,
         question: Turn | None,
         resolved: Sequence[ToolCall],
-        records: Iterable[Message | Thought | ToolCall],
+        records: Iterable[Record],
         model: str | None,
         usage: dict[str, Any] | None = None,
         request_fingerprint: str | None = None,
@@ -280,9 +290,7 @@ class TurnBuilder:
             id=self.new_id(), role="assistant", parts=tuple(parts), created_at=created, model=model
         )
 
-    def _steps(
-        self, records: Iterable[Message | Thought | ToolCall], model: str | None, *, lossless: bool
-    ) -> list[Turn]:
+    def _steps(self, records: Iterable[Record], model: str | None, *, lossless: bool) -> list[Turn]:
         """Assistant records grouped into steps: each message closes the step before it.
 
         ``lossless`` (an import) keeps every record as it is; otherwise inline file bytes are
@@ -290,7 +298,7 @@ class TurnBuilder:
         """
         turns: list[Turn] = []
         pending: list[Part] = []
-        last: Message | Thought | ToolCall | None = None
+        last: Record | None = None
         records = list(records)
         closing = _closing_messages(records)
         for index, record in enumerate(records):
@@ -307,31 +315,34 @@ class TurnBuilder:
         return turns
 
     @staticmethod
-    def _record_part(record: Message | Thought | ToolCall) -> Part:
+    def _record_part(record: Record) -> Part:
         if isinstance(record, Message):
             return MessagePart(message=record)
         if isinstance(record, Thought):
             return ThoughtPart(thought=record)
+        if isinstance(record, HostedItem):
+            return HostedPart(item=record)
         return ToolCallPart(call=record)
 
     @classmethod
-    def _part(cls, record: Message | Thought | ToolCall) -> Part | None:
+    def _part(cls, record: Record) -> Part | None:
         if isinstance(record, Message):
             kept = tuple(m for m in (_pointer_only(a) for a in record.attachments) if m)
-            if not record.content and not kept:
+            if not record.content and not kept and not record.refusal:
                 return None
             return MessagePart(message=msgspec.structs.replace(record, attachments=kept))
         return cls._record_part(record)
 
     def records_as_turns(self, thread: Thread) -> list[Turn]:
         """A whole thread's records as turns, in timeline order (import; lossless)."""
-        entries: list[tuple[datetime, int, int, int, Message | Thought | ToolCall]] = []
+        entries: list[tuple[datetime, int, int, int, Record]] = []
         entries += ((r.created_at, r.seq, 0, i, r) for i, r in enumerate(thread.messages))
         entries += ((r.created_at, r.seq, 1, i, r) for i, r in enumerate(thread.thoughts))
         entries += ((r.created_at, r.seq, 2, i, r) for i, r in enumerate(thread.tool_calls))
+        entries += ((r.created_at, r.seq, 3, i, r) for i, r in enumerate(thread.hosted_items))
         entries.sort()
         turns: list[Turn] = []
-        run: list[Message | Thought | ToolCall] = []
+        run: list[Record] = []
         for entry in entries:
             record = entry[4]
             if isinstance(record, Message) and record.role == "user":
@@ -352,7 +363,19 @@ class TurnBuilder:
     def to_messages(
         self, turns: Iterable[Turn], *, current: Turn | None = None, keep_all_files: bool = False
     ) -> tuple[tuple[Message, ...], tuple[Thought, ...], tuple[ToolCall, ...]]:
-        """Stored turns as thread records (messages, thoughts, tool calls).
+        """Stored turns as messages, thoughts and tool calls: :meth:`to_records` without the
+        hosted items."""
+        messages, thoughts, calls, _ = self.to_records(
+            turns, current=current, keep_all_files=keep_all_files
+        )
+        return messages, thoughts, calls
+
+    def to_records(
+        self, turns: Iterable[Turn], *, current: Turn | None = None, keep_all_files: bool = False
+    ) -> tuple[
+        tuple[Message, ...], tuple[Thought, ...], tuple[ToolCall, ...], tuple[HostedItem, ...]
+    ]:
+        """Stored turns as thread records (messages, thoughts, tool calls, hosted items).
 
         A user turn built from a prompt becomes a message with the turn's id; its file parts
         are dropped, except those of ``current`` (or all of them with ``keep_all_files``, for
@@ -363,6 +386,7 @@ class TurnBuilder:
         messages: list[Message] = []
         thoughts: list[Thought] = []
         calls: dict[str, ToolCall] = {}
+        hosted: list[HostedItem] = []
         for turn in turns:
             text = "".join(p.text for p in turn.parts if isinstance(p, TextPart))
             files = tuple(p.media for p in turn.parts if isinstance(p, FilePart))
@@ -385,7 +409,9 @@ class TurnBuilder:
                     thoughts.append(part.thought)
                 elif isinstance(part, ToolCallPart):
                     calls[part.call.id] = part.call
-        return tuple(messages), tuple(thoughts), tuple(calls.values())
+                elif isinstance(part, HostedPart):
+                    hosted.append(part.item)
+        return tuple(messages), tuple(thoughts), tuple(calls.values()), tuple(hosted)
 
 
 # Pseudo-filesystems: their "regular" files (/proc/self/environ) report no size and hold the

@@ -26,7 +26,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from turnwire.model import Message, Thought, Thread, ToolCall
+from turnwire.model import HostedItem, Message, Thought, Thread, ToolCall
 
 __all__ = [
     "Window",
@@ -39,7 +39,7 @@ __all__ = [
 
 logger = logging.getLogger("turnwire")
 
-Record = Message | Thought | ToolCall
+Record = Message | Thought | ToolCall | HostedItem
 ATTACHMENT_TOKENS = 765
 _BYTES_PER_TOKEN = 4
 
@@ -64,7 +64,12 @@ Window = Literal["all"] | WindowSettings
 
 def _ordered(thread: Thread) -> list[Record]:
     """The timeline in render order: ``(created_at, seq)``, then messages, thoughts, calls."""
-    groups: tuple[tuple[Record, ...], ...] = (thread.messages, thread.thoughts, thread.tool_calls)
+    groups: tuple[tuple[Record, ...], ...] = (
+        thread.messages,
+        thread.thoughts,
+        thread.tool_calls,
+        thread.hosted_items,
+    )
     entries = [
         (record.created_at, record.seq, rank, index, record)
         for rank, records in enumerate(groups)
@@ -97,6 +102,8 @@ def estimate_tokens(record: Record) -> int:
     if isinstance(record, Thought):
         blob = record.payload.item.encrypted_content if record.payload is not None else None
         return _text_tokens(record.content) + _text_tokens(blob)
+    if isinstance(record, HostedItem):
+        return _text_tokens(msgspec.json.encode(record.item).decode())
     result = record.result
     tokens = _text_tokens(record.tool) + _text_tokens(msgspec.json.encode(record.args).decode())
     if result is not None:
@@ -145,7 +152,21 @@ def apply_window(thread: Thread, window: Window) -> Thread:
         messages=tuple(r for r in thread.messages if id(r) in keep),
         thoughts=tuple(r for r in thread.thoughts if id(r) in keep),
         tool_calls=tuple(r for r in thread.tool_calls if id(r) in keep),
+        hosted_items=tuple(r for r in thread.hosted_items if id(r) in keep),
     )
+
+
+def _hosted_line(record: HostedItem) -> str:
+    """One line about a hosted item: its type and what it did."""
+    item = record.item
+    action = item.get("action")
+    detail: object = None
+    if isinstance(action, dict):
+        detail = action.get("query") or action.get("url") or action.get("type")
+    detail = detail or item.get("code") or item.get("name") or item.get("queries")
+    status = item.get("status")
+    text = record.type + (f" {detail}" if detail else "")
+    return text + (f" ({status})" if isinstance(status, str) else "")
 
 
 def _speaker(message: Message) -> str:
@@ -170,6 +191,8 @@ def transcript(thread: Thread) -> str:
         elif isinstance(record, Thought):
             if record.content:
                 lines.append(f"(thinking) {record.content}")
+        elif isinstance(record, HostedItem):
+            lines.append(f"[{_hosted_line(record)}]")
         else:
             arguments = msgspec.json.encode(record.args).decode()
             if record.result is None:

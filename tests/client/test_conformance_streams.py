@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from turnwire.client.slots import MessageOutput, ReasoningOutput, ToolCallOutput
+from turnwire.client.slots import HostedOutput, MessageOutput, ReasoningOutput, ToolCallOutput
 
 from .streams import STREAMS, parse, payloads, wire_bytes
 
@@ -84,7 +84,10 @@ def test_stream_gives_the_items_its_terminal_response_lists(path, chunk):
                 )
             else:
                 hosted.append(kind)
-                assert index not in ours
+                out = ours[index]
+                assert isinstance(out, HostedOutput)
+                # kept whole, as output_item.done gave it
+                assert (out.type, out.item_id, out.item) == (kind, item["id"], done[index])
         assert list(generation.hosted) == hosted
 
 

@@ -126,7 +126,8 @@ def test_refusals_are_reported_as_they_stream():
     seen: list[object] = []
     result = _run([Reply.sse(refusal)], on_event=seen.append)
     deltas = [e.delta for e in seen if isinstance(e, RefusalDeltaEvent)]
-    assert "".join(deltas) == result.records.messages[0].content == "I can't help with that."
+    assert "".join(deltas) == result.records.messages[0].refusal == "I can't help with that."
+    assert result.records.messages[0].content is None
 
 
 def test_a_broken_observer_or_callback_never_fails_the_turn(caplog):

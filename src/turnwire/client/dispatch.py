@@ -35,6 +35,7 @@ from turnwire.client.progress import (
 )
 from turnwire.client.slots import (
     Generation,
+    HostedOutput,
     MessageOutput,
     ReasoningOutput,
     ResponseAccumulator,
@@ -57,6 +58,7 @@ from turnwire.errors import (
 )
 from turnwire.model import (
     REPLAY_TAG,
+    HostedItem,
     Identity,
     Message,
     ReasoningPayload,
@@ -123,6 +125,18 @@ class Records(msgspec.Struct, frozen=True, kw_only=True):
     messages: tuple[Message, ...] = ()
     thoughts: tuple[Thought, ...] = ()
     tool_calls: tuple[ToolCall, ...] = ()
+    hosted_items: tuple[HostedItem, ...] = ()
+
+    def timeline(self) -> list[Message | Thought | ToolCall | HostedItem]:
+        """Every record, in timeline order ``(created_at, seq)``."""
+        records: list[Message | Thought | ToolCall | HostedItem] = [
+            *self.messages,
+            *self.thoughts,
+            *self.tool_calls,
+            *self.hosted_items,
+        ]
+        records.sort(key=lambda record: (record.created_at, record.seq))
+        return records
 
 
 class RunResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -393,6 +407,7 @@ class Client:
         self._require_key()
         start_calls = len(thread.tool_calls)
         start_messages, start_thoughts = len(thread.messages), len(thread.thoughts)
+        start_hosted = len(thread.hosted_items)
         ran_pending: tuple[ToolCall, ...] = ()
         if not once:
             pending = {call.id for call in thread.tool_calls if call.result is None}
@@ -436,6 +451,7 @@ class Client:
             messages=thread.messages[start_messages:],
             thoughts=thread.thoughts[start_thoughts:],
             tool_calls=tuple(c for c in thread.tool_calls[start_calls:]),
+            hosted_items=thread.hosted_items[start_hosted:],
         )
         meta = ResponseMeta(
             id=generation.response_id,
@@ -458,13 +474,14 @@ class Client:
 
     @staticmethod
     def _stats(
-        generation: Generation, model: str, thread: Thread, before: tuple[int, int, int]
+        generation: Generation, model: str, thread: Thread, before: tuple[int, int, int, int]
     ) -> GenerationStats:
-        messages, thoughts, calls = before
-        added: tuple[Message | Thought | ToolCall, ...] = (
+        messages, thoughts, calls, hosted = before
+        added: tuple[Message | Thought | ToolCall | HostedItem, ...] = (
             *thread.messages[messages:],
             *thread.thoughts[thoughts:],
             *thread.tool_calls[calls:],
+            *thread.hosted_items[hosted:],
         )
         return GenerationStats(
             model=generation.model or model,
@@ -610,7 +627,9 @@ class Client:
                     self._emit(
                         ItemDoneEvent(
                             output_index=output.output_index,
-                            item_type=_ITEM_TYPES[type(output)],
+                            item_type=output.type
+                            if isinstance(output, HostedOutput)
+                            else _ITEM_TYPES[type(output)],
                             item_id=output.item_id,
                         )
                     )
@@ -687,10 +706,11 @@ class Client:
         already answered with an error result, which the model reads next iteration)."""
         render = self.settings.render
         stamp = self.clock()
-        records: list[Message | Thought | ToolCall] = [
+        records: list[Message | Thought | ToolCall | HostedItem] = [
             *thread.messages,
             *thread.thoughts,
             *thread.tool_calls,
+            *thread.hosted_items,
         ]
         seq = 1 + max((r.seq for r in records if r.created_at == stamp), default=-1)
         identity = (
@@ -698,25 +718,38 @@ class Client:
             if render.self_identity == "assistant"
             else Identity(identifier=render.self_identity)
         )
-        messages, thoughts, calls = [], [], []
+        messages, thoughts, calls, hosted = [], [], [], []
         existing = {call.id for call in thread.tool_calls}
         outputs = generation.outputs
         for position, output in enumerate(outputs):
             if isinstance(output, MessageOutput):
-                text = output.refusal or output.text
-                if text:
+                if output.text or output.refusal:
                     messages.append(
                         Message(
                             id=output.item_id or f"msg_{uuid.uuid4().hex}",
                             role="assistant",
-                            content=text,
+                            content=output.text or None,
                             identity=identity,
                             phase=output.phase,
+                            refusal=output.refusal or None,
+                            annotations=output.annotations,
+                            logprobs=output.logprobs,
                             created_at=stamp,
                             seq=seq,
                         )
                     )
                     seq += 1
+            elif isinstance(output, HostedOutput):
+                hosted.append(
+                    HostedItem(
+                        id=output.item_id or f"{output.type}_{uuid.uuid4().hex}",
+                        type=output.type,
+                        item=output.item,
+                        created_at=stamp,
+                        seq=seq,
+                    )
+                )
+                seq += 1
             elif isinstance(output, ReasoningOutput):
                 following = outputs[position + 1] if position + 1 < len(outputs) else None
                 thought = self._thought(output, following, identity, stamp, seq)
@@ -753,11 +786,13 @@ class Client:
         _check_records("messages", messages)
         _check_records("thoughts", thoughts)
         _check_records("tool_calls", calls)
+        _check_records("hosted_items", hosted)
         extended = msgspec.structs.replace(
             thread,
             messages=thread.messages + tuple(messages),
             thoughts=thread.thoughts + tuple(thoughts),
             tool_calls=thread.tool_calls + tuple(calls),
+            hosted_items=thread.hosted_items + tuple(hosted),
         )
         return extended, calls
 
@@ -947,11 +982,16 @@ class Client:
             )
 
 
-def _record_counts(thread: Thread) -> tuple[int, int, int]:
-    return len(thread.messages), len(thread.thoughts), len(thread.tool_calls)
+def _record_counts(thread: Thread) -> tuple[int, int, int, int]:
+    return (
+        len(thread.messages),
+        len(thread.thoughts),
+        len(thread.tool_calls),
+        len(thread.hosted_items),
+    )
 
 
-def _check_records(kind: str, records: Iterable[Message | Thought | ToolCall]) -> None:
+def _check_records(kind: str, records: Iterable[Message | Thought | ToolCall | HostedItem]) -> None:
     """Each new record through the thread-file schema, strictly, before it joins the thread:
     a value the file could not hold later is refused now, naming where it sits."""
     for index, record in enumerate(records):

@@ -2,7 +2,8 @@
 
 Slots are keyed by ``output_index``. A ``message`` item opens a text slot, ``reasoning`` a
 thinking slot, ``function_call`` a tool-call slot; any other item type (hosted tools: web
-search, code interpreter, MCP, tool search...) opens none and is only noted. Deltas append (a
+search, code interpreter, MCP, tool search, a compaction, a type added later) a hosted slot,
+which keeps the whole item as the API emitted it. Deltas append (a
 delta for an index no item opened opens the slot it implies); ``.function_call_arguments.done``
 replaces the arguments; ``output_item.done`` finalises a slot from the complete item, and is
 the only place ``encrypted_content`` is captured (it is re-encrypted at every emission; the
@@ -59,6 +60,7 @@ from turnwire.wire.events import (
 
 __all__ = [
     "Generation",
+    "HostedOutput",
     "MessageOutput",
     "Output",
     "ReasoningOutput",
@@ -82,6 +84,8 @@ class MessageOutput(msgspec.Struct, frozen=True, kw_only=True):
     refusal: str = ""
     phase: str | None = None
     status: str | None = None
+    annotations: tuple[dict[str, Any], ...] = ()
+    logprobs: tuple[dict[str, Any], ...] = ()
 
 
 class ReasoningOutput(msgspec.Struct, frozen=True, kw_only=True):
@@ -110,7 +114,16 @@ class ToolCallOutput(msgspec.Struct, frozen=True, kw_only=True):
     status: str | None = None
 
 
-Output = MessageOutput | ReasoningOutput | ToolCallOutput
+class HostedOutput(msgspec.Struct, frozen=True, kw_only=True):
+    """Any other output item (a hosted tool's call, an MCP listing, a compaction ...), whole."""
+
+    output_index: int
+    item_id: str | None
+    type: str
+    item: dict[str, Any]
+
+
+Output = MessageOutput | ReasoningOutput | ToolCallOutput | HostedOutput
 
 
 class Generation(msgspec.Struct, frozen=True, kw_only=True):
@@ -118,7 +131,7 @@ class Generation(msgspec.Struct, frozen=True, kw_only=True):
 
     :ivar terminal: how it ended; ``eof`` means the stream closed without a terminal event.
     :ivar outputs: the slots in ``output_index`` order.
-    :ivar hosted: the types of output items that opened no slot (hosted tools).
+    :ivar hosted: the types of the hosted output items, in output order.
     :ivar sequence_gaps: how many times ``sequence_number`` skipped.
     :ivar from_terminal: the output indices built from the terminal response's ``output``
         because no ``output_item.done`` finalised them.
@@ -148,6 +161,10 @@ class Generation(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def tool_calls(self) -> list[ToolCallOutput]:
         return [o for o in self.outputs if isinstance(o, ToolCallOutput)]
+
+    @property
+    def hosted_items(self) -> list[HostedOutput]:
+        return [o for o in self.outputs if isinstance(o, HostedOutput)]
 
     @property
     def text(self) -> str:
@@ -181,6 +198,13 @@ class _MessageItem(_Shape, frozen=True, kw_only=True):
 
 class _OutputTextPart(_Shape, frozen=True, kw_only=True):
     text: str = ""
+    annotations: tuple[dict[str, Any], ...] | None = None
+    logprobs: tuple[dict[str, Any], ...] | None = None
+
+
+class _HostedItem(_Shape, frozen=True, kw_only=True):
+    id: str | None = None
+    status: ItemStatus | None = None
 
 
 class _RefusalPart(_Shape, frozen=True, kw_only=True):
@@ -262,7 +286,17 @@ def _convert(value: Any, shape: type[_S], event: str, where: str) -> _S:
 
 
 class _Text:
-    __slots__ = ("done", "finalised", "item_id", "parts", "phase", "refusal", "status")
+    __slots__ = (
+        "annotations",
+        "done",
+        "finalised",
+        "item_id",
+        "logprobs",
+        "parts",
+        "phase",
+        "refusal",
+        "status",
+    )
 
     def __init__(self, item: _MessageItem) -> None:
         self.item_id = item.id
@@ -271,6 +305,8 @@ class _Text:
         self.phase = item.phase
         self.status: str | None = item.status
         self.done: str | None = None
+        self.annotations: tuple[dict[str, Any], ...] = ()
+        self.logprobs: tuple[dict[str, Any], ...] = ()
         self.finalised = False
 
     @staticmethod
@@ -285,15 +321,28 @@ class _Text:
         return message
 
     def finalise(self, item: _MessageItem) -> None:
-        texts, refusals = [], []
+        texts: list[str] = []
+        refusals: list[str] = []
+        annotations: list[dict[str, Any]] = []
+        logprobs: list[dict[str, Any]] = []
+        offset = 0
         for part in item.content or ():
             kind = part.get("type")
             if kind == "output_text":
-                texts.append(part.get("text", ""))
+                text = part.get("text", "")
+                # The parts are joined into one text: a citation's indexes count into it.
+                annotations += (_shifted(a, offset) for a in part.get("annotations") or ())
+                logprobs += part.get("logprobs") or ()
+                texts.append(text)
+                offset += len(text)
             elif kind == "refusal":
                 refusals.append(part.get("refusal", ""))
         if texts or not self.parts:
             self.done = "".join(texts)
+        if annotations:
+            self.annotations = tuple(annotations)
+        if logprobs:
+            self.logprobs = tuple(logprobs)
         if refusals:
             self.refusal = [refusals[-1]]
         self.item_id = item.id if item.id is not None else self.item_id
@@ -310,7 +359,22 @@ class _Text:
             refusal="".join(self.refusal),
             phase=self.phase,
             status=self.status,
+            annotations=self.annotations,
+            logprobs=self.logprobs,
         )
+
+
+_INDEX_KEYS = ("start_index", "end_index", "index")
+
+
+def _shifted(annotation: dict[str, Any], offset: int) -> dict[str, Any]:
+    """``annotation`` with its character indexes moved by ``offset``."""
+    if not offset or not any(type(annotation.get(key)) is int for key in _INDEX_KEYS):
+        return annotation
+    return {
+        key: value + offset if key in _INDEX_KEYS and type(value) is int else value
+        for key, value in annotation.items()
+    }
 
 
 class _Thinking:
@@ -417,7 +481,29 @@ class _Call:
         )
 
 
-_Slot = _Text | _Thinking | _Call
+class _Hosted:
+    """Any other item: kept whole, as the last event that carried it gave it."""
+
+    __slots__ = ("finalised", "item", "item_id", "kind")
+
+    def __init__(self, kind: str, item: dict[str, Any], shaped: _HostedItem) -> None:
+        self.kind = kind
+        self.item = item
+        self.item_id = shaped.id
+        self.finalised = False
+
+    def finalise(self, item: dict[str, Any], shaped: _HostedItem) -> None:
+        self.item = item
+        self.item_id = shaped.id if shaped.id is not None else self.item_id
+        self.finalised = True
+
+    def output(self, index: int, strict: bool) -> HostedOutput:
+        return HostedOutput(
+            output_index=index, item_id=self.item_id, type=self.kind, item=self.item
+        )
+
+
+_Slot = _Text | _Thinking | _Call | _Hosted
 _KINDS: dict[str, type[_Text] | type[_Thinking] | type[_Call]] = {
     "message": _Text,
     "reasoning": _Thinking,
@@ -446,6 +532,8 @@ def _comparable(output: Output) -> tuple[Any, ...]:
         return ("message", output.item_id, output.text, output.refusal)
     if isinstance(output, ReasoningOutput):
         return ("reasoning", output.item_id, output.summary)
+    if isinstance(output, HostedOutput):
+        return (output.type, output.item_id)
     return ("function_call", output.item_id, output.call_id, output.name, output.arguments)
 
 
@@ -577,36 +665,28 @@ class ResponseAccumulator:
             slot = self._text[index] = _Text(shaped)
         elif kind == "reasoning":
             slot = self._thinking[index] = _Thinking(shaped)
-        else:
+        elif kind == "function_call":
             slot = self._calls[index] = _Call(shaped, source)
+        else:
+            slot = _Hosted(kind, *shaped)
+            self._hosted[index] = kind
         self._slots[index] = slot
         return slot
 
     def _item(self, item: Any, event: str, where: str) -> tuple[str, Any]:
-        """``(type, validated item)``; the item is ``None`` for a type that opens no slot."""
+        """``(type, validated item)``; for a hosted type, ``(item, its checked id and
+        status)``."""
         kind = _convert(item, _AnyItem, event, where).type
         slot_type = _KINDS.get(kind)
         if slot_type is None:
-            return kind, None
+            return kind, (item, _convert(item, _HostedItem, event, where))
         return kind, slot_type.shape(item, event, where)
 
     def _added(self, event: OutputItemAdded) -> None:
         self._started = True
         index = event.output_index
         kind, shaped = self._item(event.item, "response.output_item.added", f"output[{index}]")
-        if shaped is None:
-            self._note_hosted(index, kind)
-            return
         self._open(index, kind, shaped, "response.output_item.added")
-
-    def _note_hosted(self, index: int, kind: str) -> None:
-        self._hosted[index] = kind
-        logger.debug(
-            "no slot for output item type %r at index %d",
-            kind,
-            index,
-            extra={"kind": "unhandled-output-item"},
-        )
 
     def _done(self, event: OutputItemDone) -> None:
         self._started = True
@@ -616,16 +696,16 @@ class ResponseAccumulator:
 
     def _finalise(self, index: int, kind: str, shaped: Any, source: str) -> None:
         slot = self._slots.get(index)
-        if shaped is None:
-            if slot is None:
-                self._note_hosted(index, kind)
-            return
-        if slot is None or _KINDS[kind] is not type(slot):
-            if index in self._hosted:
-                return
+        slot_type = _KINDS.get(kind, _Hosted)
+        if slot is None or type(slot) is not slot_type:
+            if slot is not None and _Hosted in (slot_type, type(slot)):
+                return  # a hosted item and a slot item never replace each other
             slot = self._open(index, kind, shaped, source)
         if isinstance(slot, _Call):
             slot.finalise(shaped, source)
+        elif isinstance(slot, _Hosted):
+            slot.kind = self._hosted[index] = kind
+            slot.finalise(*shaped)
         else:
             slot.finalise(shaped)
 
@@ -672,15 +752,10 @@ class ResponseAccumulator:
         disagree: list[str] = []
         for index, (kind, shaped) in enumerate(checked):
             slot = self._slots.get(index)
-            if shaped is None:
-                if slot is not None:
-                    disagree.append(f"output[{index}] is {kind} there")
-                elif index not in self._hosted:
-                    self._note_hosted(index, kind)
-                continue
+            slot_type = _KINDS.get(kind, _Hosted)
             if index in streamed:
                 assert slot is not None
-                if _KINDS[kind] is not type(slot):
+                if slot_type is not type(slot):
                     disagree.append(f"output[{index}] is {kind} there")
                     continue
                 if isinstance(slot, _Thinking) and slot.encrypted is None:
@@ -690,7 +765,11 @@ class ResponseAccumulator:
                 if mine != theirs:
                     disagree.append(f"output[{index}] ({kind}) differs")
                 continue
-            if index in self._hosted:
+            if (
+                slot is not None
+                and _Hosted in (slot_type, type(slot))
+                and slot_type is not type(slot)
+            ):
                 disagree.append(f"output[{index}] is {kind} there")
                 continue
             self._finalise(index, kind, shaped, event)
@@ -722,9 +801,12 @@ class ResponseAccumulator:
         elif kind == "reasoning":
             slot = _Thinking(shaped)
             slot.finalise(shaped)
-        else:
+        elif kind == "function_call":
             slot = _Call(shaped, event)
             slot.finalise(shaped, event)
+        else:
+            slot = _Hosted(kind, *shaped)
+            slot.finalise(*shaped)
         return slot
 
     def _failed(self, event: ResponseFailed) -> Generation | None:

@@ -16,6 +16,7 @@ from turnwire.wire import (
     InputText,
     OutputMessage,
     OutputText,
+    Refusal,
 )
 
 __all__ = ["render_timeline_message", "valid_item_id"]
@@ -58,20 +59,33 @@ def render_timeline_message(
 
     if identifier == self_identity:
         text = neutralise(message.content or "")
-        if text:
+        refusal = neutralise(message.refusal or "")
+        if text or refusal:
             item_id = valid_item_id(message.id, "msg_")
             if item_id is not None:
+                parts: list[OutputText | Refusal] = []
+                if text:
+                    parts.append(
+                        OutputText(
+                            text=text,
+                            annotations=message.annotations,
+                            logprobs=message.logprobs or None,
+                        )
+                    )
+                if refusal:
+                    parts.append(Refusal(refusal=refusal))
                 items.append(
                     OutputMessage(
                         role="assistant",
                         status="completed",
                         id=item_id,
-                        content=(OutputText(text=text, annotations=()),),
+                        content=tuple(parts),
                         phase=message.phase,
                     )
                 )
             else:
-                items.append(InputMessage(role="assistant", content=text, phase=message.phase))
+                said = "\n\n".join(part for part in (text, refusal) if part)
+                items.append(InputMessage(role="assistant", content=said, phase=message.phase))
     elif message.content:
         tag = f"peer_agent_output_{nonce}"
         created = f' createdAt="{iso(message.created_at)}"'

@@ -87,11 +87,11 @@ class StoreRecords:
         turns = self.turns(thread_id)
         if current is not None:
             turns.append(current)
-        messages, thoughts, calls = self.builder.to_messages(
+        messages, thoughts, calls, hosted = self.builder.to_records(
             turns, current=current, keep_all_files=keep_all_files
         )
         return msgspec.structs.replace(
-            header, messages=messages, thoughts=thoughts, tool_calls=calls
+            header, messages=messages, thoughts=thoughts, tool_calls=calls, hosted_items=hosted
         )
 
     def export_thread(self, thread_id: str) -> Thread:

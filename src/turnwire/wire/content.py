@@ -17,6 +17,7 @@ __all__ = [
     "InputText",
     "OutputText",
     "ReasoningText",
+    "Refusal",
     "SummaryText",
     "WireStruct",
 ]
@@ -56,6 +57,13 @@ class OutputText(WireStruct, frozen=True, kw_only=True, tag="output_text"):
 
     text: str
     annotations: tuple[Any, ...]
+    logprobs: tuple[Any, ...] | None = None
+
+
+class Refusal(WireStruct, frozen=True, kw_only=True, tag="refusal"):
+    """The model's refusal, replayed inside an assistant output message."""
+
+    refusal: str
 
 
 class SummaryText(WireStruct, frozen=True, kw_only=True, tag="summary_text"):

@@ -10,12 +10,13 @@ never decoded as one union.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, NoReturn
 
 from turnwire.wire.content import (
     InputContent,
     OutputText,
     ReasoningText,
+    Refusal,
     SummaryText,
     WireStruct,
 )
@@ -23,6 +24,7 @@ from turnwire.wire.content import (
 __all__ = [
     "FunctionCall",
     "FunctionCallOutput",
+    "HostedInputItem",
     "InputItem",
     "InputMessage",
     "OutputMessage",
@@ -44,7 +46,7 @@ class OutputMessage(WireStruct, frozen=True, kw_only=True, tag="message"):
     role: Literal["assistant"]
     status: Literal["completed", "in_progress", "incomplete"]
     id: str
-    content: tuple[OutputText, ...]
+    content: tuple[OutputText | Refusal, ...]
     phase: str | None = None
 
 
@@ -73,4 +75,47 @@ class ReasoningItem(WireStruct, frozen=True, kw_only=True, tag="reasoning"):
     encrypted_content: str | None = None
 
 
-InputItem = InputMessage | OutputMessage | FunctionCall | FunctionCallOutput | ReasoningItem
+class HostedInputItem(dict[str, Any]):
+    """A hosted item (web search, code interpreter, MCP, compaction ...) replayed as the API
+    emitted it, restricted to the fields its input shape allows (see :mod:`turnwire.hosted`).
+
+    It encodes as the mapping itself, in the emitted field order. It is read-only: it is shared
+    between renders and its bytes feed the prefix fingerprint. ``unpaired`` is what is sent in
+    its place when the reasoning item it followed in the response is not sent (the API refuses
+    such an item without its reasoning); ``None``: nothing is sent then.
+    """
+
+    __slots__ = ("unpaired",)
+
+    def __init__(self, fields: dict[str, Any], unpaired: InputItem | None = None) -> None:
+        super().__init__(fields)
+        self.unpaired = unpaired
+
+    @property
+    def type(self) -> str:
+        return str(self["type"])
+
+    @property
+    def id(self) -> str | None:
+        value = self.get("id")
+        return value if isinstance(value, str) else None
+
+    def _read_only(self, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError("a HostedInputItem is read-only")
+
+    __setitem__ = __delitem__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
+    __ior__ = _read_only
+
+    def __repr__(self) -> str:
+        return f"HostedInputItem(type={self.get('type')!r}, id={self.get('id')!r})"
+
+
+InputItem = (
+    InputMessage
+    | OutputMessage
+    | FunctionCall
+    | FunctionCallOutput
+    | ReasoningItem
+    | HostedInputItem
+)

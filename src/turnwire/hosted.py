@@ -1,0 +1,209 @@
+"""Hosted items: typed views of the output items that are not messages, reasoning or function
+calls, and which of them go back to the API as input items.
+
+A :class:`~turnwire.model.HostedItem` keeps the item exactly as the API emitted it. The views
+here read it for the known types (``HostedItem.view``); every view tolerates fields the API adds
+later, and an unknown type reads as its raw mapping.
+
+:data:`INPUT_FIELDS` is the replay rule: for each type the API accepts back as an input item,
+the fields the input schema allows (OpenAI's OpenAPI ``Item`` union and its ``...ItemParam``
+shapes). An emitted field outside that list (``created_by`` on a compaction, say) is not
+sent. A type absent from it (a computer or shell call, which the client would have to answer,
+or a type added after this release) is never sent as an item: the ``render_hosted_item`` stage
+renders it as text instead.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+if TYPE_CHECKING:
+    from turnwire.model import HostedItem
+
+__all__ = [
+    "INPUT_FIELDS",
+    "CodeInterpreterCall",
+    "Compaction",
+    "FileSearchCall",
+    "ImageGenerationCall",
+    "McpApprovalRequest",
+    "McpApprovalResponse",
+    "McpCall",
+    "McpListTools",
+    "ToolSearchCall",
+    "ToolSearchOutput",
+    "WebSearchCall",
+    "input_item",
+    "view",
+]
+
+INPUT_FIELDS: dict[str, tuple[str, ...]] = {
+    "web_search_call": ("type", "id", "status", "action"),
+    "file_search_call": ("type", "id", "status", "queries", "results"),
+    "code_interpreter_call": ("type", "id", "status", "container_id", "code", "outputs"),
+    "image_generation_call": ("type", "id", "status", "result"),
+    "mcp_call": (
+        "type",
+        "id",
+        "server_label",
+        "name",
+        "arguments",
+        "output",
+        "error",
+        "status",
+        "approval_request_id",
+    ),
+    "mcp_list_tools": ("type", "id", "server_label", "tools", "error"),
+    "mcp_approval_request": ("type", "id", "server_label", "name", "arguments"),
+    "mcp_approval_response": ("type", "id", "approval_request_id", "approve", "reason"),
+    "tool_search_call": ("type", "id", "call_id", "execution", "arguments", "status"),
+    "tool_search_output": ("type", "id", "call_id", "execution", "tools", "status"),
+    "compaction": ("type", "id", "encrypted_content"),
+}
+"""For each replayable type, the fields of the emitted item that go back as input."""
+
+
+def input_item(item: dict[str, Any]) -> dict[str, Any] | None:
+    """The input item that replays ``item``, or ``None`` when its type is not replayable.
+
+    The fields keep the emitted order; only those :data:`INPUT_FIELDS` lists are kept. A
+    ``tool_search_*`` item the client ran (``execution: client``) is not replayable here: its
+    answer would have to come from the client.
+    """
+    fields = INPUT_FIELDS.get(str(item.get("type")))
+    if fields is None:
+        return None
+    if item.get("type", "").startswith("tool_search") and item.get("execution") == "client":
+        return None
+    return {key: value for key, value in item.items() if key in fields}
+
+
+class _View(msgspec.Struct, frozen=True, kw_only=True):
+    """Base of the typed views: unknown fields are ignored, absent ones default."""
+
+    id: str | None = None
+    status: str | None = None
+
+
+class WebSearchCall(_View, frozen=True, kw_only=True):
+    """A web search the API ran: ``action`` is ``search`` (queries, sources), ``open_page``
+    (url) or ``find`` (pattern, url)."""
+
+    action: dict[str, Any] | None = None
+
+    @property
+    def query(self) -> str | None:
+        """The search query, when the action was a search."""
+        action = self.action or {}
+        query = action.get("query")
+        if isinstance(query, str):
+            return query
+        queries = action.get("queries")
+        return queries[0] if isinstance(queries, list) and queries else None
+
+
+class FileSearchCall(_View, frozen=True, kw_only=True):
+    """A search of vector stores: the queries and, when included, the results."""
+
+    queries: tuple[str, ...] = ()
+    results: tuple[dict[str, Any], ...] | None = None
+
+
+class CodeInterpreterCall(_View, frozen=True, kw_only=True):
+    """Code the API ran in a container, with its outputs when included."""
+
+    container_id: str | None = None
+    code: str | None = None
+    outputs: tuple[dict[str, Any], ...] | None = None
+
+
+class ImageGenerationCall(_View, frozen=True, kw_only=True):
+    """An image the API generated; ``result`` is its base64 data."""
+
+    result: str | None = None
+
+
+class McpCall(_View, frozen=True, kw_only=True):
+    """A tool call on a remote MCP server, with its output or error."""
+
+    server_label: str = ""
+    name: str = ""
+    arguments: str = ""
+    output: str | None = None
+    error: Any = None
+    approval_request_id: str | None = None
+
+
+class McpListTools(_View, frozen=True, kw_only=True):
+    """The tools an MCP server offered."""
+
+    server_label: str = ""
+    tools: tuple[dict[str, Any], ...] = ()
+    error: Any = None
+
+
+class McpApprovalRequest(_View, frozen=True, kw_only=True):
+    """A call on an MCP server waiting for the user's approval."""
+
+    server_label: str = ""
+    name: str = ""
+    arguments: str = ""
+
+
+class McpApprovalResponse(_View, frozen=True, kw_only=True):
+    """The user's decision on an approval request."""
+
+    approval_request_id: str = ""
+    approve: bool = False
+    reason: str | None = None
+
+
+class ToolSearchCall(_View, frozen=True, kw_only=True):
+    """A search of deferred tools."""
+
+    call_id: str | None = None
+    execution: str | None = None
+    arguments: Any = None
+
+
+class ToolSearchOutput(_View, frozen=True, kw_only=True):
+    """The tools a tool search loaded."""
+
+    call_id: str | None = None
+    execution: str | None = None
+    tools: tuple[dict[str, Any], ...] = ()
+
+
+class Compaction(_View, frozen=True, kw_only=True):
+    """The opaque summary of the turns before it, from the compact endpoint."""
+
+    encrypted_content: str = ""
+
+
+_VIEWS: dict[str, type[_View]] = {
+    "web_search_call": WebSearchCall,
+    "file_search_call": FileSearchCall,
+    "code_interpreter_call": CodeInterpreterCall,
+    "image_generation_call": ImageGenerationCall,
+    "mcp_call": McpCall,
+    "mcp_list_tools": McpListTools,
+    "mcp_approval_request": McpApprovalRequest,
+    "mcp_approval_response": McpApprovalResponse,
+    "tool_search_call": ToolSearchCall,
+    "tool_search_output": ToolSearchOutput,
+    "compaction": Compaction,
+}
+
+
+def view(record: HostedItem) -> Any:
+    """``record.item`` as its typed view, else (unknown type, or a shape the view cannot read)
+    the raw mapping."""
+    shape = _VIEWS.get(record.type)
+    if shape is None:
+        return record.item
+    try:
+        return msgspec.convert(record.item, shape)
+    except msgspec.ValidationError:
+        return record.item

@@ -1,0 +1,57 @@
+"""Built-in ``render_hosted_item`` and ``render_hosted_item_text``."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+
+from turnwire.context import EnvelopeAttrs, EnvelopeNonce
+from turnwire.hookspecs import hookimpl
+from turnwire.hosted import input_item
+from turnwire.model import HostedItem
+from turnwire.wire import HostedInputItem, InputItem, InputMessage
+
+__all__ = ["render_hosted_item", "render_hosted_item_text"]
+
+# Never shown as text: opaque state, and image bytes (base64) that only cost tokens.
+_HIDDEN = {"type", "id", "status", "encrypted_content"}
+_HIDDEN_BY_TYPE = {"image_generation_call": {"result"}}
+_ENCODER = msgspec.json.Encoder()
+_PLAIN = re.compile(r"[A-Za-z0-9_-]{1,128}")
+
+
+@hookimpl(trylast=True)
+def render_hosted_item(hosted_item: HostedItem, stages: Any) -> tuple[InputItem, ...]:
+    item = hosted_item
+    text = stages.render_hosted_item_text(hosted_item=item)
+    as_text = InputMessage(role="assistant", content=text) if text else None
+    fields = input_item(item.item)
+    if fields is None:
+        return (as_text,) if as_text is not None else ()
+    return (HostedInputItem(fields, as_text),)
+
+
+@hookimpl(trylast=True)
+def render_hosted_item_text(
+    hosted_item: HostedItem, envelope_nonce: EnvelopeNonce, stages: Any
+) -> str:
+    item = hosted_item
+    raw = item.item
+    status = raw.get("status")
+    # The type is a checked name; an id or status outside the API's alphabet is left out of
+    # the line that stands outside the envelope.
+    head = f"[{item.type}"
+    if _PLAIN.fullmatch(item.id):
+        head += f" {item.id}"
+    if isinstance(status, str) and _PLAIN.fullmatch(status):
+        head += f" ({status})"
+    head += "]"
+    hidden = _HIDDEN | _HIDDEN_BY_TYPE.get(item.type, set())
+    shown = {key: value for key, value in raw.items() if key not in hidden}
+    if not shown:
+        return head
+    body = _ENCODER.encode(shown).decode()
+    attrs = EnvelopeAttrs(nonce=envelope_nonce(item.id), kind="hosted-item", tool=item.type)
+    return f"{head}\n{stages.render_untrusted_content(content=body, attrs=attrs)}"

@@ -1,0 +1,182 @@
+"""Hosted items through a real run: every recorded stream that has them, on a local server.
+
+Each stream is answered to a one-question thread file; the saved thread must hold every hosted
+item exactly as ``output_item.done`` gave it, and the next request (rendered from the saved
+file, then sent on a second run) must replay each one in position, paired with the reasoning
+item that preceded it, in the shape of the recorded accepted requests.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import msgspec
+import pytest
+
+import turnwire
+from turnwire.hosted import INPUT_FIELDS
+from turnwire.model import Message
+
+from ..conftest import CONFORMANCE, REPLAY, make_container
+from ..oracle import validate_body
+from .server import Reply, ScriptedServer, recorded
+from .streams import payloads
+
+HOSTED_STREAMS = (
+    "web_search_reasoning_gpt-5.sse",
+    "web_search_annotations_gpt-5.2.sse",
+    "file_search_annotations_gpt-4o.sse",
+    "code_interpreter_reasoning_gpt-5.sse",
+    "mcp_call_o4-mini.sse",
+    "tool_search_function_call_gpt-5.4.sse",
+)
+FOLLOW_UP = recorded("text_simple_gpt-4o-mini.sse")
+SLOT_TYPES = {"message", "reasoning", "function_call"}
+
+
+def _done_items(name: str) -> list[dict]:
+    path = CONFORMANCE / "streams" / name
+    return [p["item"] for p in payloads(path) if p["type"] == "response.output_item.done"]
+
+
+def _question(tmp_path: Path) -> Path:
+    path = tmp_path / "t.json"
+    thread = {
+        "version": 1,
+        "model": "gpt-5",
+        "messages": [
+            {
+                "id": "u1",
+                "role": "user",
+                "content": "Look it up.",
+                "created_at": "2026-01-01T10:00:00Z",
+            }
+        ],
+    }
+    path.write_text(json.dumps(thread))
+    return path
+
+
+def _run(path: Path, stream: bytes) -> list:
+    """One run of the thread file at ``path``; a function call the stream makes is answered
+    (an unknown tool: an error result) and the follow-up answer ends the run."""
+    with ScriptedServer([Reply.sse(stream), Reply.sse(FOLLOW_UP)]) as server:
+        turnwire.api.run(
+            path, container=make_container(REPLAY), base_url=server.base_url, save=True
+        )
+    return server.requests
+
+
+def _ask(path: Path, question: str) -> None:
+    saved = turnwire.load_thread(path)
+    asked = Message(id="u2", role="user", content=question, created_at=datetime.now(UTC))
+    updated = msgspec.structs.replace(saved, messages=(*saved.messages, asked))
+    path.write_bytes(msgspec.json.encode(updated))
+
+
+@pytest.mark.parametrize("name", HOSTED_STREAMS)
+def test_every_hosted_item_is_recorded_whole_and_replayed_in_place(tmp_path, name):
+    done = _done_items(name)
+    path = _question(tmp_path)
+    _run(path, recorded(name))
+    saved = turnwire.load_thread(path)
+
+    hosted = [item for item in done if item["type"] not in SLOT_TYPES]
+    assert hosted, name
+    assert [(h.type, h.id) for h in saved.hosted_items] == [(i["type"], i["id"]) for i in hosted]
+    assert [h.item for h in saved.hosted_items] == hosted  # lossless
+
+    # Every reasoning item names the item that followed it, hosted ones included.
+    for thought in saved.thoughts:
+        index = next(i for i, item in enumerate(done) if item.get("id") == thought.id)
+        assert thought.payload is not None
+        assert thought.payload.paired_item_id == done[index + 1]["id"]
+
+    body = turnwire.render(saved, container=make_container(REPLAY)).json
+    validate_body(body)
+    sent = body["input"][1:]  # after the question
+    # Output order, each hosted item with its id, every reasoning item kept; a message keeps
+    # its id only right after its reasoning (function calls, pending here, are left out).
+    expected = [
+        (item["type"], item["id"] if item["type"] != "message" or after_reasoning else None)
+        for item, after_reasoning in zip(
+            done, [False] + [d["type"] == "reasoning" for d in done], strict=False
+        )
+        if item["type"] != "function_call"
+    ]
+    calls = ("function_call", "function_call_output")
+    replayed = [(i.get("type"), i.get("id")) for i in sent if i.get("type") not in calls]
+    assert replayed[: len(expected)] == expected
+    for item in sent:
+        if item["type"] in INPUT_FIELDS:
+            original = next(h for h in hosted if h["id"] == item["id"])
+            assert list(item) == [k for k in original if k in INPUT_FIELDS[item["type"]]]
+            assert all(item[k] == original[k] for k in item)
+    assert [i["type"] for i in sent].count("reasoning") == len(saved.thoughts)
+
+
+@pytest.mark.parametrize(
+    ("name", "accepted"),
+    [
+        ("web_search_reasoning_gpt-5.sse", "reasoning_replay_web_search_call_gpt-5.json"),
+        (
+            "code_interpreter_reasoning_gpt-5.sse",
+            "reasoning_replay_code_interpreter_call_gpt-5.json",
+        ),
+    ],
+)
+def test_the_next_request_has_the_shape_the_api_accepted(tmp_path, name, accepted):
+    """Field for field like the recorded accepted request: the same item types in the same
+    order, each with the same keys (the values are another conversation's)."""
+    path = _question(tmp_path)
+    _run(path, recorded(name))
+    _ask(path, "Thanks. And tomorrow?")
+    requests = _run(path, FOLLOW_UP)
+    assert len(requests) == 1  # no reasoning-free retry
+    sent = requests[0].json["input"]
+    validate_body(requests[0].json)
+    recorded_input = json.loads((CONFORMANCE / "requests" / accepted).read_text())["input"]
+
+    # This conversation made more calls than the recorded one: each item has the keys its
+    # type has there, and each reasoning item is followed by its hosted call, as there.
+    keys = {i.get("type", "message"): sorted(set(i) - {"phase"}) for i in recorded_input[1:-1]}
+    first_turn = sent[1 : sent.index(next(i for i in sent[1:] if i.get("role") == "user"))]
+    for item in first_turn:
+        kind = item.get("type", "message")
+        if kind in keys and "id" in item:
+            assert sorted(set(item) - {"phase"}) == keys[kind], kind
+    hosted_type = recorded_input[2]["type"]
+    assert [i["type"] for i in first_turn[:2]] == ["reasoning", hosted_type]
+    assert recorded_input[1]["type"] == "reasoning"
+
+
+def test_a_stale_reasoning_item_sends_its_hosted_partner_as_text(tmp_path):
+    """The API refuses a hosted call whose reasoning is missing: when the prefix changed, the
+    reasoning goes and so does the call's item form; its text form stands in."""
+    path = _question(tmp_path)
+    _run(path, recorded("web_search_reasoning_gpt-5.sse"))
+    saved = turnwire.load_thread(path)
+    changed = msgspec.structs.replace(saved, system_prompt="Something else entirely.")
+    body = turnwire.render(changed, container=make_container(REPLAY)).json
+    kinds = [i.get("type") for i in body["input"]]
+    assert "reasoning" not in kinds
+    assert "web_search_call" not in kinds
+    texts = [i["content"] for i in body["input"] if i.get("role") == "assistant"]
+    assert any(t.startswith("[web_search_call ws_") and "San Francisco" in t for t in texts)
+    assert all("id" not in i for i in body["input"])
+
+
+def test_hosted_items_survive_the_store(tmp_path):
+    """Through ``threads import`` and ``run --thread``: the store keeps them as turns."""
+    from turnwire.store import open_store
+
+    path = _question(tmp_path)
+    _run(path, recorded("mcp_call_o4-mini.sse"))
+    saved = turnwire.load_thread(path)
+    with open_store(str(tmp_path / "db.sqlite")) as store:
+        thread_id = store.import_thread(saved)
+        loaded = store.load(thread_id)
+        assert loaded.hosted_items == saved.hosted_items
+        assert store.export_thread(thread_id).hosted_items == saved.hosted_items
