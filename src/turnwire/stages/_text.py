@@ -33,17 +33,24 @@ _TAG_SAFE = re.compile(r"[A-Za-z0-9_-]+")
 _MIME = re.compile(r"[A-Za-z0-9_.+-]+/[A-Za-z0-9_.+-]+")
 _FILENAME_STRIP = re.compile("[<>\x00-\x1f\x7f-\x9f]")
 
+_NUMBERS = (float, int)
+
 TRUST_RANK = {"first-party": 0, "third-party-public": 1, "third-party-private": 2}
 
 
 def escape_attr(value: str) -> str:
     """Escape an attribute value (``& < > "``)."""
+    # Most values (roles, tool names, kinds) hold none of the four: four fast scans, no copy.
+    if type(value) is str and not ("&" in value or "<" in value or ">" in value or '"' in value):
+        return value
     return value.translate(_ATTR_ESCAPES)
 
 
 def attr(name: str, value: object) -> str:
     """`` name="value"`` with the value escaped; numbers print as JavaScript prints them."""
-    if isinstance(value, float | int) and not isinstance(value, bool):
+    if type(value) is str:
+        return f' {name}="{escape_attr(value)}"'
+    if isinstance(value, _NUMBERS) and not isinstance(value, bool):
         return f' {name}="{js_number(value)}"'
     return f' {name}="{escape_attr(str(value))}"'
 
