@@ -8,7 +8,6 @@ provider that supplies them (``self_identity``, ``unsupported_media_policy``, ``
 from __future__ import annotations
 
 import hashlib
-import hmac
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
@@ -78,6 +77,24 @@ class MediaPolicy(msgspec.Struct, frozen=True, kw_only=True):
         return self.per_kind.get(kind, self.default)
 
 
+_SHA256_BLOCK = 64
+_INNER_PAD = bytes(byte ^ 0x36 for byte in range(256))  # XOR with 0x36, as a translate table
+_OUTER_PAD = bytes(byte ^ 0x5C for byte in range(256))
+
+
+def _hmac_pad_states(key: bytes) -> tuple[Any, Any]:
+    """SHA-256 states that have absorbed ``key XOR ipad`` and ``key XOR opad``.
+
+    As RFC 2104 sets up HMAC-SHA256: a key longer than a block is hashed first, then the key is
+    padded with zero bytes to the 64-byte block. ``outer(inner(message))`` of copies of these
+    states is ``hmac.digest(key, message, "sha256")`` byte for byte.
+    """
+    if len(key) > _SHA256_BLOCK:
+        key = hashlib.sha256(key).digest()
+    block = key.ljust(_SHA256_BLOCK, b"\0")
+    return hashlib.sha256(block.translate(_INNER_PAD)), hashlib.sha256(block.translate(_OUTER_PAD))
+
+
 class EnvelopeNonce:
     """Derives envelope nonces: HMAC-SHA256 of a record id under a per-deployment secret.
 
@@ -86,24 +103,29 @@ class EnvelopeNonce:
     tag). The secret never appears in a ``repr``.
     """
 
-    __slots__ = ("_cache", "_key", "cache_key", "keyed")
+    __slots__ = ("_cache", "_inner", "_outer", "cache_key", "keyed")
 
     _UNKEYED = b"turnwire:unkeyed-envelope-nonce:v1"
 
     def __init__(self, secret: str | bytes | None) -> None:
         self.keyed = bool(secret)
         raw = secret.encode() if isinstance(secret, str) else secret
-        self._key = raw or self._UNKEYED
+        key = raw or self._UNKEYED
         self._cache: dict[str, str] = {}
         # Names the secret for render memos without revealing it: equal secrets, equal nonces.
-        self.cache_key = hashlib.sha256(b"turnwire:nonce-cache-key:" + self._key).hexdigest()
+        self.cache_key = hashlib.sha256(b"turnwire:nonce-cache-key:" + key).hexdigest()
+        # HMAC (RFC 2104) with its two keyed pads absorbed once: each nonce then costs two
+        # copies of a SHA-256 state and two short updates, not a fresh HMAC set-up per call.
+        self._inner, self._outer = _hmac_pad_states(key)
 
     def __call__(self, record_id: str) -> str:
         nonce = self._cache.get(record_id)
         if nonce is None:
-            # hmac.digest is OpenSSL's one-shot HMAC: no HMAC object, no hex of the whole digest.
-            digest = hmac.digest(self._key, record_id.encode(), "sha256")
-            nonce = self._cache[record_id] = digest[:8].hex()
+            inner = self._inner.copy()
+            inner.update(record_id.encode())
+            outer = self._outer.copy()
+            outer.update(inner.digest())
+            nonce = self._cache[record_id] = outer.digest()[:8].hex()
         return nonce
 
     def __repr__(self) -> str:

@@ -111,3 +111,32 @@ def test_self_identity_decides_what_is_own_output():
     assert own == {"type": "message", "role": "assistant", "content": "from me"}
     peer = render_body(t)["input"][1]
     assert "<peer_agent_output_" in peer["content"]
+
+
+def test_a_nonce_is_derived_only_for_messages_that_get_an_envelope():
+    from datetime import UTC, datetime
+
+    from turnwire.model import Identity, Message
+    from turnwire.stages.timeline import render_timeline_message
+
+    asked: list[str] = []
+
+    def spy(record_id: str) -> str:
+        asked.append(record_id)
+        return N(record_id)
+
+    when = datetime(2026, 1, 1, tzinfo=UTC)
+    own = Message(id="msg_1", role="assistant", content="mine", created_at=when)
+    peer = Message(
+        id="p1",
+        role="assistant",
+        content="theirs",
+        identity=Identity(identifier="other-agent"),
+        created_at=when,
+    )
+    person = Message(id="u1", role="user", content="hi", created_at=when)
+    for message in (own, peer, person):
+        render_timeline_message(
+            message=message, self_identity="assistant", envelope_nonce=spy, stages=None
+        )
+    assert asked == ["p1", "u1"]

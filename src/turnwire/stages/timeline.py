@@ -45,10 +45,10 @@ def render_timeline_message(
     identity = message.identity
     identifier = identity.identifier if identity is not None else message.role
     shown = identity.display if identity is not None else message.role
-    nonce = envelope_nonce(message.id)
     items: list[InputItem] = []
+    # The nonce only where an envelope is built: the agent's own output goes out unwrapped.
     if message.role == "user":
-        tag = f"message_{nonce}"
+        tag = f"message_{envelope_nonce(message.id)}"
         created = f' createdAt="{iso(message.created_at)}"'
         head = f'<{tag} from="{escape_attr(shown)}" role="user"{created}>'
         text = f"{head}\n{neutralise(message.content or '', tag)}\n</{tag}>"
@@ -87,7 +87,7 @@ def render_timeline_message(
                 said = "\n\n".join(part for part in (text, refusal) if part)
                 items.append(InputMessage(role="assistant", content=said, phase=message.phase))
     elif message.content:
-        tag = f"peer_agent_output_{nonce}"
+        tag = f"peer_agent_output_{envelope_nonce(message.id)}"
         created = f' createdAt="{iso(message.created_at)}"'
         head = f'<{tag} from="{escape_attr(shown)}"{created}>'
         text = f"{head}\n{neutralise(message.content, tag)}\n</{tag}>"
