@@ -207,6 +207,7 @@ class SweepState:
         "indexes",
         "items",
         "out",
+        "reasoned",
         "thoughts",
         "timeline_items",
         "warnings",
@@ -220,8 +221,10 @@ class SweepState:
         checkpoints: list[Checkpoint],
         warnings: list[str],
         source: tuple[list[Any], list[Any]] = ([], []),
+        reasoned: dict[Any, int] | None = None,
     ) -> None:
         self.items = items
+        self.reasoned = reasoned or {}
         self.head, self.timeline_items = source
         self.candidates = candidates
         self.out = out

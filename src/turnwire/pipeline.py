@@ -4,13 +4,16 @@ The four steps of the seed, each through the stage relay:
 
 1. leading system content (prompt + buckets before ``timeline``), placed by
    ``system_prompt_channel``;
-2. the timeline: messages, surfaced thoughts and tool calls ordered by ``(created_at, seq)``
-   (stable: on a full tie messages, then thoughts, then tool calls), a tool call as a
-   ``function_call`` and its ``function_call_output`` sibling;
+2. the timeline: messages, surfaced thoughts, tool calls and hosted items ordered by
+   ``(created_at, seq)`` (stable: on a full tie messages, then thoughts, then tool calls, then
+   hosted items), a tool call as a ``function_call`` and its ``function_call_output``
+   sibling, a hosted item through ``render_hosted_item``;
 3. the reasoning-pairing sweep, one left-to-right pass over the final input: a reasoning item is
    kept only when its fingerprint matches the prefix before it and the next item is its
    recorded partner carrying an id; an output item keeps its id only right after a kept
-   reasoning item (everywhere else the API could not check it);
+   reasoning item (everywhere else the API could not check it); a hosted item, whose id the
+   API requires, goes as its text form instead when a reasoning item of its response came
+   before it and that reasoning was not kept;
 4. trailing buckets (after ``timeline``) as one system item, outside every fingerprint.
 
 The three load-bearing invariants: the sweep sees only the prefix ``fingerprintable_length``
@@ -403,6 +406,9 @@ def _timeline(
             rendered = stages.render_hosted_item(hosted_item=record) or ()
             if type(rendered) is not tuple:
                 rendered = tuple(rendered)
+            for item in rendered:
+                if type(item) is HostedInputItem and item.recorded is None:
+                    item.recorded = (record.created_at, record.seq)
             if hosted_entries is not None:
                 said = tuple(warnings[before:]) if len(warnings) > before else ()
                 hosted_entries[record.id] = Entry(record, None, rendered, False, said)
@@ -456,12 +462,18 @@ def _same_tool(old: Tool | None, new: Tool | None) -> bool:
 
 
 def _strip_ids(
-    items: list[InputItem], memo: RenderMemo, claimed: frozenset[str]
+    items: list[InputItem],
+    memo: RenderMemo,
+    reasoned: dict[Any, int],
+    governing: Any,
 ) -> list[InputItem]:
     """``items`` with :func:`strip_item_id` applied to each id carrier (memoised by object).
 
-    A hosted item stays as it is unless a reasoning item of the thread was paired with it
-    (``claimed``): not right after that reasoning, its text form goes instead, or nothing.
+    A hosted item keeps its item form unless a reasoning item of its own response came before
+    it (``reasoned``: each response's timestamp → the ``seq`` of its first reasoning record)
+    and the last reasoning item the sweep kept is not of that response (``governing``: its
+    timestamp, ``None`` when the last one was dropped): then its text form goes instead (the
+    API refuses the item without its reasoning), or nothing.
     """
     stripped = memo.stripped
     out: list[Any] = items
@@ -471,7 +483,11 @@ def _strip_ids(
         if kind in _CARRY_IDS:
             if kind is HostedInputItem:
                 assert isinstance(item, HostedInputItem)
-                if item.id in claimed:
+                recorded = item.recorded
+                if recorded is None or not reasoned:
+                    continue
+                first = reasoned.get(recorded[0])
+                if first is not None and first < recorded[1] and governing != recorded[0]:
                     if out is items:
                         out = list(items)
                     out[index] = item.unpaired
@@ -494,7 +510,6 @@ def _sweep_key(
     instructions: str | None,
     tools: tuple[FunctionTool, ...] | None,
     options: RenderOptions,
-    claimed: frozenset[str] = frozenset(),
 ) -> tuple[Any, bool] | None:
     """The sweep's memo key, and whether fingerprints come from the built-in hasher."""
     kind, target = plan.targets["fingerprint_prefix"]
@@ -511,7 +526,6 @@ def _sweep_key(
         _RECORD_ENCODER.encode(options.endpoint),
         instructions,
         None if tools is None else _RECORD_ENCODER.encode(tools),
-        claimed,
     )
     return key, hashing
 
@@ -529,11 +543,11 @@ def _sweep(
     injectable: dict[str, Any],
     memo: RenderMemo,
     warnings: list[str],
-    claimed: frozenset[str],
+    reasoned: dict[Any, int],
 ) -> tuple[list[InputItem], tuple[list[InputItem], int] | None]:
     """The pairing sweep, resumed from the last checkpoint whose inputs are unchanged; and
     (the previous output, how much of it was kept) when resumed."""
-    keyed = _sweep_key(plan, injectable, instructions, tools, options, claimed)
+    keyed = _sweep_key(plan, injectable, instructions, tools, options)
     key, hashing = keyed if keyed is not None else (None, False)
     indexes, thoughts = timeline.candidate_indexes, timeline.candidate_thoughts
     out: list[InputItem] = []
@@ -545,6 +559,9 @@ def _sweep(
     snapshot: Any = hasher.copy() if hashing else None
     state = memo.sweeps.get(key) if key is not None else None
     resumed_from: tuple[list[InputItem], int] | None = None
+    governing: Any = None  # the timestamp of the last kept reasoning item's record
+    if state is not None and state.checkpoints and not _same_responses(state.reasoned, reasoned):
+        state = None  # which hosted items need their reasoning changed for earlier responses
     if state is not None and state.checkpoints:
         head = items[:offset]
         built_on = (
@@ -583,13 +600,15 @@ def _sweep(
                 snapshot = resumed.hasher
                 hasher = snapshot.copy()
             position = bisect.bisect_right(indexes, resumed.index - offset)
+            if resumed.done == resumed.index + 2:  # that candidate was kept
+                governing = thoughts[resumed.position].created_at
     warnings.extend(sweep_warnings)
     tail = prefix_tail(options.model, instructions, tools) if hashing else b""
     for at in range(position, len(indexes)):
         index = indexes[at] + offset
         if index < done:  # the partner of the previous kept candidate
             continue
-        out.extend(_strip_ids(items[done:index], memo, claimed))
+        out.extend(_strip_ids(items[done:index], memo, reasoned, governing))
         thought = thoughts[at]
         assert thought.payload is not None
         partner = items[index + 1] if index + 1 < count else None
@@ -635,15 +654,17 @@ def _sweep(
             warnings.append(message)
             sweep_warnings.append(message)
             done = index + 1
+            governing = None
         else:
             assert partner is not None
             out.append(items[index])
             out.append(partner)
             done = index + 2
+            governing = thought.created_at
         checkpoints.append(
             Checkpoint(at, index, done, len(out), len(sweep_warnings), snapshot, hashed)
         )
-    out.extend(_strip_ids(items[done:], memo, claimed))
+    out.extend(_strip_ids(items[done:], memo, reasoned, governing))
     if len(memo.stripped) > 2 * count + 256:
         memo.stripped.clear()
     if key is not None:
@@ -656,9 +677,21 @@ def _sweep(
                 checkpoints,
                 sweep_warnings,
                 (items[:offset], timeline.items),
+                reasoned,
             ),
         )
     return out, resumed_from
+
+
+def _same_responses(old: dict[Any, int], new: dict[Any, int]) -> bool:
+    """Whether ``new`` only adds later responses to ``old`` (what a growing thread does), so
+    every decision an earlier sweep made about a hosted item still holds."""
+    if old is new or not (old or new):
+        return True
+    if len(new) < len(old) or any(new.get(stamp) != seq for stamp, seq in old.items()):
+        return False
+    latest = max(old, default=None)
+    return latest is None or all(stamp > latest for stamp in new if stamp not in old)
 
 
 _LOGGED_WARNINGS = 5
@@ -740,13 +773,15 @@ def _build_input(
             f"does not list {REPLAY_TAG}; reasoning items are not replayed"
         )
     timeline = _timeline(thread, options, stages, plan, injectable, memo, warnings)
-    claimed: frozenset[str] = frozenset()
+    # Each response's timestamp → the seq of its first reasoning record: a hosted item after it
+    # needs that reasoning sent (only looked at when the thread has hosted items).
+    reasoned: dict[Any, int] = {}
     if thread.hosted_items:
-        claimed = frozenset(
-            t.payload.paired_item_id
-            for t in thread.thoughts
-            if t.payload is not None and t.payload.paired_item_id is not None
-        )
+        for t in thread.thoughts:
+            if t.payload is not None:
+                first = reasoned.get(t.created_at)
+                if first is None or t.seq < first:
+                    reasoned[t.created_at] = t.seq
     swept, resumed_from = _sweep(
         head + timeline.items,
         timeline,
@@ -759,7 +794,7 @@ def _build_input(
         injectable=injectable,
         memo=memo,
         warnings=warnings,
-        claimed=claimed,
+        reasoned=reasoned,
     )
     fingerprintable_length = len(swept)
 
