@@ -67,6 +67,7 @@ from turnwire.wire import (
 )
 
 __all__ = [
+    "PENDING_FINGERPRINT",
     "RenderedInput",
     "build_input",
     "output_item_id",
@@ -76,6 +77,10 @@ __all__ = [
 ]
 
 logger = logging.getLogger("turnwire")
+
+PENDING_FINGERPRINT = "pending"
+"""The ``prefix_fingerprint`` of a reasoning item recorded by a run and not yet stamped: its
+render (with the thought's id in ``pending``) keeps it as fresh and computes its fingerprint."""
 
 _MAX_CALL_ID = 64
 _CARRY_IDS = (OutputMessage, FunctionCall, HostedInputItem)
@@ -90,6 +95,8 @@ class RenderedInput(msgspec.Struct, frozen=True, kw_only=True):
     :ivar tools: the declarations, or ``None`` when there are none (never empty).
     :ivar fingerprintable_length: how many leading items the pairing sweep saw.
     :ivar warnings: what the stages reported (also logged).
+    :ivar stamped: for each pending reasoning item this render kept (see
+        :data:`PENDING_FINGERPRINT`), its thought id and the fingerprint of its prefix here.
     """
 
     instructions: str | None
@@ -97,6 +104,7 @@ class RenderedInput(msgspec.Struct, frozen=True, kw_only=True):
     tools: tuple[FunctionTool, ...] | None
     fingerprintable_length: int
     warnings: tuple[str, ...] = ()
+    stamped: tuple[tuple[str, str], ...] = ()
 
 
 def short_call_id(call_id: str) -> str:
@@ -544,6 +552,8 @@ def _sweep(
     memo: RenderMemo,
     warnings: list[str],
     reasoned: dict[Any, int],
+    pending: frozenset[str],
+    stamped: dict[str, str],
 ) -> tuple[list[InputItem], tuple[list[InputItem], int] | None]:
     """The pairing sweep, resumed from the last checkpoint whose inputs are unchanged; and
     (the previous output, how much of it was kept) when resumed."""
@@ -588,6 +598,9 @@ def _sweep(
                 or old_indexes[:through] != indexes[:through]
             ):
                 last = -1
+        if last >= 0 and state.pending != pending and state.pending_from is not None:
+            # a marked candidate was decided under other pending ids: resume before it
+            last = min(last, state.pending_from - 1)
         if last >= 0:
             resumed = state.checkpoints[last]
             checkpoints = state.checkpoints[: last + 1]
@@ -603,6 +616,14 @@ def _sweep(
             if resumed.done == resumed.index + 2:  # that candidate was kept
                 governing = thoughts[resumed.position].created_at
     warnings.extend(sweep_warnings)
+    pending_from: int | None = None
+    if (
+        state is not None
+        and resumed_from is not None
+        and state.pending_from is not None
+        and state.pending_from < position
+    ):
+        pending_from = state.pending_from
     tail = prefix_tail(options.model, instructions, tools) if hashing else b""
     for at in range(position, len(indexes)):
         index = indexes[at] + offset
@@ -611,6 +632,9 @@ def _sweep(
         out.extend(_strip_ids(items[done:index], memo, reasoned, governing))
         thought = thoughts[at]
         assert thought.payload is not None
+        marked = thought.payload.prefix_fingerprint == PENDING_FINGERPRINT
+        if marked and pending_from is None:
+            pending_from = at  # decided by `pending`: a sweep under other ids resumes before
         partner = items[index + 1] if index + 1 < count else None
         partner_id = output_item_id(partner)
         recorded = thought.payload.paired_item_id
@@ -647,7 +671,9 @@ def _sweep(
                     input=out,
                     through_item=len(out),
                 )
-            if thought.payload.prefix_fingerprint != fingerprint:
+            if marked and thought.id in pending:
+                stamped[thought.id] = fingerprint  # its prefix: what the next render checks
+            elif thought.payload.prefix_fingerprint != fingerprint:
                 reason = "the request prefix changed since it was produced (stale fingerprint)"
         if reason is not None:
             message = f"dropping the reasoning item of thought {thought.id}: {reason}"
@@ -678,6 +704,7 @@ def _sweep(
                 sweep_warnings,
                 (items[:offset], timeline.items),
                 reasoned,
+                (pending, pending_from),
             ),
         )
     return out, resumed_from
@@ -716,6 +743,7 @@ def build_input(
     plan: StagePlan,
     options: RenderOptions,
     render_memo: RenderMemo | None = None,
+    pending: frozenset[str] = frozenset(),
 ) -> RenderedInput:
     """Render ``thread`` into the Responses ``instructions``, ``input`` and ``tools``.
 
@@ -724,6 +752,9 @@ def build_input(
     :param options: every option of the signature, one per container provider.
     :param render_memo: what earlier renders left to reuse (see :mod:`turnwire._memo`); the
         result is the same with or without it. ``None``: a cold render.
+    :param pending: ids of reasoning thoughts a run recorded whose ``prefix_fingerprint`` is
+        still :data:`PENDING_FINGERPRINT`: kept as fresh when they pair, their fingerprints in
+        ``RenderedInput.stamped`` (what the client stores before the request is sent).
     """
     if "timeline" not in options.bucket_order:
         raise ConfigError(
@@ -732,11 +763,15 @@ def build_input(
         )
     memo = render_memo if render_memo is not None else RenderMemo()
     with memo.lock:
-        return _build_input(thread, plan, options, memo)
+        return _build_input(thread, plan, options, memo, pending)
 
 
 def _build_input(
-    thread: Thread, plan: StagePlan, options: RenderOptions, memo: RenderMemo
+    thread: Thread,
+    plan: StagePlan,
+    options: RenderOptions,
+    memo: RenderMemo,
+    pending: frozenset[str] = frozenset(),
 ) -> RenderedInput:
     warnings: list[str] = []
     injectable = options.injectable()
@@ -775,6 +810,7 @@ def _build_input(
     timeline = _timeline(thread, options, stages, plan, injectable, memo, warnings)
     # Each response's timestamp → the seq of its first reasoning record: a hosted item after it
     # needs that reasoning sent (only looked at when the thread has hosted items).
+    stamped: dict[str, str] = {}
     reasoned: dict[Any, int] = {}
     if thread.hosted_items:
         for t in thread.thoughts:
@@ -795,6 +831,8 @@ def _build_input(
         memo=memo,
         warnings=warnings,
         reasoned=reasoned,
+        pending=pending,
+        stamped=stamped,
     )
     fingerprintable_length = len(swept)
 
@@ -819,6 +857,7 @@ def _build_input(
         tools=tools,
         fingerprintable_length=fingerprintable_length,
         warnings=tuple(warnings),
+        stamped=tuple(stamped.items()),
     )
 
 
