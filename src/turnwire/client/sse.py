@@ -24,7 +24,7 @@ unbounded memory.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from turnwire.errors import StreamError
 
@@ -116,9 +116,10 @@ class SSEDecoder:
         """Decode ``chunk``; return the events it completes."""
         self._wrap = True
         try:
-            return cast("list[ServerSentEvent]", self.feed_data(chunk))
+            events: list[Any] = self.feed_data(chunk)
         finally:
             self._wrap = False
+        return events
 
     def feed_data(self, chunk: bytes) -> list[bytes]:
         """Decode ``chunk``; return the ``data`` of each event it completes."""
@@ -198,9 +199,10 @@ class SSEDecoder:
         """End of stream: dispatch a pending event that lacked its final blank line."""
         self._wrap = True
         try:
-            return cast("list[ServerSentEvent]", self.close_data())
+            events: list[Any] = self.close_data()
         finally:
             self._wrap = False
+        return events
 
     def close_data(self) -> list[bytes]:
         """:meth:`close`, returning only the pending event's ``data``."""
