@@ -16,7 +16,7 @@ with ``logprobs`` and ``obfuscation`` as the real API sends them, the done event
 
 Each is measured on 16 KiB chunks and on one event per chunk (what a live server flushes). The
 readers take turns within every round (the machine may be shared and noisy); a ratio against
-the floor is the median of the rounds' ratios, and rates are medians.
+the floor or the SDK is the median of the rounds' ratios, and times are medians.
 Run: ``uv run python benchmarks/stream.py`` (``--quick`` for fewer runs).
 """
 
@@ -265,7 +265,8 @@ def main() -> int:
             f"   with event objects (feed) {objects:.2f}x"
         )
         if seconds["sdk"]:
-            theirs = statistics.median(seconds["sdk"]) / statistics.median(seconds["turnwire"])
+            paired = zip(seconds["sdk"], seconds["turnwire"], strict=False)  # the same rounds
+            theirs = statistics.median(slow / fast for slow, fast in paired)
             print(
                 f"  {'':<14} SDK {per_event(seconds, 'sdk', events)}"
                 f"   turnwire {theirs:.0f}x faster than the SDK"
