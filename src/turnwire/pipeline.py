@@ -499,7 +499,8 @@ def _strip_ids(
                 if recorded is None or not reasoned:
                     continue
                 first = reasoned.get(recorded[0])
-                if first is not None and first < recorded[1] and governing != recorded[0]:
+                # on a full tie a thought sorts first
+                if first is not None and first <= recorded[1] and governing != recorded[0]:
                     if out is items:
                         out = list(items)
                     out[index] = item.unpaired
