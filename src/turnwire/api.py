@@ -85,10 +85,18 @@ def resolve_model(thread: Thread, container: Container, model: str | None) -> st
 def with_declared_tools(thread: Thread, *, container: Container) -> Thread:
     """``thread`` with every tool its request declares: its own, plus the built-in artifact
     tools while a tool result or a retrieved document is shown as a handle (by the stage's own
-    rule, ``shows_inline``). The one place that decides, for ``render`` and ``run`` alike."""
+    rule, ``shows_inline``); and every hosted tool, ``tools.hosted`` first (see
+    :mod:`turnwire.hosted_tools`). The one place that decides, for ``render`` and ``run``
+    alike."""
     from turnwire.client.tools import artifact_tools
     from turnwire.stages.tool_results import shows_inline
 
+    configured = container.settings().tools.hosted
+    if configured:
+        from turnwire.hosted_tools import merge_hosted_tools
+
+        merged = merge_hosted_tools(configured, thread.hosted_tools)
+        thread = msgspec.structs.replace(thread, hosted_tools=merged)
     limit = container.settings().render.tool_result_inline_max_bytes
     calls = thread.tool_calls
     # A grown thread's old calls were looked at by the last render (the same objects, the same
