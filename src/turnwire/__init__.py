@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         run,
         run_thread,
     )
+    from turnwire.approvals import Approval
     from turnwire.client.dispatch import Client, Records, ResponseMeta, RunResult
     from turnwire.container import Container, ContainerCache, build_container
     from turnwire.context import (
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
         RenderOptions,
     )
     from turnwire.errors import (
+        ApprovalNotPendingError,
         ClientError,
         ConfigError,
         ContextOverflowError,
@@ -100,6 +102,8 @@ logging.getLogger("turnwire").addHandler(logging.NullHandler())
 _EXPORTS: dict[str, str] = {
     "HOOK": "turnwire._relay",
     "REPLAY_TAG": "turnwire.model",
+    "Approval": "turnwire.approvals",
+    "ApprovalNotPendingError": "turnwire.errors",
     "Artifact": "turnwire.model",
     "Client": "turnwire.client.dispatch",
     "ClientError": "turnwire.errors",
@@ -185,6 +189,8 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "HOOK",
     "REPLAY_TAG",
+    "Approval",
+    "ApprovalNotPendingError",
     "Artifact",
     "Client",
     "ClientError",

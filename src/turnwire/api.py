@@ -22,6 +22,7 @@ from turnwire.windows import apply_window
 from turnwire.wire import RequestBody
 
 if TYPE_CHECKING:
+    from turnwire.approvals import ApprovalDecision
     from turnwire.client.dispatch import RunResult
     from turnwire.client.progress import ProgressEvent
     from turnwire.model import Media
@@ -457,6 +458,7 @@ def run(
     handlers: Mapping[str, Callable[..., Any]] | None = None,
     render_context: Mapping[str, str] | None = None,
     roots: Iterable[str | os.PathLike[str]] | None = None,
+    approvals: Mapping[str, ApprovalDecision] | None = None,
     **transport_options: Any,
 ) -> RunResult:
     """Send a thread, stream the answer, run its tools until the model stops.
@@ -480,6 +482,9 @@ def run(
     :param handlers: tool name → callable, instead of the tools' ``handler`` paths.
     :param render_context: values stages may ask for by name, for every request of the run
         (see :func:`render`).
+    :param approvals: decisions on the thread's pending MCP approval requests, by request id
+        (``{"mcpr_...": True}``; see :mod:`turnwire.approvals`), recorded and sent before the
+        first request.
     :param transport_options: passed to :class:`turnwire.client.transport.Transport`
         (``sleep``, ``jitter``, ``client``...).
     :raises turnwire.errors.TurnwireError: bad input, or the exchange failed; nothing of a
@@ -515,6 +520,7 @@ def run(
         render_context=render_context,
         roots=chosen,
         on_event=on_event,
+        approvals=approvals,
     )
     if save and path is not None:
         save_thread(result.thread, path)
@@ -571,6 +577,7 @@ def run_thread(
     handlers: Mapping[str, Callable[..., Any]] | None = None,
     render_context: Mapping[str, str] | None = None,
     roots: Iterable[str | os.PathLike[str]] | None = None,
+    approvals: Mapping[str, ApprovalDecision] | None = None,
     **transport_options: Any,
 ) -> RunResult:
     """One turn of a stored thread: the user's question (if any), the run, the new turns.
@@ -579,8 +586,8 @@ def run_thread(
     next to the store's database; the ``files`` named for this turn are allowed too.
 
     The new turns (the question, tool results of calls a ``--once`` left pending, one turn per
-    answer step) are appended in one transaction, and only when the run succeeded. The other
-    parameters are :func:`run`'s.
+    answer step, the ``approvals`` decisions among them) are appended in one transaction, and
+    only when the run succeeded. The other parameters are :func:`run`'s.
     """
     from turnwire.client.dispatch import Client
 
@@ -615,6 +622,7 @@ def run_thread(
         render_context=render_context,
         roots=chosen,
         on_event=on_event,
+        approvals=approvals,
     )
     turns = builder.build_run_turns(
         question=current,

@@ -17,6 +17,7 @@ TurnwireError
 │   ├── PluginError                     E_PLUGIN_INVALID             (plugin)
 │   ├── HandlerNotAllowedError          E_HANDLER_NOT_ALLOWED        ($.path, tool, handler)
 │   ├── FileNotAllowedError             E_FILE_NOT_ALLOWED           ($.path)
+│   ├── ApprovalNotPendingError         E_MCP_APPROVAL_NOT_PENDING   (item_id)
 │   └── ContextOverflowError            E_OPENAI_RESPONSES_CONTEXT_OVERFLOW (per-bucket tokens)
 └── ClientError                         the exchange with the API failed
     ├── HttpError                       E_OPENAI_RESPONSES_HTTP_ERROR (http_status; 0 = transport)
@@ -45,6 +46,7 @@ import re
 from turnwire._redact import redact
 
 __all__ = [
+    "ApprovalNotPendingError",
     "ClientError",
     "ConfigError",
     "ContextOverflowError",
@@ -248,6 +250,23 @@ class FileNotAllowedError(InputError):
     def __init__(self, message: str, *, path: str) -> None:
         super().__init__(message)
         self.path = path
+
+
+class ApprovalNotPendingError(InputError):
+    """An approval decision (``--approve ID``, ``--deny ID``, ``approvals=``) names no MCP
+    approval request of the thread that is still waiting: no ``mcp_approval_request`` has that
+    id, or it was answered already. Raised before anything is sent.
+
+    :ivar item_id: the id the decision names.
+    :ivar pending: the ids of the requests that are waiting.
+    """
+
+    code = "E_MCP_APPROVAL_NOT_PENDING"
+
+    def __init__(self, message: str, *, item_id: str, pending: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.item_id = item_id
+        self.pending = pending
 
 
 class ContextOverflowError(InputError):
