@@ -92,11 +92,14 @@ def with_declared_tools(thread: Thread, *, container: Container) -> Thread:
     from turnwire.client.tools import artifact_tools
     from turnwire.stages.tool_results import shows_inline
 
-    configured = container.settings().tools.hosted
-    if configured:
-        from turnwire.hosted_tools import merge_hosted_tools
+    tool_settings = container.settings().tools
+    if thread.hosted_tools or tool_settings.hosted:
+        from turnwire.hosted_tools import check_thread_mcp_servers, merge_hosted_tools
 
-        merged = merge_hosted_tools(configured, thread.hosted_tools)
+        check_thread_mcp_servers(
+            thread.hosted_tools, tool_settings.allow_thread_mcp_servers, tool_settings.hosted
+        )
+        merged = merge_hosted_tools(tool_settings.hosted, thread.hosted_tools)
         thread = msgspec.structs.replace(thread, hosted_tools=merged)
     limit = container.settings().render.tool_result_inline_max_bytes
     calls = thread.tool_calls

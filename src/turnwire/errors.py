@@ -18,6 +18,7 @@ TurnwireError
 │   ├── HandlerNotAllowedError          E_HANDLER_NOT_ALLOWED        ($.path, tool, handler)
 │   ├── FileNotAllowedError             E_FILE_NOT_ALLOWED           ($.path)
 │   ├── ApprovalNotPendingError         E_MCP_APPROVAL_NOT_PENDING   (item_id)
+│   ├── McpServerNotAllowedError        E_MCP_SERVER_NOT_ALLOWED     ($.path, server_label)
 │   └── ContextOverflowError            E_OPENAI_RESPONSES_CONTEXT_OVERFLOW (per-bucket tokens)
 └── ClientError                         the exchange with the API failed
     ├── HttpError                       E_OPENAI_RESPONSES_HTTP_ERROR (http_status; 0 = transport)
@@ -55,6 +56,7 @@ __all__ = [
     "HttpError",
     "InputError",
     "InvalidToolCallArgs",
+    "McpServerNotAllowedError",
     "MissingApiKeyError",
     "PluginError",
     "PreflightError",
@@ -267,6 +269,26 @@ class ApprovalNotPendingError(InputError):
         super().__init__(message)
         self.item_id = item_id
         self.pending = pending
+
+
+class McpServerNotAllowedError(InputError):
+    """A thread declares an MCP server that ``tools.allow_thread_mcp_servers`` does not
+    allow. The API would call that server with whatever the model sends it, so a thread file
+    (untrusted input) may not choose one: the configuration declares servers
+    (``tools.hosted``) or allows a thread's. Raised before any request is sent, and by
+    ``render`` alike.
+
+    :ivar path: the JSON path of the declaration, such as ``$.hosted_tools[0]``.
+    :ivar server_label: the declaration's ``server_label``.
+    """
+
+    code = "E_MCP_SERVER_NOT_ALLOWED"
+    status = 403
+
+    def __init__(self, message: str, *, path: str, server_label: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.server_label = server_label
 
 
 class ContextOverflowError(InputError):

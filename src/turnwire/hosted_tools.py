@@ -6,6 +6,13 @@ the configuration declares too (for an MCP server, the same ``server_label``) is
 with a warning, so a deployer's server, its credentials and its approval policy cannot be
 replaced by a thread file. The thread's other declarations follow, in thread order.
 
+A thread's own MCP server must match a glob pattern of ``tools.allow_thread_mcp_servers``
+(its ``server_url``, or its ``connector_id``; empty, the default: none may), else
+:class:`~turnwire.errors.McpServerNotAllowedError` before anything is sent: the API calls the
+server a declaration names with whatever the model sends, and a thread file is untrusted
+input. End a URL pattern with ``/`` and a path (``https://mcp.deepwiki.com/*``): ``*``
+matches any character, dots included.
+
 :data:`HOSTED_INCLUDES` is what each declared type adds to the body's ``include`` so that its
 items can be replayed statelessly: a ``code_interpreter_call`` input item requires its
 ``outputs`` (OpenAI's ``CodeInterpreterToolCall``; the recorded accepted requests send
@@ -16,12 +23,20 @@ The other types' items replay without their optional extras (``file_search_call.
 
 from __future__ import annotations
 
+import fnmatch
 import logging
 from collections.abc import Iterable, Sequence
 
+from turnwire.errors import McpServerNotAllowedError
 from turnwire.wire.tools import HostedTool, McpTool, declaration_key
 
-__all__ = ["HOSTED_INCLUDES", "hosted_includes", "merge_hosted_tools", "redacted_tools"]
+__all__ = [
+    "HOSTED_INCLUDES",
+    "check_thread_mcp_servers",
+    "hosted_includes",
+    "merge_hosted_tools",
+    "redacted_tools",
+]
 
 logger = logging.getLogger("turnwire")
 
@@ -53,6 +68,30 @@ def merge_hosted_tools(
             continue
         kept.append(tool)
     return (*configured, *kept)
+
+
+def check_thread_mcp_servers(
+    declared: tuple[HostedTool, ...],
+    allowed: Sequence[str],
+    configured: tuple[HostedTool, ...] = (),
+) -> None:
+    """Raise :class:`~turnwire.errors.McpServerNotAllowedError` for the first MCP server of a
+    thread's ``declared`` tools that no pattern of ``allowed`` matches (one that a
+    ``configured`` declaration shadows is not sent, and not checked)."""
+    shadowed = {declaration_key(tool) for tool in configured}
+    for index, tool in enumerate(declared):
+        if not isinstance(tool, McpTool) or declaration_key(tool) in shadowed:
+            continue
+        server = tool.server_url or tool.connector_id or ""
+        if any(fnmatch.fnmatchcase(server, pattern) for pattern in allowed):
+            continue
+        raise McpServerNotAllowedError(
+            f"$.hosted_tools[{index}]: the thread declares MCP server {tool.server_label!r} "
+            f"({server!r}), which tools.allow_thread_mcp_servers does not allow; declare it "
+            "in tools.hosted or allow it there; nothing was sent",
+            path=f"$.hosted_tools[{index}]",
+            server_label=tool.server_label,
+        )
 
 
 def hosted_includes(tools: Iterable[object] | None) -> list[str]:

@@ -455,6 +455,10 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "hosted": "Hosted tools every request declares (web search, file search, code "
         "interpreter, MCP servers, image generation), before a thread's own `hosted_tools`; a "
         "thread's declaration of the same type (MCP: the same `server_label`) is not sent.",
+        "allow_thread_mcp_servers": "Glob patterns a thread's own MCP server (its "
+        "`server_url`, or its `connector_id`) must match to be declared (empty: a thread may "
+        "declare none; `E_MCP_SERVER_NOT_ALLOWED` before anything is sent). End a URL pattern "
+        "with a path (`https://mcp.example.com/*`): `*` matches dots too.",
     },
     "FileSettings": {
         "roots": "Absolute folders file pointers may lead into (null: a thread file's own "

@@ -239,6 +239,7 @@ class ToolSettings(_Section, frozen=True, kw_only=True):
     timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 30.0
     max_result_bytes: Annotated[int, msgspec.Meta(ge=1)] = 8 * 2**20
     hosted: tuple[HostedTool, ...] = ()
+    allow_thread_mcp_servers: tuple[NonEmpty, ...] = ()
 
     def __post_init__(self) -> None:
         if self.hosted:

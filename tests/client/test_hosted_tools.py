@@ -194,6 +194,36 @@ def test_the_configuration_wins_over_a_thread_declaration_of_the_same_tool(tmp_p
     assert "hosted-tool-shadowed" in [getattr(r, "kind", None) for r in caplog.records]
 
 
+def test_a_thread_declares_only_the_mcp_servers_the_configuration_allows(tmp_path):
+    own = {"type": "mcp", "server_label": "wiki", "server_url": "https://mcp.deepwiki.com/mcp"}
+    path = _thread(tmp_path, hosted_tools=[HOSTED[0], own])
+    with ScriptedServer([Reply.sse(FOLLOW_UP)]) as server:
+        with pytest.raises(turnwire.McpServerNotAllowedError) as caught:
+            turnwire.api.run(path, container=_container(), base_url=server.base_url)
+    assert server.requests == []  # nothing was sent
+    assert caught.value.code == "E_MCP_SERVER_NOT_ALLOWED"
+    assert caught.value.path == "$.hosted_tools[1]" and caught.value.server_label == "wiki"
+    with pytest.raises(turnwire.McpServerNotAllowedError):  # render says so too
+        turnwire.render(path, container=_container(allow_thread_mcp_servers=["https://other/*"]))
+    # A pattern that ends in a path; a look-alike host does not match it.
+    allowed = _container(allow_thread_mcp_servers=["https://mcp.deepwiki.com/*"])
+    body = turnwire.render(path, container=allowed).json
+    assert body["tools"][1] == own
+    path = _thread(
+        tmp_path, hosted_tools=[{**own, "server_url": "https://mcp.deepwiki.com.evil.io/"}]
+    )
+    with pytest.raises(turnwire.McpServerNotAllowedError):
+        turnwire.render(path, container=allowed)
+    # A connector is matched by its id; a server the configuration shadows is not checked.
+    connector = {"type": "mcp", "server_label": "drive", "connector_id": "connector_googledrive"}
+    path = _thread(tmp_path, hosted_tools=[connector, {**own, "server_label": "deepwiki"}])
+    body = turnwire.render(
+        path,
+        container=_container(hosted=[MCP], allow_thread_mcp_servers=["connector_googledrive"]),
+    ).json
+    assert [t["server_label"] for t in body["tools"]] == ["deepwiki", "drive"]
+
+
 @pytest.mark.parametrize(
     ("declared", "message"),
     [
@@ -244,7 +274,9 @@ def test_mcp_credentials_never_reach_a_repr_an_error_or_a_log(tmp_path, caplog):
 
 def test_turnwire_render_and_check_config_print_no_credentials(tmp_path):
     path = _thread(tmp_path, hosted_tools=[{**MCP, "server_label": "other"}])
-    config = _config(tmp_path, hosted=[MCP])
+    config = _config(
+        tmp_path, hosted=[MCP], allow_thread_mcp_servers=["https://mcp.deepwiki.com/*"]
+    )
     rendered = turnwire_process("render", str(path), "--config", str(config))
     assert rendered.returncode == 0, rendered.stderr
     body = json.loads(rendered.stdout)
