@@ -67,7 +67,8 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "hosted_tools": "The hosted tools the API runs itself (web search, file search, code "
         "interpreter, MCP servers, image generation), declared after the function tools; "
         "one per type (per `server_label` for MCP). The configuration's `tools.hosted` come "
-        "first and win over a thread's declaration of the same tool.",
+        "first and win over a thread's declaration of the same tool; a thread's own MCP "
+        "server must be allowed by `tools.allow_thread_mcp_servers`.",
     },
     "HostedItem": {
         "id": "The item's id (`ws_...`, `ci_...`, `mcp_...`, `cmp_...`); a reasoning item "
