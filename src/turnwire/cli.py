@@ -210,8 +210,8 @@ def _parser() -> argparse.ArgumentParser:
         "--print",
         dest="print_settings",
         action="store_true",
-        help="print the merged, validated settings as YAML (header values that look secret "
-        "are masked)",
+        help="print the merged, validated settings as YAML (header values that look secret, "
+        "and every MCP header value and token, are masked)",
     )
 
     store_options = argparse.ArgumentParser(add_help=False)
@@ -240,7 +240,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     listing.add_argument("--json", action="store_true", help="print JSON")
     show = actions.add_parser(
-        "show", parents=[logs, store_options], help="a thread, as a thread file (JSON)"
+        "show",
+        parents=[logs, store_options],
+        help="a thread, as a thread file (JSON; MCP credentials masked)",
     )
     show.add_argument("id", help="the thread's id (see `turnwire threads list`)")
     show.add_argument(
@@ -670,7 +672,11 @@ def _threads(args: argparse.Namespace) -> int:
                 from turnwire.windows import transcript
 
                 sys.stdout.write(transcript(thread))
-            else:
+            else:  # for reading: MCP credentials shown as [redacted] (`export` keeps them)
+                from turnwire.hosted_tools import redacted_tools
+
+                shown = tuple(redacted_tools(thread.hosted_tools))
+                thread = msgspec.structs.replace(thread, hosted_tools=shown)
                 print(msgspec.json.format(dump_thread(thread)).decode())
         elif args.action == "export":
             thread = store.export_thread(args.id)
