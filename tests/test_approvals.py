@@ -49,7 +49,12 @@ def test_decisions_go_after_every_record_even_with_a_clock_behind_them():
     made = approval_records(
         thread, {"mcpr_2": False, "mcpr_1": Approval(approve=True, reason="ok")}, EARLY
     )
-    assert [(r.created_at.second, r.seq) for r in made] == [(9, 4), (9, 5)]
+    # After the last record, and never on its timestamp (that would make it part of its
+    # response): one microsecond later when the clock is behind.
+    assert [(r.created_at.second, r.created_at.microsecond, r.seq) for r in made] == [
+        (9, 1, 0),
+        (9, 1, 1),
+    ]
     assert [r.item for r in made] == [
         {"type": "mcp_approval_response", "approval_request_id": "mcpr_2", "approve": False},
         {

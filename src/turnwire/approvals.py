@@ -7,8 +7,8 @@ decision goes back on the next run: ``turnwire run THREAD --approve ID`` / ``--d
 Each decision becomes a hosted item of type ``mcp_approval_response``
 (``{"type": "mcp_approval_response", "approval_request_id": ID, "approve": ..., "reason":
 ...}``, no item id: the API gives it none), placed after every record of the thread, so after
-its request; it is replayed as an input item like every hosted item, and the API then makes
-(or skips) the call.
+its request, with a timestamp no response's records share; it is replayed as an input item
+like every hosted item, and the API then makes (or skips) the call.
 
 A request is pending while no ``mcp_approval_response`` and no ``mcp_call`` of the thread
 names it (``approval_request_id``). A decision on any other id raises
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import msgspec
@@ -111,8 +111,11 @@ def approval_records(
         *thread.tool_calls,
         *thread.hosted_items,
     ]
-    stamp = max([now, *(r.created_at for r in records)])
-    seq = 1 + max((r.seq for r in records if r.created_at == stamp), default=-1)
+    # A timestamp of their own, after every record: the pipeline reads a shared `created_at`
+    # as "from the same response", and a decision is no part of the response it answers.
+    latest = max((r.created_at for r in records), default=None)
+    stamp = now if latest is None or now > latest else latest + timedelta(microseconds=1)
+    seq = 0
     made = []
     for request_id, decision in approvals.items():
         chosen = decision if isinstance(decision, Approval) else Approval(approve=bool(decision))
