@@ -115,9 +115,8 @@ def approval_records(
     # as "from the same response", and a decision is no part of the response it answers.
     latest = max((r.created_at for r in records), default=None)
     stamp = now if latest is None or now > latest else latest + timedelta(microseconds=1)
-    seq = 0
     made = []
-    for request_id, decision in approvals.items():
+    for seq, (request_id, decision) in enumerate(approvals.items()):
         chosen = decision if isinstance(decision, Approval) else Approval(approve=bool(decision))
         item: dict[str, Any] = {
             "type": APPROVAL_RESPONSE,
@@ -135,7 +134,6 @@ def approval_records(
                 seq=seq,
             )
         )
-        seq += 1
     return tuple(made)
 
 
