@@ -137,6 +137,8 @@ version: 1
 model: gpt-5
 system_prompt: "You are a support agent."
 standing_instructions: ["Be terse."]
+hosted_tools:
+  - {type: web_search, search_context_size: low}
 messages:
   - {id: u1, role: user, content: "Where is my order?", created_at: "2026-01-01T10:00:00Z"}
 """,
@@ -202,6 +204,53 @@ item:
   action: {type: search, query: "weather: San Francisco, CA"}
 created_at: "2026-01-01T10:00:06Z"
 seq: 2
+""",
+    "WebSearchTool": """\
+type: web_search
+search_context_size: medium
+user_location: {type: approximate, city: Paris, country: FR, timezone: Europe/Paris}
+filters: {allowed_domains: [meteofrance.com]}
+""",
+    "WebSearchLocation": """\
+{type: approximate, city: San Francisco, region: California, country: US}
+""",
+    "WebSearchFilters": """\
+{allowed_domains: [docs.python.org, peps.python.org]}
+""",
+    "FileSearchTool": """\
+type: file_search
+vector_store_ids: [vs_68f0c2b1]
+max_num_results: 8
+filters: {type: eq, key: region, value: eu}
+ranking_options: {ranker: auto, score_threshold: 0.4}
+""",
+    "FileSearchRanking": """\
+{ranker: auto, hybrid_search: {embedding_weight: 0.7, text_weight: 0.3}}
+""",
+    "FileSearchHybridSearch": """\
+{embedding_weight: 0.7, text_weight: 0.3}
+""",
+    "CodeInterpreterTool": """\
+{type: code_interpreter, container: {type: auto, memory_limit: 4g}}
+""",
+    "CodeInterpreterContainer": """\
+{type: auto, file_ids: [file_6e1c9a]}
+""",
+    "McpTool": """\
+type: mcp
+server_label: deepwiki
+server_url: https://mcp.deepwiki.com/mcp
+allowed_tools: [ask_question, read_wiki_structure]
+require_approval: {never: {tool_names: [read_wiki_structure]}}
+""",
+    "McpToolFilter": """\
+{read_only: true}
+""",
+    "McpApprovalFilter": """\
+{always: {tool_names: [create_issue]}, never: {read_only: true}}
+""",
+    "ImageGenerationTool": """\
+{type: image_generation, quality: low, size: 1024x1024, output_format: webp}
 """,
     "ReasoningPayload": """\
 {variant: responses-reasoning, item: {type: reasoning, summary: [], encrypted_content: "gAAAAB..."},
@@ -378,6 +427,13 @@ tools:
   handlers: {get_weather: "mycompany.tools:get_weather"}
   allow_thread_handlers: ["turnwire.examples.*"]
   timeout_s: 20
+  hosted:
+    - {type: web_search, search_context_size: medium}
+    - type: mcp
+      server_label: tickets
+      server_url: https://mcp.example.com/tickets
+      require_approval: always
+      headers: {Authorization: "Bearer ${TICKETS_MCP_TOKEN:}"}
 """,
     "files": """\
 files:
@@ -413,15 +469,21 @@ The JSON Schema of a configuration file is printed by `turnwire schema config` (
 
 
 def _sections(
-    schema: dict[str, Any], name: str, key: str
+    schema: dict[str, Any], name: str, key: str, shared: frozenset[str] | None = None
 ) -> Iterator[tuple[str, str, dict[str, Any]]]:
-    """``(dotted key, Struct name, definition)`` of every section and nested mapping."""
+    """``(dotted key, Struct name, definition)`` of every section and nested mapping.
+
+    A record the thread file has too (the hosted tool declarations of ``tools.hosted``) is
+    not a section: the thread file's page documents it, and the configuration links there.
+    """
+    if shared is None:
+        shared = frozenset(thread_schema()["$defs"])
     definition = schema if name == "Settings" else schema["$defs"][name]
     yield key, name, definition
     for field, value in definition.get("properties", {}).items():
         for ref in _refs(_without_placeholder(value)):
-            if _name(ref) != "EnvPlaceholder":
-                yield from _sections(schema, _name(ref), f"{key}.{field}".lstrip("."))
+            if _name(ref) != "EnvPlaceholder" and _name(ref) not in shared:
+                yield from _sections(schema, _name(ref), f"{key}.{field}".lstrip("."), shared)
 
 
 def config_keys() -> list[str]:
@@ -445,6 +507,8 @@ def config_reference() -> str:
     where = {name: key for key, name, _ in sections}
 
     def link(name: str) -> str:
+        if name not in where:  # a record of the thread file (a hosted tool declaration)
+            return f"[{name}](thread-file.md#{_anchor(name)})"
         return f"[`{where[name]}`](#{_slug(where[name])})"
 
     lines = [_CONFIG_INTRO]

@@ -14,12 +14,14 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from openai.types.responses import response_create_params
 from openai.types.responses.response_input_item_param import ResponseInputItemParam
+from openai.types.responses.tool_param import ToolParam
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
 __all__ = [
     "OPENAI_ONLY",
     "OPENAI_ONLY_INCLUDES",
     "OPENAI_ONLY_ITEMS",
+    "OPENAI_ONLY_TOOLS",
     "OracleError",
     "validate_body",
     "validate_open_responses",
@@ -45,9 +47,9 @@ def _tags(typed_dict: type) -> list[str]:
     return [str(a) for a in get_args(hint)]
 
 
-def _build() -> dict[str, TypeAdapter[Any]]:
+def _build(union: Any = ResponseInputItemParam) -> dict[str, TypeAdapter[Any]]:
     by_tag: dict[str, list[type]] = defaultdict(list)
-    for member in get_args(ResponseInputItemParam):
+    for member in get_args(union):
         for tag in _tags(member):
             by_tag[tag].append(member)
     return {
@@ -57,6 +59,7 @@ def _build() -> dict[str, TypeAdapter[Any]]:
 
 
 _ITEMS = _build()
+_TOOLS = _build(ToolParam)
 _BODY = TypeAdapter(response_create_params.ResponseCreateParamsStreaming)
 
 
@@ -80,6 +83,15 @@ def validate_body(body: dict[str, Any]) -> None:
         raise OracleError(f"body: {err}") from err
     for index, tool in enumerate(body.get("tools") or []):
         if tool.get("type") != "function":
+            # A hosted tool: against the SDK's declaration of its type, unknown keys
+            # forbidden (the body's own check lets them through).
+            adapter = _TOOLS.get(tool.get("type"))
+            if adapter is None:
+                raise OracleError(f"tools[{index}]: unknown tool type {tool.get('type')!r}")
+            try:
+                adapter.validate_python([tool])
+            except ValidationError as err:
+                raise OracleError(f"tools[{index}] ({tool.get('type')}): {err}") from err
             continue
         allowed = {"type", "name", "description", "parameters", "strict"}
         extra = set(tool) - allowed
@@ -133,6 +145,19 @@ OPENAI_ONLY_ITEMS: dict[str, str] = {
 }
 """Input item types the specification does not define, each with its reason; the Open
 Responses check skips them (the official types check them, field for field)."""
+
+_HOSTED_TOOL = (
+    "an OpenAI-hosted tool ({}): the API runs it; the specification declares function tools only"
+)
+OPENAI_ONLY_TOOLS: dict[str, str] = {
+    "web_search": _HOSTED_TOOL.format("web search"),
+    "file_search": _HOSTED_TOOL.format("file search over vector stores"),
+    "code_interpreter": _HOSTED_TOOL.format("code interpreter"),
+    "mcp": _HOSTED_TOOL.format("remote MCP servers and connectors"),
+    "image_generation": _HOSTED_TOOL.format("image generation"),
+}
+"""Tool types of ``tools`` the specification does not define, each with its reason; the Open
+Responses check skips them (the official types check them, key for key)."""
 
 # Free-form in the structural walk: `parameters` is JSON Schema (the generated types model it
 # as an empty object); `tool_choice`'s specific-function variant is generated as an empty
@@ -205,6 +230,13 @@ def validate_open_responses(body: dict[str, Any]) -> None:
             **body,
             "input": [i for i in body["input"] if i.get("type") not in OPENAI_ONLY_ITEMS],
         }
+    if any(tool.get("type") in OPENAI_ONLY_TOOLS for tool in body.get("tools") or ()):
+        tools = [t for t in body["tools"] if t.get("type") not in OPENAI_ONLY_TOOLS]
+        body = {key: value for key, value in body.items() if key != "tools"}
+        if tools:
+            body["tools"] = tools
+        elif "tool_choice" in body and not isinstance(body["tool_choice"], str):
+            del body["tool_choice"]
     try:
         model = CreateResponseBody.model_validate(_without_known(body))
         if "tool_choice" in body:

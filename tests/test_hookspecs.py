@@ -61,6 +61,7 @@ DATA_ARGUMENTS = {
     "tool_call",
     "tool",
     "hosted_item",
+    "hosted_tools",
     "thought",
     "thoughts",
     "instructions",

@@ -61,3 +61,41 @@ def test_includes_the_specification_lacks_are_known_exceptions_or_errors():
     validate_open_responses({**_body(), "include": ["web_search_call.action.sources"]})
     with pytest.raises(OracleError, match="include"):
         validate_open_responses({**_body(), "include": ["made.up"]})
+
+
+def _hosted_body() -> dict:
+    declared = [
+        {"type": "web_search", "search_context_size": "low"},
+        {"type": "mcp", "server_label": "wiki", "server_url": "https://mcp.example.com/mcp"},
+    ]
+    allowed = {"tools": {"allow_thread_mcp_servers": ["https://mcp.example.com/*"]}}
+    return render_body(
+        thread(model="gpt-5", messages=[user()], tools=[{"name": "lookup"}], hosted_tools=declared),
+        allowed,
+    )
+
+
+def test_hosted_tools_are_checked_key_for_key_against_the_sdk():
+    body = _hosted_body()
+    validate_body(body)
+    body["tools"][2]["server_lable"] = "typo"  # the SDK's body type alone would let it through
+    with pytest.raises(OracleError, match=r"tools\[2\] \(mcp\)"):
+        validate_body(body)
+    body = _hosted_body()
+    body["tools"][1]["type"] = "made_up_tool"
+    with pytest.raises(OracleError, match="unknown tool type"):
+        validate_body(body)
+
+
+def test_hosted_tools_the_specification_lacks_are_listed_with_a_reason():
+    from turnwire.wire.tools import HOSTED_TOOL_TYPES
+
+    from .oracle import OPENAI_ONLY_TOOLS
+
+    assert set(OPENAI_ONLY_TOOLS) == set(HOSTED_TOOL_TYPES)
+    assert all(len(reason) > 40 for reason in OPENAI_ONLY_TOOLS.values())
+    body = _hosted_body()
+    validate_open_responses(body)  # the function tool is still checked
+    body["tools"][0]["x"] = 1
+    with pytest.raises(OracleError, match="x"):
+        validate_open_responses(body)

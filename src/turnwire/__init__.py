@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         run,
         run_thread,
     )
+    from turnwire.approvals import Approval
     from turnwire.client.dispatch import Client, Records, ResponseMeta, RunResult
     from turnwire.container import Container, ContainerCache, build_container
     from turnwire.context import (
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
         RenderOptions,
     )
     from turnwire.errors import (
+        ApprovalNotPendingError,
         ClientError,
         ConfigError,
         ContextOverflowError,
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
         HttpError,
         InputError,
         InvalidToolCallArgs,
+        McpServerNotAllowedError,
         MissingApiKeyError,
         PluginError,
         PreflightError,
@@ -100,6 +103,8 @@ logging.getLogger("turnwire").addHandler(logging.NullHandler())
 _EXPORTS: dict[str, str] = {
     "HOOK": "turnwire._relay",
     "REPLAY_TAG": "turnwire.model",
+    "Approval": "turnwire.approvals",
+    "ApprovalNotPendingError": "turnwire.errors",
     "Artifact": "turnwire.model",
     "Client": "turnwire.client.dispatch",
     "ClientError": "turnwire.errors",
@@ -118,6 +123,7 @@ _EXPORTS: dict[str, str] = {
     "Identity": "turnwire.model",
     "InputError": "turnwire.errors",
     "InvalidToolCallArgs": "turnwire.errors",
+    "McpServerNotAllowedError": "turnwire.errors",
     "Media": "turnwire.model",
     "MediaPolicy": "turnwire.context",
     "Memory": "turnwire.model",
@@ -185,6 +191,8 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "HOOK",
     "REPLAY_TAG",
+    "Approval",
+    "ApprovalNotPendingError",
     "Artifact",
     "Client",
     "ClientError",
@@ -203,6 +211,7 @@ __all__ = [
     "Identity",
     "InputError",
     "InvalidToolCallArgs",
+    "McpServerNotAllowedError",
     "Media",
     "MediaPolicy",
     "Memory",

@@ -22,6 +22,7 @@ from turnwire.windows import apply_window
 from turnwire.wire import RequestBody
 
 if TYPE_CHECKING:
+    from turnwire.approvals import ApprovalDecision
     from turnwire.client.dispatch import RunResult
     from turnwire.client.progress import ProgressEvent
     from turnwire.model import Media
@@ -85,10 +86,21 @@ def resolve_model(thread: Thread, container: Container, model: str | None) -> st
 def with_declared_tools(thread: Thread, *, container: Container) -> Thread:
     """``thread`` with every tool its request declares: its own, plus the built-in artifact
     tools while a tool result or a retrieved document is shown as a handle (by the stage's own
-    rule, ``shows_inline``). The one place that decides, for ``render`` and ``run`` alike."""
+    rule, ``shows_inline``); and every hosted tool, ``tools.hosted`` first (see
+    :mod:`turnwire.hosted_tools`). The one place that decides, for ``render`` and ``run``
+    alike."""
     from turnwire.client.tools import artifact_tools
     from turnwire.stages.tool_results import shows_inline
 
+    tool_settings = container.settings().tools
+    if thread.hosted_tools or tool_settings.hosted:
+        from turnwire.hosted_tools import check_thread_mcp_servers, merge_hosted_tools
+
+        check_thread_mcp_servers(
+            thread.hosted_tools, tool_settings.allow_thread_mcp_servers, tool_settings.hosted
+        )
+        merged = merge_hosted_tools(tool_settings.hosted, thread.hosted_tools)
+        thread = msgspec.structs.replace(thread, hosted_tools=merged)
     limit = container.settings().render.tool_result_inline_max_bytes
     calls = thread.tool_calls
     # A grown thread's old calls were looked at by the last render (the same objects, the same
@@ -460,6 +472,7 @@ def run(
     handlers: Mapping[str, Callable[..., Any]] | None = None,
     render_context: Mapping[str, str] | None = None,
     roots: Iterable[str | os.PathLike[str]] | None = None,
+    approvals: Mapping[str, ApprovalDecision] | None = None,
     **transport_options: Any,
 ) -> RunResult:
     """Send a thread, stream the answer, run its tools until the model stops.
@@ -483,6 +496,9 @@ def run(
     :param handlers: tool name → callable, instead of the tools' ``handler`` paths.
     :param render_context: values stages may ask for by name, for every request of the run
         (see :func:`render`).
+    :param approvals: decisions on the thread's pending MCP approval requests, by request id
+        (``{"mcpr_...": True}``; see :mod:`turnwire.approvals`), recorded and sent before the
+        first request.
     :param transport_options: passed to :class:`turnwire.client.transport.Transport`
         (``sleep``, ``jitter``, ``client``...).
     :raises turnwire.errors.TurnwireError: bad input, or the exchange failed; nothing of a
@@ -518,6 +534,7 @@ def run(
         render_context=render_context,
         roots=chosen,
         on_event=on_event,
+        approvals=approvals,
     )
     if save and path is not None:
         save_thread(result.thread, path)
@@ -574,6 +591,7 @@ def run_thread(
     handlers: Mapping[str, Callable[..., Any]] | None = None,
     render_context: Mapping[str, str] | None = None,
     roots: Iterable[str | os.PathLike[str]] | None = None,
+    approvals: Mapping[str, ApprovalDecision] | None = None,
     **transport_options: Any,
 ) -> RunResult:
     """One turn of a stored thread: the user's question (if any), the run, the new turns.
@@ -582,8 +600,8 @@ def run_thread(
     next to the store's database; the ``files`` named for this turn are allowed too.
 
     The new turns (the question, tool results of calls a ``--once`` left pending, one turn per
-    answer step) are appended in one transaction, and only when the run succeeded. The other
-    parameters are :func:`run`'s.
+    answer step, the ``approvals`` decisions among them) are appended in one transaction, and
+    only when the run succeeded. The other parameters are :func:`run`'s.
     """
     from turnwire.client.dispatch import Client
 
@@ -618,6 +636,7 @@ def run_thread(
         render_context=render_context,
         roots=chosen,
         on_event=on_event,
+        approvals=approvals,
     )
     turns = builder.build_run_turns(
         question=current,

@@ -107,7 +107,8 @@ def _parser() -> argparse.ArgumentParser:
         "render",
         parents=[logs, render_config],
         help="print the request body a thread renders to",
-        description="Print the exact request body `turnwire run` would POST, as JSON.",
+        description="Print the exact request body `turnwire run` would POST, as JSON (an MCP "
+        "server's header values and token shown as [redacted]).",
     )
     render.add_argument(
         "thread", help="a thread file (YAML or JSON, schema version 1), or - for stdin"
@@ -156,6 +157,27 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--save", action="store_true", help="write the extended thread back to the thread file"
     )
+    run.add_argument(
+        "--approve",
+        action=_Decision,
+        dest="decisions",
+        metavar="ID",
+        help="approve the pending MCP approval request ID before sending (repeatable)",
+    )
+    run.add_argument(
+        "--deny",
+        action=_Decision,
+        dest="decisions",
+        metavar="ID",
+        help="deny the pending MCP approval request ID before sending (repeatable)",
+    )
+    run.add_argument(
+        "--reason",
+        action=_Decision,
+        dest="decisions",
+        metavar="TEXT",
+        help="the reason the model reads for the --approve or --deny just before it",
+    )
 
     fingerprint = commands.add_parser(
         "fingerprint",
@@ -192,8 +214,8 @@ def _parser() -> argparse.ArgumentParser:
         "--print",
         dest="print_settings",
         action="store_true",
-        help="print the merged, validated settings as YAML (header values that look secret "
-        "are masked)",
+        help="print the merged, validated settings as YAML (header values that look secret, "
+        "and every MCP header value and token, are masked)",
     )
 
     store_options = argparse.ArgumentParser(add_help=False)
@@ -222,7 +244,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     listing.add_argument("--json", action="store_true", help="print JSON")
     show = actions.add_parser(
-        "show", parents=[logs, store_options], help="a thread, as a thread file (JSON)"
+        "show",
+        parents=[logs, store_options],
+        help="a thread, as a thread file (JSON; MCP credentials masked)",
     )
     show.add_argument("id", help="the thread's id (see `turnwire threads list`)")
     show.add_argument(
@@ -304,6 +328,72 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Decision(argparse.Action):
+    """``--approve ID`` / ``--deny ID`` append a decision; ``--reason TEXT`` gives the one just
+    before it its reason."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        decisions: list[list[Any]] = list(getattr(namespace, self.dest, None) or [])
+        if option_string == "--reason":
+            if not decisions or decisions[-1][2] is not None:
+                parser.error("--reason goes right after the --approve ID or --deny ID it explains")
+            decisions[-1][2] = values
+        else:
+            if any(decision[0] == values for decision in decisions):
+                parser.error(f"{values}: decided twice")
+            decisions.append([values, option_string == "--approve", None])
+        setattr(namespace, self.dest, decisions)
+
+
+def _approvals(args: argparse.Namespace) -> dict[str, Any] | None:
+    from turnwire.approvals import Approval
+
+    decisions = args.decisions or []
+    return {d[0]: Approval(approve=d[1], reason=d[2]) for d in decisions} or None
+
+
+def _shown(text: object, limit: int = 400) -> str:
+    """``text`` for one terminal line: control characters escaped, cut at ``limit``."""
+    value = str(text)
+    clean = "".join(c if c.isprintable() else repr(c)[1:-1] for c in value)
+    return clean if len(clean) <= limit else clean[:limit] + "..."
+
+
+def _print_pending(thread: Any, stream: Any) -> None:
+    from turnwire.approvals import pending_approvals
+
+    for record in pending_approvals(thread):
+        view = record.view
+        label = _shown(getattr(view, "server_label", "?"), 64)
+        name = _shown(getattr(view, "name", "?"), 64)
+        arguments = _shown(getattr(view, "arguments", ""))
+        print(
+            f"[approval pending {_shown(record.id, 80)}: {label} {name}({arguments}); "
+            "--approve or --deny it on the next run]",
+            file=stream,
+        )
+
+
+def _pending_json(thread: Any) -> list[dict[str, Any]]:
+    from turnwire.approvals import pending_approvals
+
+    return [
+        {
+            "id": record.id,
+            "server_label": record.item.get("server_label"),
+            "name": record.item.get("name"),
+            "arguments": record.item.get("arguments"),
+        }
+        for record in pending_approvals(thread)
+    ]
+
+
 def _overrides(assignments: Sequence[str]) -> dict[str, Any]:
     """``--set a.b=value`` assignments as one settings layer (values parsed as YAML, within the
     limits of configuration files)."""
@@ -370,10 +460,24 @@ def _render(args: argparse.Namespace) -> int:
         model=args.model,
         render_context=_render_context(args),
     )
-    sys.stdout.buffer.write(rendered.body + b"\n")
+    sys.stdout.buffer.write(_without_credentials(rendered) + b"\n")
     sys.stdout.flush()
     _summarise_warnings(args, rendered.rendered.warnings)
     return 0
+
+
+def _without_credentials(rendered: Any) -> bytes:
+    """The body, with every MCP server's credentials replaced by ``[redacted]``."""
+    import msgspec
+
+    from turnwire.hosted_tools import redacted_tools
+    from turnwire.request import encode_body
+
+    body = rendered.request
+    shown = tuple(redacted_tools(body.tools or ()))
+    if all(a is b for a, b in zip(shown, body.tools or (), strict=True)):
+        return bytes(rendered.body)
+    return encode_body(msgspec.structs.replace(body, tools=shown))
 
 
 def _fingerprint(args: argparse.Namespace) -> int:
@@ -453,6 +557,7 @@ def _run(args: argparse.Namespace) -> int:
                 on_tool_result=on_tool_result,
                 on_event=on_event,
                 render_context=_render_context(args),
+                approvals=_approvals(args),
             )
     else:
         if not args.thread:
@@ -470,6 +575,7 @@ def _run(args: argparse.Namespace) -> int:
             on_tool_result=on_tool_result,
             on_event=on_event,
             render_context=_render_context(args),
+            approvals=_approvals(args),
         )
     if args.json:
         payload = {
@@ -480,6 +586,9 @@ def _run(args: argparse.Namespace) -> int:
                 "generations": msgspec.to_builtins(result.generations),
             },
         }
+        pending = _pending_json(result.thread)
+        if pending:
+            payload["pending_approvals"] = pending
         print(msgspec.json.encode(payload).decode())
     else:
         print()
@@ -488,6 +597,7 @@ def _run(args: argparse.Namespace) -> int:
             print("\nSources:")
             for line in sources:
                 print(f"  {line}")
+        _print_pending(result.thread, sys.stderr)
         if args.save and not args.quiet:
             print(f"saved {args.thread}", file=sys.stderr)
     return 0
@@ -602,7 +712,11 @@ def _threads(args: argparse.Namespace) -> int:
                 from turnwire.windows import transcript
 
                 sys.stdout.write(transcript(thread))
-            else:
+            else:  # for reading: MCP credentials shown as [redacted] (`export` keeps them)
+                from turnwire.hosted_tools import redacted_tools
+
+                shown = tuple(redacted_tools(thread.hosted_tools))
+                thread = msgspec.structs.replace(thread, hosted_tools=shown)
                 print(msgspec.json.format(dump_thread(thread)).decode())
         elif args.action == "export":
             thread = store.export_thread(args.id)
@@ -662,6 +776,11 @@ def _printable(settings: Any) -> dict[str, Any]:
     for name in headers:
         if any(mark in name.lower() for mark in _SECRET_HEADER):
             headers[name] = "[redacted]"
+    for tool in tree["tools"].get("hosted", ()):  # an MCP server's: every value
+        if tool.get("headers"):
+            tool["headers"] = dict.fromkeys(tool["headers"], "[redacted]")
+        if "authorization" in tool:
+            tool["authorization"] = "[redacted]"
     return tree
 
 

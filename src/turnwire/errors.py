@@ -17,6 +17,8 @@ TurnwireError
 │   ├── PluginError                     E_PLUGIN_INVALID             (plugin)
 │   ├── HandlerNotAllowedError          E_HANDLER_NOT_ALLOWED        ($.path, tool, handler)
 │   ├── FileNotAllowedError             E_FILE_NOT_ALLOWED           ($.path)
+│   ├── ApprovalNotPendingError         E_MCP_APPROVAL_NOT_PENDING   (item_id)
+│   ├── McpServerNotAllowedError        E_MCP_SERVER_NOT_ALLOWED     ($.path, server_label)
 │   └── ContextOverflowError            E_OPENAI_RESPONSES_CONTEXT_OVERFLOW (per-bucket tokens)
 └── ClientError                         the exchange with the API failed
     ├── HttpError                       E_OPENAI_RESPONSES_HTTP_ERROR (http_status; 0 = transport)
@@ -45,6 +47,7 @@ import re
 from turnwire._redact import redact
 
 __all__ = [
+    "ApprovalNotPendingError",
     "ClientError",
     "ConfigError",
     "ContextOverflowError",
@@ -53,6 +56,7 @@ __all__ = [
     "HttpError",
     "InputError",
     "InvalidToolCallArgs",
+    "McpServerNotAllowedError",
     "MissingApiKeyError",
     "PluginError",
     "PreflightError",
@@ -248,6 +252,43 @@ class FileNotAllowedError(InputError):
     def __init__(self, message: str, *, path: str) -> None:
         super().__init__(message)
         self.path = path
+
+
+class ApprovalNotPendingError(InputError):
+    """An approval decision (``--approve ID``, ``--deny ID``, ``approvals=``) names no MCP
+    approval request of the thread that is still waiting: no ``mcp_approval_request`` has that
+    id, or it was answered already. Raised before anything is sent.
+
+    :ivar item_id: the id the decision names.
+    :ivar pending: the ids of the requests that are waiting.
+    """
+
+    code = "E_MCP_APPROVAL_NOT_PENDING"
+
+    def __init__(self, message: str, *, item_id: str, pending: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.item_id = item_id
+        self.pending = pending
+
+
+class McpServerNotAllowedError(InputError):
+    """A thread declares an MCP server that ``tools.allow_thread_mcp_servers`` does not
+    allow. The API would call that server with whatever the model sends it, so a thread file
+    (untrusted input) may not choose one: the configuration declares servers
+    (``tools.hosted``) or allows a thread's. Raised before any request is sent, and by
+    ``render`` alike.
+
+    :ivar path: the JSON path of the declaration, such as ``$.hosted_tools[0]``.
+    :ivar server_label: the declaration's ``server_label``.
+    """
+
+    code = "E_MCP_SERVER_NOT_ALLOWED"
+    status = 403
+
+    def __init__(self, message: str, *, path: str, server_label: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.server_label = server_label
 
 
 class ContextOverflowError(InputError):

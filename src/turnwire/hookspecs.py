@@ -52,7 +52,7 @@ if TYPE_CHECKING:
         Tool,
         ToolCall,
     )
-    from turnwire.wire import FunctionTool, InputContent, InputItem, ReasoningItem
+    from turnwire.wire import HostedTool, InputContent, InputItem, ReasoningItem, WireTool
 
 __all__ = ["CLIENT_HOOKS", "STAGES", "hookimpl", "hookspec"]
 
@@ -453,7 +453,7 @@ def filter_thoughts(
 def fingerprint_prefix(
     model: str,
     instructions: str | None,
-    tools: tuple[FunctionTool, ...] | None,
+    tools: tuple[WireTool, ...] | None,
     input: Sequence[InputItem],
     through_item: int,
     fingerprint_binding: FingerprintBinding,
@@ -486,18 +486,25 @@ def fingerprint_prefix(
 
 @hookspec(firstresult=True)
 def tools_to_wire(
-    tools: tuple[Tool, ...], strict: bool | None, stages: StageRelay
-) -> tuple[FunctionTool, ...] | None:
+    tools: tuple[Tool, ...],
+    hosted_tools: tuple[HostedTool, ...],
+    strict: bool | None,
+    stages: StageRelay,
+) -> tuple[WireTool, ...] | None:
     """Declare the visible tools to the model.
 
     :param tools: the thread's tools, hidden ones included (the default leaves them out).
+    :param hosted_tools: the hosted tools to declare (web search, file search, code
+        interpreter, MCP servers, image generation): ``tools.hosted`` of the configuration,
+        then the thread's ``hosted_tools`` that the configuration does not declare.
     :param strict: the configured ``strict`` flag; ``None`` means the tool's own, else false.
     :param stages: the relay to ``description_to_json_schema``.
     :returns: the declarations (possibly empty).
 
     Stops at the first non-None result. Runs once per request.
     Default: every tool that is not hidden, in thread order, with its description, the schema
-    from ``description_to_json_schema`` and an explicit ``strict`` flag.
+    from ``description_to_json_schema`` and an explicit ``strict`` flag; then the hosted tools
+    as they are declared.
     """
 
 

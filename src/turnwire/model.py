@@ -21,12 +21,38 @@ import msgspec
 
 from turnwire._canonical import canonical_json
 from turnwire.wire.items import ReasoningItem
+from turnwire.wire.tools import (
+    CodeInterpreterContainer,
+    CodeInterpreterTool,
+    FileSearchHybridSearch,
+    FileSearchRanking,
+    FileSearchTool,
+    HostedTool,
+    ImageGenerationTool,
+    McpApprovalFilter,
+    McpTool,
+    McpToolFilter,
+    WebSearchFilters,
+    WebSearchLocation,
+    WebSearchTool,
+    check_hosted_tools,
+)
 
 __all__ = [
     "REPLAY_TAG",
     "Artifact",
+    "CodeInterpreterContainer",
+    "CodeInterpreterTool",
+    "FileSearchHybridSearch",
+    "FileSearchRanking",
+    "FileSearchTool",
     "HostedItem",
+    "HostedTool",
     "Identity",
+    "ImageGenerationTool",
+    "McpApprovalFilter",
+    "McpTool",
+    "McpToolFilter",
     "Media",
     "MediaKind",
     "Memory",
@@ -41,6 +67,9 @@ __all__ = [
     "ToolCall",
     "ToolResult",
     "TrustTier",
+    "WebSearchFilters",
+    "WebSearchLocation",
+    "WebSearchTool",
     "map_pointers",
     "tool_call_checksum",
 ]
@@ -427,6 +456,7 @@ class Thread(_Record, frozen=True, kw_only=True):
     thoughts: tuple[Thought, ...] = ()
     tool_calls: tuple[ToolCall, ...] = ()
     hosted_items: tuple[HostedItem, ...] = ()
+    hosted_tools: tuple[HostedTool, ...] = ()
 
     def __post_init__(self) -> None:
         seen: set[str] = set()
@@ -434,6 +464,8 @@ class Thread(_Record, frozen=True, kw_only=True):
             if tool.name in seen:
                 raise ValueError(f"tool name {tool.name!r} is declared twice")
             seen.add(tool.name)
+        if self.hosted_tools:
+            check_hosted_tools(self.hosted_tools)
 
     def tool(self, name: str) -> Tool | None:
         for tool in self.tools:

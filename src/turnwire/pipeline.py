@@ -57,13 +57,13 @@ from turnwire.stages.timeline import valid_item_id
 from turnwire.wire import (
     FunctionCall,
     FunctionCallOutput,
-    FunctionTool,
     HostedInputItem,
     InputItem,
     InputMessage,
     InputText,
     OutputMessage,
     OutputText,
+    WireTool,
 )
 
 __all__ = [
@@ -101,7 +101,7 @@ class RenderedInput(msgspec.Struct, frozen=True, kw_only=True):
 
     instructions: str | None
     input: tuple[InputItem, ...]
-    tools: tuple[FunctionTool, ...] | None
+    tools: tuple[WireTool, ...] | None
     fingerprintable_length: int
     warnings: tuple[str, ...] = ()
     stamped: tuple[tuple[str, str], ...] = ()
@@ -521,7 +521,7 @@ def _sweep_key(
     plan: StagePlan,
     injectable: dict[str, Any],
     instructions: str | None,
-    tools: tuple[FunctionTool, ...] | None,
+    tools: tuple[WireTool, ...] | None,
     options: RenderOptions,
 ) -> tuple[Any, bool] | None:
     """The sweep's memo key, and whether fingerprints come from the built-in hasher."""
@@ -549,7 +549,7 @@ def _sweep(
     offset: int,
     *,
     instructions: str | None,
-    tools: tuple[FunctionTool, ...] | None,
+    tools: tuple[WireTool, ...] | None,
     options: RenderOptions,
     stages: Any,
     plan: StagePlan,
@@ -781,7 +781,9 @@ def _build_input(
     warnings: list[str] = []
     injectable = options.injectable()
     stages = StageRelay(plan, {**injectable, "warn": warnings.append, "scratch": {}})
-    declared = tuple(stages.tools_to_wire(tools=thread.tools) or ())
+    declared = tuple(
+        stages.tools_to_wire(tools=thread.tools, hosted_tools=thread.hosted_tools) or ()
+    )
     tools = declared or None
     leading = stages.render_system_prompt(
         system_prompt=thread.system_prompt,

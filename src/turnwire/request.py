@@ -18,6 +18,7 @@ import msgspec
 from turnwire._memo import BodyState, RenderMemo, common_prefix
 from turnwire.context import ReasoningReplay
 from turnwire.errors import PreflightError
+from turnwire.hosted_tools import hosted_includes
 from turnwire.pipeline import RenderedInput
 from turnwire.settings import RequestSettings
 from turnwire.wire import (
@@ -77,6 +78,8 @@ def build_body(
     include = list(request.include)
     if reasoning_replay == "encrypted" and ENCRYPTED_INCLUDE not in include:
         include.append(ENCRYPTED_INCLUDE)
+    if rendered.tools is not None:
+        include += [i for i in hosted_includes(rendered.tools) if i not in include]
     tool_choice = request.tool_choice
     if tool_choice is not None and rendered.tools is None:
         logger.warning(

@@ -64,6 +64,11 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "hosted_items": "Output items of hosted tools (web search, file search, code "
         "interpreter, MCP, tool search, image generation), MCP listings and approvals, "
         "compactions, and item types added later, each kept as the API emitted it.",
+        "hosted_tools": "The hosted tools the API runs itself (web search, file search, code "
+        "interpreter, MCP servers, image generation), declared after the function tools; "
+        "one per type (per `server_label` for MCP). The configuration's `tools.hosted` come "
+        "first and win over a thread's declaration of the same tool; a thread's own MCP "
+        "server must be allowed by `tools.allow_thread_mcp_servers`.",
     },
     "HostedItem": {
         "id": "The item's id (`ws_...`, `ci_...`, `mcp_...`, `cmp_...`); a reasoning item "
@@ -73,6 +78,91 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "fields its input shape allows are replayed.",
         "created_at": "When it was produced; the timeline sorts by `(created_at, seq)`.",
         "seq": "Breaks ties between records with the same `created_at`.",
+    },
+    "WebSearchTool": {
+        "type": "`web_search`.",
+        "search_context_size": "How much of the search results the model reads: `low`, "
+        "`medium` (the API's default) or `high`.",
+        "user_location": "The user's approximate location, to localise the results.",
+        "filters": "Which sites the search may use.",
+    },
+    "WebSearchLocation": {
+        "type": "`approximate`, the only kind.",
+        "city": "A city, such as `San Francisco`.",
+        "country": "A two-letter ISO country code, such as `US`.",
+        "region": "A region, such as `California`.",
+        "timezone": "An IANA time zone, such as `America/Los_Angeles`.",
+    },
+    "WebSearchFilters": {
+        "allowed_domains": "The domains a search may return results from (subdomains included).",
+    },
+    "FileSearchTool": {
+        "type": "`file_search`.",
+        "vector_store_ids": "The vector stores to search (at least one).",
+        "max_num_results": "The most results a search returns, 1 to 50.",
+        "filters": "An attribute filter, as the API defines it: a comparison "
+        "(`{type: eq, key: region, value: us}`) or a compound `and` / `or` of filters.",
+        "ranking_options": "How results are ranked.",
+    },
+    "FileSearchRanking": {
+        "ranker": "The ranker: `auto` or `default-2024-11-15`.",
+        "score_threshold": "The lowest score a result may have, 0 to 1.",
+        "hybrid_search": "How embedding and keyword matches are weighed.",
+    },
+    "FileSearchHybridSearch": {
+        "embedding_weight": "The weight of dense embedding matches.",
+        "text_weight": "The weight of sparse keyword matches.",
+    },
+    "CodeInterpreterTool": {
+        "type": "`code_interpreter`.",
+        "container": "A container id (`cntr_...`), or `{type: auto}` for a container the API "
+        "creates. Declaring it adds `code_interpreter_call.outputs` to the request's "
+        "`include`: a code interpreter call is replayed with its outputs.",
+    },
+    "CodeInterpreterContainer": {
+        "type": "`auto`: the API creates the container.",
+        "file_ids": "Uploaded files the code may read.",
+        "memory_limit": "The container's memory: `1g`, `4g`, `16g` or `64g`.",
+    },
+    "McpTool": {
+        "type": "`mcp`.",
+        "server_label": "The server's label, as `mcp_*` items name it; unique within a "
+        "request (a thread's server with the label of one in `tools.hosted` is not sent).",
+        "server_url": "The URL of a remote MCP server (or give `connector_id`).",
+        "connector_id": "A service connector, such as `connector_googledrive` (or give "
+        "`server_url`).",
+        "server_description": "What the server offers, as the model reads it.",
+        "allowed_tools": "The server's tools the model may call: a list of names, or a "
+        "filter (null: all of them).",
+        "require_approval": "Which calls wait for the user's approval: `always`, `never`, or "
+        "a filter naming the tools of each. A call waiting for approval ends the turn with an "
+        "`mcp_approval_request` item; `turnwire run --approve ID` / `--deny ID` answers it.",
+        "headers": "HTTP headers for the MCP server (credentials, usually). Sent in the "
+        "request body only: never logged, shown in an error, a `repr`, `turnwire render` or "
+        "`check-config --print`, nor part of a reasoning fingerprint. In a configuration "
+        "file, write them as `${ENV}` placeholders.",
+        "authorization": "An OAuth access token for the server or connector; kept like `headers`.",
+    },
+    "McpToolFilter": {
+        "tool_names": "Tools by name.",
+        "read_only": "The tools the server marks read-only (`readOnlyHint`).",
+    },
+    "McpApprovalFilter": {
+        "always": "The tools whose calls always wait for approval.",
+        "never": "The tools whose calls never do.",
+    },
+    "ImageGenerationTool": {
+        "type": "`image_generation`.",
+        "model": "The image model (the API's default when null).",
+        "action": "`generate`, `edit` or `auto`.",
+        "quality": "`low`, `medium`, `high`, `xhigh`, `max` or `auto`.",
+        "size": "`WIDTHxHEIGHT` (`1024x1024`...) or `auto`.",
+        "output_format": "`png`, `webp`, `jpeg`, `gif` or `svg`.",
+        "output_compression": "The compression level of the output, 0 to 100.",
+        "background": "`transparent`, `opaque` or `auto`.",
+        "moderation": "`auto` or `low`.",
+        "input_fidelity": "How closely edits keep the input images' features: `high` or `low`.",
+        "partial_images": "Partial images streamed before the final one, 0 to 3.",
     },
     "Tool": {
         "name": "The function name the model calls.",
@@ -363,6 +453,13 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "the model reads.",
         "max_result_bytes": "The largest result a handler may return; a larger one is an error "
         "result.",
+        "hosted": "Hosted tools every request declares (web search, file search, code "
+        "interpreter, MCP servers, image generation), before a thread's own `hosted_tools`; a "
+        "thread's declaration of the same type (MCP: the same `server_label`) is not sent.",
+        "allow_thread_mcp_servers": "Glob patterns a thread's own MCP server (its "
+        "`server_url`, or its `connector_id`) must match to be declared (empty: a thread may "
+        "declare none; `E_MCP_SERVER_NOT_ALLOWED` before anything is sent). End a URL pattern "
+        "with a path (`https://mcp.example.com/*`): `*` matches dots too.",
     },
     "FileSettings": {
         "roots": "Absolute folders file pointers may lead into (null: a thread file's own "
@@ -404,6 +501,7 @@ _RULES: dict[str, dict[str, Any]] = {
     "Retrievable": _exactly_one("content", "artifact"),
     "ToolResult": _exactly_one("text", "artifact", "artifacts", "media"),
     "Message": {"anyOf": [_filled("content"), _filled("attachments"), _filled("refusal")]},
+    "McpTool": _exactly_one("server_url", "connector_id"),
     "Thought": {
         "if": _present("payload"),
         "then": _filled("replay_compatibility"),
@@ -413,6 +511,7 @@ _RULES: dict[str, dict[str, Any]] = {
 """The ``__post_init__`` rules of the thread's Structs, as schema keywords."""
 
 _CONFIG_RULES: dict[str, dict[str, Any]] = {
+    "McpTool": _exactly_one("server_url", "connector_id"),
     "RenderSettings": {
         "properties": {"bucket_order": {"uniqueItems": True, "contains": {"const": "timeline"}}}
     },

@@ -39,6 +39,7 @@ from turnwire.wire.request import (
     StreamOptions,
     TextOptions,
 )
+from turnwire.wire.tools import HostedTool, check_hosted_tools
 
 __all__ = [
     "ClientSettings",
@@ -237,8 +238,12 @@ class ToolSettings(_Section, frozen=True, kw_only=True):
     load_entrypoints: bool = True
     timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 30.0
     max_result_bytes: Annotated[int, msgspec.Meta(ge=1)] = 8 * 2**20
+    hosted: tuple[HostedTool, ...] = ()
+    allow_thread_mcp_servers: tuple[NonEmpty, ...] = ()
 
     def __post_init__(self) -> None:
+        if self.hosted:
+            check_hosted_tools(self.hosted)
         for name, target in self.handlers.items():
             if not _HANDLER.fullmatch(target):
                 raise ValueError(

@@ -123,6 +123,7 @@ UNBOUNDED_FIELDS = (
     "thoughts[].seq",
     "tool_calls[].seq",
     "hosted_items[].seq",
+    "hosted_tools[].filters",
 )
 
 
@@ -146,6 +147,11 @@ def _check_unbounded(thread: Thread, name: str, data: bytes) -> None:
     for index, hosted in enumerate(thread.hosted_items):
         path = f"$.hosted_items[{index}].item"
         check_tree(hosted.item, name=name, data=data, path=path, depth=4)
+    for index, declared in enumerate(thread.hosted_tools):
+        filters = getattr(declared, "filters", None)
+        if isinstance(filters, dict):  # file search's attribute filter: free-form
+            path = f"$.hosted_tools[{index}].filters"
+            check_tree(filters, name=name, data=data, path=path, depth=4)
     timeline: tuple[tuple[str, Sequence[Message | Thought | ToolCall | HostedItem]], ...] = (
         ("messages", thread.messages),
         ("thoughts", thread.thoughts),

@@ -48,3 +48,30 @@ def test_visible_tools_are_declared_with_strict_always_present():
 def test_the_configured_strict_flag_applies_to_tools_without_their_own():
     t = thread(messages=[user()], tools=[{"name": "a"}])
     assert render_body(t, {"render": {"strict": True}})["tools"][0]["strict"] is True
+
+
+def test_hosted_tools_follow_the_function_tools_as_declared():
+    hosted = [
+        {"type": "image_generation", "output_format": "webp"},
+        {"type": "code_interpreter", "container": "cntr_123"},
+    ]
+    t = thread(
+        messages=[user()], tools=[{"name": "a"}, {"name": "b", "hidden": True}], hosted_tools=hosted
+    )
+    body = render_body(t)
+    assert [tool["type"] for tool in body["tools"]] == ["function", *(h["type"] for h in hosted)]
+    assert body["tools"][1:] == hosted
+    assert body["include"] == ["code_interpreter_call.outputs"]
+    # Hosted tools alone are declarations too: `tools` is there, never empty.
+    assert render_body(thread(messages=[user()], hosted_tools=hosted[:1]))["tools"] == hosted[:1]
+
+
+def test_the_configured_include_is_kept_and_not_repeated():
+    t = thread(messages=[user()], hosted_tools=[{"type": "code_interpreter", "container": "c"}])
+    settings = {
+        "request": {"include": ["code_interpreter_call.outputs", "file_search_call.results"]}
+    }
+    assert render_body(t, settings)["include"] == [
+        "code_interpreter_call.outputs",
+        "file_search_call.results",
+    ]

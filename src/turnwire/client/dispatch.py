@@ -25,6 +25,7 @@ from typing import Any
 
 import msgspec
 
+from turnwire.approvals import ApprovalDecision, approval_records
 from turnwire.client.progress import (
     ItemDoneEvent,
     ProgressEvent,
@@ -326,6 +327,7 @@ class Client:
         render_context: Mapping[str, str] | None = None,
         roots: Iterable[str | os.PathLike[str]] | None = None,
         on_event: Callable[[ProgressEvent], None] | None = None,
+        approvals: Mapping[str, ApprovalDecision] | None = None,
     ) -> RunResult:
         """Send the thread, stream the answer, run tools and loop; return the extended thread.
 
@@ -343,6 +345,11 @@ class Client:
         :param roots: where file pointers may lead (default ``files.roots``, else nowhere).
         :param on_event: called with each progress event (:mod:`turnwire.client.progress`),
             as the ``on_stream_event`` hook is; one that raises is logged, never fatal.
+        :param approvals: decisions on the thread's pending MCP approval requests, by request
+            id (``True``, ``False`` or an :class:`~turnwire.approvals.Approval` with a
+            reason), recorded as ``mcp_approval_response`` items before the first request
+            (see :mod:`turnwire.approvals`; an id that is not pending raises
+            :class:`~turnwire.errors.ApprovalNotPendingError` before anything is sent).
         """
         if overrides:
             return await self.with_overrides(overrides).run(
@@ -354,10 +361,19 @@ class Client:
                 render_context=render_context,
                 roots=roots,
                 on_event=on_event,
+                approvals=approvals,
             )
         with self.telemetry.run(model or thread.model) as span:
             result = await self._run_loop(
-                thread, model, once, on_text, on_tool_result, render_context, roots, on_event
+                thread,
+                model,
+                once,
+                on_text,
+                on_tool_result,
+                render_context,
+                roots,
+                on_event,
+                approvals=approvals,
             )
             self.telemetry.finished(span, result.generations, result.usage)
             return result
@@ -372,6 +388,8 @@ class Client:
         render_context: Mapping[str, str] | None,
         roots: Iterable[str | os.PathLike[str]] | None,
         on_event: Callable[[ProgressEvent], None] | None,
+        *,
+        approvals: Mapping[str, ApprovalDecision] | None = None,
     ) -> RunResult:
         self._render_context = dict(render_context or {})
         from turnwire.api import resolve_model
@@ -383,10 +401,13 @@ class Client:
         # The thread's own faults first, then the deployment's; all before anything runs.
         self.executor.check(thread)
         files.check(thread)
+        decided = approval_records(thread, approvals or {}, self.clock())
         self._require_key()
         start_calls = len(thread.tool_calls)
         start_messages, start_thoughts = len(thread.messages), len(thread.thoughts)
         start_hosted = len(thread.hosted_items)
+        if decided:  # part of this run's records, so stored and saved with them
+            thread = msgspec.structs.replace(thread, hosted_items=thread.hosted_items + decided)
         ran_pending: tuple[ToolCall, ...] = ()
         if not once:
             pending = {call.id for call in thread.tool_calls if call.result is None}

@@ -17,7 +17,8 @@ import msgspec
 from turnwire._canonical import canonical_json, js_string
 from turnwire.context import Endpoint, FingerprintBinding
 from turnwire.hookspecs import hookimpl
-from turnwire.wire import FunctionTool, InputItem, InputMessage
+from turnwire.wire import InputItem, InputMessage, WireTool
+from turnwire.wire.tools import McpTool
 
 __all__ = ["PREFIX_HEAD", "canonical_items", "fingerprint_prefix", "prefix_tail"]
 
@@ -55,12 +56,16 @@ def _as_seed_hashed(items: Sequence[InputItem]) -> list[Any]:
     ]
 
 
-def prefix_tail(
-    model: str, instructions: str | None, tools: Sequence[FunctionTool] | None
-) -> bytes:
+def prefix_tail(model: str, instructions: str | None, tools: Sequence[WireTool] | None) -> bytes:
     """Everything of the canonical text after the input array, for these request fields."""
     instructions_text = "undefined" if instructions is None else js_string(instructions)
-    tools_text = "undefined" if tools is None else canonical_json(list(tools))
+    # An MCP server's credentials are not part of what the model saw: rotating a token must
+    # not orphan the reasoning recorded before, and no digest is taken of a secret.
+    tools_text = (
+        "undefined"
+        if tools is None
+        else canonical_json([t.masked() if isinstance(t, McpTool) else t for t in tools])
+    )
     return (
         f'],"instructions":{instructions_text},"model":{js_string(model)},"tools":{tools_text}}}'
     ).encode()
@@ -83,7 +88,7 @@ def _model_binding(model: str, endpoint: Endpoint) -> str:
 def fingerprint_prefix(
     model: str,
     instructions: str | None,
-    tools: Sequence[FunctionTool] | None,
+    tools: Sequence[WireTool] | None,
     input: Sequence[InputItem],
     through_item: int,
     fingerprint_binding: FingerprintBinding,

@@ -7,7 +7,7 @@ from typing import Any
 
 from turnwire.hookspecs import hookimpl
 from turnwire.model import Tool
-from turnwire.wire import FunctionTool
+from turnwire.wire import FunctionTool, HostedTool, WireTool
 
 __all__ = ["description_to_json_schema", "tools_to_wire"]
 
@@ -23,9 +23,12 @@ def description_to_json_schema(description: Mapping[str, Any] | None) -> dict[st
 
 @hookimpl(trylast=True)
 def tools_to_wire(
-    tools: tuple[Tool, ...], strict: bool | None, stages: Any
-) -> tuple[FunctionTool, ...]:
-    declared = []
+    tools: tuple[Tool, ...],
+    hosted_tools: tuple[HostedTool, ...],
+    strict: bool | None,
+    stages: Any,
+) -> tuple[WireTool, ...]:
+    declared: list[WireTool] = []
     for tool in tools:
         if tool.hidden:
             continue
@@ -38,4 +41,5 @@ def tools_to_wire(
                 strict=flag,
             )
         )
+    declared.extend(hosted_tools)
     return tuple(declared)

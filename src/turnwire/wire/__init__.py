@@ -26,7 +26,7 @@ from turnwire.wire.request import (
     StreamOptions,
     TextOptions,
 )
-from turnwire.wire.tools import FunctionTool
+from turnwire.wire.tools import FunctionTool, HostedTool, WireTool
 
 __all__ = [
     "FunctionCall",
@@ -34,6 +34,7 @@ __all__ = [
     "FunctionTool",
     "FunctionToolChoice",
     "HostedInputItem",
+    "HostedTool",
     "InputContent",
     "InputFile",
     "InputImage",
@@ -50,4 +51,5 @@ __all__ = [
     "StreamOptions",
     "SummaryText",
     "TextOptions",
+    "WireTool",
 ]

@@ -11,7 +11,7 @@ from typing import Any, Literal
 import msgspec
 
 from turnwire.wire.items import InputItem
-from turnwire.wire.tools import FunctionTool
+from turnwire.wire.tools import WireTool
 
 __all__ = ["FunctionToolChoice", "ReasoningOptions", "RequestBody", "StreamOptions", "TextOptions"]
 
@@ -65,4 +65,4 @@ class RequestBody(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True,
     background: bool | None = None
     stream_options: StreamOptions | None = None
     tool_choice: Literal["none", "auto", "required"] | FunctionToolChoice | None = None
-    tools: tuple[FunctionTool, ...] | None = None
+    tools: tuple[WireTool, ...] | None = None
