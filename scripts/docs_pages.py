@@ -203,6 +203,17 @@ item:
 created_at: "2026-01-01T10:00:06Z"
 seq: 2
 """,
+    "OutputSchema": """\
+name: invoice
+schema:
+  type: object
+  properties:
+    total: {type: number}
+    currency: {type: string, enum: [EUR, USD]}
+    note: {type: [string, "null"]}
+  required: [total, currency, note]
+  additionalProperties: false
+""",
     "ReasoningPayload": """\
 {variant: responses-reasoning, item: {type: reasoning, summary: [], encrypted_content: "gAAAAB..."},
  paired_item_id: msg_2}

@@ -46,6 +46,8 @@ if TYPE_CHECKING:
         InputError,
         InvalidToolCallArgs,
         MissingApiKeyError,
+        OutputSchemaError,
+        OutputValidationError,
         PluginError,
         PreflightError,
         ReasoningReplayRejectedError,
@@ -87,6 +89,7 @@ if TYPE_CHECKING:
     )
     from turnwire.store.postgres import PostgresStore
     from turnwire.store.sqlite import SQLiteStore, StoreError
+    from turnwire.structured import OutputSchema
     from turnwire.thread_file import dump_thread, load_thread, save_thread
     from turnwire.turns import ContextAssembler, Turn, TurnBuilder
     from turnwire.usage import GenerationStats, Usage
@@ -123,6 +126,9 @@ _EXPORTS: dict[str, str] = {
     "Memory": "turnwire.model",
     "Message": "turnwire.model",
     "MissingApiKeyError": "turnwire.errors",
+    "OutputSchema": "turnwire.structured",
+    "OutputSchemaError": "turnwire.errors",
+    "OutputValidationError": "turnwire.errors",
     "PluginError": "turnwire.errors",
     "PostgresStore": "turnwire.store.postgres",
     "PreflightError": "turnwire.errors",
@@ -208,6 +214,9 @@ __all__ = [
     "Memory",
     "Message",
     "MissingApiKeyError",
+    "OutputSchema",
+    "OutputSchemaError",
+    "OutputValidationError",
     "PluginError",
     "PostgresStore",
     "PreflightError",

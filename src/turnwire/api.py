@@ -16,6 +16,8 @@ from turnwire.model import Message, Thread, ToolCall
 from turnwire.pipeline import RenderedInput
 from turnwire.pipeline import prefix_fingerprint as pipeline_prefix_fingerprint
 from turnwire.request import build_body, checked_body
+from turnwire.settings import RequestSettings
+from turnwire.structured import OutputSchema, StructuredOutput, structured_output
 from turnwire.thread_file import load_thread
 from turnwire.turns import ContextAssembler, file_roots
 from turnwire.windows import apply_window
@@ -340,6 +342,7 @@ def render(
     reasoning_replay: str | None = None,
     render_context: Mapping[str, str] | None = None,
     roots: Iterable[str | os.PathLike[str]] | None = None,
+    output_type: Any = None,
 ) -> RenderedRequest:
     """Render ``thread`` into the request body turnwire would POST, after the preflight check.
 
@@ -354,8 +357,12 @@ def render(
     :param roots: the folders (or files) file pointers may lead into, instead of
         ``files.roots``, whose default is the thread file's folder (for a thread given as a
         :class:`~turnwire.model.Thread` or a mapping: nowhere, so pass ``roots``).
+    :param output_type: the schema the answer must follow, as :func:`run` takes it; it wins
+        over the thread's ``output_schema``, which wins over ``request.output_schema`` (see
+        :mod:`turnwire.structured`).
     :raises turnwire.errors.InputError: bad thread, configuration or rendered body.
     """
+    asked = structured_output(output_type)
     if container is None:
         container = render_cache.get(config_files)
     settings = container.settings()
@@ -377,9 +384,19 @@ def render(
         request=settings.request,
         stream=settings.client.stream,
         reasoning_replay=settings.render.reasoning_replay,
+        output_schema=_sent_schema(asked, thread, settings.request),
     )
     data = checked_body(body, container.render_memo())
     return RenderedRequest(body=data, request=body, rendered=rendered)
+
+
+def _sent_schema(
+    asked: StructuredOutput | None, thread: Thread, request: RequestSettings
+) -> OutputSchema | None:
+    """The output schema the body carries (``None``: ``request.text`` as configured)."""
+    if asked is not None:
+        return asked.schema
+    return thread.output_schema or request.output_schema
 
 
 class Renderer:
@@ -410,6 +427,7 @@ class Renderer:
         reasoning_replay: str | None = None,
         render_context: Mapping[str, str] | None = None,
         roots: Iterable[str | os.PathLike[str]] | None = None,
+        output_type: Any = None,
     ) -> RenderedRequest:
         """:func:`render` through this renderer's container."""
         return render(
@@ -419,6 +437,7 @@ class Renderer:
             reasoning_replay=reasoning_replay,
             render_context=render_context,
             roots=roots,
+            output_type=output_type,
         )
 
     def clear(self) -> None:
@@ -449,6 +468,7 @@ def run(
     handlers: Mapping[str, Callable[..., Any]] | None = None,
     render_context: Mapping[str, str] | None = None,
     roots: Iterable[str | os.PathLike[str]] | None = None,
+    output_type: Any = None,
     **transport_options: Any,
 ) -> RunResult:
     """Send a thread, stream the answer, run its tools until the model stops.
@@ -472,10 +492,17 @@ def run(
     :param handlers: tool name → callable, instead of the tools' ``handler`` paths.
     :param render_context: values stages may ask for by name, for every request of the run
         (see :func:`render`).
+    :param output_type: the schema the answer must follow: a :class:`msgspec.Struct` class,
+        a JSON Schema dict or a :class:`~turnwire.structured.OutputSchema` (over the thread's
+        ``output_schema``, over ``request.output_schema``); the answer is decoded into
+        ``RunResult.parsed``, a refusal lands in ``RunResult.refusal`` (see
+        :mod:`turnwire.structured`).
     :param transport_options: passed to :class:`turnwire.client.transport.Transport`
         (``sleep``, ``jitter``, ``client``...).
     :raises turnwire.errors.TurnwireError: bad input, or the exchange failed; nothing of a
         failed exchange is recorded.
+    :raises turnwire.errors.OutputValidationError: the answer does not match the output
+        schema; with ``save`` the thread file was saved first (the model did answer).
     """
     from turnwire.client.dispatch import Client
     from turnwire.thread_file import save_thread
@@ -498,7 +525,8 @@ def run(
         handlers=handlers,
         **transport_options,
     )
-    result = client.run_sync(
+    result, invalid = _kept(
+        client,
         loaded,
         model=model,
         once=once,
@@ -507,10 +535,27 @@ def run(
         render_context=render_context,
         roots=chosen,
         on_event=on_event,
+        output_type=output_type,
     )
     if save and path is not None:
         save_thread(result.thread, path)
+    if invalid is not None:
+        raise invalid
     return result
+
+
+def _kept(client: Any, thread: Thread, **kwargs: Any) -> tuple[RunResult, Exception | None]:
+    """``client.run_sync(thread, ...)``, and the output mismatch it raised, if any, with the
+    result the mismatch carries: what the run recorded is kept either way."""
+    from turnwire.client.dispatch import RunResult
+    from turnwire.errors import OutputValidationError
+
+    try:
+        return client.run_sync(thread, **kwargs), None
+    except OutputValidationError as err:
+        if not isinstance(err.result, RunResult):
+            raise
+        return err.result, err
 
 
 def media_from_path(path: str | os.PathLike[str], *, media_id: str | None = None) -> Media:
@@ -563,6 +608,7 @@ def run_thread(
     handlers: Mapping[str, Callable[..., Any]] | None = None,
     render_context: Mapping[str, str] | None = None,
     roots: Iterable[str | os.PathLike[str]] | None = None,
+    output_type: Any = None,
     **transport_options: Any,
 ) -> RunResult:
     """One turn of a stored thread: the user's question (if any), the run, the new turns.
@@ -571,8 +617,10 @@ def run_thread(
     next to the store's database; the ``files`` named for this turn are allowed too.
 
     The new turns (the question, tool results of calls a ``--once`` left pending, one turn per
-    answer step) are appended in one transaction, and only when the run succeeded. The other
-    parameters are :func:`run`'s.
+    answer step) are appended in one transaction, and only when the run succeeded (an
+    answer that does not match the output schema is an answer: its turns are stored, then
+    :class:`~turnwire.errors.OutputValidationError` is raised). The other parameters are
+    :func:`run`'s.
     """
     from turnwire.client.dispatch import Client
 
@@ -598,7 +646,8 @@ def run_thread(
         handlers=handlers,
         **transport_options,
     )
-    result = client.run_sync(
+    result, invalid = _kept(
+        client,
         thread,
         model=model,
         once=once,
@@ -607,6 +656,7 @@ def run_thread(
         render_context=render_context,
         roots=chosen,
         on_event=on_event,
+        output_type=output_type,
     )
     turns = builder.build_run_turns(
         question=current,
@@ -618,4 +668,6 @@ def run_thread(
         generations=result.generations,
     )
     store.append_turns(thread_id, turns, expected_last=expected_last)
+    if invalid is not None:
+        raise invalid
     return result
