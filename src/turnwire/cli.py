@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from turnwire.errors import ConfigError, InputError, TurnwireError
+from turnwire.errors import ConfigError, InputError, TurnwireError, validation_location
 
 __all__ = ["main"]
 
@@ -87,6 +87,46 @@ def _config_options(*, example: str) -> argparse.ArgumentParser:
     return options
 
 
+_OUTPUT_SCHEMA_HELP = (
+    "a JSON Schema the answer must follow (structured outputs; a JSON or YAML file holding "
+    "the schema, or {name, schema, strict, description}); overrides the thread's "
+    "output_schema and request.output_schema"
+)
+
+
+def _output_schema(args: argparse.Namespace) -> Any:
+    """The ``--output-schema`` file as an :class:`~turnwire.structured.OutputSchema`."""
+    location = getattr(args, "output_schema", None)
+    if not location:
+        return None
+    import msgspec
+
+    from turnwire._loading import format_for
+    from turnwire.errors import OutputSchemaError
+    from turnwire.settings import CONFIG_FILES
+    from turnwire.structured import OutputSchema, schema_name
+
+    path = Path(location)
+    data = CONFIG_FILES.parse(CONFIG_FILES.read(path), name=str(path), format=format_for(path))
+    if not isinstance(data, dict):
+        raise OutputSchemaError(f"--output-schema {location}: the file must hold a mapping")
+    wrapped = isinstance(data.get("schema"), dict) and set(data) <= {
+        "name",
+        "schema",
+        "strict",
+        "description",
+    }
+    if not wrapped:
+        data = {"name": schema_name(data.get("title", path.stem)), "schema": data}
+    try:
+        return msgspec.convert(data, OutputSchema)
+    except msgspec.ValidationError as err:
+        where, detail = validation_location(err)
+        raise OutputSchemaError(
+            f"--output-schema {location}: {where}: {detail}", path=where
+        ) from err
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="turnwire",
@@ -109,6 +149,9 @@ def _parser() -> argparse.ArgumentParser:
         "thread", help="a thread file (YAML or JSON, schema version 1), or - for stdin"
     )
     render.add_argument("--model", help="the model (overrides the thread and the config)")
+    render.add_argument(
+        "--output-schema", metavar="FILE", help=_OUTPUT_SCHEMA_HELP.replace("the answer", "it")
+    )
 
     run = commands.add_parser(
         "run",
@@ -152,6 +195,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--save", action="store_true", help="write the extended thread back to the thread file"
     )
+    run.add_argument("--output-schema", metavar="FILE", help=_OUTPUT_SCHEMA_HELP)
 
     fingerprint = commands.add_parser(
         "fingerprint",
@@ -365,6 +409,7 @@ def _render(args: argparse.Namespace) -> int:
         container=_container(args),
         model=args.model,
         render_context=_render_context(args),
+        output_type=_output_schema(args),
     )
     sys.stdout.buffer.write(rendered.body + b"\n")
     sys.stdout.flush()
@@ -430,6 +475,7 @@ def _run(args: argparse.Namespace) -> int:
     on_event = None if args.quiet else show
 
     text_sink = None if args.json else on_text
+    output_type = _output_schema(args)
     if args.thread_id:
         from turnwire.api import run_thread
 
@@ -449,6 +495,7 @@ def _run(args: argparse.Namespace) -> int:
                 on_tool_result=on_tool_result,
                 on_event=on_event,
                 render_context=_render_context(args),
+                output_type=output_type,
             )
     else:
         if not args.thread:
@@ -466,6 +513,7 @@ def _run(args: argparse.Namespace) -> int:
             on_tool_result=on_tool_result,
             on_event=on_event,
             render_context=_render_context(args),
+            output_type=output_type,
         )
     if args.json:
         payload = {
@@ -476,9 +524,16 @@ def _run(args: argparse.Namespace) -> int:
                 "generations": msgspec.to_builtins(result.generations),
             },
         }
+        if result.parsed is not None:
+            payload["parsed"] = msgspec.to_builtins(result.parsed)
+        if result.refusal is not None:
+            payload["refusal"] = result.refusal
         print(msgspec.json.encode(payload).decode())
     else:
         print()
+        if result.refusal is not None:
+            # The answer itself, never a summary line: shown even with --quiet.
+            print(f"[refusal] {result.refusal}", file=sys.stderr)
         if args.save and not args.quiet:
             print(f"saved {args.thread}", file=sys.stderr)
     return 0

@@ -54,6 +54,7 @@ __all__ = [
     "OutputSchema",
     "StructuredOutput",
     "requested_output",
+    "schema_name",
     "strict_problems",
     "strict_schema",
     "structured_output",
@@ -630,7 +631,8 @@ def _is_struct(value: Any) -> bool:
     return isinstance(value, type) and issubclass(value, msgspec.Struct)
 
 
-def _name_of(title: Any) -> str:
+def schema_name(title: Any) -> str:
+    """``title`` as a format name: other characters become ``_``, at most 64 (else ``output``)."""
     cleaned = re.sub(r"[^A-Za-z0-9_-]", "_", str(title))[:64]
     return cleaned or "output"
 
@@ -649,12 +651,12 @@ def structured_output(output_type: Any) -> StructuredOutput | None:
     if _is_struct(output_type):
         schema = strict_schema(output_type)
         return StructuredOutput(
-            OutputSchema(name=_name_of(output_type.__name__), schema=schema), output_type
+            OutputSchema(name=schema_name(output_type.__name__), schema=schema), output_type
         )
     if isinstance(output_type, Mapping):
         try:
             made = OutputSchema(
-                name=_name_of(output_type.get("title", "output")),
+                name=schema_name(output_type.get("title", "output")),
                 schema=copy.deepcopy(dict(output_type)),
             )
         except ValueError as err:
