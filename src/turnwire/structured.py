@@ -27,8 +27,7 @@ mode lacks (``minLength``, ``maxLength``, ``uniqueItems``...) are left out of wh
 A JSON Schema given as a ``dict`` (or in a thread file or configuration) is checked, never
 rewritten: a violation names its place (``$.properties.items: ...``).
 
-The final assistant message of the run is parsed into :attr:`RunResult.parsed
-<turnwire.client.dispatch.RunResult.parsed>`: a Struct instance for a Struct, plain JSON
+The final assistant message of the run is parsed into ``RunResult.parsed``: a Struct instance for a Struct, plain JSON
 otherwise. A refusal is not an error: ``parsed`` stays ``None`` and ``RunResult.refusal`` holds
 its text. A mismatch raises :class:`~turnwire.errors.OutputValidationError` after the turn is
 recorded (see there).
@@ -141,11 +140,7 @@ class OutputSchema(
         if self.strict:
             problems = strict_problems(self.schema)
             if problems:
-                where, problem = problems[0]
-                more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-                raise ValueError(
-                    f"schema: {where}: {problem}{more}; fix the schema or set strict: false"
-                )
+                raise ValueError(f"schema: {_first(problems)}")
 
     def text_format(self) -> dict[str, Any]:
         """The ``text.format`` value of the request body."""
@@ -158,6 +153,12 @@ class OutputSchema(
 
 
 # ------------------------------------------------------------------------------ the checks
+
+
+def _first(problems: list[tuple[str, str]]) -> str:
+    where, problem = problems[0]
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"{where}: {problem}{more}; fix the schema or set strict: false"
 
 
 def _at(path: str, key: str) -> str:
@@ -654,14 +655,12 @@ def structured_output(output_type: Any) -> StructuredOutput | None:
             OutputSchema(name=schema_name(output_type.__name__), schema=schema), output_type
         )
     if isinstance(output_type, Mapping):
-        try:
-            made = OutputSchema(
-                name=schema_name(output_type.get("title", "output")),
-                schema=copy.deepcopy(dict(output_type)),
-            )
-        except ValueError as err:
-            raise OutputSchemaError(f"output_type: {err}", path="$") from err
-        return StructuredOutput(made)
+        schema = copy.deepcopy(dict(output_type))
+        problems = strict_problems(schema)
+        if problems:
+            raise OutputSchemaError(f"output_type: {_first(problems)}", path=problems[0][0])
+        name = schema_name(output_type.get("title", "output"))
+        return StructuredOutput(OutputSchema(name=name, schema=schema))
     raise OutputSchemaError(
         f"output_type must be a msgspec.Struct class, a JSON Schema dict or an OutputSchema, "
         f"not {type(output_type).__name__}",
