@@ -27,10 +27,10 @@ mode lacks (``minLength``, ``maxLength``, ``uniqueItems``...) are left out of wh
 A JSON Schema given as a ``dict`` (or in a thread file or configuration) is checked, never
 rewritten: a violation names its place (``$.properties.items: ...``).
 
-The final assistant message of the run is parsed into ``RunResult.parsed``: a Struct instance for a Struct, plain JSON
-otherwise. A refusal is not an error: ``parsed`` stays ``None`` and ``RunResult.refusal`` holds
-its text. A mismatch raises :class:`~turnwire.errors.OutputValidationError` after the turn is
-recorded (see there).
+The final assistant message of the run is parsed into ``RunResult.parsed``: a Struct
+instance for a Struct, plain JSON otherwise. A refusal is not an error: ``parsed`` stays
+``None`` and ``RunResult.refusal`` holds its text. A mismatch raises
+:class:`~turnwire.errors.OutputValidationError` after the turn is recorded (see there).
 """
 
 from __future__ import annotations
