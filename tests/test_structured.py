@@ -107,9 +107,14 @@ def test_a_nested_struct_becomes_a_strict_schema():
     # An optional field is required and nullable.
     note = schema["$defs"]["Line"]["properties"]["note"]
     assert note == {"anyOf": [{"type": "string"}, {"type": "null"}]}
-    # A tagged union keeps its tags as enums.
+    # A tagged union keeps its tags as enums; an enum says its type.
     entries = schema["properties"]["entries"]["items"]["anyOf"]
     assert {"$ref": "#/$defs/Discount"} in entries
+    assert schema["$defs"]["Discount"]["properties"]["type"] == {
+        "enum": ["discount"],
+        "type": "string",
+    }
+    assert schema["$defs"]["Color"] == {"title": "Color", "enum": ["blue", "red"], "type": "string"}
 
 
 def test_the_strict_schema_decodes_what_it_describes():
@@ -134,11 +139,20 @@ class WithTuple(msgspec.Struct):
     pair: tuple[int, str]
 
 
+class WithAnyMapping(msgspec.Struct):
+    extra: dict
+
+
+class Empty(msgspec.Struct):
+    pass
+
+
 @pytest.mark.parametrize(
     ("struct", "where", "words"),
     [
         (WithMapping, "$.properties.counts", "dict[str, ...]"),
         (WithTuple, "$.properties.pair", "tuple"),
+        (WithAnyMapping, "$.properties.extra", "dict[str, ...]"),
     ],
 )
 def test_what_strict_mode_cannot_say_is_refused_clearly(struct, where, words):
@@ -146,6 +160,16 @@ def test_what_strict_mode_cannot_say_is_refused_clearly(struct, where, words):
         strict_schema(struct)
     assert caught.value.path == where
     assert words in str(caught.value) and struct.__name__ in str(caught.value)
+
+
+def test_an_empty_struct_is_an_empty_closed_object():
+    assert strict_schema(Empty) == {
+        "title": "Empty",
+        "type": "object",
+        "properties": {},
+        "required": [],
+        "additionalProperties": False,
+    }
 
 
 def test_a_non_struct_type_is_refused():

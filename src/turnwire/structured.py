@@ -339,10 +339,17 @@ def _strict(
         made.pop("prefixItems")
         made.pop("items", None)
     additional = made.get("additionalProperties")
-    if additional is not None and additional is not False:
+    free = made.get("type") == "object" and "properties" not in made
+    if free or (additional is not None and additional is not False):
         problems.append(
             (path, "a mapping with free keys (dict[str, ...]) has no strict form; use a Struct")
         )
+    enum = made.get("enum")
+    if isinstance(enum, list) and enum and "type" not in made:
+        # A Literal, an Enum or a tag: said with its type too, as strict schemas usually are.
+        kinds = sorted({_type_of(option) for option in enum})
+        if all(kind in _TYPES for kind in kinds):
+            made["type"] = kinds[0] if len(kinds) == 1 else kinds
     if made.get("type") == "object" or "properties" in made:
         made["additionalProperties"] = False
         properties = made.get("properties", {})
