@@ -252,6 +252,17 @@ require_approval: {never: {tool_names: [read_wiki_structure]}}
     "ImageGenerationTool": """\
 {type: image_generation, quality: low, size: 1024x1024, output_format: webp}
 """,
+    "OutputSchema": """\
+name: invoice
+schema:
+  type: object
+  properties:
+    total: {type: number}
+    currency: {type: string, enum: [EUR, USD]}
+    note: {type: [string, "null"]}
+  required: [total, currency, note]
+  additionalProperties: false
+""",
     "ReasoningPayload": """\
 {variant: responses-reasoning, item: {type: reasoning, summary: [], encrypted_content: "gAAAAB..."},
  paired_item_id: msg_2}

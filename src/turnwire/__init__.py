@@ -49,6 +49,8 @@ if TYPE_CHECKING:
         InvalidToolCallArgs,
         McpServerNotAllowedError,
         MissingApiKeyError,
+        OutputSchemaError,
+        OutputValidationError,
         PluginError,
         PreflightError,
         ReasoningReplayRejectedError,
@@ -90,6 +92,7 @@ if TYPE_CHECKING:
     )
     from turnwire.store.postgres import PostgresStore
     from turnwire.store.sqlite import SQLiteStore, StoreError
+    from turnwire.structured import OutputSchema
     from turnwire.thread_file import dump_thread, load_thread, save_thread
     from turnwire.turns import ContextAssembler, Turn, TurnBuilder
     from turnwire.usage import GenerationStats, Usage
@@ -129,6 +132,9 @@ _EXPORTS: dict[str, str] = {
     "Memory": "turnwire.model",
     "Message": "turnwire.model",
     "MissingApiKeyError": "turnwire.errors",
+    "OutputSchema": "turnwire.structured",
+    "OutputSchemaError": "turnwire.errors",
+    "OutputValidationError": "turnwire.errors",
     "PluginError": "turnwire.errors",
     "PostgresStore": "turnwire.store.postgres",
     "PreflightError": "turnwire.errors",
@@ -217,6 +223,9 @@ __all__ = [
     "Memory",
     "Message",
     "MissingApiKeyError",
+    "OutputSchema",
+    "OutputSchemaError",
+    "OutputValidationError",
     "PluginError",
     "PostgresStore",
     "PreflightError",

@@ -16,6 +16,8 @@ from turnwire.model import Message, Thread, ToolCall
 from turnwire.pipeline import RenderedInput
 from turnwire.pipeline import prefix_fingerprint as pipeline_prefix_fingerprint
 from turnwire.request import build_body, checked_body
+from turnwire.settings import RequestSettings
+from turnwire.structured import OutputSchema, StructuredOutput, structured_output
 from turnwire.thread_file import load_thread
 from turnwire.turns import ContextAssembler, file_roots
 from turnwire.windows import apply_window
@@ -358,6 +360,7 @@ def render(
     reasoning_replay: str | None = None,
     render_context: Mapping[str, str] | None = None,
     roots: Iterable[str | os.PathLike[str]] | None = None,
+    output_type: Any = None,
     pending_reasoning: Iterable[str] = (),
 ) -> RenderedRequest:
     """Render ``thread`` into the request body turnwire would POST, after the preflight check.
@@ -373,11 +376,15 @@ def render(
     :param roots: the folders (or files) file pointers may lead into, instead of
         ``files.roots``, whose default is the thread file's folder (for a thread given as a
         :class:`~turnwire.model.Thread` or a mapping: nowhere, so pass ``roots``).
+    :param output_type: the schema the answer must follow, as :func:`run` takes it; it wins
+        over the thread's ``output_schema``, which wins over ``request.output_schema`` (see
+        :mod:`turnwire.structured`).
     :param pending_reasoning: ids of reasoning thoughts a run recorded whose fingerprint is
         still pending: kept when they pair, their fingerprints in ``rendered.stamped`` (the
         client renders each request once this way and stores those fingerprints).
     :raises turnwire.errors.InputError: bad thread, configuration or rendered body.
     """
+    asked = structured_output(output_type)
     if container is None:
         container = render_cache.get(config_files)
     settings = container.settings()
@@ -400,9 +407,19 @@ def render(
         request=settings.request,
         stream=settings.client.stream,
         reasoning_replay=settings.render.reasoning_replay,
+        output_schema=_sent_schema(asked, thread, settings.request),
     )
     data = checked_body(body, container.render_memo())
     return RenderedRequest(body=data, request=body, rendered=rendered)
+
+
+def _sent_schema(
+    asked: StructuredOutput | None, thread: Thread, request: RequestSettings
+) -> OutputSchema | None:
+    """The output schema the body carries (``None``: ``request.text`` as configured)."""
+    if asked is not None:
+        return asked.schema
+    return thread.output_schema or request.output_schema
 
 
 class Renderer:
@@ -433,6 +450,7 @@ class Renderer:
         reasoning_replay: str | None = None,
         render_context: Mapping[str, str] | None = None,
         roots: Iterable[str | os.PathLike[str]] | None = None,
+        output_type: Any = None,
     ) -> RenderedRequest:
         """:func:`render` through this renderer's container."""
         return render(
@@ -442,6 +460,7 @@ class Renderer:
             reasoning_replay=reasoning_replay,
             render_context=render_context,
             roots=roots,
+            output_type=output_type,
         )
 
     def clear(self) -> None:
@@ -473,6 +492,7 @@ def run(
     render_context: Mapping[str, str] | None = None,
     roots: Iterable[str | os.PathLike[str]] | None = None,
     approvals: Mapping[str, ApprovalDecision] | None = None,
+    output_type: Any = None,
     **transport_options: Any,
 ) -> RunResult:
     """Send a thread, stream the answer, run its tools until the model stops.
@@ -499,10 +519,17 @@ def run(
     :param approvals: decisions on the thread's pending MCP approval requests, by request id
         (``{"mcpr_...": True}``; see :mod:`turnwire.approvals`), recorded and sent before the
         first request.
+    :param output_type: the schema the answer must follow: a :class:`msgspec.Struct` class,
+        a JSON Schema dict or a :class:`~turnwire.structured.OutputSchema` (over the thread's
+        ``output_schema``, over ``request.output_schema``); the answer is decoded into
+        ``RunResult.parsed``, a refusal lands in ``RunResult.refusal`` (see
+        :mod:`turnwire.structured`).
     :param transport_options: passed to :class:`turnwire.client.transport.Transport`
         (``sleep``, ``jitter``, ``client``...).
     :raises turnwire.errors.TurnwireError: bad input, or the exchange failed; nothing of a
         failed exchange is recorded.
+    :raises turnwire.errors.OutputValidationError: the answer does not match the output
+        schema; with ``save`` the thread file was saved first (the model did answer).
     """
     from turnwire.client.dispatch import Client
     from turnwire.thread_file import save_thread
@@ -525,7 +552,8 @@ def run(
         handlers=handlers,
         **transport_options,
     )
-    result = client.run_sync(
+    result, invalid = _kept(
+        client,
         loaded,
         model=model,
         once=once,
@@ -535,10 +563,27 @@ def run(
         roots=chosen,
         on_event=on_event,
         approvals=approvals,
+        output_type=output_type,
     )
     if save and path is not None:
         save_thread(result.thread, path)
+    if invalid is not None:
+        raise invalid
     return result
+
+
+def _kept(client: Any, thread: Thread, **kwargs: Any) -> tuple[RunResult, Exception | None]:
+    """``client.run_sync(thread, ...)``, and the output mismatch it raised, if any, with the
+    result the mismatch carries: what the run recorded is kept either way."""
+    from turnwire.client.dispatch import RunResult
+    from turnwire.errors import OutputValidationError
+
+    try:
+        return client.run_sync(thread, **kwargs), None
+    except OutputValidationError as err:
+        if not isinstance(err.result, RunResult):
+            raise
+        return err.result, err
 
 
 def media_from_path(path: str | os.PathLike[str], *, media_id: str | None = None) -> Media:
@@ -592,6 +637,7 @@ def run_thread(
     render_context: Mapping[str, str] | None = None,
     roots: Iterable[str | os.PathLike[str]] | None = None,
     approvals: Mapping[str, ApprovalDecision] | None = None,
+    output_type: Any = None,
     **transport_options: Any,
 ) -> RunResult:
     """One turn of a stored thread: the user's question (if any), the run, the new turns.
@@ -601,7 +647,9 @@ def run_thread(
 
     The new turns (the question, tool results of calls a ``--once`` left pending, one turn per
     answer step, the ``approvals`` decisions among them) are appended in one transaction, and
-    only when the run succeeded. The other parameters are :func:`run`'s.
+    only when the run succeeded (an answer that does not match the output schema is an answer:
+    its turns are stored, then :class:`~turnwire.errors.OutputValidationError` is raised). The
+    other parameters are :func:`run`'s.
     """
     from turnwire.client.dispatch import Client
 
@@ -627,7 +675,8 @@ def run_thread(
         handlers=handlers,
         **transport_options,
     )
-    result = client.run_sync(
+    result, invalid = _kept(
+        client,
         thread,
         model=model,
         once=once,
@@ -637,6 +686,7 @@ def run_thread(
         roots=chosen,
         on_event=on_event,
         approvals=approvals,
+        output_type=output_type,
     )
     turns = builder.build_run_turns(
         question=current,
@@ -648,4 +698,6 @@ def run_thread(
         generations=result.generations,
     )
     store.append_turns(thread_id, turns, expected_last=expected_last)
+    if invalid is not None:
+        raise invalid
     return result

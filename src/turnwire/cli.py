@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from turnwire.errors import ConfigError, InputError, TurnwireError
+from turnwire.errors import ConfigError, InputError, TurnwireError, validation_location
 
 if TYPE_CHECKING:
     from turnwire.model import Message
@@ -91,6 +91,46 @@ def _config_options(*, example: str) -> argparse.ArgumentParser:
     return options
 
 
+_OUTPUT_SCHEMA_HELP = (
+    "a JSON Schema the answer must follow (structured outputs; a JSON or YAML file holding "
+    "the schema, or {name, schema, strict, description}); overrides the thread's "
+    "output_schema and request.output_schema"
+)
+
+
+def _output_schema(args: argparse.Namespace) -> Any:
+    """The ``--output-schema`` file as an :class:`~turnwire.structured.OutputSchema`."""
+    location = getattr(args, "output_schema", None)
+    if not location:
+        return None
+    import msgspec
+
+    from turnwire._loading import format_for
+    from turnwire.errors import OutputSchemaError
+    from turnwire.settings import CONFIG_FILES
+    from turnwire.structured import OutputSchema, schema_name
+
+    path = Path(location)
+    data = CONFIG_FILES.parse(CONFIG_FILES.read(path), name=str(path), format=format_for(path))
+    if not isinstance(data, dict):
+        raise OutputSchemaError(f"--output-schema {location}: the file must hold a mapping")
+    wrapped = isinstance(data.get("schema"), dict) and set(data) <= {
+        "name",
+        "schema",
+        "strict",
+        "description",
+    }
+    if not wrapped:
+        data = {"name": schema_name(data.get("title", path.stem)), "schema": data}
+    try:
+        return msgspec.convert(data, OutputSchema)
+    except msgspec.ValidationError as err:
+        where, detail = validation_location(err)
+        raise OutputSchemaError(
+            f"--output-schema {location}: {where}: {detail}", path=where
+        ) from err
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="turnwire",
@@ -114,6 +154,9 @@ def _parser() -> argparse.ArgumentParser:
         "thread", help="a thread file (YAML or JSON, schema version 1), or - for stdin"
     )
     render.add_argument("--model", help="the model (overrides the thread and the config)")
+    render.add_argument(
+        "--output-schema", metavar="FILE", help=_OUTPUT_SCHEMA_HELP.replace("the answer", "it")
+    )
 
     run = commands.add_parser(
         "run",
@@ -178,6 +221,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="TEXT",
         help="the reason the model reads for the --approve or --deny just before it",
     )
+    run.add_argument("--output-schema", metavar="FILE", help=_OUTPUT_SCHEMA_HELP)
 
     fingerprint = commands.add_parser(
         "fingerprint",
@@ -459,6 +503,7 @@ def _render(args: argparse.Namespace) -> int:
         container=_container(args),
         model=args.model,
         render_context=_render_context(args),
+        output_type=_output_schema(args),
     )
     sys.stdout.buffer.write(_without_credentials(rendered) + b"\n")
     sys.stdout.flush()
@@ -538,6 +583,7 @@ def _run(args: argparse.Namespace) -> int:
     on_event = None if args.quiet else show
 
     text_sink = None if args.json else on_text
+    output_type = _output_schema(args)
     if args.thread_id:
         from turnwire.api import run_thread
 
@@ -558,6 +604,7 @@ def _run(args: argparse.Namespace) -> int:
                 on_event=on_event,
                 render_context=_render_context(args),
                 approvals=_approvals(args),
+                output_type=output_type,
             )
     else:
         if not args.thread:
@@ -576,6 +623,7 @@ def _run(args: argparse.Namespace) -> int:
             on_event=on_event,
             render_context=_render_context(args),
             approvals=_approvals(args),
+            output_type=output_type,
         )
     if args.json:
         payload = {
@@ -589,9 +637,16 @@ def _run(args: argparse.Namespace) -> int:
         pending = _pending_json(result.thread)
         if pending:
             payload["pending_approvals"] = pending
+        if result.parsed is not None:
+            payload["parsed"] = msgspec.to_builtins(result.parsed)
+        if result.refusal is not None:
+            payload["refusal"] = result.refusal
         print(msgspec.json.encode(payload).decode())
     else:
         print()
+        if result.refusal is not None:
+            # The answer itself, never a summary line: shown even with --quiet.
+            print(f"[refusal] {result.refusal}", file=sys.stderr)
         sources = citations(result.records.messages)
         if sources:
             print("\nSources:")

@@ -19,6 +19,7 @@ TurnwireError
 │   ├── FileNotAllowedError             E_FILE_NOT_ALLOWED           ($.path)
 │   ├── ApprovalNotPendingError         E_MCP_APPROVAL_NOT_PENDING   (item_id)
 │   ├── McpServerNotAllowedError        E_MCP_SERVER_NOT_ALLOWED     ($.path, server_label)
+│   ├── OutputSchemaError               E_OUTPUT_SCHEMA_INVALID      ($.path in the schema)
 │   └── ContextOverflowError            E_OPENAI_RESPONSES_CONTEXT_OVERFLOW (per-bucket tokens)
 └── ClientError                         the exchange with the API failed
     ├── HttpError                       E_OPENAI_RESPONSES_HTTP_ERROR (http_status; 0 = transport)
@@ -26,6 +27,7 @@ TurnwireError
     ├── RequestTimeoutError             E_OPENAI_RESPONSES_REQUEST_TIMEOUT (seconds)
     ├── StreamError                     E_OPENAI_RESPONSES_STREAM_ERROR (message; event, field)
     └── StreamStalledError              E_OPENAI_RESPONSES_STREAM_STALLED (idle seconds, partial)
+OutputValidationError                   E_OUTPUT_INVALID ($.path in the answer, text, result)
 
 InvalidToolCallArgs (E_OPENAI_RESPONSES_INVALID_TOOL_CALL_ARGS) is never raised: its message
 becomes the error result the model sees on the next iteration.
@@ -58,6 +60,8 @@ __all__ = [
     "InvalidToolCallArgs",
     "McpServerNotAllowedError",
     "MissingApiKeyError",
+    "OutputSchemaError",
+    "OutputValidationError",
     "PluginError",
     "PreflightError",
     "ReasoningReplayRejectedError",
@@ -313,6 +317,47 @@ class ContextOverflowError(InputError):
         self.total = total
         self.window = window
         self.breakdown = breakdown
+
+
+class OutputSchemaError(InputError):
+    """An output schema (``output_type=``, ``--output-schema``) cannot be sent: not a Struct,
+    a JSON Schema or an :class:`~turnwire.structured.OutputSchema`, or outside the strict
+    subset. Raised before any request is sent.
+
+    :ivar path: where in the schema, such as ``$.properties.items``.
+    """
+
+    code = "E_OUTPUT_SCHEMA_INVALID"
+
+    def __init__(self, message: str, *, path: str = "$") -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class OutputValidationError(TurnwireError):
+    """The final answer of a structured-output run is not JSON, or does not match the schema.
+
+    Raised after the turn is recorded: the model did answer. :func:`turnwire.run` with
+    ``save=True`` has saved the thread file and :func:`turnwire.run_thread` has stored the
+    turns before it is raised; :attr:`result` holds the whole run (its ``parsed`` is ``None``).
+    Not fatal: asking again may give a valid answer.
+
+    :ivar path: where in the answer, such as ``$.items[2].price`` (``$``: not JSON at all).
+    :ivar text: the answer's raw text.
+    :ivar schema_name: the output schema's ``name``.
+    :ivar result: the :class:`~turnwire.client.dispatch.RunResult` of the run.
+    """
+
+    code = "E_OUTPUT_INVALID"
+    status = 502
+    fatal = False
+
+    def __init__(self, message: str, *, path: str, text: str, schema_name: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.text = text
+        self.schema_name = schema_name
+        self.result: object = None
 
 
 class ClientError(TurnwireError):

@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from turnwire._canonical import canonical_json
+from turnwire.structured import OutputSchema
 from turnwire.wire.items import ReasoningItem
 from turnwire.wire.tools import (
     CodeInterpreterContainer,
@@ -447,6 +448,7 @@ class Thread(_Record, frozen=True, kw_only=True):
 
     version: Literal[1] = 1
     model: str | None = None
+    output_schema: OutputSchema | None = None
     system_prompt: str = ""
     standing_instructions: tuple[str, ...] = ()
     tools: tuple[Tool, ...] = ()

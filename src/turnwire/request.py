@@ -21,6 +21,7 @@ from turnwire.errors import PreflightError
 from turnwire.hosted_tools import hosted_includes
 from turnwire.pipeline import RenderedInput
 from turnwire.settings import RequestSettings
+from turnwire.structured import OutputSchema
 from turnwire.wire import (
     FunctionCall,
     FunctionCallOutput,
@@ -29,6 +30,7 @@ from turnwire.wire import (
     OutputMessage,
     ReasoningItem,
     RequestBody,
+    TextOptions,
 )
 
 __all__ = [
@@ -73,8 +75,13 @@ def build_body(
     request: RequestSettings,
     stream: bool,
     reasoning_replay: ReasoningReplay,
+    output_schema: OutputSchema | None = None,
 ) -> RequestBody:
-    """The request body for ``rendered`` under these options."""
+    """The request body for ``rendered`` under these options.
+
+    :param output_schema: the schema the answer must follow; its ``json_schema`` format
+        replaces ``request.text.format`` (``request.text.verbosity`` is kept).
+    """
     include = list(request.include)
     if reasoning_replay == "encrypted" and ENCRYPTED_INCLUDE not in include:
         include.append(ENCRYPTED_INCLUDE)
@@ -87,6 +94,10 @@ def build_body(
             extra={"kind": "tool-choice-without-tools"},
         )
         tool_choice = None
+    text = request.text
+    if output_schema is not None:
+        verbosity = text.verbosity if text is not None else None
+        text = TextOptions(format=output_schema.text_format(), verbosity=verbosity)
     return RequestBody(
         model=model,
         input=rendered.input,
@@ -106,7 +117,7 @@ def build_body(
         prompt_cache_retention=request.prompt_cache_retention,
         safety_identifier=request.safety_identifier,
         metadata=request.metadata,
-        text=request.text,
+        text=text,
         background=request.background,
         stream_options=request.stream_options if stream else None,
         tool_choice=tool_choice,

@@ -50,6 +50,9 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "version": "The schema version of the file; only `1` exists.",
         "model": "The model to ask; `--model` overrides it, `request.model` applies when it is "
         "null.",
+        "output_schema": "The JSON Schema the answer must follow (structured outputs); "
+        "`output_type=` and `--output-schema` override it, and it overrides "
+        "`request.output_schema`.",
         "system_prompt": "The system prompt, sent through `render.system_prompt_channel`.",
         "standing_instructions": "Rules the agent always follows, rendered as developer "
         "rules in the system prompt (bucket `standing_instructions`).",
@@ -69,6 +72,14 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "one per type (per `server_label` for MCP). The configuration's `tools.hosted` come "
         "first and win over a thread's declaration of the same tool; a thread's own MCP "
         "server must be allowed by `tools.allow_thread_mcp_servers`.",
+    },
+    "OutputSchema": {
+        "name": "The format's name: 1 to 64 letters, digits, `_` or `-`.",
+        "schema": "The JSON Schema of the answer; its root is an object. Under `strict` "
+        "every object says `additionalProperties: false` and lists every property in "
+        "`required`, and only the strict subset of keywords appears (checked when loaded).",
+        "strict": "Strict schema adherence: the model's answer always follows the schema.",
+        "description": "What the format is for, as the model reads it.",
     },
     "HostedItem": {
         "id": "The item's id (`ws_...`, `ci_...`, `mcp_...`, `cmp_...`); a reasoning item "
@@ -366,6 +377,9 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "metadata": "String key-value pairs stored with the response.",
         "tool_choice": "`none`, `auto`, `required`, or one function by name.",
         "text": "Output format and verbosity.",
+        "output_schema": "The JSON Schema every answer must follow (structured outputs); "
+        "it replaces `text.format` in the body, keeping `text.verbosity`. A thread's own "
+        "`output_schema` and `output_type=` / `--output-schema` override it.",
         "background": "Only false: background responses need polling.",
         "stream_options": "Options of the streamed answer.",
     },

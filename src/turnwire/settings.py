@@ -32,6 +32,7 @@ from turnwire.context import (
     UnfingerprintedReasoning,
 )
 from turnwire.errors import ConfigError, validation_location
+from turnwire.structured import OutputSchema
 from turnwire.windows import Window
 from turnwire.wire.request import (
     FunctionToolChoice,
@@ -138,6 +139,7 @@ class RequestSettings(_Section, frozen=True, kw_only=True):
     metadata: dict[str, str] | None = None
     tool_choice: Literal["none", "auto", "required"] | FunctionToolChoice | None = None
     text: TextOptions | None = None
+    output_schema: OutputSchema | None = None
     background: Literal[False] | None = None
     stream_options: StreamOptions | None = None
 

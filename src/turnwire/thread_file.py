@@ -114,6 +114,7 @@ STDIN = "-"
 # The parts of a Thread whose type does not bound them: `Any` trees (checked for nesting and
 # integer range) and plain `int` fields. tests/test_loading.py derives this list from the model.
 UNBOUNDED_FIELDS = (
+    "output_schema.schema",
     "tools[].parameters",
     "tool_calls[].args",
     "hosted_items[].item",
@@ -130,6 +131,9 @@ UNBOUNDED_FIELDS = (
 def _check_unbounded(thread: Thread, name: str, data: bytes) -> None:
     """The limits msgspec's typed decoding cannot check (see ``UNBOUNDED_FIELDS``)."""
     check_tree = THREAD_FILES.check_tree
+    if thread.output_schema is not None:
+        schema = thread.output_schema.schema
+        check_tree(schema, name=name, data=data, path="$.output_schema.schema", depth=3)
     for index, tool in enumerate(thread.tools):
         if tool.parameters:
             path = f"$.tools[{index}].parameters"

@@ -52,6 +52,7 @@ from turnwire.errors import (
     ConfigError,
     HttpError,
     MissingApiKeyError,
+    OutputValidationError,
     ReasoningReplayRejectedError,
     StreamError,
     StreamStalledError,
@@ -69,6 +70,7 @@ from turnwire.model import (
     ToolResult,
 )
 from turnwire.pipeline import PENDING_FINGERPRINT
+from turnwire.structured import StructuredOutput, requested_output, structured_output
 from turnwire.turns import ContextAssembler, file_roots
 from turnwire.usage import GenerationStats, Usage
 from turnwire.wire import FunctionCall, OutputMessage, ReasoningItem, ReasoningText, SummaryText
@@ -135,6 +137,12 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     """Each response of the run, in order: provider, model, finish reason, usage."""
     usage: Usage | None = None
     """The run's total: every generation's usage summed (``None`` when none reported any)."""
+    parsed: Any = None
+    """The final answer decoded against the run's output schema (a Struct instance for
+    ``output_type=Struct``, plain JSON otherwise); ``None`` when no schema was asked, when the
+    model refused, or when the last response has no message (see :mod:`turnwire.structured`)."""
+    refusal: str | None = None
+    """The final message's refusal text, when the model refused (``parsed`` is then ``None``)."""
 
 
 def finish_reason(generation: Generation) -> str:
@@ -245,6 +253,7 @@ class Client:
         self._handlers = dict(handlers or {})
         self._last_rendered: Any = None
         self._render_context: dict[str, str] = {}
+        self._output_type: StructuredOutput | None = None
         self._on_event: Callable[[ProgressEvent], None] | None = None
         self._event_model = ""
         self._transport_options = transport_options
@@ -328,6 +337,7 @@ class Client:
         roots: Iterable[str | os.PathLike[str]] | None = None,
         on_event: Callable[[ProgressEvent], None] | None = None,
         approvals: Mapping[str, ApprovalDecision] | None = None,
+        output_type: Any = None,
     ) -> RunResult:
         """Send the thread, stream the answer, run tools and loop; return the extended thread.
 
@@ -350,7 +360,15 @@ class Client:
             reason), recorded as ``mcp_approval_response`` items before the first request
             (see :mod:`turnwire.approvals`; an id that is not pending raises
             :class:`~turnwire.errors.ApprovalNotPendingError` before anything is sent).
+        :param output_type: the schema the answer must follow (a :class:`msgspec.Struct`
+            class, a JSON Schema dict or a :class:`~turnwire.structured.OutputSchema`); it wins
+            over the thread's ``output_schema`` and ``request.output_schema``. The final answer
+            is decoded into :attr:`RunResult.parsed`; a refusal leaves it ``None`` and sets
+            :attr:`RunResult.refusal`; a mismatch raises
+            :class:`~turnwire.errors.OutputValidationError` (the run's result on its
+            ``result``).
         """
+        asked = structured_output(output_type)  # a bad schema fails before anything runs
         if overrides:
             return await self.with_overrides(overrides).run(
                 thread,
@@ -362,7 +380,9 @@ class Client:
                 roots=roots,
                 on_event=on_event,
                 approvals=approvals,
+                output_type=asked,
             )
+        self._output_type = asked
         with self.telemetry.run(model or thread.model) as span:
             result = await self._run_loop(
                 thread,
@@ -376,7 +396,9 @@ class Client:
                 approvals=approvals,
             )
             self.telemetry.finished(span, result.generations, result.usage)
-            return result
+        return _with_output(
+            result, requested_output(asked, thread.output_schema, self.settings.request)
+        )
 
     async def _run_loop(
         self,
@@ -523,6 +545,7 @@ class Client:
             reasoning_replay="off" if replay_off else None,
             render_context=self._render_context,
             roots=roots,
+            output_type=self._output_type,
             pending_reasoning=pending,
         )
 
@@ -1042,6 +1065,40 @@ def _check_records(kind: str, records: Iterable[Message | Thought | ToolCall | H
                 event="record",
                 field=path,
             ) from err
+
+
+def _with_output(result: RunResult, asked: StructuredOutput | None) -> RunResult:
+    """``result`` with the final message's refusal, and its text parsed when a schema was
+    asked; a mismatch raises :class:`OutputValidationError` carrying ``result``."""
+    last = set(result.generations[-1].record_ids) if result.generations else set()
+    final = next(
+        (m for m in reversed(result.records.messages) if m.id in last and m.role == "assistant"),
+        None,
+    )
+    if final is not None and final.refusal:
+        return msgspec.structs.replace(result, refusal=final.refusal)
+    if asked is None:
+        return result
+    if final is None or not final.content:
+        if result.response.finish_reason == "tool_calls":
+            return result  # the run stopped at tool calls (--once, max_iterations): no answer
+        text = ""
+        invalid = asked._invalid(
+            text, "$", f"the answer has no text (finish reason {result.response.finish_reason})"
+        )
+    else:
+        text = final.content
+        try:
+            return msgspec.structs.replace(result, parsed=asked.parse(text))
+        except OutputValidationError as err:
+            invalid = err
+    if result.response.finish_reason != "stop":
+        invalid.message += (
+            f" (the response ended with finish reason {result.response.finish_reason})"
+        )
+        invalid.args = (invalid.message,)
+    invalid.result = result
+    raise invalid
 
 
 _ITEM_TYPES = {
