@@ -114,14 +114,21 @@ def test_the_thread_reference_has_every_record_and_field():
 
 
 def _struct_keys(struct: type[msgspec.Struct], prefix: str = "") -> list[str]:
-    """Dotted keys of a Struct and the Structs inside it, read from msgspec directly."""
+    """Dotted keys of a Struct and the Structs inside it, read from msgspec directly; a record
+    the thread file has too (an output schema, a hosted tool) is documented there, not below
+    its configuration key."""
+    shared = set(thread_schema()["$defs"])
     config = struct.__struct_config__
     keys = [f"{prefix}{config.tag_field}"] if config.tag is not None else []
     for field in msgspec.structs.fields(struct):
         key = f"{prefix}{field.encode_name}"
         keys.append(key)
         for member in getattr(field.type, "__args__", (field.type,)):
-            if isinstance(member, type) and issubclass(member, msgspec.Struct):
+            if (
+                isinstance(member, type)
+                and issubclass(member, msgspec.Struct)
+                and member.__name__ not in shared
+            ):
                 keys += _struct_keys(member, f"{key}.")
     return keys
 
