@@ -22,12 +22,15 @@ if TYPE_CHECKING:
     from turnwire.api import (
         RenderedRequest,
         Renderer,
+        compact,
+        compact_thread,
         prefix_fingerprint,
         render,
         run,
         run_thread,
     )
     from turnwire.client.dispatch import Client, Records, ResponseMeta, RunResult
+    from turnwire.compaction import CompactResult
     from turnwire.container import Container, ContainerCache, build_container
     from turnwire.context import (
         EnvelopeAttrs,
@@ -102,6 +105,7 @@ _EXPORTS: dict[str, str] = {
     "REPLAY_TAG": "turnwire.model",
     "Artifact": "turnwire.model",
     "Client": "turnwire.client.dispatch",
+    "CompactResult": "turnwire.compaction",
     "ClientError": "turnwire.errors",
     "ConfigError": "turnwire.errors",
     "Container": "turnwire.container",
@@ -165,6 +169,8 @@ _EXPORTS: dict[str, str] = {
     "build_body": "turnwire.request",
     "build_container": "turnwire.container",
     "build_input": "turnwire.pipeline",
+    "compact": "turnwire.api",
+    "compact_thread": "turnwire.api",
     "copy_threads": "turnwire.store",
     "dump_thread": "turnwire.thread_file",
     "encode_body": "turnwire.request",
@@ -188,6 +194,7 @@ __all__ = [
     "Artifact",
     "Client",
     "ClientError",
+    "CompactResult",
     "ConfigError",
     "Container",
     "ContainerCache",
@@ -250,6 +257,8 @@ __all__ = [
     "build_body",
     "build_container",
     "build_input",
+    "compact",
+    "compact_thread",
     "copy_threads",
     "dump_thread",
     "encode_body",
