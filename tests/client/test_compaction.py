@@ -43,7 +43,7 @@ def compact_answer(cid: str = "cmp_1", *retained: str) -> dict[str, Any]:
         for i, text in enumerate(retained)
     ]
     output.append({"encrypted_content": f"gAAAA-{cid}", "id": cid, "type": "compaction"})
-    answer = {
+    return {
         "created_at": 1770131531,
         "id": f"resp_{cid}",
         "object": "response.compaction",
@@ -56,7 +56,6 @@ def compact_answer(cid: str = "cmp_1", *retained: str) -> dict[str, Any]:
             "total_tokens": 331,
         },
     }
-    return answer
 
 
 def history() -> turnwire.Thread:
@@ -204,7 +203,7 @@ def test_the_compact_window_compacts_before_a_run_over_its_threshold(stored):
     assert len(loaded.messages) == 6
     cut = compacted(loaded)
     assert [h.id for h in cut.hosted_items] == ["cmp_auto"]
-    assert [m.content for m in cut.messages][0] == "And 5+5?"
+    assert cut.messages[0].content == "And 5+5?"
 
     # Under the threshold now (the compaction stands for the history): no second compaction.
     quiet = {"context": {"window": {"compact": {"threshold": 10_000}}}}
@@ -324,7 +323,7 @@ def test_an_answer_that_is_not_json_is_a_stream_error(stored):
     store, thread_id = stored
     reply = Reply(status=200, chunks=[b"<html>"], content_type="application/json")
     with ScriptedServer([reply]) as server:
-        with pytest.raises(StreamError, match="not a response.compaction object"):
+        with pytest.raises(StreamError, match=r"not a response\.compaction object"):
             compact_thread(
                 thread_id, store=store, container=make_container(), base_url=server.base_url
             )
