@@ -237,4 +237,3 @@ def validate_compact_body(body: dict[str, Any]) -> None:
         _COMPACT_BODY.validate_python(body)
     except ValidationError as err:
         raise OracleError(f"compact body: {err}") from err
-
