@@ -107,20 +107,11 @@ def test_what_an_automatic_compaction_covers_and_the_estimate():
 
 
 def test_a_window_applies_first_then_the_cut():
-    from turnwire.windows import WindowSettings
+    from turnwire.windows import CompactWindow, WindowSettings
 
     full = _thread(_compaction("cmp_1", 2, seq=5))
     kept = apply_window(full, WindowSettings(last_turns=1))
     assert [m.id for m in kept.messages] == ["u2", "a2"]
     assert compacted(kept) is kept  # the compaction was in a turn the window left out
-    assert (
-        apply_window(
-            full,
-            WindowSettings(
-                compact=msgspec.convert(
-                    {"threshold": 5}, type=__import__("turnwire.windows").windows.CompactWindow
-                )
-            ),
-        )
-        is full
-    )
+    every = WindowSettings(compact=CompactWindow(threshold=5))
+    assert apply_window(full, every) is full
