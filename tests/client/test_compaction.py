@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 import turnwire
@@ -371,3 +372,30 @@ def test_client_compact_on_a_thread_file(tmp_path):
     assert saved.messages == history().messages
     body = turnwire.render(saved, container=make_container()).json
     assert body["input"] == [result.record.item]
+
+
+def test_the_compact_window_on_a_thread_file_places_the_compaction_before_the_question(tmp_path):
+    path = tmp_path / "t.json"
+    asked = thread(
+        model="gpt-4o-mini",
+        system_prompt=SYSTEM,
+        messages=[*(msgspec.to_builtins(m) for m in history().messages), user("u3", "5, 5?", 5)],
+    )
+    turnwire.save_thread(asked, path)
+    settings = {"context": {"window": {"compact": {"threshold": 10}}}}
+    script = [Reply.json(200, compact_answer("cmp_f")), Reply.sse(ANSWER)]
+    with ScriptedServer(script) as server:
+        result = turnwire.api.run(
+            path, container=make_container(settings), base_url=server.base_url, save=True
+        )
+    assert [r.path for r in server.requests] == ["/v1/responses/compact", "/v1/responses"]
+    assert "5, 5?" not in json.dumps(server.requests[0].json)
+    items = server.requests[1].json["input"]
+    assert [i.get("type", "message") for i in items] == ["compaction", "message"]
+    saved = turnwire.load_thread(path)
+    (record,) = saved.hosted_items
+    a2, u3 = saved.messages[3], saved.messages[4]
+    # The clock is later than the question: stamped at the last covered record's time, next seq.
+    assert (a2.created_at, a2.seq) < (record.created_at, record.seq) < (u3.created_at, u3.seq)
+    assert result.compaction is not None and result.records.hosted_items == ()
+    assert len(saved.messages) == 6
