@@ -494,6 +494,11 @@ def _run(args: argparse.Namespace) -> int:
                 "generations": msgspec.to_builtins(result.generations),
             },
         }
+        if result.compaction is not None:
+            payload["compaction"] = {
+                "record": msgspec.to_builtins(result.compaction.record),
+                "usage": result.compaction.compacted.usage,
+            }
         print(msgspec.json.encode(payload).decode())
     else:
         print()

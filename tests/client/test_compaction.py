@@ -399,3 +399,30 @@ def test_the_compact_window_on_a_thread_file_places_the_compaction_before_the_qu
     assert (a2.created_at, a2.seq) < (record.created_at, record.seq) < (u3.created_at, u3.seq)
     assert result.compaction is not None and result.records.hosted_items == ()
     assert len(saved.messages) == 6
+
+
+def test_observers_see_the_compact_body(stored):
+    from turnwire.hookspecs import hookimpl
+
+    class Observer:
+        def __init__(self) -> None:
+            self.seen: list[tuple[str, bytes]] = []
+
+        @hookimpl
+        def on_prompt_assembled(self, body, attempt_kind):
+            self.seen.append((attempt_kind, body))
+
+    store, thread_id = stored
+    observer = Observer()
+    settings = {"context": {"window": {"compact": {"threshold": 10}}}}
+    script = [Reply.json(200, compact_answer()), Reply.sse(ANSWER)]
+    with ScriptedServer(script) as server:
+        run_thread(
+            thread_id,
+            store=store,
+            prompt="5, 5?",
+            container=make_container(settings, extra_plugins=[observer]),
+            base_url=server.base_url,
+        )
+    assert [kind for kind, _ in observer.seen] == ["compact", "request"]
+    assert [body for _, body in observer.seen] == [r.body for r in server.requests]

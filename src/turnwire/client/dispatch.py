@@ -604,6 +604,7 @@ class Client:
 
         rendered = self._render(part, model, roots)
         body = compact_body(rendered.body)
+        self._observe("on_prompt_assembled", body=body, model=model, attempt_kind="compact")
         self.requests += 1
         async with self.transport.exchange(body, stream=False, path="/compact") as answer:
             raw = b"".join([chunk async for chunk in answer.chunks])
