@@ -248,8 +248,30 @@ def test_a_thread_without_turns_cannot_be_compacted(tmp_path):
         assert store.turns(thread_id) == []
 
 
+def test_nothing_added_since_the_latest_compaction_cannot_be_compacted(stored):
+    store, thread_id = stored
+    _compact(store, thread_id, compact_answer("cmp_1"))
+    turns = len(store.turns(thread_id))
+    with ScriptedServer([Reply.json(200, compact_answer("cmp_2"))]) as server:
+        with pytest.raises(InputError, match=r"since its latest compaction \(cmp_1\)"):
+            compact_thread(
+                thread_id, store=store, container=make_container(), base_url=server.base_url
+            )
+    assert server.requests == []
+    assert len(store.turns(thread_id)) == turns
+
+
 def test_http_errors_are_retried_and_reported_like_a_request(stored):
     store, thread_id = stored
+    turns = len(store.turns(thread_id))
+    with ScriptedServer([Reply.json(400, {"error": {"message": "bad model"}})]) as server:
+        with pytest.raises(HttpError) as caught:
+            compact_thread(
+                thread_id, store=store, container=make_container(), base_url=server.base_url
+            )
+    assert caught.value.http_status == 400
+    assert len(store.turns(thread_id)) == turns  # nothing stored
+
     slept: list[float] = []
 
     async def sleep(delay: float) -> None:
@@ -267,15 +289,7 @@ def test_http_errors_are_retried_and_reported_like_a_request(stored):
     assert [r.path for r in server.requests] == ["/v1/responses/compact"] * 2
     assert len(slept) == 1
     assert result.record.id == "cmp_1"
-
-    turns = len(store.turns(thread_id))
-    with ScriptedServer([Reply.json(400, {"error": {"message": "bad model"}})]) as server:
-        with pytest.raises(HttpError) as caught:
-            compact_thread(
-                thread_id, store=store, container=make_container(), base_url=server.base_url
-            )
-    assert caught.value.http_status == 400
-    assert len(store.turns(thread_id)) == turns  # nothing stored
+    assert len(store.turns(thread_id)) == turns + 1
 
 
 def _broken(change: str) -> Any:

@@ -526,7 +526,8 @@ class Client:
         Later renders send that item in place of everything before it; the thread keeps
         every record. Retries and HTTP errors are those of a request.
 
-        :raises turnwire.errors.InputError: the thread has no record to compact.
+        :raises turnwire.errors.InputError: the thread has no record to compact, or nothing
+            since its latest compaction.
         :raises turnwire.errors.StreamError: the answer is not a valid ``response.compaction``
             object (the error names the field); nothing is added.
         """
@@ -535,16 +536,21 @@ class Client:
                 thread, model=model, render_context=render_context, roots=roots
             )
         from turnwire.api import resolve_model
-        from turnwire.compaction import timeline
+        from turnwire.compaction import compacted, timeline
 
         self._render_context = dict(render_context or {})
         resolved = resolve_model(thread, self.container, model)
         allowed = file_roots(roots, self.settings.files)
-        records = timeline(thread)
+        records = timeline(compacted(thread))
         if not records:
             raise InputError(
                 "nothing to compact: the thread has no messages, thoughts, tool calls or "
                 "hosted items yet"
+            )
+        if all(isinstance(r, HostedItem) and r.type == "compaction" for r in records):
+            raise InputError(
+                "nothing to compact: nothing was added to the thread since its latest "
+                f"compaction ({records[-1].id})"
             )
         ContextAssembler.from_settings(self.settings.files, allowed).check(thread)
         self._require_key()
