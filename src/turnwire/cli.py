@@ -245,7 +245,8 @@ def _parser() -> argparse.ArgumentParser:
         help="compact a thread: later requests send one compaction item for its turns so far",
         description="Send the thread's rendered input to the compact endpoint "
         "(POST /responses/compact) and store the compaction item it returns as a turn; later "
-        "requests send that item in place of every turn before it. No turn is deleted.",
+        "requests send that item in place of every turn before it. No turn is deleted. "
+        "The --config profiles apply whole here (render, request, client, store).",
     )
     compacting.add_argument("id", help="the thread's id")
     compacting.add_argument(
