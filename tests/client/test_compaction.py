@@ -440,3 +440,58 @@ def test_observers_see_the_compact_body(stored):
         )
     assert [kind for kind, _ in observer.seen] == ["compact", "request"]
     assert [body for _, body in observer.seen] == [r.body for r in server.requests]
+
+
+def test_reasoning_after_a_compaction_is_replayed_with_fingerprints_over_the_cut(tmp_path):
+    """The fingerprints of reasoning recorded after a compaction cover the compacted prefix, so
+    the next requests of the run, and a render of the saved thread, replay it paired."""
+    from ..conftest import REPLAY
+
+    path = tmp_path / "t.json"
+    weather = {
+        "name": "weather",
+        "parameters": {"type": "object", "properties": {"location": {"type": "string"}}},
+    }
+    start = thread(
+        model="gpt-5",
+        system_prompt="You are terse.",
+        tools=[weather],
+        messages=[
+            user("u0", "Hello there, how are you today?", 1),
+            assistant("a0", "Fine, thanks. What can I do for you?", 2),
+            user("u1", "Weather in Florence?", 3),
+        ],
+    )
+    turnwire.save_thread(start, path)
+    settings = {**REPLAY, "context": {"window": {"compact": {"threshold": 10}}}}
+    script = [
+        Reply.json(200, compact_answer("cmp_r")),
+        Reply.sse(recorded("reasoning_summary_encrypted_function_call_gpt-5.sse")),
+        Reply.sse(recorded("reasoning_summary_encrypted_text_turn2_gpt-5.sse")),
+    ]
+    with ScriptedServer(script) as server:
+        turnwire.api.run(
+            path,
+            container=make_container(settings),
+            base_url=server.base_url,
+            save=True,
+            handlers={"weather": lambda location: "40 C"},
+        )
+    compact_request, first, second = server.requests
+    assert compact_request.path == "/v1/responses/compact"
+    assert [i.get("role") for i in compact_request.json["input"]] == ["user", "assistant"]
+    assert [i.get("type", "message") for i in first.json["input"]] == ["compaction", "message"]
+    kinds = [i.get("type", "message") for i in second.json["input"]]
+    assert kinds == ["compaction", "message", "reasoning", "function_call", "function_call_output"]
+    validate_body(second.json)
+
+    saved = turnwire.load_thread(path)
+    rendered = turnwire.render(saved, container=make_container(settings))
+    assert rendered.rendered.warnings == ()
+    assert [i.get("type", "message") for i in rendered.json["input"]] == [
+        *kinds,
+        "reasoning",
+        "message",
+    ]
+    assert rendered.json["input"][:5] == second.json["input"]
+    assert [m.id for m in saved.messages][:3] == ["u0", "a0", "u1"]
