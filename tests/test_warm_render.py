@@ -89,6 +89,23 @@ def _cycle(n: int, second: int, args: Any, media: dict[str, Any] | None) -> dict
                 },
             },
             {"id": f"t{n}", "content": f"aside {n}", "created_at": at(second), "seq": 4},
+            {
+                "id": f"rs_w{n}",
+                "created_at": at(second),
+                "seq": 5,
+                "replay_compatibility": "openai-responses-reasoning-v1",
+                "payload": {
+                    "variant": "responses-reasoning",
+                    "paired_item_id": f"ws_{n}",
+                    "prefix_fingerprint": None if n % 2 else "0" * 64,
+                    "item": {
+                        "type": "reasoning",
+                        "id": f"rs_w{n}",
+                        "summary": [],
+                        "encrypted_content": "gAAAA",
+                    },
+                },
+            },
         ],
         "tool_calls": [
             {
@@ -99,6 +116,35 @@ def _cycle(n: int, second: int, args: Any, media: dict[str, Any] | None) -> dict
                 "seq": 2,
                 "result": {"text": f"result {n} </untrusted_content>"},
             }
+        ],
+        # A hosted call after its own reasoning (replayed as an item, or as text when that
+        # reasoning goes), and on odd cycles a type the API does not take back (text only).
+        "hosted_items": [
+            {
+                "id": f"ws_{n}",
+                "type": "web_search_call",
+                "item": {
+                    "type": "web_search_call",
+                    "id": f"ws_{n}",
+                    "status": "completed",
+                    "action": {"type": "search", "query": f"q{n} <x>"},
+                },
+                "created_at": at(second),
+                "seq": 6,
+            },
+            *(
+                [
+                    {
+                        "id": f"sh_{n}",
+                        "type": "shell_call",
+                        "item": {"type": "shell_call", "id": f"sh_{n}", "action": {"n": n}},
+                        "created_at": at(second),
+                        "seq": 7,
+                    }
+                ]
+                if n % 2
+                else []
+            ),
         ],
     }
 
@@ -164,6 +210,7 @@ class _Scenario:
             "hosted_items": [],
         }
         self.cycles = 0
+        self.compactions = 0
         self.system = ""
         self.trusted = False
         self.replay_off = False
@@ -198,7 +245,8 @@ class _Scenario:
             # A compaction after one of the exchanges (or before them all): the render cuts
             # everything before the latest one.
             after = values[0] % (self.cycles + 1)
-            n = len(self.records["hosted_items"])
+            n = self.compactions
+            self.compactions += 1
             item = {"type": "compaction", "id": f"cmp_{n}", "encrypted_content": f"gAAAA{n}"}
             self.records["hosted_items"].append(
                 {
@@ -206,20 +254,22 @@ class _Scenario:
                     "type": "compaction",
                     "item": item,
                     "created_at": at(9 + after),
-                    "seq": 5,
+                    "seq": 9,
                 }
             )
         elif flat:
             field, index = flat[values[0] % len(flat)]
             record = dict(self.records[field][index])
-            if field == "hosted_items" and kind != "remove":
-                return
-            if kind == "edit" and field != "tool_calls":
+            if kind == "edit" and field == "hosted_items":
+                record["item"] = {**record["item"], "status": f"s{values[1]}"}
+            elif kind == "edit" and field != "tool_calls":
                 record["content"] = (record.get("content") or "") + values[1]
             elif kind == "args" and field == "tool_calls":
                 record["args"] = values[1]
             elif kind == "insert-early":
                 record = {**record, "id": f"early{self.cycles}", "created_at": at(1)}
+                if "item" in record:
+                    record["item"] = {**record["item"], "id": record["id"]}
                 if record.pop("payload", None) is not None:
                     record["content"] = "early thought"
                 record.pop("replay_compatibility", None)
@@ -356,7 +406,12 @@ def test_a_warm_render_is_a_cold_render(start, steps):
 
 
 def _growing_thread(cycles: int) -> turnwire.Thread:
-    records: dict[str, list[Any]] = {"messages": [], "thoughts": [], "tool_calls": []}
+    records: dict[str, list[Any]] = {
+        "messages": [],
+        "thoughts": [],
+        "tool_calls": [],
+        "hosted_items": [],
+    }
     for n in range(cycles):
         for field, values in _cycle(n, 10 + n, {"q": n}, None).items():
             records[field] += values
@@ -378,8 +433,9 @@ def test_a_grown_thread_reuses_the_records_it_rendered_before():
     first = msgspec.structs.replace(
         full,
         messages=full.messages[:4],
-        thoughts=full.thoughts[:4],
+        thoughts=full.thoughts[:6],
         tool_calls=full.tool_calls[:2],
+        hosted_items=full.hosted_items[:3],
     )
     turnwire.api.render(first, container=container)
     assert calls == ["u0", "msg_0", "u1", "msg_1"]
@@ -546,7 +602,8 @@ def test_a_compaction_cuts_the_warm_render_as_the_cold_one(tmp_path):
     firsts = []
     for step in steps:
         if step[0] == "remove":
-            scenario.records["hosted_items"].pop(1)
+            hosted = scenario.records["hosted_items"]
+            hosted[:] = [record for record in hosted if record["id"] != "cmp_1"]
         else:
             scenario.edit(*step)
         thread = scenario.thread()

@@ -207,6 +207,9 @@ class SweepState:
         "indexes",
         "items",
         "out",
+        "pending",
+        "pending_from",
+        "reasoned",
         "thoughts",
         "timeline_items",
         "warnings",
@@ -220,8 +223,13 @@ class SweepState:
         checkpoints: list[Checkpoint],
         warnings: list[str],
         source: tuple[list[Any], list[Any]] = ([], []),
+        reasoned: dict[Any, int] | None = None,
+        pending: tuple[frozenset[str], int | None] = (frozenset(), None),
     ) -> None:
         self.items = items
+        self.reasoned = reasoned or {}
+        # the pending ids accepted, and the first candidate position that carried the marker
+        self.pending, self.pending_from = pending
         self.head, self.timeline_items = source
         self.candidates = candidates
         self.out = out

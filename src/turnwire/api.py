@@ -138,11 +138,14 @@ def render_input(
     unfingerprinted_reasoning: str | None = None,
     render_context: Mapping[str, str] | None = None,
     roots: Iterable[str | os.PathLike[str]] | None = None,
+    pending_reasoning: Iterable[str] = (),
 ) -> RenderedInput:
     """``build_input`` for the turns of ``thread`` that ``context.window`` keeps, with their
     file bytes loaded (no body, no preflight).
 
     :param roots: where file pointers may lead (default ``files.roots``, else nowhere).
+    :param pending_reasoning: ids of reasoning thoughts a run recorded and has not stamped
+        yet (see :data:`turnwire.pipeline.PENDING_FINGERPRINT`).
     """
     settings = container.settings()
     windowed = with_declared_tools(
@@ -160,7 +163,10 @@ def render_input(
     if render_context:
         overrides["render_context"] = dict(render_context)
     build_input = container.build_input()
-    rendered: RenderedInput = build_input(loaded, options=container.render_options(**overrides))
+    options = container.render_options(**overrides)
+    rendered: RenderedInput = build_input(
+        loaded, options=options, pending=frozenset(pending_reasoning)
+    )
     return rendered
 
 
@@ -346,6 +352,7 @@ def render(
     reasoning_replay: str | None = None,
     render_context: Mapping[str, str] | None = None,
     roots: Iterable[str | os.PathLike[str]] | None = None,
+    pending_reasoning: Iterable[str] = (),
 ) -> RenderedRequest:
     """Render ``thread`` into the request body turnwire would POST, after the preflight check.
 
@@ -360,6 +367,9 @@ def render(
     :param roots: the folders (or files) file pointers may lead into, instead of
         ``files.roots``, whose default is the thread file's folder (for a thread given as a
         :class:`~turnwire.model.Thread` or a mapping: nowhere, so pass ``roots``).
+    :param pending_reasoning: ids of reasoning thoughts a run recorded whose fingerprint is
+        still pending: kept when they pair, their fingerprints in ``rendered.stamped`` (the
+        client renders each request once this way and stores those fingerprints).
     :raises turnwire.errors.InputError: bad thread, configuration or rendered body.
     """
     if container is None:
@@ -376,6 +386,7 @@ def render(
         reasoning_replay=reasoning_replay,
         render_context=render_context,
         roots=chosen,
+        pending_reasoning=pending_reasoning,
     )
     body = build_body(
         rendered,

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from turnwire.errors import ConfigError, InputError, TurnwireError
+
+if TYPE_CHECKING:
+    from turnwire.model import Message
 
 __all__ = ["main"]
 
@@ -503,9 +507,45 @@ def _run(args: argparse.Namespace) -> int:
         print(msgspec.json.encode(payload).decode())
     else:
         print()
+        sources = citations(result.records.messages)
+        if sources:
+            print("\nSources:")
+            for line in sources:
+                print(f"  {line}")
         if args.save and not args.quiet:
             print(f"saved {args.thread}", file=sys.stderr)
     return 0
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+
+
+def _plain(value: object) -> str:
+    """A value from the server as one terminal-safe line (no escape sequences, no breaks)."""
+    return _CONTROL.sub(" ", str(value)).strip()
+
+
+def citations(messages: Iterable[Message]) -> list[str]:
+    """The distinct citations on ``messages``' text, numbered, as ``turnwire run`` lists them
+    after the answer: url citations by title and URL, file citations by file name and id."""
+    seen: dict[tuple[str, str], str] = {}
+    for message in messages:
+        for annotation in message.annotations:
+            kind = annotation.get("type")
+            if kind == "url_citation" and annotation.get("url"):
+                url = _plain(annotation["url"])
+                title = _plain(annotation.get("title") or "")
+                key, text = ("url", url), f"{title} <{url}>" if title else f"<{url}>"
+            elif kind in ("file_citation", "container_file_citation", "file_path"):
+                file_id = _plain(annotation.get("file_id") or "")
+                name = _plain(annotation.get("filename") or "")
+                key = ("file", file_id or name)
+                text = f"file {name} ({file_id})" if name and file_id else f"file {name or file_id}"
+            else:
+                continue
+            if key[1] and key not in seen:
+                seen[key] = text
+    return [f"[{number}] {text}" for number, text in enumerate(seen.values(), 1)]
 
 
 class _Progress:

@@ -403,9 +403,10 @@ def render_hosted_item(hosted_item: HostedItem, stages: StageRelay) -> tuple[Inp
     Stops at the first non-None result. Runs once per hosted item of the timeline.
     Default: a type the API accepts as input (:data:`turnwire.hosted.INPUT_FIELDS`) goes back
     as a :class:`~turnwire.wire.HostedInputItem` holding the fields its input shape allows, in
-    the emitted order; when the reasoning item it followed is not sent, the pairing sweep sends
-    its text form (an assistant message) instead, since the API refuses such an item without
-    its reasoning. Any other type is sent as its text form only.
+    the emitted order; when a reasoning item of its response came before it and that reasoning
+    is not sent, the pairing sweep sends its text form (an assistant message) instead, since
+    the API refuses such an item without its reasoning. Any other type is sent as its text
+    form only.
     """
 
 

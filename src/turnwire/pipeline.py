@@ -11,13 +11,16 @@ The four steps of the seed, each through the stage relay, after the compaction c
    sweep restarts), and a thread without compaction is the same object as before;
 1. leading system content (prompt + buckets before ``timeline``), placed by
    ``system_prompt_channel``;
-2. the timeline: messages, surfaced thoughts and tool calls ordered by ``(created_at, seq)``
-   (stable: on a full tie messages, then thoughts, then tool calls), a tool call as a
-   ``function_call`` and its ``function_call_output`` sibling;
+2. the timeline: messages, surfaced thoughts, tool calls and hosted items ordered by
+   ``(created_at, seq)`` (stable: on a full tie messages, then thoughts, then tool calls, then
+   hosted items), a tool call as a ``function_call`` and its ``function_call_output``
+   sibling, a hosted item through ``render_hosted_item``;
 3. the reasoning-pairing sweep, one left-to-right pass over the final input: a reasoning item is
    kept only when its fingerprint matches the prefix before it and the next item is its
    recorded partner carrying an id; an output item keeps its id only right after a kept
-   reasoning item (everywhere else the API could not check it);
+   reasoning item (everywhere else the API could not check it); a hosted item, whose id the
+   API requires, goes as its text form instead when a reasoning item of its response came
+   before it and that reasoning was not kept;
 4. trailing buckets (after ``timeline``) as one system item, outside every fingerprint.
 
 The three load-bearing invariants: the sweep sees only the prefix ``fingerprintable_length``
@@ -72,6 +75,7 @@ from turnwire.wire import (
 )
 
 __all__ = [
+    "PENDING_FINGERPRINT",
     "RenderedInput",
     "build_input",
     "output_item_id",
@@ -81,6 +85,10 @@ __all__ = [
 ]
 
 logger = logging.getLogger("turnwire")
+
+PENDING_FINGERPRINT = "pending"
+"""The ``prefix_fingerprint`` of a reasoning item recorded by a run and not yet stamped: its
+render (with the thought's id in ``pending``) keeps it as fresh and computes its fingerprint."""
 
 _MAX_CALL_ID = 64
 _CARRY_IDS = (OutputMessage, FunctionCall, HostedInputItem)
@@ -95,6 +103,8 @@ class RenderedInput(msgspec.Struct, frozen=True, kw_only=True):
     :ivar tools: the declarations, or ``None`` when there are none (never empty).
     :ivar fingerprintable_length: how many leading items the pairing sweep saw.
     :ivar warnings: what the stages reported (also logged).
+    :ivar stamped: for each pending reasoning item this render kept (see
+        :data:`PENDING_FINGERPRINT`), its thought id and the fingerprint of its prefix here.
     """
 
     instructions: str | None
@@ -102,6 +112,7 @@ class RenderedInput(msgspec.Struct, frozen=True, kw_only=True):
     tools: tuple[FunctionTool, ...] | None
     fingerprintable_length: int
     warnings: tuple[str, ...] = ()
+    stamped: tuple[tuple[str, str], ...] = ()
 
 
 def short_call_id(call_id: str) -> str:
@@ -411,6 +422,9 @@ def _timeline(
             rendered = stages.render_hosted_item(hosted_item=record) or ()
             if type(rendered) is not tuple:
                 rendered = tuple(rendered)
+            for item in rendered:
+                if type(item) is HostedInputItem and item.recorded is None:
+                    item.recorded = (record.created_at, record.seq)
             if hosted_entries is not None:
                 said = tuple(warnings[before:]) if len(warnings) > before else ()
                 hosted_entries[record.id] = Entry(record, None, rendered, False, said)
@@ -464,12 +478,18 @@ def _same_tool(old: Tool | None, new: Tool | None) -> bool:
 
 
 def _strip_ids(
-    items: list[InputItem], memo: RenderMemo, claimed: frozenset[str]
+    items: list[InputItem],
+    memo: RenderMemo,
+    reasoned: dict[Any, int],
+    governing: Any,
 ) -> list[InputItem]:
     """``items`` with :func:`strip_item_id` applied to each id carrier (memoised by object).
 
-    A hosted item stays as it is unless a reasoning item of the thread was paired with it
-    (``claimed``): not right after that reasoning, its text form goes instead, or nothing.
+    A hosted item keeps its item form unless a reasoning item of its own response came before
+    it (``reasoned``: each response's timestamp → the ``seq`` of its first reasoning record)
+    and the last reasoning item the sweep kept is not of that response (``governing``: its
+    timestamp, ``None`` when the last one was dropped): then its text form goes instead (the
+    API refuses the item without its reasoning), or nothing.
     """
     stripped = memo.stripped
     out: list[Any] = items
@@ -479,7 +499,11 @@ def _strip_ids(
         if kind in _CARRY_IDS:
             if kind is HostedInputItem:
                 assert isinstance(item, HostedInputItem)
-                if item.id in claimed:
+                recorded = item.recorded
+                if recorded is None or not reasoned:
+                    continue
+                first = reasoned.get(recorded[0])
+                if first is not None and first < recorded[1] and governing != recorded[0]:
                     if out is items:
                         out = list(items)
                     out[index] = item.unpaired
@@ -502,7 +526,6 @@ def _sweep_key(
     instructions: str | None,
     tools: tuple[FunctionTool, ...] | None,
     options: RenderOptions,
-    claimed: frozenset[str] = frozenset(),
 ) -> tuple[Any, bool] | None:
     """The sweep's memo key, and whether fingerprints come from the built-in hasher."""
     kind, target = plan.targets["fingerprint_prefix"]
@@ -519,7 +542,6 @@ def _sweep_key(
         _RECORD_ENCODER.encode(options.endpoint),
         instructions,
         None if tools is None else _RECORD_ENCODER.encode(tools),
-        claimed,
     )
     return key, hashing
 
@@ -537,11 +559,13 @@ def _sweep(
     injectable: dict[str, Any],
     memo: RenderMemo,
     warnings: list[str],
-    claimed: frozenset[str],
+    reasoned: dict[Any, int],
+    pending: frozenset[str],
+    stamped: dict[str, str],
 ) -> tuple[list[InputItem], tuple[list[InputItem], int] | None]:
     """The pairing sweep, resumed from the last checkpoint whose inputs are unchanged; and
     (the previous output, how much of it was kept) when resumed."""
-    keyed = _sweep_key(plan, injectable, instructions, tools, options, claimed)
+    keyed = _sweep_key(plan, injectable, instructions, tools, options)
     key, hashing = keyed if keyed is not None else (None, False)
     indexes, thoughts = timeline.candidate_indexes, timeline.candidate_thoughts
     out: list[InputItem] = []
@@ -553,6 +577,9 @@ def _sweep(
     snapshot: Any = hasher.copy() if hashing else None
     state = memo.sweeps.get(key) if key is not None else None
     resumed_from: tuple[list[InputItem], int] | None = None
+    governing: Any = None  # the timestamp of the last kept reasoning item's record
+    if state is not None and state.checkpoints and not _same_responses(state.reasoned, reasoned):
+        state = None  # which hosted items need their reasoning changed for earlier responses
     if state is not None and state.checkpoints:
         head = items[:offset]
         built_on = (
@@ -579,6 +606,9 @@ def _sweep(
                 or old_indexes[:through] != indexes[:through]
             ):
                 last = -1
+        if last >= 0 and state.pending != pending and state.pending_from is not None:
+            # a marked candidate was decided under other pending ids: resume before it
+            last = min(last, state.pending_from - 1)
         if last >= 0:
             resumed = state.checkpoints[last]
             checkpoints = state.checkpoints[: last + 1]
@@ -591,15 +621,28 @@ def _sweep(
                 snapshot = resumed.hasher
                 hasher = snapshot.copy()
             position = bisect.bisect_right(indexes, resumed.index - offset)
+            if resumed.done == resumed.index + 2:  # that candidate was kept
+                governing = thoughts[resumed.position].created_at
     warnings.extend(sweep_warnings)
+    pending_from: int | None = None
+    if (
+        state is not None
+        and resumed_from is not None
+        and state.pending_from is not None
+        and state.pending_from < position
+    ):
+        pending_from = state.pending_from
     tail = prefix_tail(options.model, instructions, tools) if hashing else b""
     for at in range(position, len(indexes)):
         index = indexes[at] + offset
         if index < done:  # the partner of the previous kept candidate
             continue
-        out.extend(_strip_ids(items[done:index], memo, claimed))
+        out.extend(_strip_ids(items[done:index], memo, reasoned, governing))
         thought = thoughts[at]
         assert thought.payload is not None
+        marked = thought.payload.prefix_fingerprint == PENDING_FINGERPRINT
+        if marked and pending_from is None:
+            pending_from = at  # decided by `pending`: a sweep under other ids resumes before
         partner = items[index + 1] if index + 1 < count else None
         partner_id = output_item_id(partner)
         recorded = thought.payload.paired_item_id
@@ -636,22 +679,26 @@ def _sweep(
                     input=out,
                     through_item=len(out),
                 )
-            if thought.payload.prefix_fingerprint != fingerprint:
+            if marked and thought.id in pending:
+                stamped[thought.id] = fingerprint  # its prefix: what the next render checks
+            elif thought.payload.prefix_fingerprint != fingerprint:
                 reason = "the request prefix changed since it was produced (stale fingerprint)"
         if reason is not None:
             message = f"dropping the reasoning item of thought {thought.id}: {reason}"
             warnings.append(message)
             sweep_warnings.append(message)
             done = index + 1
+            governing = None
         else:
             assert partner is not None
             out.append(items[index])
             out.append(partner)
             done = index + 2
+            governing = thought.created_at
         checkpoints.append(
             Checkpoint(at, index, done, len(out), len(sweep_warnings), snapshot, hashed)
         )
-    out.extend(_strip_ids(items[done:], memo, claimed))
+    out.extend(_strip_ids(items[done:], memo, reasoned, governing))
     if len(memo.stripped) > 2 * count + 256:
         memo.stripped.clear()
     if key is not None:
@@ -664,9 +711,22 @@ def _sweep(
                 checkpoints,
                 sweep_warnings,
                 (items[:offset], timeline.items),
+                reasoned,
+                (pending, pending_from),
             ),
         )
     return out, resumed_from
+
+
+def _same_responses(old: dict[Any, int], new: dict[Any, int]) -> bool:
+    """Whether ``new`` only adds later responses to ``old`` (what a growing thread does), so
+    every decision an earlier sweep made about a hosted item still holds."""
+    if old is new or not (old or new):
+        return True
+    if len(new) < len(old) or any(new.get(stamp) != seq for stamp, seq in old.items()):
+        return False
+    latest = max(old, default=None)
+    return latest is None or all(stamp > latest for stamp in new if stamp not in old)
 
 
 _LOGGED_WARNINGS = 5
@@ -691,6 +751,7 @@ def build_input(
     plan: StagePlan,
     options: RenderOptions,
     render_memo: RenderMemo | None = None,
+    pending: frozenset[str] = frozenset(),
 ) -> RenderedInput:
     """Render ``thread`` into the Responses ``instructions``, ``input`` and ``tools``.
 
@@ -699,6 +760,9 @@ def build_input(
     :param options: every option of the signature, one per container provider.
     :param render_memo: what earlier renders left to reuse (see :mod:`turnwire._memo`); the
         result is the same with or without it. ``None``: a cold render.
+    :param pending: ids of reasoning thoughts a run recorded whose ``prefix_fingerprint`` is
+        still :data:`PENDING_FINGERPRINT`: kept as fresh when they pair, their fingerprints in
+        ``RenderedInput.stamped`` (what the client stores before the request is sent).
     """
     if "timeline" not in options.bucket_order:
         raise ConfigError(
@@ -707,11 +771,15 @@ def build_input(
         )
     memo = render_memo if render_memo is not None else RenderMemo()
     with memo.lock:
-        return _build_input(thread, plan, options, memo)
+        return _build_input(thread, plan, options, memo, pending)
 
 
 def _build_input(
-    thread: Thread, plan: StagePlan, options: RenderOptions, memo: RenderMemo
+    thread: Thread,
+    plan: StagePlan,
+    options: RenderOptions,
+    memo: RenderMemo,
+    pending: frozenset[str] = frozenset(),
 ) -> RenderedInput:
     thread = compacted(thread)
     warnings: list[str] = []
@@ -749,13 +817,16 @@ def _build_input(
             f"does not list {REPLAY_TAG}; reasoning items are not replayed"
         )
     timeline = _timeline(thread, options, stages, plan, injectable, memo, warnings)
-    claimed: frozenset[str] = frozenset()
+    # Each response's timestamp → the seq of its first reasoning record: a hosted item after it
+    # needs that reasoning sent (only looked at when the thread has hosted items).
+    stamped: dict[str, str] = {}
+    reasoned: dict[Any, int] = {}
     if thread.hosted_items:
-        claimed = frozenset(
-            t.payload.paired_item_id
-            for t in thread.thoughts
-            if t.payload is not None and t.payload.paired_item_id is not None
-        )
+        for t in thread.thoughts:
+            if t.payload is not None:
+                first = reasoned.get(t.created_at)
+                if first is None or t.seq < first:
+                    reasoned[t.created_at] = t.seq
     swept, resumed_from = _sweep(
         head + timeline.items,
         timeline,
@@ -768,7 +839,9 @@ def _build_input(
         injectable=injectable,
         memo=memo,
         warnings=warnings,
-        claimed=claimed,
+        reasoned=reasoned,
+        pending=pending,
+        stamped=stamped,
     )
     fingerprintable_length = len(swept)
 
@@ -793,6 +866,7 @@ def _build_input(
         tools=tools,
         fingerprintable_length=fingerprintable_length,
         warnings=tuple(warnings),
+        stamped=tuple(stamped.items()),
     )
 
 

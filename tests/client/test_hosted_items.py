@@ -180,3 +180,33 @@ def test_hosted_items_survive_the_store(tmp_path):
         loaded = store.load(thread_id)
         assert loaded.hosted_items == saved.hosted_items
         assert store.export_thread(thread_id).hosted_items == saved.hosted_items
+
+
+@pytest.mark.parametrize(
+    ("name", "as_items", "as_text"),
+    [
+        # one reasoning item, then three calls: each needs that reasoning
+        ("code_interpreter_reasoning_gpt-5.sse", [], ["code_interpreter_call"] * 3),
+        # the listing came before any reasoning: it needs none and stays an item
+        ("mcp_call_o4-mini.sse", ["mcp_list_tools"], ["mcp_call"]),
+        # no reasoning in the response at all: every call stays an item
+        ("web_search_annotations_gpt-5.2.sse", ["web_search_call"] * 2, []),
+    ],
+)
+def test_without_their_reasoning_only_the_items_that_needed_it_go_as_text(
+    tmp_path, name, as_items, as_text
+):
+    path = _question(tmp_path)
+    _run(path, recorded(name))
+    saved = turnwire.load_thread(path)
+    changed = msgspec.structs.replace(saved, system_prompt="A changed prefix.")
+    body = turnwire.render(changed, container=make_container(REPLAY)).json
+    assert "reasoning" not in [i.get("type") for i in body["input"]]
+    assert [i["type"] for i in body["input"] if i.get("type") in INPUT_FIELDS] == as_items
+    texts = [i["content"] for i in body["input"] if i.get("role") == "assistant"]
+    shown = [t[1:].split(" ", 1)[0] for t in texts if t.startswith("[")]
+    assert shown == as_text
+    # and with the prefix unchanged, every one of them goes as an item
+    body = turnwire.render(saved, container=make_container(REPLAY)).json
+    kinds = [i["type"] for i in body["input"] if i.get("type") in INPUT_FIELDS]
+    assert sorted(kinds) == sorted(as_items + as_text)

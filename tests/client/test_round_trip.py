@@ -161,3 +161,83 @@ def test_the_phase_of_an_assistant_message_is_recorded_and_replayed(tmp_path):
     validate_body(body)
     replayed = [i for i in body["input"] if i.get("role") == "assistant"]
     assert replayed and all(i["phase"] == "commentary" for i in replayed)
+
+
+def test_each_request_is_rendered_once_and_stamps_the_reasoning_before_it(tmp_path, monkeypatch):
+    """The render that builds a request also fingerprints the reasoning the last response
+    brought: two requests, one more render to stamp the last answer's reasoning, no more."""
+    from turnwire import pipeline
+
+    renders = []
+    real = pipeline._build_input
+
+    def counted(thread, plan, options, memo, pending=frozenset()):
+        renders.append(pending)
+        return real(thread, plan, options, memo, pending)
+
+    monkeypatch.setattr(pipeline, "_build_input", counted)
+    saved, requests = _run(tmp_path, REPLAY)
+    assert len(requests) == 2
+    first, second = saved.thoughts
+    assert [set(p) for p in renders] == [set(), {first.id}, {second.id}]
+    # what the second request was checked against is what a fresh render computes
+    from ..conftest import prefix_fingerprint
+
+    before = msgspec.structs.replace(
+        saved,
+        messages=saved.messages[:1],
+        thoughts=(),
+        tool_calls=(),
+    )
+    assert first.payload.prefix_fingerprint == prefix_fingerprint(before, REPLAY)
+    assert [i.get("type") for i in requests[1].json["input"]][1] == "reasoning"
+
+
+def test_a_stale_old_reasoning_item_does_not_spoil_the_new_ones_fingerprint(tmp_path):
+    """The new reasoning's fingerprint is taken over the prefix the next request really sends,
+    in which an old, stale reasoning item is dropped (not over one that keeps it)."""
+    stale = {
+        **THREAD,
+        "messages": [
+            {**THREAD["messages"][0], "id": "u0", "created_at": "2026-01-01T09:00:00Z"},
+            {
+                "id": "msg_old",
+                "role": "assistant",
+                "content": "Earlier answer.",
+                "created_at": "2026-01-01T09:00:01Z",
+                "seq": 1,
+            },
+            THREAD["messages"][0],
+        ],
+        "thoughts": [
+            {
+                "id": "rs_old",
+                "created_at": "2026-01-01T09:00:01Z",
+                "replay_compatibility": "openai-responses-reasoning-v1",
+                "payload": {
+                    "variant": "responses-reasoning",
+                    "paired_item_id": "msg_old",
+                    "prefix_fingerprint": "0" * 64,
+                    "item": {
+                        "type": "reasoning",
+                        "id": "rs_old",
+                        "summary": [],
+                        "encrypted_content": "gAAAA-old",
+                    },
+                },
+            }
+        ],
+    }
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(stale))
+    with ScriptedServer([Reply.sse(REASONING_THEN_CALL), Reply.sse(REASONING_THEN_TEXT)]) as s:
+        turnwire.api.run(
+            path,
+            container=make_container(REPLAY),
+            base_url=s.base_url,
+            save=True,
+            handlers={"weather": lambda location: "40 C"},
+        )
+    second = s.requests[1].json["input"]
+    ids = [i.get("id") for i in second if i.get("type") == "reasoning"]
+    assert ids == [turnwire.load_thread(path).thoughts[1].id]  # the new one, not rs_old

@@ -37,6 +37,7 @@ def _terminal(path: Path) -> dict:
 
 
 OK_STREAMS = [p for p in STREAMS if not p.name.startswith("error_")]
+SLOT_TYPES = ("message", "reasoning", "function_call")
 
 
 @pytest.mark.parametrize("path", OK_STREAMS, ids=[p.name for p in OK_STREAMS])
@@ -67,6 +68,16 @@ def test_run_once_json_prints_records_that_match_the_terminal_response(tmp_path,
     assert [m["id"] for m in records["messages"]] == [
         m["id"] for m, t in zip(messages, texts, strict=True) if t
     ]
+    cited = [
+        [a for p in m["content"] if p["type"] == "output_text" for a in p["annotations"]]
+        for m, t in zip(messages, texts, strict=True)
+        if t
+    ]
+    assert [m.get("annotations", []) for m in records["messages"]] == cited
+    hosted = [o for o in response["output"] if o["type"] not in SLOT_TYPES]
+    assert [(h["type"], h["id"], h["item"]["type"]) for h in records.get("hosted_items", [])] == [
+        (o["type"], o["id"], o["type"]) for o in hosted
+    ]
     calls = [o for o in response["output"] if o["type"] == "function_call"]
     assert [c["id"] for c in records["tool_calls"]] == [f"{c['call_id']}|{c['id']}" for c in calls]
     assert [c["args"] for c in records["tool_calls"]] == [json.loads(c["arguments"]) for c in calls]
@@ -87,6 +98,61 @@ def test_run_streams_text_and_saves(tmp_path):
     assert done.stdout.startswith("Hi in Portuguese")
     assert "saved" in done.stderr
     assert "Hi in Portuguese" in thread.read_text()
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("web_search_annotations_gpt-5.2.sse", "<https://"),
+        ("file_search_annotations_gpt-4o.sse", "[1] file "),
+    ],
+)
+def test_run_lists_the_citations_after_the_answer(tmp_path, name, expected):
+    thread = tmp_path / "t.yaml"
+    thread.write_text(THREAD)
+    path = next(p for p in STREAMS if p.name == name)
+    with ScriptedServer([Reply.sse(wire_bytes(path))]) as server:
+        done = turnwire_run(thread, server.base_url, "--once")
+    assert done.returncode == 0, done.stderr
+    answer, _, sources = done.stdout.partition("\nSources:\n")
+    assert answer.strip()
+    lines = sources.splitlines()
+    assert lines and all(line.startswith(f"  [{n}] ") for n, line in enumerate(lines, 1))
+    assert expected in sources
+    annotations = [
+        a
+        for p in payloads(path)
+        if p["type"] == "response.output_item.done" and p["item"]["type"] == "message"
+        for part in p["item"]["content"]
+        for a in part.get("annotations", [])
+    ]
+    urls = {a["url"] for a in annotations if a["type"] == "url_citation"}
+    files = {a["file_id"] for a in annotations if a["type"] == "file_citation"}
+    assert len(lines) == len(urls) + len(files)
+
+
+def test_citations_are_printed_as_plain_lines():
+    from datetime import UTC, datetime
+
+    from turnwire.cli import citations
+    from turnwire.model import Message
+
+    message = Message(
+        id="msg_1",
+        role="assistant",
+        content="See.",
+        annotations=(
+            {"type": "url_citation", "url": "https://a.example/\x1b[2Jx", "title": "A\nB"},
+            {"type": "url_citation", "url": "https://a.example/\x1b[2Jx", "title": "again"},
+            {"type": "file_citation", "file_id": "file-1", "filename": "f.pdf", "index": 3},
+            {"type": "unknown_kind", "url": "https://ignored.example"},
+        ),
+        created_at=datetime.now(UTC),
+    )
+    assert citations([message]) == [
+        "[1] A B <https://a.example/ [2Jx>",
+        "[2] file f.pdf (file-1)",
+    ]
 
 
 def test_a_failing_run_exits_1_with_the_error_line_last(tmp_path):

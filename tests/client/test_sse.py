@@ -114,3 +114,110 @@ def test_one_event_may_hold_at_most_max_event_bytes(ending):
     with pytest.raises(StreamError):
         for _ in range(20):
             lines.feed(b"data: 12345678" + ending)
+
+
+# ---------------------------------------------------------------- the LF-only fast path
+
+
+def test_a_cr_in_an_otherwise_lf_only_chunk_is_a_line_end():
+    # A block that looks like the usual "event:" + "data:" pair, but a CR ends the data line.
+    assert decode(b"event: x\ndata: a\rb\n\n") == [ServerSentEvent(b"a", "x")]
+    assert decode(b"event: a\ndata: 1\n\nevent: b\r\ndata: 2\r\n\r\n") == [
+        ServerSentEvent(b"1", "a"),
+        ServerSentEvent(b"2", "b"),
+    ]
+
+
+def test_an_event_boundary_split_across_chunks():
+    decoder = SSEDecoder()
+    assert decoder.feed(b"event: a\ndata: 1\n") == []
+    assert decoder.feed(b"\nevent: b\ndata: 2\n\nevent: c\nda") == [
+        ServerSentEvent(b"1", "a"),
+        ServerSentEvent(b"2", "b"),
+    ]
+    assert decoder.feed(b"ta: 3\n") == []
+    assert decoder.feed(b"\n") == [ServerSentEvent(b"3", "c")]
+    assert decoder.feed(b"data: 4\n\n") == [ServerSentEvent(b"4")]
+    assert decoder.close() == []
+
+
+def test_blocks_the_fast_path_does_not_slice_go_line_by_line():
+    data = (
+        b"id: 7\n\n"  # no data: not dispatched, but the id is kept
+        b"event: a\ndata: 1\n\n"
+        b"\n\n\n"  # extra blank lines
+        b"event: \ndata: 2\n\n"  # an empty name is the default type
+        b"data: 3\nevent: b\n\n"  # the usual lines in the other order
+        b"event: c\ndata: 4\ndata: 5\n\n"  # two data lines
+        b"event:d\ndata:6\n\n"  # no space after the colons
+        b"retry: 10\ndata\n\n"  # a field without a colon
+        b": comment\ndata: 7\n\n"
+    )
+    expected = [
+        ServerSentEvent(b"1", "a", "7"),
+        ServerSentEvent(b"2", "message", "7"),
+        ServerSentEvent(b"3", "b", "7"),
+        ServerSentEvent(b"4\n5", "c", "7"),
+        ServerSentEvent(b"6", "d", "7"),
+        ServerSentEvent(b"", "message", "7", 10),
+        ServerSentEvent(b"7", "message", "7", 10),
+    ]
+    for chunk in (len(data), 1, 5, 17):
+        assert decode(data, chunk) == expected
+
+
+def test_feed_data_gives_the_data_of_the_events_feed_gives():
+    data = b"event: a\ndata: 1\n\ndata: 2\ndata: 3\n\nevent: b\rdata: 4\r\r: x\ndata: 5"
+    for chunk in (len(data), 1, 4):
+        decoder = SSEDecoder()
+        datas = []
+        for start in range(0, len(data), chunk):
+            datas += decoder.feed_data(data[start : start + chunk])
+        datas += decoder.close_data()
+        assert datas == [e.data for e in decode(data, chunk)] == [b"1", b"2\n3", b"4", b"5"]
+    mixed = SSEDecoder()
+    assert mixed.feed_data(b"data: 1\n\ndata: 2") == [b"1"]
+    assert mixed.feed(b"\n\ndata: 3\n") == [ServerSentEvent(b"2")]
+    assert mixed.close_data() == [b"3"]
+
+
+def test_the_bound_holds_on_the_fast_path():
+    from turnwire.errors import StreamError
+
+    decoder = SSEDecoder(max_event_bytes=100)
+    with pytest.raises(StreamError):
+        decoder.feed_data(b"event: x\ndata: " + b"y" * 200 + b"\n\n")
+    # A whole event, then the start of one the next chunk takes over the bound.
+    decoder = SSEDecoder(max_event_bytes=100)
+    assert decoder.feed_data(b"data: 1\n\ndata: " + b"z" * 60) == [b"1"]
+    with pytest.raises(StreamError, match="an event larger than 100 bytes"):
+        decoder.feed_data(b"z" * 50)
+
+
+lines = st.lists(
+    st.one_of(
+        st.sampled_from(
+            [b"", b"data", b"data:", b"data: ", b"event: ", b": c", b"id: 3", b"retry: 9"]
+        ),
+        st.builds(
+            lambda field, sep, value: field + sep + value.encode(),
+            st.sampled_from([b"data", b"event", b"id", b"retry", b"other"]),
+            st.sampled_from([b": ", b":", b":  "]),
+            st.text(
+                alphabet=st.characters(blacklist_characters="\r\n\0", blacklist_categories=("Cs",)),
+                max_size=8,
+            ),
+        ),
+    ),
+    max_size=30,
+)
+
+
+@given(lines, st.integers(1, 40), st.booleans())
+def test_the_fast_path_agrees_with_the_line_by_line_path(spec, chunk, final_blank):
+    """LF-only whole chunks take the fast path; the same lines with CRLF ends, or LF ends one
+    byte at a time, go line by line: the events are the same."""
+    lf = b"".join(line + b"\n" for line in spec) + (b"\n" if final_blank else b"")
+    crlf = lf.replace(b"\n", b"\r\n")
+    whole = decode(lf, len(lf) or 1)
+    assert whole == decode(crlf, len(crlf) or 1) == decode(lf, 1) == decode(lf, chunk)

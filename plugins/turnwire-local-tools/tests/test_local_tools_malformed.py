@@ -342,3 +342,14 @@ def test_a_tool_named_print_is_called_not_unwrapped():
     assert found is not None and [(c.name, c.arguments) for c in found.calls] == [
         ("print", {"x": "hi"})
     ]
+
+
+@pytest.mark.parametrize("marker", ["<tool_call>", "</tool_call>", "<tool_call></tool_call>"])
+def test_a_hermes_argument_may_spell_the_tags(marker):
+    """Found by the property test above: a string value holding a tag is data, not markup."""
+    arguments = {"A": {marker: None}, "b": f"x{marker}y"}
+    call = json.dumps({"name": "get_weather", "arguments": arguments})
+    found = parse(f"<tool_call>\n{call}\n</tool_call> after", TOOLS, format="hermes")
+    assert found is not None
+    assert [(c.name, c.arguments) for c in found.calls] == [("get_weather", arguments)]
+    assert found.text == "after"

@@ -69,6 +69,7 @@ from turnwire.model import (
     ToolCall,
     ToolResult,
 )
+from turnwire.pipeline import PENDING_FINGERPRINT
 from turnwire.turns import ContextAssembler, file_roots
 from turnwire.usage import GenerationStats, Usage
 from turnwire.wire import FunctionCall, OutputMessage, ReasoningItem, ReasoningText, SummaryText
@@ -85,30 +86,8 @@ REASONING_PHRASES = (
     "items are not persisted when store is set to false",
 )
 PAIRING_PHRASES = REASONING_PHRASES[1:]
-PENDING = "pending"
-
-
-class _MatchesAny(str):
-    """A fingerprint equal to every other: renders the thread as if all replay were fresh."""
-
-    __slots__ = ()
-
-    def __eq__(self, other: object) -> bool:
-        return True
-
-    def __ne__(self, other: object) -> bool:
-        return False
-
-    __hash__ = str.__hash__
-
-
-_WILDCARD = _MatchesAny("*")
-
-
-def _accept_every_fingerprint() -> _MatchesAny:
-    """The fingerprint stage while new reasoning is stamped: one function, so the render memo
-    keys its sweep state the same way every time."""
-    return _WILDCARD
+PENDING = PENDING_FINGERPRINT
+"""The fingerprint a new reasoning thought carries until the next render stamps it."""
 
 
 class ResponseMeta(msgspec.Struct, frozen=True, kw_only=True):
@@ -427,7 +406,7 @@ class Client:
         stats: list[GenerationStats] = []
         while True:
             iterations += 1
-            generation = await self._iteration(thread, resolved, on_text, allowed)
+            generation, thread = await self._iteration(thread, resolved, on_text, allowed)
             generation = apply_text_tool_calls(generation, self._text_call_parser(thread))
             before = _record_counts(thread)
             thread, calls = self._record(thread, generation)
@@ -445,8 +424,10 @@ class Client:
             runnable = [call for call in calls if call.result is None]
             if runnable and not once:
                 thread = await self._execute(thread, runnable, on_tool_result, files)
-            thread = self._fingerprint_new_thoughts(thread, resolved, allowed)
+            # The next request's render stamps this response's reasoning; a run that stops
+            # here renders once more to stamp it.
             if not calls or once:
+                thread = self._fingerprint_new_thoughts(thread, resolved, allowed)
                 break
             if iterations >= self.settings.client.max_iterations:
                 logger.warning(
@@ -454,6 +435,7 @@ class Client:
                     iterations,
                     extra={"kind": "max-iterations"},
                 )
+                thread = self._fingerprint_new_thoughts(thread, resolved, allowed)
                 break
         assert generation is not None
         records = Records(
@@ -633,7 +615,13 @@ class Client:
     # ------------------------------------------------------------------ one iteration
 
     def _render(
-        self, thread: Thread, model: str, roots: tuple[str, ...], *, replay_off: bool = False
+        self,
+        thread: Thread,
+        model: str,
+        roots: tuple[str, ...],
+        *,
+        replay_off: bool = False,
+        pending: frozenset[str] = frozenset(),
     ) -> Any:
         from turnwire.api import render
 
@@ -644,6 +632,7 @@ class Client:
             reasoning_replay="off" if replay_off else None,
             render_context=self._render_context,
             roots=roots,
+            pending_reasoning=pending,
         )
 
     def _check_tool_choice(self, thread: Thread) -> None:
@@ -680,11 +669,16 @@ class Client:
         model: str,
         on_text: Callable[[str], None] | None,
         roots: tuple[str, ...],
-    ) -> Generation:
+    ) -> tuple[Generation, Thread]:
+        """One request: rendered once (stamping the reasoning the last response brought, so
+        the thread returned is the one this request was rendered from), sent, answered."""
         from turnwire.tokens import check_context_window
 
         self._check_tool_choice(thread)
-        rendered = self._last_rendered = self._render(thread, model, roots)
+        pending = _pending_ids(thread)
+        rendered = self._last_rendered = self._render(thread, model, roots, pending=pending)
+        if pending:
+            thread = _stamp(thread, pending, rendered.rendered.stamped)
         context = self.settings.context
         check_context_window(
             rendered.request,
@@ -693,7 +687,7 @@ class Client:
             window=context.context_window,
         )
         try:
-            return await self._exchange(rendered, model, on_text, "request")
+            return await self._exchange(rendered, model, on_text, "request"), thread
         except HttpError as err:
             body = err.body.lower().replace("`", "")
             if err.http_status != 400 or not any(p in body for p in REASONING_PHRASES):
@@ -707,7 +701,8 @@ class Client:
             )
             rendered = self._last_rendered = self._render(thread, model, roots, replay_off=True)
             try:
-                return await self._exchange(rendered, model, on_text, "reasoning-free-retry")
+                answer = await self._exchange(rendered, model, on_text, "reasoning-free-retry")
+                return answer, thread
             except HttpError as again:
                 lowered = again.body.lower().replace("`", "")
                 if again.http_status == 400 and any(p in lowered for p in PAIRING_PHRASES):
@@ -966,45 +961,28 @@ class Client:
     def _fingerprint_new_thoughts(
         self, thread: Thread, model: str, roots: tuple[str, ...]
     ) -> Thread:
-        """Give each newly recorded reasoning thought the fingerprint of its future prefix.
+        """Give each newly recorded reasoning thought the fingerprint of its prefix in the
+        request that would follow, when no request follows in this run.
 
-        The thread is rendered once with every fingerprint accepted, which yields the input
-        the next request will send; each new reasoning item's prefix there is hashed with the
-        fingerprint stage (so a plugin's scheme applies on both sides).
+        The thread is rendered as that request would be (the new thoughts kept as fresh when
+        they pair, every other one checked as usual), through the fingerprint stage, so a
+        plugin's scheme applies on both sides. Within a run, the next request's own render
+        does this (:meth:`_iteration`).
         """
-        pending = {
-            t.id
-            for t in thread.thoughts
-            if t.payload is not None and t.payload.prefix_fingerprint == PENDING
-        }
+        pending = _pending_ids(thread)
         if not pending:
             return thread
-        from turnwire.api import prefix_fingerprint, render_input
-        from turnwire.container import overriding
+        from turnwire.api import render_input
 
-        with overriding(self.container.fingerprint_prefix, _accept_every_fingerprint):
-            rendered = render_input(
-                thread,
-                container=self.container,
-                model=model,
-                render_context=self._render_context,
-                roots=roots,
-            )
-        found = {
-            item.id: prefix_fingerprint(
-                rendered, container=self.container, model=model, through_item=index
-            )
-            for index, item in enumerate(rendered.input)
-            if isinstance(item, ReasoningItem) and item.id in pending
-        }
-        replace = msgspec.structs.replace
-        thoughts = tuple(
-            replace(t, payload=replace(t.payload, prefix_fingerprint=found.get(t.id)))
-            if t.id in pending and t.payload is not None
-            else t
-            for t in thread.thoughts
+        rendered = render_input(
+            thread,
+            container=self.container,
+            model=model,
+            render_context=self._render_context,
+            roots=roots,
+            pending_reasoning=pending,
         )
-        return replace(thread, thoughts=thoughts)
+        return _stamp(thread, pending, rendered.stamped)
 
     # ------------------------------------------------------------------ tools
 
@@ -1110,6 +1088,44 @@ class Client:
             logger.exception(
                 "a wrapper of %s raised; the turn goes on", name, extra={"kind": "observer-error"}
             )
+
+
+def _unstamped_from(thoughts: tuple[Thought, ...]) -> int:
+    """Where the thoughts after the last stamped reasoning thought begin: the client stamps
+    each response's reasoning before the next, so none before it is pending."""
+    first = len(thoughts)
+    while first:
+        payload = thoughts[first - 1].payload
+        if payload is not None and payload.prefix_fingerprint not in (None, PENDING):
+            break
+        first -= 1
+    return first
+
+
+def _pending_ids(thread: Thread) -> frozenset[str]:
+    """The reasoning thoughts recorded by this run and not stamped yet (the newest ones)."""
+    thoughts = thread.thoughts
+    return frozenset(
+        t.id
+        for t in thoughts[_unstamped_from(thoughts) :]
+        if t.payload is not None and t.payload.prefix_fingerprint == PENDING
+    )
+
+
+def _stamp(thread: Thread, pending: frozenset[str], stamped: Iterable[tuple[str, str]]) -> Thread:
+    """``thread`` with each pending thought's fingerprint: the stamped one, else ``None`` (it
+    did not pair: it will not be replayed)."""
+    found = dict(stamped)
+    replace = msgspec.structs.replace
+    thoughts = thread.thoughts
+    first = _unstamped_from(thoughts)
+    tail = tuple(
+        replace(t, payload=replace(t.payload, prefix_fingerprint=found.get(t.id)))
+        if t.id in pending and t.payload is not None
+        else t
+        for t in thoughts[first:]
+    )
+    return replace(thread, thoughts=thoughts[:first] + tail)
 
 
 def _record_counts(thread: Thread) -> tuple[int, int, int, int]:

@@ -598,6 +598,11 @@ class ResponseAccumulator:
                         extra={"kind": "sse-sequence-gap"},
                     )
                 self._last_sequence = sequence
+            if type(event) is TextDelta:  # most events: a delta to an open message, inline
+                slot = self._text.get(event.output_index)
+                if slot is not None:
+                    slot.parts.append(event.delta)
+                    continue
             generation = handlers[type(event)](event)
             if generation is not None:
                 finished.append(generation)

@@ -9,6 +9,12 @@ the stream is dropped (it may arrive split over chunks); an empty chunk changes 
 a CR waiting for its LF. Unlike the official SDK's decoder, an event still pending at end of
 stream (the server sent no final blank line) is dispatched by :meth:`SSEDecoder.close`.
 
+Between events, a chunk with LF line ends only is cut at its LF LF pairs, and the usual block
+(``event: NAME`` then ``data: DATA``, or the data line alone) is sliced out without going line
+by line; any other block, an event begun in an earlier chunk, and every chunk holding a CR take
+the general line-by-line path. :meth:`SSEDecoder.feed_data` returns only each event's data (no
+event object per event), for a reader that needs nothing else.
+
 The decoder keeps the pending incomplete line as a list of fragments, so one huge event
 arriving in tiny chunks costs linear time. One event (its pending line and its data lines
 together) may hold at most ``max_event_bytes``: a server that sends an endless line, or a
@@ -17,6 +23,8 @@ unbounded memory.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from turnwire.errors import StreamError
 
@@ -69,7 +77,12 @@ class ServerSentEvent:
 
 
 class SSEDecoder:
-    """Incremental decoder: :meth:`feed` chunks, then :meth:`close` at end of stream."""
+    """Incremental decoder: :meth:`feed` chunks, then :meth:`close` at end of stream.
+
+    :meth:`feed_data` and :meth:`close_data` are the same decoder returning only each event's
+    ``data`` (what the Responses client reads: the JSON carries its own ``type``), without an
+    event object per event. One decoder may mix the two kinds of call.
+    """
 
     __slots__ = (
         "_after_cr",
@@ -82,6 +95,7 @@ class SSEDecoder:
         "_id",
         "_limit",
         "_retry",
+        "_wrap",
     )
 
     def __init__(self, *, max_event_bytes: int = MAX_EVENT_BYTES) -> None:
@@ -89,16 +103,26 @@ class SSEDecoder:
         self._held = 0  # bytes of the pending line and of the pending event's data
         # The stream's first bytes until they are known not to be a byte order mark, then None.
         self._head: bytes | None = b""
-        self._fragments: list[bytes] = []
+        self._fragments: list[bytes] = []  # the pending incomplete line (never holds CR or LF)
         self._after_cr = False
         self._data: list[bytes] = []
         self._has_data = False
         self._event: bytes = b""
         self._id: str | None = None
         self._retry: int | None = None
+        self._wrap = False  # True while feed or close runs: dispatch ServerSentEvent objects
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
         """Decode ``chunk``; return the events it completes."""
+        self._wrap = True
+        try:
+            events: list[Any] = self.feed_data(chunk)
+        finally:
+            self._wrap = False
+        return events
+
+    def feed_data(self, chunk: bytes) -> list[bytes]:
+        """Decode ``chunk``; return the ``data`` of each event it completes."""
         if not chunk:
             return []
         if self._head is not None:
@@ -117,46 +141,106 @@ class SSEDecoder:
                 chunk = chunk[1:]
                 if not chunk:
                     return []
-        if b"\r" in chunk:
+        if 13 in chunk:  # a CR (an int is looked up faster than a bytes)
             return self._feed_cr(chunk)
-        self._held += len(chunk)
-        if self._held > self._limit:
+        held = self._held + len(chunk)
+        if held > self._limit:
             self._too_large()
-        last = chunk.rfind(b"\n")
-        if last == -1:
-            self._fragments.append(chunk)
-            return []
-        if self._fragments:
-            self._fragments.append(chunk[: last + 1])
-            text = b"".join(self._fragments)
-            self._fragments = []
+        events: list[Any] = []
+        if self._fragments or self._has_data or self._event:
+            # An event is under way: its lines up to the first blank line go line by line.
+            if not self._fragments and chunk[0] == 10:
+                self._line(b"", events)
+                chunk = chunk[1:]
+            else:
+                end = chunk.find(b"\n\n")
+                if end == -1:
+                    self._lines(chunk, events)
+                    self._held = held
+                    return events
+                self._lines(chunk[: end + 2], events)
+                chunk = chunk[end + 2 :]
+        # The decoder is between events: every block before an LF LF is a whole event. The
+        # usual one, "event: NAME" and "data: DATA" (or the data line alone), is sliced out
+        # directly; any other block goes line by line.
+        blocks = chunk.split(b"\n\n")
+        rest = blocks.pop()
+        wrap = self._wrap
+        for block in blocks:
+            lines = block.split(b"\n")
+            if len(lines) == 2:
+                name, data = lines
+                if name[:7] == b"event: " and data[:6] == b"data: ":
+                    if wrap:
+                        events.append(ServerSentEvent(data[6:], name[7:], self._id, self._retry))
+                    else:
+                        events.append(data[6:])
+                    continue
+            elif block[:6] == b"data: " and len(lines) == 1:
+                if wrap:
+                    events.append(ServerSentEvent(block[6:], b"", self._id, self._retry))
+                else:
+                    events.append(block[6:])
+                continue
+            for line in lines:
+                self._line(line, events)
+            self._line(b"", events)
+        if rest:
+            self._lines(rest, events)
+        if not events:
+            self._held = held
+        elif self._fragments or self._data:  # held from here on: the pending line and data
+            self._held = sum(map(len, self._fragments)) + sum(map(len, self._data))
         else:
-            text = chunk[: last + 1]
-        if last + 1 < len(chunk):
-            self._fragments.append(chunk[last + 1 :])
-        events: list[ServerSentEvent] = []
+            self._held = 0
+        return events
+
+    def close(self) -> list[ServerSentEvent]:
+        """End of stream: dispatch a pending event that lacked its final blank line."""
+        self._wrap = True
+        try:
+            events: list[Any] = self.close_data()
+        finally:
+            self._wrap = False
+        return events
+
+    def close_data(self) -> list[bytes]:
+        """:meth:`close`, returning only the pending event's ``data``."""
+        events: list[Any] = []
+        if self._head:  # a stream of one or two bytes that only looked like a BOM's start
+            head, self._head = self._head, None
+            events += self.feed_data(head)
+        self._head = None
+        if self._fragments:
+            line = b"".join(self._fragments)
+            self._fragments = []
+            self._line(line, events)
+        self._after_cr = False
+        if self._has_data:
+            self._line(b"", events)
+        return events
+
+    def _lines(self, text: bytes, events: list[Any]) -> None:
+        """Lines of ``text`` (LF line ends only); an incomplete last line is kept pending."""
         lines = text.split(b"\n")
-        lines.pop()  # the empty string after the final LF
+        rest = lines.pop()
+        fragments = self._fragments
+        if fragments and lines:
+            fragments.append(lines[0])
+            lines[0] = b"".join(fragments)
+            fragments.clear()
+        if rest:
+            fragments.append(rest)
         data = self._data
         for line in lines:
-            # The two lines every Responses event has, handled inline; the rest in _line.
+            # The lines every Responses event has, handled inline; the rest in _line.
             if line[:6] == b"data: ":
                 data.append(line[6:])
                 self._has_data = True
-            elif not line and self._has_data:
-                events.append(
-                    ServerSentEvent(
-                        b"\n".join(data), self._event or "message", self._id, self._retry
-                    )
-                )
-                data.clear()
-                self._has_data = False
-                self._event = b""
+            elif line[:7] == b"event: ":
+                self._event = line[7:]
             else:
                 self._line(line, events)
-        if events:  # held from here on: the incomplete line and the next event's data so far
-            self._held = len(chunk) - last - 1 + sum(map(len, data))
-        return events
 
     def _too_large(self) -> None:
         raise StreamError(
@@ -164,13 +248,13 @@ class SSEDecoder:
             "nothing was recorded"
         )
 
-    def _feed_cr(self, chunk: bytes) -> list[ServerSentEvent]:
+    def _feed_cr(self, chunk: bytes) -> list[Any]:
         self._held += len(chunk)
         if self._held > self._limit:
             self._too_large()
         text = b"".join([*self._fragments, chunk]) if self._fragments else chunk
         self._fragments = []
-        events: list[ServerSentEvent] = []
+        events: list[Any] = []
         start, length = 0, len(text)
         while start < length:
             cr = text.find(b"\r", start)
@@ -194,14 +278,14 @@ class SSEDecoder:
             self._held = sum(map(len, self._fragments)) + sum(map(len, self._data))
         return events
 
-    def _line(self, line: bytes, events: list[ServerSentEvent]) -> None:
+    def _line(self, line: bytes, events: list[Any]) -> None:
         if not line:
             if self._has_data:
-                events.append(
-                    ServerSentEvent(
-                        b"\n".join(self._data), self._event or "message", self._id, self._retry
-                    )
-                )
+                data = b"\n".join(self._data)
+                if self._wrap:
+                    events.append(ServerSentEvent(data, self._event, self._id, self._retry))
+                else:
+                    events.append(data)
             self._data.clear()
             self._has_data = False
             self._event = b""
@@ -221,19 +305,3 @@ class SSEDecoder:
                 self._id = value.decode("utf-8", "replace")
         elif name == b"retry" and value.isdigit():
             self._retry = int(value)
-
-    def close(self) -> list[ServerSentEvent]:
-        """End of stream: dispatch a pending event that lacked its final blank line."""
-        events: list[ServerSentEvent] = []
-        if self._head:  # a stream of one or two bytes that only looked like a BOM's start
-            head, self._head = self._head, None
-            events += self.feed(head)
-        self._head = None
-        if self._fragments:
-            line = b"".join(self._fragments)
-            self._fragments = []
-            self._line(line, events)
-        self._after_cr = False
-        if self._has_data:
-            self._line(b"", events)
-        return events

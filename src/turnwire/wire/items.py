@@ -81,15 +81,17 @@ class HostedInputItem(dict[str, Any]):
 
     It encodes as the mapping itself, in the emitted field order. It is read-only: it is shared
     between renders and its bytes feed the prefix fingerprint. ``unpaired`` is what is sent in
-    its place when the reasoning item it followed in the response is not sent (the API refuses
-    such an item without its reasoning); ``None``: nothing is sent then.
+    its place when a reasoning item of its response came before it and that reasoning is not
+    sent (the API refuses such an item without its reasoning); ``None``: nothing is sent then.
+    ``recorded`` is the ``(created_at, seq)`` of the record it renders, set by the pipeline.
     """
 
-    __slots__ = ("unpaired",)
+    __slots__ = ("recorded", "unpaired")
 
     def __init__(self, fields: dict[str, Any], unpaired: InputItem | None = None) -> None:
         super().__init__(fields)
         self.unpaired = unpaired
+        self.recorded: tuple[Any, int] | None = None
 
     @property
     def type(self) -> str:

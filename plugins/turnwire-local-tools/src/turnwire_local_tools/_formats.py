@@ -51,18 +51,39 @@ def hermes(text: str, scope: Scope) -> TextToolCalls | None:
     pos = 0
     while (start := text.find(_HERMES_OPEN, pos)) >= 0:
         body_start = start + len(_HERMES_OPEN)
-        end = text.find(_HERMES_CLOSE, body_start)
-        if end < 0:
-            raise Malformed
-        body = text[body_start:end]
-        if _HERMES_OPEN in body:
-            raise Malformed
-        for value in _listed(decode_value(body)):
+        decoded, end = _hermes_json(text, body_start)
+        if decoded is _NONE:
+            # Not one JSON value closed by the tag: the body is what lies before the first
+            # closing tag, a Python literal at best (markers inside strings need JSON).
+            end = text.find(_HERMES_CLOSE, body_start)
+            if end < 0:
+                raise Malformed
+            body = text[body_start:end]
+            if _HERMES_OPEN in body:
+                raise Malformed
+            decoded = decode_value(body)
+        for value in _listed(decoded):
             name, args, _ = call_from_object(value, scope, marked=True)
             cuts.call(name, args)
         pos = end + len(_HERMES_CLOSE)
         cuts.cut(start, pos)
     return cuts.result(leftover=(_HERMES_CLOSE,))
+
+
+_NONE = object()
+
+
+def _hermes_json(text: str, body_start: int) -> tuple[Any, int]:
+    """The JSON value right after an opening tag and where its closing tag starts, when one
+    follows it (a value's strings may hold either tag); ``(_NONE, -1)`` otherwise."""
+    try:
+        value, after = decode_json_at(text, skip_space(text, body_start))
+    except Malformed:
+        return _NONE, -1
+    close = skip_space(text, after)
+    if not text.startswith(_HERMES_CLOSE, close):
+        return _NONE, -1
+    return value, close
 
 
 # --------------------------------------------------------------------------- qwen3_coder
