@@ -32,8 +32,11 @@ def test_providers_mirror_the_signature_one_for_one():
     assert options <= set(Container.providers)
     assert set(STAGES) <= set(Container.providers)
     parameters = set(inspect.signature(turnwire.build_input).parameters)
-    assert parameters == {"thread", "plan", "options", "render_memo"}
+    # per call: the thread, and the run's unstamped reasoning; injected: the other three
+    assert parameters == {"thread", "pending", "plan", "options", "render_memo"}
+    assert {"plan", "options", "render_memo"} <= {"plan", "options", *Container.providers}
     assert "render_memo" in Container.providers
+    assert "thread" not in Container.providers and "pending" not in Container.providers
 
 
 @pytest.mark.parametrize(

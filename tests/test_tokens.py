@@ -13,7 +13,7 @@ import turnwire
 from turnwire.errors import ContextOverflowError
 from turnwire.tokens import BUCKETS, check_context_window, estimate, file_tokens, image_tokens
 
-from .conftest import REPLAY, make_container, reasoning_thought, thread, user
+from .conftest import REPLAY, at, make_container, reasoning_thought, thread, user
 
 
 def _png(width: int, height: int) -> bytes:
@@ -124,6 +124,32 @@ def test_images_files_and_reasoning_blobs_count_in_the_timeline():
     body = turnwire.render(reasoning, container=replay).request
     assert any(getattr(item, "encrypted_content", None) == blob for item in body.input)
     assert estimate(body, reasoning, encoding="o200k_base")["timeline"] >= 1000
+
+
+def test_hosted_items_count_what_the_model_reads_and_their_opaque_state():
+    compaction = {"id": "cmp_1", "type": "compaction", "encrypted_content": "y" * 4000}
+    search = {
+        "id": "ws_1",
+        "type": "web_search_call",
+        "status": "completed",
+        "action": {"type": "search", "query": "word " * 200},
+    }
+    plain = thread(model="gpt-5", messages=[user(content="hi")])
+    hosted = thread(
+        model="gpt-5",
+        messages=[user(content="hi", second=5)],
+        hosted_items=[
+            {"id": "cmp_1", "type": "compaction", "item": compaction, "created_at": at(1)},
+            {"id": "ws_1", "type": "web_search_call", "item": search, "created_at": at(2)},
+        ],
+    )
+    container = make_container()
+    base = estimate(
+        turnwire.render(plain, container=container).request, plain, encoding="o200k_base"
+    )
+    body = turnwire.render(hosted, container=container).request
+    extra = estimate(body, hosted, encoding="o200k_base")["timeline"] - base["timeline"]
+    assert extra >= 1000 + 200  # the compaction's 4,000 characters, and the query's words
 
 
 def test_the_guard_logs_its_estimate_and_raises_over_the_window(caplog):

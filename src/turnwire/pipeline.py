@@ -182,6 +182,15 @@ def _tool_call_items(call: ToolCall, tool: Tool | None, stages: Any) -> tuple[In
     return (function_call, FunctionCallOutput(call_id=call_id, output=output))
 
 
+def _hosted_items(record: HostedItem, stages: Any) -> tuple[InputItem, ...]:
+    """The items of one hosted record, each item form marked with the record's position."""
+    rendered = tuple(stages.render_hosted_item(hosted_item=record) or ())
+    for item in rendered:
+        if type(item) is HostedInputItem and item.recorded is None:
+            item.recorded = (record.created_at, record.seq)
+    return rendered
+
+
 def _thought_items(
     thought: Thought, options: RenderOptions, stages: Any
 ) -> tuple[tuple[InputItem, ...], bool]:
@@ -419,12 +428,7 @@ def _timeline(
                 extend(hit.rendered)
                 warnings.extend(hit.said)
                 continue
-            rendered = stages.render_hosted_item(hosted_item=record) or ()
-            if type(rendered) is not tuple:
-                rendered = tuple(rendered)
-            for item in rendered:
-                if type(item) is HostedInputItem and item.recorded is None:
-                    item.recorded = (record.created_at, record.seq)
+            rendered = _hosted_items(record, stages)
             if hosted_entries is not None:
                 said = tuple(warnings[before:]) if len(warnings) > before else ()
                 hosted_entries[record.id] = Entry(record, None, rendered, False, said)
@@ -503,7 +507,8 @@ def _strip_ids(
                 if recorded is None or not reasoned:
                     continue
                 first = reasoned.get(recorded[0])
-                if first is not None and first < recorded[1] and governing != recorded[0]:
+                # on a full tie a thought sorts first
+                if first is not None and first <= recorded[1] and governing != recorded[0]:
                     if out is items:
                         out = list(items)
                     out[index] = item.unpaired

@@ -35,6 +35,7 @@ from turnwire.model import Thread
 from turnwire.wire import (
     FunctionCall,
     FunctionCallOutput,
+    HostedInputItem,
     InputImage,
     InputItem,
     InputMessage,
@@ -174,6 +175,13 @@ def _item(item: InputItem, texts: list[str]) -> int:
     if isinstance(item, ReasoningItem):
         texts += [part.text for part in item.summary]
         return math.ceil(len(item.encrypted_content or "") / 4)
+    if isinstance(item, HostedInputItem):
+        # What the model reads of it: every field but the opaque state, which is counted
+        # like a reasoning item's (a compaction's summary of the turns it replaced).
+        opaque = item.get("encrypted_content")
+        shown = {key: value for key, value in item.items() if key != "encrypted_content"}
+        texts.append(msgspec.json.encode(shown).decode())
+        return math.ceil(len(opaque) / 4) if isinstance(opaque, str) else 0
     return 0
 
 

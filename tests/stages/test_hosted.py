@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 from types import SimpleNamespace
 
 import msgspec
@@ -149,3 +150,62 @@ def test_the_record_checks_its_item():
         HostedItem(id="ws_1", type="web_search_call", item={"type": "mcp_call"}, created_at=T)
     with pytest.raises(ValueError, match="not its `id`"):
         HostedItem(id="ws_1", type="web_search_call", item={**WEB, "id": "ws_2"}, created_at=T)
+
+
+def test_the_documented_plugin_replaces_the_text_form():
+    """docs/hosted-items.md's example, as written there."""
+    import turnwire
+    from turnwire import hookimpl
+
+    from ..conftest import REPLAY, make_container, thread, user
+
+    class QuietSearches:
+        @hookimpl
+        def render_hosted_item_text(self, hosted_item):
+            if hosted_item.type == "web_search_call":
+                return f"[searched the web for {hosted_item.view.query!r}]"
+            return None
+
+    page = (Path(__file__).parents[2] / "docs" / "hosted-items.md").read_text()
+    assert 'return f"[searched the web for {hosted_item.view.query!r}]"' in page
+    shell = {"id": "sh_1", "type": "shell_call", "action": {}}
+    records = thread(
+        messages=[user()],
+        hosted_items=[
+            {
+                "id": "ws_1",
+                "type": "web_search_call",
+                "item": WEB,
+                "created_at": "2026-01-01T10:00:01Z",
+            },
+            {
+                "id": "sh_1",
+                "type": "shell_call",
+                "item": shell,
+                "created_at": "2026-01-01T10:00:02Z",
+            },
+        ],
+        thoughts=[
+            {
+                "id": "rs_1",
+                "created_at": "2026-01-01T10:00:01Z",
+                "replay_compatibility": "openai-responses-reasoning-v1",
+                "payload": {
+                    "variant": "responses-reasoning",
+                    "paired_item_id": "ws_1",
+                    "prefix_fingerprint": "0" * 64,
+                    "item": {
+                        "type": "reasoning",
+                        "id": "rs_1",
+                        "summary": [],
+                        "encrypted_content": "gAAAA",
+                    },
+                },
+            }
+        ],
+    )
+    container = make_container(REPLAY, extra_plugins=[QuietSearches()])
+    body = turnwire.render(records, container=container, model="gpt-5").json
+    texts = [i["content"] for i in body["input"] if i.get("role") == "assistant"]
+    assert texts[0] == "[searched the web for 'weather']"  # the stale reasoning took the item
+    assert texts[1].startswith("[shell_call sh_1]\n<untrusted_content_")

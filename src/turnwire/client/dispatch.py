@@ -770,15 +770,15 @@ class Client:
             nonlocal malformed
             events = []
             for raw in raw_events:
-                if raw.data == b"[DONE]":
+                if raw == b"[DONE]":
                     continue  # the Chat Completions end marker some bridges (litellm) send
                 try:
-                    event = decode_event(raw.data)
+                    event = decode_event(raw)
                 except msgspec.DecodeError:
                     malformed += 1
                     logger.warning(
                         "skipping an event whose data is not JSON: %r",
-                        raw.data[:120],
+                        raw[:120],
                         extra={"kind": "sse-parse-failure"},
                     )
                     continue
@@ -809,10 +809,10 @@ class Client:
                     extra={"kind": "stream-disconnected"},
                 )
                 break
-            apply(decoder.feed(chunk))
+            apply(decoder.feed_data(chunk))
             if finished:
                 return finished[0]
-        apply(decoder.close())
+        apply(decoder.close_data())
         if finished:
             return finished[0]
         tail = accumulator.close()
