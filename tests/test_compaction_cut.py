@@ -115,3 +115,36 @@ def test_a_window_applies_first_then_the_cut():
     assert compacted(kept) is kept  # the compaction was in a turn the window left out
     every = WindowSettings(compact=CompactWindow(threshold=5))
     assert apply_window(full, every) is full
+
+
+def test_a_compaction_stamped_at_a_reasoned_response_s_time_stays_an_item():
+    """The automatic compaction takes the last covered record's time (next ``seq``): the
+    reasoning of that response is cut with it, so the compaction is no hosted item whose
+    reasoning went missing (which would go as text)."""
+    reasoning = {
+        "id": "rs_1",
+        "created_at": at(2),
+        "seq": 1,
+        "replay_compatibility": "openai-responses-reasoning-v1",
+        "payload": {
+            "variant": "responses-reasoning",
+            "paired_item_id": "msg_1",
+            "prefix_fingerprint": "0" * 64,
+            "item": {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gA"},
+        },
+    }
+    cut = thread(
+        model="gpt-5",
+        messages=[user("u1", "first", 1), assistant("msg_1", "one", 2, seq=2), user("u2", "x", 3)],
+        thoughts=[reasoning],
+        hosted_items=[_compaction("cmp_1", 2, seq=3)],
+    )
+    settings = {
+        "render": {
+            "reasoning_replay": "encrypted",
+            "replay_compatibility": ["openai-responses-reasoning-v1"],
+        }
+    }
+    body = render_body(cut, settings)
+    assert [i.get("type", "message") for i in body["input"]] == ["compaction", "message"]
+    assert body["input"][0]["id"] == "cmp_1"
