@@ -656,6 +656,8 @@ def compact(
     config_files: Iterable[str | os.PathLike[str]] = (),
     base_url: str | None = None,
     api_key: str | None = None,
+    organization: str | None = None,
+    project: str | None = None,
     model: str | None = None,
     save: bool = False,
     container: Container | None = None,
@@ -680,7 +682,14 @@ def compact(
         raise ConfigError("--save needs a thread file path to write back to", path="$")
     chosen = file_roots(roots, container.settings().files, _folder_of(thread))
     loaded = thread if isinstance(thread, Thread) else load_thread(thread)
-    client = Client(container, base_url=base_url, api_key=api_key, **transport_options)
+    client = Client(
+        container,
+        base_url=base_url,
+        api_key=api_key,
+        organization=organization,
+        project=project,
+        **transport_options,
+    )
 
     async def main() -> CompactResult:
         try:
@@ -703,6 +712,8 @@ def compact_thread(
     config_files: Iterable[str | os.PathLike[str]] = (),
     base_url: str | None = None,
     api_key: str | None = None,
+    organization: str | None = None,
+    project: str | None = None,
     model: str | None = None,
     container: Container | None = None,
     render_context: Mapping[str, str] | None = None,
@@ -725,7 +736,14 @@ def compact_thread(
     folder = getattr(store, "files_folder", None)
     defaults = () if folder is None else (folder,)
     chosen = file_roots(roots, container.settings().files, defaults)
-    client = Client(container, base_url=base_url, api_key=api_key, **transport_options)
+    client = Client(
+        container,
+        base_url=base_url,
+        api_key=api_key,
+        organization=organization,
+        project=project,
+        **transport_options,
+    )
 
     async def main() -> CompactResult:
         try:
