@@ -421,7 +421,10 @@ client:
   retry: {max_retries: 5, max_delay_s: 20}
 """,
     "context": """\
-context: {token_encoding: o200k_base, context_window: 400000}
+context:
+  window: {compact: {threshold: 200000}}
+  token_encoding: o200k_base
+  context_window: 400000
 """,
     "plugins": """\
 plugins:

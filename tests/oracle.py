@@ -12,7 +12,7 @@ import typing
 from collections import defaultdict
 from typing import Any, Literal, Union, get_args, get_origin
 
-from openai.types.responses import response_create_params
+from openai.types.responses import response_compact_params, response_create_params
 from openai.types.responses.response_input_item_param import ResponseInputItemParam
 from openai.types.responses.tool_param import ToolParam
 from pydantic import ConfigDict, TypeAdapter, ValidationError
@@ -24,6 +24,7 @@ __all__ = [
     "OPENAI_ONLY_TOOLS",
     "OracleError",
     "validate_body",
+    "validate_compact_body",
     "validate_open_responses",
 ]
 
@@ -251,3 +252,20 @@ def validate_open_responses(body: dict[str, Any]) -> None:
     unknown = _unknown_keys(body, model, "")
     if unknown:
         raise OracleError(f"Open Responses: keys the specification does not define: {unknown}")
+
+
+_COMPACT_BODY = TypeAdapter(response_compact_params.ResponseCompactParams)
+
+
+def validate_compact_body(body: dict[str, Any]) -> None:
+    """Raise :class:`OracleError` when the SDK's ``responses.compact`` types reject ``body``:
+    each input item as :func:`validate_body` checks it, and the top level with unknown keys
+    forbidden."""
+    validate_body({"model": body.get("model"), "input": body.get("input", [])})
+    unknown = set(body) - set(response_compact_params.ResponseCompactParams.__annotations__)
+    if unknown:
+        raise OracleError(f"compact body: unknown keys {sorted(unknown)}")
+    try:
+        _COMPACT_BODY.validate_python(body)
+    except ValidationError as err:
+        raise OracleError(f"compact body: {err}") from err

@@ -160,6 +160,7 @@ EDITS = st.one_of(
     st.tuples(st.just("file"), st.binary(min_size=1, max_size=8)),
     st.tuples(st.just("system"), st.sampled_from(["", "Be brief.", "Be kind."])),
     st.tuples(st.just("trust-tools"), st.booleans()),
+    st.tuples(st.just("compact"), st.integers(0, 40)),
 )
 CHANGES = st.one_of(
     st.tuples(st.just("plugin"), st.booleans()),
@@ -209,6 +210,7 @@ class _Scenario:
             "hosted_items": [],
         }
         self.cycles = 0
+        self.compactions = 0
         self.system = ""
         self.trusted = False
         self.replay_off = False
@@ -239,6 +241,22 @@ class _Scenario:
             self.system = values[0]
         elif kind == "trust-tools":
             self.trusted = values[0]
+        elif kind == "compact":
+            # A compaction after one of the exchanges (or before them all): the render cuts
+            # everything before the latest one.
+            after = values[0] % (self.cycles + 1)
+            n = self.compactions
+            self.compactions += 1
+            item = {"type": "compaction", "id": f"cmp_{n}", "encrypted_content": f"gAAAA{n}"}
+            self.records["hosted_items"].append(
+                {
+                    "id": f"cmp_{n}",
+                    "type": "compaction",
+                    "item": item,
+                    "created_at": at(9 + after),
+                    "seq": 9,
+                }
+            )
         elif flat:
             field, index = flat[values[0] % len(flat)]
             record = dict(self.records[field][index])
@@ -563,3 +581,40 @@ def test_inline_bytes_of_kept_records_still_count_against_the_request_budget():
     with overriding(container.render_memo, None), pytest.raises(turnwire.TurnwireError) as cold:
         turnwire.api.render(three, container=container)
     assert str(warm.value) == str(cold.value)
+
+
+def test_a_compaction_cuts_the_warm_render_as_the_cold_one(tmp_path):
+    """Grow, compact, grow, compact again, compact earlier, drop the latest compaction: every
+    warm render is the cold render, and starts at the latest compaction."""
+    container = make_container(REPLAY)
+    scenario = _Scenario(tmp_path)
+    steps: list[tuple[Any, ...]] = [
+        ("append", {"x": 1}, False),
+        ("append", {"q": "a"}, True),
+        ("compact", 2),
+        ("append", {"x": 1}, False),
+        ("compact", 3),
+        ("append", {"n": 2**60}, False),
+        ("compact", 1),
+        ("remove", -1),
+        ("append", {"x": True}, False),
+    ]
+    firsts = []
+    for step in steps:
+        if step[0] == "remove":
+            hosted = scenario.records["hosted_items"]
+            hosted[:] = [record for record in hosted if record["id"] != "cmp_1"]
+        else:
+            scenario.edit(*step)
+        thread = scenario.thread()
+        roots = (scenario.folder,)
+        warm = _outcome(container, thread, False, roots)
+        with overriding(container.render_memo, None):
+            cold = _outcome(container, thread, False, roots)
+        assert warm == cold, step
+        assert _outcome(container, thread, False, roots) == cold
+        firsts.append(json.loads(warm[0])["input"][0].get("id"))
+    # Before any compaction the input starts with the first question, then with the latest
+    # compaction in the timeline (cmp_2 is placed before cmp_1, so cmp_1 stays the latest;
+    # dropping cmp_1 brings back cmp_0, the latest of those left).
+    assert firsts == [None, None, "cmp_0", "cmp_0", "cmp_1", "cmp_1", "cmp_1", "cmp_0", "cmp_0"]

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from turnwire.api import (
         RenderedRequest,
         Renderer,
+        compact,
+        compact_thread,
         prefix_fingerprint,
         render,
         run,
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     )
     from turnwire.approvals import Approval
     from turnwire.client.dispatch import Client, Records, ResponseMeta, RunResult
+    from turnwire.compaction import CompactResult
     from turnwire.container import Container, ContainerCache, build_container
     from turnwire.context import (
         EnvelopeAttrs,
@@ -110,6 +113,7 @@ _EXPORTS: dict[str, str] = {
     "ApprovalNotPendingError": "turnwire.errors",
     "Artifact": "turnwire.model",
     "Client": "turnwire.client.dispatch",
+    "CompactResult": "turnwire.compaction",
     "ClientError": "turnwire.errors",
     "ConfigError": "turnwire.errors",
     "Container": "turnwire.container",
@@ -177,6 +181,8 @@ _EXPORTS: dict[str, str] = {
     "build_body": "turnwire.request",
     "build_container": "turnwire.container",
     "build_input": "turnwire.pipeline",
+    "compact": "turnwire.api",
+    "compact_thread": "turnwire.api",
     "copy_threads": "turnwire.store",
     "dump_thread": "turnwire.thread_file",
     "encode_body": "turnwire.request",
@@ -202,6 +208,7 @@ __all__ = [
     "Artifact",
     "Client",
     "ClientError",
+    "CompactResult",
     "ConfigError",
     "Container",
     "ContainerCache",
@@ -268,6 +275,8 @@ __all__ = [
     "build_body",
     "build_container",
     "build_input",
+    "compact",
+    "compact_thread",
     "copy_threads",
     "dump_thread",
     "encode_body",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -10,16 +11,17 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from turnwire._memo import InlineState, RenderMemo, common_prefix
+from turnwire.compaction import CompactResult, compacted
 from turnwire.container import Container, ContainerCache, build_container
 from turnwire.errors import ConfigError, TurnwireError
-from turnwire.model import Message, Thread, ToolCall
+from turnwire.model import HostedItem, Message, Thread, ToolCall
 from turnwire.pipeline import RenderedInput
 from turnwire.pipeline import prefix_fingerprint as pipeline_prefix_fingerprint
 from turnwire.request import build_body, checked_body
 from turnwire.settings import RequestSettings
 from turnwire.structured import OutputSchema, StructuredOutput, structured_output
 from turnwire.thread_file import load_thread
-from turnwire.turns import ContextAssembler, file_roots
+from turnwire.turns import ContextAssembler, HostedPart, Turn, TurnBuilder, file_roots
 from turnwire.windows import apply_window
 from turnwire.wire import RequestBody
 
@@ -31,8 +33,12 @@ if TYPE_CHECKING:
     from turnwire.store import ThreadStore
 
 __all__ = [
+    "CompactResult",
     "RenderedRequest",
     "Renderer",
+    "compact",
+    "compact_thread",
+    "compaction_turn",
     "media_from_path",
     "prefix_fingerprint",
     "render",
@@ -157,7 +163,7 @@ def render_input(
     """
     settings = container.settings()
     windowed = with_declared_tools(
-        apply_window(thread, settings.context.window), container=container
+        compacted(apply_window(thread, settings.context.window)), container=container
     )
     files = settings.files
     assembler = ContextAssembler.from_settings(files, file_roots(roots, files))
@@ -697,7 +703,128 @@ def run_thread(
         request_fingerprint=result.request_fingerprint,
         generations=result.generations,
     )
+    if result.compaction is not None:
+        turns.insert(0, compaction_turn(builder, result.compaction.record))
     store.append_turns(thread_id, turns, expected_last=expected_last)
     if invalid is not None:
         raise invalid
+    return result
+
+
+def compaction_turn(builder: TurnBuilder, record: HostedItem) -> Turn:
+    """The stored turn of a compaction: an assistant turn holding its hosted item alone."""
+    return Turn(
+        id=builder.new_id(),
+        role="assistant",
+        parts=(HostedPart(item=record),),
+        created_at=builder.clock(),
+    )
+
+
+def compact(
+    thread: Thread | Mapping[str, Any] | str | os.PathLike[str],
+    *,
+    config_files: Iterable[str | os.PathLike[str]] = (),
+    base_url: str | None = None,
+    api_key: str | None = None,
+    organization: str | None = None,
+    project: str | None = None,
+    model: str | None = None,
+    save: bool = False,
+    container: Container | None = None,
+    render_context: Mapping[str, str] | None = None,
+    roots: Iterable[str | os.PathLike[str]] | None = None,
+    **transport_options: Any,
+) -> CompactResult:
+    """Compact a thread (:meth:`turnwire.client.dispatch.Client.compact`): the compact
+    endpoint's compaction item is added after every record; later renders send it in place of
+    them (see :mod:`turnwire.compaction`).
+
+    :param save: write the extended thread back to the thread file (paths only).
+    The other parameters are :func:`run`'s.
+    """
+    from turnwire.client.dispatch import Client
+    from turnwire.thread_file import save_thread
+
+    if container is None:
+        container = build_container(config_files)
+    path = Path(thread) if isinstance(thread, str | os.PathLike) else None
+    if save and path is None:
+        raise ConfigError("--save needs a thread file path to write back to", path="$")
+    chosen = file_roots(roots, container.settings().files, _folder_of(thread))
+    loaded = thread if isinstance(thread, Thread) else load_thread(thread)
+    client = Client(
+        container,
+        base_url=base_url,
+        api_key=api_key,
+        organization=organization,
+        project=project,
+        **transport_options,
+    )
+
+    async def main() -> CompactResult:
+        try:
+            return await client.compact(
+                loaded, model=model, render_context=render_context, roots=chosen
+            )
+        finally:
+            await client.aclose()
+
+    result = asyncio.run(main())
+    if save and path is not None:
+        save_thread(result.thread, path)
+    return result
+
+
+def compact_thread(
+    thread_id: str,
+    *,
+    store: ThreadStore,
+    config_files: Iterable[str | os.PathLike[str]] = (),
+    base_url: str | None = None,
+    api_key: str | None = None,
+    organization: str | None = None,
+    project: str | None = None,
+    model: str | None = None,
+    container: Container | None = None,
+    render_context: Mapping[str, str] | None = None,
+    roots: Iterable[str | os.PathLike[str]] | None = None,
+    **transport_options: Any,
+) -> CompactResult:
+    """Compact a stored thread: the compaction is appended as a turn of its own (only when
+    the thread did not change meanwhile: else :class:`~turnwire.store.StoreConflictError`
+    and nothing stored). Older turns stay in the store.
+
+    :raises turnwire.errors.InputError: the thread has no turns.
+    The other parameters are :func:`run_thread`'s.
+    """
+    from turnwire.client.dispatch import Client
+
+    if container is None:
+        container = build_container(config_files)
+    expected_last = store.last_position(thread_id)
+    thread = store.load(thread_id)
+    folder = getattr(store, "files_folder", None)
+    defaults = () if folder is None else (folder,)
+    chosen = file_roots(roots, container.settings().files, defaults)
+    client = Client(
+        container,
+        base_url=base_url,
+        api_key=api_key,
+        organization=organization,
+        project=project,
+        **transport_options,
+    )
+
+    async def main() -> CompactResult:
+        try:
+            return await client.compact(
+                thread, model=model, render_context=render_context, roots=chosen
+            )
+        finally:
+            await client.aclose()
+
+    result = asyncio.run(main())
+    turn = compaction_turn(store.builder, result.record)
+    store.append_turns(thread_id, [turn], expected_last=expected_last)
     return result

@@ -311,6 +311,25 @@ def _parser() -> argparse.ArgumentParser:
     importing.add_argument("file", help="a thread file (YAML or JSON), or - for stdin")
     importing.add_argument("--id", help="the new thread's id (default: a fresh one)")
     importing.add_argument("--title", help="a title for `threads list`")
+    compacting = actions.add_parser(
+        "compact",
+        parents=[logs, store_options],
+        help="compact a thread: later requests send one compaction item for its turns so far",
+        description="Send the thread's rendered input to the compact endpoint "
+        "(POST /responses/compact) and store the compaction item it returns as a turn; later "
+        "requests send that item in place of every turn before it. No turn is deleted. "
+        "The --config profiles apply whole here (render, request, client, store).",
+    )
+    compacting.add_argument("id", help="the thread's id")
+    compacting.add_argument(
+        "--base-url",
+        help="the Responses endpoint (default: client.base_url, $OPENAI_BASE_URL, "
+        "https://api.openai.com/v1)",
+    )
+    compacting.add_argument("--model", help="the model (overrides the thread and the config)")
+    compacting.add_argument(
+        "--json", action="store_true", help="print the compaction record and usage as JSON"
+    )
     delete = actions.add_parser(
         "delete", parents=[logs, store_options], help="delete a thread and its turns"
     )
@@ -641,6 +660,11 @@ def _run(args: argparse.Namespace) -> int:
             payload["parsed"] = msgspec.to_builtins(result.parsed)
         if result.refusal is not None:
             payload["refusal"] = result.refusal
+        if result.compaction is not None:
+            payload["compaction"] = {
+                "record": msgspec.to_builtins(result.compaction.record),
+                "usage": result.compaction.compacted.usage,
+            }
         print(msgspec.json.encode(payload).decode())
     else:
         print()
@@ -794,11 +818,38 @@ def _threads(args: argparse.Namespace) -> int:
                 load_thread(args.file), thread_id=args.id, title=args.title, files=assembler
             )
             print(thread_id)
+        elif args.action == "compact":
+            _compact(args, store)
         elif args.action == "delete":
             store.delete_thread(args.id)
             if not args.quiet:
                 print(f"deleted {args.id}", file=sys.stderr)
     return 0
+
+
+def _compact(args: argparse.Namespace, store: Any) -> None:
+    import msgspec
+
+    from turnwire.api import compact_thread
+    from turnwire.container import build_container
+
+    result = compact_thread(
+        args.id,
+        store=store,
+        container=build_container(args.config),
+        base_url=args.base_url,
+        model=args.model,
+    )
+    usage = result.compacted.usage
+    if args.json:
+        payload = {"record": msgspec.to_builtins(result.record), "usage": usage}
+        print(msgspec.json.encode(payload).decode())
+    elif not args.quiet:
+        print(
+            f"compacted {args.id}: {result.record.id} "
+            f"({usage.get('input_tokens')} input tokens, {usage.get('output_tokens')} output)",
+            file=sys.stderr,
+        )
 
 
 def _copy(args: argparse.Namespace) -> int:

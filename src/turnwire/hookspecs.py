@@ -530,7 +530,8 @@ def on_prompt_assembled(body: bytes, model: str, attempt_kind: str) -> None:
 
     :param body: the request body bytes, exactly as they are POSTed.
     :param model: the model of the request.
-    :param attempt_kind: ``request``, or ``reasoning-free-retry`` for the one-shot retry.
+    :param attempt_kind: ``request``, ``reasoning-free-retry`` for the one-shot retry, or
+        ``compact`` for a body sent to the compact endpoint (``POST /responses/compact``).
     :returns: nothing; the return value is ignored.
 
     Calls every implementation (collect-all). Runs once per request actually sent (the

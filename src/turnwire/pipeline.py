@@ -1,7 +1,14 @@
 """``build_input``: a stored thread → the Responses ``instructions``, ``input`` and ``tools``.
 
-The four steps of the seed, each through the stage relay:
+The four steps of the seed, each through the stage relay, after the compaction cut:
 
+0. the compaction cut (:func:`turnwire.compaction.compacted`): when the thread holds a
+   ``compaction`` hosted item, every timeline record that sorts before the latest one
+   (messages, thoughts, tool calls, hosted items, earlier compactions) is left out, and the
+   compaction item is replayed in their place; the header (system prompt, buckets, tools) is
+   untouched. It is a rule, not a stage: the memo sees the cut thread (a new compaction drops
+   records from the front, so the timeline is rebuilt from the per-record entries, and the
+   sweep restarts), and a thread without compaction is the same object as before;
 1. leading system content (prompt + buckets before ``timeline``), placed by
    ``system_prompt_channel``;
 2. the timeline: messages, surfaced thoughts, tool calls and hosted items ordered by
@@ -44,6 +51,7 @@ from turnwire._memo import (
     stage_key,
 )
 from turnwire._relay import StagePlan, StageRelay
+from turnwire.compaction import compacted
 from turnwire.context import RenderOptions
 from turnwire.errors import ConfigError
 from turnwire.model import REPLAY_TAG, HostedItem, Message, Thought, Thread, Tool, ToolCall
@@ -778,6 +786,7 @@ def _build_input(
     memo: RenderMemo,
     pending: frozenset[str] = frozenset(),
 ) -> RenderedInput:
+    thread = compacted(thread)
     warnings: list[str] = []
     injectable = options.injectable()
     stages = StageRelay(plan, {**injectable, "warn": warnings.append, "scratch": {}})

@@ -431,12 +431,25 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "statuses": "The HTTP statuses retried (null: 408, 409, 429 and 5xx).",
     },
     "ContextSettings": {
-        "window": "Which turns a request sends: `all`, `{last_turns: N}` or "
-        "`{token_budget: N}`; a window cuts only between turns and keeps the system content.",
+        "window": "Which turns a request sends: `all`, `{last_turns: N}`, "
+        "`{token_budget: N}` or `{compact: {threshold: N}}` (every turn; before a run whose "
+        "estimate is over N tokens the client compacts what precedes the question); a window "
+        "cuts only between turns and keeps the system content, and a render always starts at "
+        "the thread's latest compaction item.",
         "token_encoding": "The tokenizer of the estimate; null turns the guard off (needs "
         "`turnwire[tokens]`).",
         "context_window": "The most input tokens a request may hold; required with "
         "`token_encoding`.",
+    },
+    "WindowSettings": {
+        "last_turns": "Keep the last N turns.",
+        "token_budget": "Keep the most recent whole turns whose estimate fits in N tokens.",
+        "compact": "Keep every turn, and compact before a run whose estimate is over "
+        "`threshold` (excludes `last_turns` and `token_budget`).",
+    },
+    "CompactWindow": {
+        "threshold": "Compact (POST /responses/compact) before a run once the estimate of the "
+        "records its request would send, from the latest compaction on, is over N tokens.",
     },
     "PluginSettings": {
         "load_entrypoints": "Load the plugins installed in the `turnwire.plugins` "

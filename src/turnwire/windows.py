@@ -11,6 +11,15 @@ its output and a reasoning item never loses the item it produced, and the leadin
 - ``{last_turns: N}``: the last N turns.
 - ``{token_budget: N}``: the longest run of most recent whole turns whose estimate fits in N
   tokens (the last turn is always kept, with a warning when it alone is over).
+- ``{compact: {threshold: N}}``: every turn, and before a run (``turnwire run``,
+  ``Client.run``) whose estimate (:func:`estimate_request_tokens`: the records a request would
+  send, after the compaction cut) is over N tokens, the client first calls the compact
+  endpoint on everything before the question being asked, stores the compaction, then sends
+  the request (see :mod:`turnwire.compaction`). A render alone never calls it.
+
+The three mappings exclude each other. A compaction item already in the thread is honoured
+under every window: the window is applied first, then the render leaves out everything
+before the latest compaction it kept (so ``last_turns`` counts stored turns, compacted or not).
 
 The estimate is the one of :func:`estimate_tokens`: text by length (about four bytes a token),
 each attachment a fixed 765 tokens (a high-detail 512x512 image), reasoning blobs by length.
@@ -29,9 +38,11 @@ import msgspec
 from turnwire.model import HostedItem, Message, Thought, Thread, ToolCall
 
 __all__ = [
+    "CompactWindow",
     "Window",
     "WindowSettings",
     "apply_window",
+    "estimate_request_tokens",
     "estimate_tokens",
     "timeline_turns",
     "transcript",
@@ -44,19 +55,33 @@ ATTACHMENT_TOKENS = 765
 _BYTES_PER_TOKEN = 4
 
 
+class CompactWindow(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``context.window.compact``: when the client compacts before a run.
+
+    :ivar threshold: compact once the estimate of what the request would send is over N tokens.
+    """
+
+    threshold: Annotated[int, msgspec.Meta(ge=1)]
+
+
 class WindowSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """``context.window`` as a mapping: exactly one of ``last_turns`` or ``token_budget``.
+    """``context.window`` as a mapping: exactly one of ``last_turns``, ``token_budget`` or
+    ``compact``.
 
     :ivar last_turns: keep the last N turns.
     :ivar token_budget: keep the most recent whole turns whose estimate fits in N tokens.
+    :ivar compact: keep every turn, and compact before a run whose estimate is over the
+        threshold.
     """
 
     last_turns: Annotated[int, msgspec.Meta(ge=1)] | None = None
     token_budget: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    compact: CompactWindow | None = None
 
     def __post_init__(self) -> None:
-        if (self.last_turns is None) == (self.token_budget is None):
-            raise ValueError("give exactly one of last_turns or token_budget")
+        given = [self.last_turns, self.token_budget, self.compact]
+        if sum(value is not None for value in given) != 1:
+            raise ValueError("give exactly one of last_turns, token_budget or compact")
 
 
 Window = Literal["all"] | WindowSettings
@@ -114,6 +139,21 @@ def estimate_tokens(record: Record) -> int:
     return tokens
 
 
+def estimate_request_tokens(thread: Thread) -> int:
+    """:func:`estimate_tokens` summed over the records a render of ``thread`` sends: those
+    from its latest compaction item on (every record when it has none)."""
+    from turnwire.compaction import compacted
+
+    rendered = compacted(thread)
+    groups: tuple[tuple[Record, ...], ...] = (
+        rendered.messages,
+        rendered.thoughts,
+        rendered.tool_calls,
+        rendered.hosted_items,
+    )
+    return sum(estimate_tokens(record) for records in groups for record in records)
+
+
 def _keep(turns: Sequence[list[Record]], window: WindowSettings) -> int:
     """How many trailing turns the window keeps."""
     if window.last_turns is not None:
@@ -142,6 +182,8 @@ def apply_window(thread: Thread, window: Window) -> Thread:
     if window == "all":
         return thread
     assert isinstance(window, WindowSettings)
+    if window.compact is not None:
+        return thread  # the compaction cut windows it
     turns = timeline_turns(thread)
     kept = _keep(turns, window)
     if kept >= len(turns):

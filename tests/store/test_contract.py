@@ -512,3 +512,62 @@ def test_copy_moves_threads_losslessly_between_any_two_stores(location, other_lo
             assert Path(original.path).exists()  # the source's file is its own
             assert copy_threads(source, target, [first]) == [first]
             assert target.export_thread(first).messages[1:] == exported.messages[1:]
+
+
+def test_a_compaction_round_trip(store):
+    """``compact_thread`` stores the compaction as a turn (older turns kept); the next run
+    sends it in place of them; a second compaction supersedes the first; a thread changed
+    during a compaction conflicts and stores nothing."""
+    from turnwire.api import compact_thread
+
+    from ..client.test_compaction import compact_answer, history
+
+    thread_id = store.import_thread(history())
+    before = len(store.turns(thread_id))
+    container = make_container({"client": {"retry": {"max_retries": 0}}})
+    for cid in ("cmp_1", "cmp_2"):
+        with ScriptedServer([Reply.json(200, compact_answer(cid, "Sum only. 3, 3?"))]) as server:
+            compact_thread(thread_id, store=store, container=container, base_url=server.base_url)
+        assert server.requests[0].path == "/v1/responses/compact"
+        answer = Reply.sse(recorded("text_simple_gpt-4o-mini.sse"))
+        with ScriptedServer([answer]) as server:
+            run_thread(
+                thread_id,
+                store=store,
+                prompt=f"after {cid}?",
+                container=container,
+                base_url=server.base_url,
+            )
+        sent = server.requests[0].json["input"]
+        assert [i.get("type", "message") for i in sent] == ["compaction", "message"]
+        assert sent[0] == {"encrypted_content": f"gAAAA-{cid}", "id": cid, "type": "compaction"}
+    exported = store.export_thread(thread_id)
+    assert [h.id for h in exported.hosted_items] == ["cmp_1", "cmp_2"]
+    assert [m.id for m in exported.messages][:4] == ["u1", "a1", "u2", "a2"]
+    assert len(store.turns(thread_id)) == before + 2 * 3
+
+
+def test_a_thread_changed_during_a_compaction_conflicts(location, open_at):
+    from turnwire.api import compact_thread
+
+    from ..client.test_compaction import compact_answer, history
+
+    with open_at(location) as store, open_at(location) as other:
+        thread_id = store.import_thread(history())
+        turns = len(store.turns(thread_id))
+        original = store.load
+
+        def load_then_meddle(*args: Any, **kwargs: Any) -> Any:
+            loaded = original(*args, **kwargs)
+            other.append_turns(thread_id, [user_turn("concurrent question")])
+            return loaded
+
+        store.load = load_then_meddle
+        with ScriptedServer([Reply.json(200, compact_answer())]) as server:
+            with pytest.raises(StoreConflictError):
+                compact_thread(
+                    thread_id, store=store, container=make_container(), base_url=server.base_url
+                )
+        store.load = original
+        assert len(store.turns(thread_id)) == turns + 1
+        assert store.load(thread_id).hosted_items == ()

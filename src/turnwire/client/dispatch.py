@@ -48,9 +48,11 @@ from turnwire.client.telemetry import Telemetry
 from turnwire.client.text_calls import TextToolCalls, apply_text_tool_calls
 from turnwire.client.tools import ToolExecutor, artifact_tools, parse_arguments
 from turnwire.client.transport import RetryPolicy, Transport
+from turnwire.compaction import CompactResult
 from turnwire.errors import (
     ConfigError,
     HttpError,
+    InputError,
     MissingApiKeyError,
     OutputValidationError,
     ReasoningReplayRejectedError,
@@ -143,6 +145,9 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     model refused, or when the last response has no message (see :mod:`turnwire.structured`)."""
     refusal: str | None = None
     """The final message's refusal text, when the model refused (``parsed`` is then ``None``)."""
+    compaction: CompactResult | None = None
+    """The compaction a ``context.window: {compact: ...}`` made before the first request
+    (its record is in ``thread``, not in ``records``)."""
 
 
 def finish_reason(generation: Generation) -> str:
@@ -435,6 +440,10 @@ class Client:
             pending = {call.id for call in thread.tool_calls if call.result is None}
             thread = await self._run_pending(thread, on_tool_result, files)
             ran_pending = tuple(c for c in thread.tool_calls[:start_calls] if c.id in pending)
+        compaction = await self._auto_compact(thread, resolved, allowed)
+        if compaction is not None:
+            thread = compaction.thread
+            start_hosted = len(thread.hosted_items)
         iterations = 0
         generation: Generation | None = None
         stats: list[GenerationStats] = []
@@ -495,6 +504,7 @@ class Client:
             request_fingerprint=self._request_fingerprint(resolved),
             generations=tuple(stats),
             usage=Usage.sum(s.usage for s in stats),
+            compaction=compaction,
         )
 
     @staticmethod
@@ -524,6 +534,126 @@ class Client:
             return None
         # Resumed from the render's own sweep checkpoints: no second hash of the whole prefix.
         return prefix_fingerprint(rendered.rendered, container=self.container, model=model)
+
+    async def compact(
+        self,
+        thread: Thread,
+        *,
+        model: str | None = None,
+        overrides: Mapping[str, Any] | None = None,
+        render_context: Mapping[str, str] | None = None,
+        roots: Iterable[str | os.PathLike[str]] | None = None,
+    ) -> CompactResult:
+        """Compact the whole thread: ``POST /responses/compact`` with the input a request
+        would send (its model and instructions; see :mod:`turnwire.compaction`), and the
+        returned compaction item added as a hosted item after every record it covers.
+
+        Later renders send that item in place of everything before it; the thread keeps
+        every record. Retries and HTTP errors are those of a request.
+
+        :raises turnwire.errors.InputError: the thread has no record to compact, or nothing
+            since its latest compaction.
+        :raises turnwire.errors.StreamError: the answer is not a valid ``response.compaction``
+            object (the error names the field); nothing is added.
+        """
+        if overrides:
+            return await self.with_overrides(overrides).compact(
+                thread, model=model, render_context=render_context, roots=roots
+            )
+        from turnwire.api import resolve_model
+        from turnwire.compaction import compacted, timeline
+
+        self._render_context = dict(render_context or {})
+        resolved = resolve_model(thread, self.container, model)
+        allowed = file_roots(roots, self.settings.files)
+        records = timeline(compacted(thread))
+        if not records:
+            raise InputError(
+                "nothing to compact: the thread has no messages, thoughts, tool calls or "
+                "hosted items yet"
+            )
+        if all(isinstance(r, HostedItem) and r.type == "compaction" for r in records):
+            raise InputError(
+                "nothing to compact: nothing was added to the thread since its latest "
+                f"compaction ({records[-1].id})"
+            )
+        ContextAssembler.from_settings(self.settings.files, allowed).check(thread)
+        self._require_key()
+        result = await self._compact(thread, thread, None, resolved, allowed)
+        assert result is not None
+        return result
+
+    async def _auto_compact(
+        self, thread: Thread, model: str, roots: tuple[str, ...]
+    ) -> CompactResult | None:
+        """``context.window: {compact: {threshold: N}}``: compact what comes before the
+        question when the estimate of the request is over N tokens."""
+        from turnwire.compaction import compacted, covered, timeline
+        from turnwire.windows import WindowSettings, estimate_request_tokens
+
+        window = self.settings.context.window
+        if not isinstance(window, WindowSettings) or window.compact is None:
+            return None
+        estimate = estimate_request_tokens(thread)
+        if estimate <= window.compact.threshold:
+            return None
+        part = covered(thread)
+        if part is None:
+            logger.warning(
+                "the request is estimated at %d tokens, over context.window.compact.threshold "
+                "(%d), but nothing before the question can be compacted",
+                estimate,
+                window.compact.threshold,
+                extra={"kind": "compact-nothing"},
+            )
+            return None
+        covered_ids = {id(record) for record in timeline(part)}
+        rest = [r for r in timeline(compacted(thread)) if id(r) not in covered_ids]
+        logger.info(
+            "compacting: the request is estimated at %d tokens (threshold %d)",
+            estimate,
+            window.compact.threshold,
+            extra={"kind": "compact"},
+        )
+        return await self._compact(thread, part, rest[0] if rest else None, model, roots)
+
+    async def _compact(
+        self,
+        thread: Thread,
+        part: Thread,
+        before: Message | Thought | ToolCall | HostedItem | None,
+        model: str,
+        roots: tuple[str, ...],
+    ) -> CompactResult | None:
+        from turnwire.compaction import (
+            CompactResult,
+            compact_body,
+            compaction_record,
+            parse_compacted,
+            timeline,
+        )
+
+        rendered = self._render(part, model, roots)
+        body = compact_body(rendered.body)
+        self._observe("on_prompt_assembled", body=body, model=model, attempt_kind="compact")
+        self.requests += 1
+        async with self.transport.exchange(body, stream=False, path="/compact") as answer:
+            raw = b"".join([chunk async for chunk in answer.chunks])
+        try:
+            decoded = msgspec.json.decode(raw)
+        except msgspec.DecodeError as err:
+            raise StreamError(f"the answer is not a response.compaction object: {err}") from err
+        compacted = parse_compacted(decoded)
+        record = compaction_record(compacted, timeline(part), self.clock(), before=before)
+        if record is None:
+            logger.warning(
+                "the compaction cannot be placed before the question (they share a timestamp "
+                "and seq); it is not kept",
+                extra={"kind": "compact-unplaced"},
+            )
+            return None
+        extended = msgspec.structs.replace(thread, hosted_items=(*thread.hosted_items, record))
+        return CompactResult(thread=extended, record=record, compacted=compacted)
 
     # ------------------------------------------------------------------ one iteration
 

@@ -359,19 +359,22 @@ class Transport:
             self._client = None
 
     @asynccontextmanager
-    async def exchange(self, body: bytes, *, stream: bool) -> AsyncIterator[Answer]:
+    async def exchange(self, body: bytes, *, stream: bool, path: str = "") -> AsyncIterator[Answer]:
         """POST ``body`` (exact bytes), retrying before any answer byte is read.
+
+        :param path: appended to :attr:`url` (``/compact``: the compact endpoint).
 
         Yields the 2xx :class:`Answer`; raises :class:`HttpError` (status 0 for transport
         failures) or :class:`RequestTimeoutError` when every attempt failed.
         """
         headers = self.headers(stream=stream)
         client = self._http()
+        url = self.url + path
         retries = 0
         while True:
             attempt = retries + 1
             deadline = time.monotonic() + self.request_timeout_s if self.request_timeout_s else None
-            request = client.build_request("POST", self.url, content=body, headers=headers)
+            request = client.build_request("POST", url, content=body, headers=headers)
             try:
                 response = await self._send(client, request, deadline)
             except (httpx.TransportError, RequestTimeoutError) as err:
