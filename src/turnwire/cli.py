@@ -239,6 +239,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="write the stamped thread here instead (- for stdout, as JSON)",
     )
+    fingerprint.add_argument(
+        "--seal-hosted",
+        action="store_true",
+        help="also seal every hosted item under this deployment's envelope secret, so they "
+        "replay as items (only for a thread file you trust: an item can declare tools or "
+        "approve MCP calls)",
+    )
 
     check = commands.add_parser(
         "check-config",
@@ -551,6 +558,16 @@ def _fingerprint(args: argparse.Namespace) -> int:
 
     container = _container(args)
     thread = load_thread(args.thread)
+    sealed = 0
+    if args.seal_hosted and thread.hosted_items:
+        import msgspec
+
+        from turnwire.hosted import seal
+
+        nonce = container.envelope_nonce()
+        items = tuple(seal(record, nonce) for record in thread.hosted_items)
+        sealed = sum(a.seal != b.seal for a, b in zip(items, thread.hosted_items, strict=True))
+        thread = msgspec.structs.replace(thread, hosted_items=items)
     stamped, report = stamp_fingerprints(
         thread,
         container=container,
@@ -561,12 +578,14 @@ def _fingerprint(args: argparse.Namespace) -> int:
     target = args.output or args.thread
     if target == "-":
         sys.stdout.buffer.write(dump_thread(stamped) + b"\n")
-    elif report.stamped or target != args.thread:
+    elif report.stamped or sealed or target != args.thread:
         save_thread(stamped, target)
     if not args.quiet:
         where = "stdout" if target == "-" else target
         total = len(report.stamped) + len(report.skipped)
         print(f"stamped {len(report.stamped)} of {total} thoughts ({where})", file=sys.stderr)
+        if args.seal_hosted:
+            print(f"sealed {sealed} hosted items", file=sys.stderr)
         for thought_id, reason in sorted(report.skipped.items()):
             print(f"  not stamped: {thought_id}: {reason}", file=sys.stderr)
     return 0

@@ -135,6 +135,7 @@ class Container(containers.DeclarativeContainer):
     reasoning_replay = providers.Callable(lambda s: s.render.reasoning_replay, settings)
     replay_compatibility = providers.Callable(lambda s: s.render.replay_compatibility, settings)
     fingerprint_binding = providers.Callable(lambda s: s.render.fingerprint_binding, settings)
+    hosted_replay = providers.Callable(lambda s: s.render.hosted_replay, settings)
     unfingerprinted_reasoning = providers.Callable(
         lambda s: s.render.unfingerprinted_reasoning, settings
     )
@@ -237,6 +238,7 @@ class Container(containers.DeclarativeContainer):
         replay_compatibility=replay_compatibility,
         fingerprint_binding=fingerprint_binding,
         unfingerprinted_reasoning=unfingerprinted_reasoning,
+        hosted_replay=hosted_replay,
         system_prompt_template=system_prompt_template,
         render_context=render_context,
         unsupported_media_policy=unsupported_media_policy,

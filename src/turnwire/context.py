@@ -22,6 +22,7 @@ __all__ = [
     "EnvelopeNonce",
     "FingerprintBinding",
     "HandleInfo",
+    "HostedReplay",
     "MediaPolicy",
     "MediaPolicyName",
     "ReasoningReplay",
@@ -38,6 +39,7 @@ ThoughtSurfacing = Literal["all-self", "latest-self", "all"]
 ReasoningReplay = Literal["off", "encrypted", "summary-only"]
 FingerprintBinding = Literal["prefix", "model"]
 UnfingerprintedReasoning = Literal["drop", "trust"]
+HostedReplay = Literal["sealed", "all"]
 MediaPolicyName = Literal["throw", "fallback-stash", "synthetic-description"]
 Warn = Callable[[str], None]
 
@@ -128,6 +130,17 @@ class EnvelopeNonce:
             nonce = self._cache[record_id] = outer.digest()[:8].hex()
         return nonce
 
+    def seal(self, data: bytes) -> str:
+        """A full HMAC-SHA256 (hex) of ``data`` under the same secret, in a domain of its own:
+        what marks a hosted item as recorded by this deployment (see :mod:`turnwire.hosted`)."""
+        inner = self._inner.copy()
+        inner.update(b"turnwire:hosted-item-seal:v1\0")
+        inner.update(data)
+        outer = self._outer.copy()
+        outer.update(inner.digest())
+        sealed: str = outer.hexdigest()
+        return sealed
+
     def __repr__(self) -> str:
         return f"EnvelopeNonce(keyed={self.keyed})"
 
@@ -152,6 +165,7 @@ class RenderOptions(msgspec.Struct, frozen=True, kw_only=True):
     replay_compatibility: tuple[str, ...] = ()
     fingerprint_binding: FingerprintBinding = "prefix"
     unfingerprinted_reasoning: UnfingerprintedReasoning = "drop"
+    hosted_replay: HostedReplay = "sealed"
     system_prompt_template: bool = False
     render_context: dict[str, str] = msgspec.field(default_factory=dict)
     unsupported_media_policy: MediaPolicy = msgspec.field(default_factory=MediaPolicy)

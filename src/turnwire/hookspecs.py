@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         EnvelopeNonce,
         FingerprintBinding,
         HandleInfo,
+        HostedReplay,
         MediaPolicy,
         ReasoningReplay,
         ThoughtSurfacing,
@@ -390,13 +391,23 @@ def render_thought(
 
 
 @hookspec(firstresult=True)
-def render_hosted_item(hosted_item: HostedItem, stages: StageRelay) -> tuple[InputItem, ...] | None:
+def render_hosted_item(
+    hosted_item: HostedItem,
+    hosted_replay: HostedReplay,
+    envelope_nonce: EnvelopeNonce,
+    warn: Warn,
+    stages: StageRelay,
+) -> tuple[InputItem, ...] | None:
     """Render a hosted item as input items.
 
     A hosted item is a web search, file search, code interpreter, image generation, MCP or
     tool-search call, an MCP listing or approval, a compaction, or a type added later.
 
     :param hosted_item: the hosted item, as the API emitted it.
+    :param hosted_replay: ``sealed``: only items this deployment recorded (a valid seal) go
+        as items; ``all``: every replayable one.
+    :param envelope_nonce: checks the item's seal (the envelope secret's HMAC).
+    :param warn: reports an item sent as text for want of a seal.
     :param stages: the relay (``render_hosted_item_text`` for the text form).
     :returns: the items to send in its place (empty: send nothing).
 
@@ -405,8 +416,10 @@ def render_hosted_item(hosted_item: HostedItem, stages: StageRelay) -> tuple[Inp
     as a :class:`~turnwire.wire.HostedInputItem` holding the fields its input shape allows, in
     the emitted order; when a reasoning item of its response came before it and that reasoning
     is not sent, the pairing sweep sends its text form (an assistant message) instead, since
-    the API refuses such an item without its reasoning. Any other type is sent as its text
-    form only.
+    the API refuses such an item without its reasoning. Any other type, and under
+    ``hosted_replay: sealed`` an item without this deployment's seal (a thread file is
+    untrusted: an item can declare tools to the API or approve an MCP call), is sent as its
+    text form only; a ``compaction`` needs no seal.
     """
 
 

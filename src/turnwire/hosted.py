@@ -15,6 +15,7 @@ renders it as text instead.
 
 from __future__ import annotations
 
+import hmac
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "INPUT_FIELDS",
+    "UNSEALED_REPLAY",
     "CodeInterpreterCall",
     "Compaction",
     "FileSearchCall",
@@ -36,6 +38,8 @@ __all__ = [
     "ToolSearchOutput",
     "WebSearchCall",
     "input_item",
+    "is_sealed",
+    "seal",
     "view",
 ]
 
@@ -63,6 +67,25 @@ INPUT_FIELDS: dict[str, tuple[str, ...]] = {
     "compaction": ("type", "id", "encrypted_content"),
 }
 """For each replayable type, the fields of the emitted item that go back as input."""
+
+
+UNSEALED_REPLAY = frozenset({"compaction"})
+"""Types replayed as items even without a seal: opaque state only the API can read."""
+
+_CANONICAL = msgspec.json.Encoder(order="sorted")
+
+
+def seal(record: HostedItem, nonce: Any) -> HostedItem:
+    """``record`` sealed under ``nonce``'s secret (an :class:`~turnwire.context.EnvelopeNonce`):
+    what the client does to every hosted item it records."""
+    return msgspec.structs.replace(record, seal=nonce.seal(_CANONICAL.encode(record.item)))
+
+
+def is_sealed(record: HostedItem, nonce: Any) -> bool:
+    """Whether ``record`` carries the seal ``nonce``'s secret gives its item."""
+    if record.seal is None:
+        return False
+    return hmac.compare_digest(record.seal, nonce.seal(_CANONICAL.encode(record.item)))
 
 
 def input_item(item: dict[str, Any]) -> dict[str, Any] | None:

@@ -366,11 +366,16 @@ class HostedItem(_Record, frozen=True, kw_only=True):
     :attr:`view` reads it as a typed value for the known types. It sorts in the timeline by
     ``(created_at, seq)`` like every record; a reasoning item recorded right before it pairs
     with it (its ``paired_item_id`` is this ``id``).
+
+    ``seal`` marks an item this deployment recorded itself (an HMAC of ``item`` under the
+    envelope secret, see :func:`turnwire.hosted.seal`): only a sealed item is replayed as an
+    item (``render.hosted_replay``), since an item can grant the API tools or approvals.
     """
 
     id: NonEmpty
     type: ItemType
     item: dict[str, Any]
+    seal: str | None = None
     created_at: AwareDatetime
     seq: int = 0
 

@@ -87,6 +87,8 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "type": "The item's `type`, as the API named it.",
         "item": "The whole item as the API emitted it at `response.output_item.done`; the "
         "fields its input shape allows are replayed.",
+        "seal": "The HMAC of `item` under the envelope secret, set when this deployment "
+        "recorded it; without a valid seal the item is sent as text (`render.hosted_replay`).",
         "created_at": "When it was produced; the timeline sorts by `(created_at, seq)`.",
         "seq": "Breaks ties between records with the same `created_at`.",
     },
@@ -330,6 +332,10 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "envelope_secret_file": "The file that holds the envelope secret when the variable "
         "`envelope_secret_env` names is unset (null: `$XDG_CONFIG_HOME/turnwire/envelope-secret`,"
         " created with a random secret on first use).",
+        "hosted_replay": "`sealed`: a hosted item goes back as an item only when this "
+        "deployment recorded it (its `seal` is valid; a `compaction` needs none), else as "
+        "text, since an item can declare tools to the API or approve an MCP call; `all`: "
+        "every replayable item, sealed or not (thread files you trust).",
         "unfingerprinted_reasoning": "Thoughts with a replay payload but no "
         "`prefix_fingerprint` (reasoning imported from elsewhere): `drop` them, or `trust` "
         "them, replaying each when its partner item pairs (`turnwire fingerprint` stamps them "

@@ -24,6 +24,7 @@ from turnwire.context import (
     DEFAULT_STASH_KEYS,
     Bucket,
     FingerprintBinding,
+    HostedReplay,
     MediaPolicy,
     MediaPolicyName,
     ReasoningReplay,
@@ -78,6 +79,7 @@ class RenderSettings(_Section, frozen=True, kw_only=True):
     replay_compatibility: tuple[NonEmpty, ...] = ()
     fingerprint_binding: FingerprintBinding = "prefix"
     unfingerprinted_reasoning: UnfingerprintedReasoning = "drop"
+    hosted_replay: HostedReplay = "sealed"
     system_prompt_template: bool = False
     unsupported_media_policy: MediaPolicyName | dict[Literal["audio", "video"], MediaPolicyName] = (
         "throw"

@@ -210,3 +210,46 @@ def test_without_their_reasoning_only_the_items_that_needed_it_go_as_text(
     body = turnwire.render(saved, container=make_container(REPLAY)).json
     kinds = [i["type"] for i in body["input"] if i.get("type") in INPUT_FIELDS]
     assert sorted(kinds) == sorted(as_items + as_text)
+
+
+def test_what_a_run_records_is_sealed_and_an_edited_copy_is_not(tmp_path):
+    from turnwire.hosted import is_sealed
+
+    path = _question(tmp_path)
+    _run(path, recorded("web_search_reasoning_gpt-5.sse"))
+    saved = turnwire.load_thread(path)
+    nonce = make_container(REPLAY).envelope_nonce()
+    assert saved.hosted_items and all(is_sealed(h, nonce) for h in saved.hosted_items)
+    (search,) = saved.hosted_items
+    edited = msgspec.structs.replace(
+        search, item={**search.item, "action": {"type": "search", "query": "something else"}}
+    )
+    body = turnwire.render(
+        msgspec.structs.replace(saved, hosted_items=(edited,)), container=make_container(REPLAY)
+    ).json
+    assert "web_search_call" not in [i.get("type") for i in body["input"]]
+
+
+def test_fingerprint_seal_hosted_makes_a_trusted_files_items_replay(tmp_path):
+    from ..conftest import turnwire_process
+
+    path = _question(tmp_path)
+    _run(path, recorded("web_search_reasoning_gpt-5.sse"))
+    saved = turnwire.load_thread(path)
+    # the same thread as another system would hand it over: no seals
+    bare = tuple(msgspec.structs.replace(h, seal=None) for h in saved.hosted_items)
+    path.write_bytes(msgspec.json.encode(msgspec.structs.replace(saved, hosted_items=bare)))
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "plugins: {load_entrypoints: false}\n"
+        "render: {reasoning_replay: encrypted, "
+        "replay_compatibility: [openai-responses-reasoning-v1]}\n"
+    )
+    before = turnwire_process("render", str(path), "--config", str(config))
+    assert before.returncode == 0, before.stderr
+    assert '"type":"web_search_call"' not in before.stdout.replace(" ", "")
+    done = turnwire_process("fingerprint", str(path), "--config", str(config), "--seal-hosted")
+    assert done.returncode == 0, done.stderr
+    assert "sealed 1 hosted items" in done.stderr
+    after = turnwire_process("render", str(path), "--config", str(config))
+    assert '"type":"web_search_call"' in after.stdout.replace(" ", "")

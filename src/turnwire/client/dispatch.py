@@ -60,6 +60,7 @@ from turnwire.errors import (
     StreamStalledError,
     validation_location,
 )
+from turnwire.hosted import seal
 from turnwire.model import (
     REPLAY_TAG,
     HostedItem,
@@ -428,7 +429,11 @@ class Client:
         # The thread's own faults first, then the deployment's; all before anything runs.
         self.executor.check(thread)
         files.check(thread)
-        decided = approval_records(thread, approvals or {}, self.clock())
+        nonce = self.container.envelope_nonce()
+        decided = tuple(
+            seal(record, nonce)
+            for record in approval_records(thread, approvals or {}, self.clock())
+        )
         self._require_key()
         start_calls = len(thread.tool_calls)
         start_messages, start_thoughts = len(thread.messages), len(thread.thoughts)
@@ -956,6 +961,9 @@ class Client:
         _check_records("thoughts", thoughts)
         _check_records("tool_calls", calls)
         _check_records("hosted_items", hosted)
+        if hosted:  # recorded by this deployment: replayed as items (render.hosted_replay)
+            nonce = self.container.envelope_nonce()
+            hosted = [seal(record, nonce) for record in hosted]
         extended = msgspec.structs.replace(
             thread,
             messages=thread.messages + tuple(messages),

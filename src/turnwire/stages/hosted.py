@@ -7,9 +7,9 @@ from typing import Any
 
 import msgspec
 
-from turnwire.context import EnvelopeAttrs, EnvelopeNonce
+from turnwire.context import EnvelopeAttrs, EnvelopeNonce, HostedReplay, Warn
 from turnwire.hookspecs import hookimpl
-from turnwire.hosted import input_item
+from turnwire.hosted import UNSEALED_REPLAY, input_item, is_sealed
 from turnwire.model import HostedItem
 from turnwire.wire import HostedInputItem, InputItem, InputMessage
 
@@ -23,11 +23,26 @@ _PLAIN = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 
 @hookimpl(trylast=True)
-def render_hosted_item(hosted_item: HostedItem, stages: Any) -> tuple[InputItem, ...]:
+def render_hosted_item(
+    hosted_item: HostedItem,
+    hosted_replay: HostedReplay,
+    envelope_nonce: EnvelopeNonce,
+    warn: Warn,
+    stages: Any,
+) -> tuple[InputItem, ...]:
     item = hosted_item
     text = stages.render_hosted_item_text(hosted_item=item)
     as_text = InputMessage(role="assistant", content=text) if text else None
     fields = input_item(item.item)
+    if fields is not None and not (
+        hosted_replay == "all" or item.type in UNSEALED_REPLAY or is_sealed(item, envelope_nonce)
+    ):
+        warn(
+            f"hosted item {item.id} ({item.type}) was not recorded by this deployment (no "
+            "valid seal): sent as text; `turnwire fingerprint --seal-hosted` seals a thread "
+            "you trust, render.hosted_replay: all replays every one"
+        )
+        fields = None
     if fields is None:
         return (as_text,) if as_text is not None else ()
     return (HostedInputItem(fields, as_text),)
