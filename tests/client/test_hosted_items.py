@@ -210,3 +210,30 @@ def test_without_their_reasoning_only_the_items_that_needed_it_go_as_text(
     body = turnwire.render(saved, container=make_container(REPLAY)).json
     kinds = [i["type"] for i in body["input"] if i.get("type") in INPUT_FIELDS]
     assert sorted(kinds) == sorted(as_items + as_text)
+
+
+def _cut_after_second_hosted_added(name: str) -> bytes:
+    """``name``'s stream cut right after its second hosted item's ``output_item.added``."""
+    cut, added = [], 0
+    for event in payloads(CONFORMANCE / "streams" / name):
+        cut.append(event)
+        if event["type"] == "response.output_item.added" and event["item"]["type"] != "message":
+            added += 1
+            if added == 2:
+                break
+    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in cut)
+
+
+def test_a_hosted_call_the_stream_never_finished_is_not_recorded(tmp_path, caplog):
+    """A stream cut after a web search's ``output_item.added``: the call as opened (no
+    ``action``) is dropped with a warning, so the saved thread still renders a valid request."""
+    path = _question(tmp_path)
+    data = _cut_after_second_hosted_added("web_search_annotations_gpt-5.2.sse")
+    with ScriptedServer([Reply.sse(data)]) as server:
+        turnwire.api.run(
+            path, container=make_container(REPLAY), base_url=server.base_url, save=True, once=True
+        )
+    saved = turnwire.load_thread(path)
+    assert all(h.item.get("status") != "in_progress" for h in saved.hosted_items)
+    assert any(r.__dict__.get("kind") == "unfinished-hosted-item" for r in caplog.records)
+    validate_body(turnwire.render(saved, container=make_container(REPLAY)).json)
