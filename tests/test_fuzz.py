@@ -48,6 +48,83 @@ THREADS = [
     for path in [REPO_EXAMPLES / "weather.yaml", *sorted((TESTS / "golden").glob("*.yaml"))]
     if not path.name.endswith(".config.yaml")
 ]
+
+
+def _hosted_thread() -> dict[str, Any]:
+    """A thread with every hosted type, each after a reasoning item of its response, a refusal,
+    annotations and logprobs (TURNWIRE_FUZZ_HOSTED=1 adds it to THREADS, =only fuzzes it alone)."""
+    from .hosted_items import ITEMS
+
+    thoughts, hosted = [], []
+    for n, item in enumerate(ITEMS):
+        stamp = f"2026-01-01T10:{n // 60:02d}:{n % 60:02d}Z"
+        thoughts.append(
+            {
+                "id": f"rs_{n}",
+                "created_at": stamp,
+                "seq": 0,
+                "replay_compatibility": "openai-responses-reasoning-v1",
+                "payload": {
+                    "variant": "responses-reasoning",
+                    "paired_item_id": item["id"],
+                    "item": {
+                        "type": "reasoning",
+                        "id": f"rs_{n}",
+                        "summary": [],
+                        "encrypted_content": "gAAAA",
+                    },
+                },
+            }
+        )
+        hosted.append(
+            {"id": item["id"], "type": item["type"], "item": item, "created_at": stamp, "seq": 1}
+        )
+    return {
+        "version": 1,
+        "model": "gpt-5",
+        "messages": [
+            {"id": "u1", "role": "user", "content": "hi", "created_at": "2026-01-01T09:00:00Z"},
+            {
+                "id": "msg_r",
+                "role": "assistant",
+                "refusal": "I can't help with that.",
+                "created_at": "2026-01-01T11:00:00Z",
+            },
+            {
+                "id": "msg_a",
+                "role": "assistant",
+                "content": "Paris [1].",
+                "annotations": [
+                    {
+                        "type": "url_citation",
+                        "start_index": 6,
+                        "end_index": 9,
+                        "url": "https://e.example/\u001b]8;;x",
+                        "title": "T\u0007",
+                    },
+                    {"type": "file_citation", "index": 3, "file_id": "file_1", "filename": "a.pdf"},
+                ],
+                "logprobs": [
+                    {
+                        "token": "Paris",
+                        "logprob": -0.1,
+                        "bytes": [80],
+                        "top_logprobs": [{"token": "P", "logprob": -2.0, "bytes": [80]}],
+                    }
+                ],
+                "created_at": "2026-01-01T11:00:01Z",
+            },
+        ],
+        "thoughts": thoughts,
+        "hosted_items": hosted,
+    }
+
+
+if os.environ.get("TURNWIRE_FUZZ_HOSTED") == "only":
+    THREADS[:] = [_hosted_thread()]
+elif os.environ.get("TURNWIRE_FUZZ_HOSTED"):
+    THREADS.append(_hosted_thread())
+
 CONFIGS = [
     yaml.safe_load(path.read_text()) or {}
     for path in [
@@ -242,11 +319,23 @@ def streams(draw: st.DrawFn) -> bytes:
     return data
 
 
+REACHED: list[int] = []
+ERRORS: list[str] = []
+ORACLE: list[int] = []
+
+
 @FUZZ
 @given(data=streams())
-def test_stream_frames(data: bytes) -> None:
+def _stream_frames(data: bytes) -> None:
+    class _Body(httpx.AsyncByteStream):
+        # A streamed body: httpx.Response(content=bytes) is read eagerly, and aiter_raw()
+        # would raise StreamConsumed before any frame was parsed.
+        async def __aiter__(self):  # type: ignore[override]
+            yield data
+
     def answer(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, content=data, headers={"content-type": "text/event-stream"})
+        REACHED.append(1)
+        return httpx.Response(200, stream=_Body(), headers={"content-type": "text/event-stream"})
 
     async def scenario() -> Any:
         http = httpx.AsyncClient(transport=httpx.MockTransport(answer))
@@ -258,8 +347,18 @@ def test_stream_frames(data: bytes) -> None:
             client=http,
         )
         try:
+            base = THREADS[0] | {"messages": THREADS[0]["messages"][:1]}
+            # The weather thread names a handler no setting allows (HandlerNotAllowedError)
+            # and its first message attaches a file outside every allowed root
+            # (FileNotAllowedError): both before any request is sent.
+            base["messages"] = [
+                {k: v for k, v in m.items() if k != "attachments"} for m in base["messages"]
+            ]
+            base["tools"] = [
+                {k: v for k, v in tool.items() if k != "handler"} for tool in base.get("tools", [])
+            ]
             return await client.run(
-                turnwire.load_thread(THREADS[0] | {"messages": THREADS[0]["messages"][:1]}),
+                turnwire.load_thread(base),
                 model="gpt-5",
                 once=True,
             )
@@ -271,8 +370,40 @@ def test_stream_frames(data: bytes) -> None:
             result = asyncio.run(scenario())
         except TurnwireError as err:
             assert err.code.startswith("E_")
+            ERRORS.append(type(err).__name__)
             return
     # What a run records can always be stored and read back.
     tree = thread_to_builtins(result.thread)
     again = turnwire.load_thread(msgspec.json.decode(msgspec.json.encode(tree)))
     assert len(again.messages) == len(result.thread.messages)
+    if os.environ.get("TURNWIRE_FUZZ_HOSTED"):
+        # ... and rendered again (hosted items replayed), and through the store
+        assert again.hosted_items == result.thread.hosted_items
+        from .oracle import OracleError
+
+        try:
+            turnwire.render(again, container=turnwire.build_container())
+        except TurnwireError as err:
+            assert err.code.startswith("E_")
+        except OracleError:
+            ORACLE.append(1)  # a server value replayed that the input shape refuses
+        import tempfile
+
+        from turnwire.store import open_store
+
+        with tempfile.TemporaryDirectory() as where, open_store(f"{where}/db.sqlite") as store:
+            thread_id = store.import_thread(again)
+            back = store.export_thread(thread_id)
+            assert back.hosted_items == again.hosted_items
+            assert [(m.refusal, m.annotations, m.logprobs) for m in back.messages] == [
+                (m.refusal, m.annotations, m.logprobs) for m in again.messages
+            ]
+
+
+def test_stream_frames() -> None:
+    """Fuzzed streams through a run; the run must reach the server (a thread refused before
+    any request is sent fuzzes nothing) and most examples must get past the request."""
+    REACHED.clear()
+    ERRORS.clear()
+    _stream_frames()
+    assert REACHED, sorted(set(ERRORS))

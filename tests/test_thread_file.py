@@ -196,3 +196,42 @@ def test_a_tool_name_the_api_would_refuse_is_refused_at_load(name):
         turnwire.load_thread({"version": 1, "tools": [{"name": "ok"}, {"name": name}]})
     assert caught.value.path == "$.tools[1].name"
     assert turnwire.load_thread({"version": 1, "tools": [{"name": "a-Z_0" * 12 + "abcd"}]})
+
+
+@pytest.mark.parametrize(
+    ("field", "extra"),
+    [
+        (
+            "$.hosted_items[0].type",
+            {
+                "hosted_items": [
+                    {
+                        "id": "x_1",
+                        "type": "shell_call\n",
+                        "created_at": "2026-01-01T10:00:01Z",
+                        "item": {"id": "x_1", "type": "shell_call\n"},
+                    }
+                ]
+            },
+        ),
+        ("$.tools[0].name", {"tools": [{"name": "t\n", "parameters": {}}]}),
+        (
+            "$.output_schema.name",
+            {"output_schema": {"name": "out\n", "schema": {"type": "object"}}},
+        ),
+    ],
+)
+def test_a_checked_name_refuses_a_trailing_newline(field, extra):
+    """`$` in a Python pattern matches before a final newline: the names' patterns do not."""
+    thread = {
+        "version": 1,
+        "model": "m",
+        "messages": [
+            {"id": "u1", "role": "user", "content": "q", "created_at": "2026-01-01T10:00:00Z"}
+        ],
+        **extra,
+    }
+    with pytest.raises(ThreadFileError, match="matching regex") as caught:
+        load_thread(thread)
+    assert caught.value.path == field
+    assert str(caught.value).startswith(field)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import re
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -429,9 +428,8 @@ def _approvals(args: argparse.Namespace) -> dict[str, Any] | None:
 
 
 def _shown(text: object, limit: int = 400) -> str:
-    """``text`` for one terminal line: control characters escaped, cut at ``limit``."""
-    value = str(text)
-    clean = "".join(c if c.isprintable() else repr(c)[1:-1] for c in value)
+    """``text`` for one terminal line (:func:`_plain`), cut at ``limit``."""
+    clean = _plain(text)
     return clean if len(clean) <= limit else clean[:limit] + "..."
 
 
@@ -615,7 +613,8 @@ def _run(args: argparse.Namespace) -> int:
         if not args.quiet:
             show.end_line()
             args_text = msgspec.json.encode(call.args).decode()
-            print(f"[tool {call.tool}({args_text}) {mark}: {shown[:200]}]", file=sys.stderr)
+            line = f"{_plain(call.tool)}({_plain(args_text)}) {mark}: {_plain(shown[:200])}"
+            print(f"[tool {line}]", file=sys.stderr)
 
     show = _Progress(sys.stderr)
     on_event = None if args.quiet else show
@@ -689,7 +688,7 @@ def _run(args: argparse.Namespace) -> int:
         print()
         if result.refusal is not None:
             # The answer itself, never a summary line: shown even with --quiet.
-            print(f"[refusal] {result.refusal}", file=sys.stderr)
+            print(f"[refusal] {_plain(result.refusal)}", file=sys.stderr)
         sources = citations(result.records.messages)
         if sources:
             print("\nSources:")
@@ -701,12 +700,26 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+# Control (Cc: escape sequences, breaks), format (Cf: bidi overrides and isolates, zero-width
+# characters), line and paragraph separators (Zl, Zp) and lone surrogates (Cs).
+_UNSAFE = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 
 
 def _plain(value: object) -> str:
-    """A value from the server as one terminal-safe line (no escape sequences, no breaks)."""
-    return _CONTROL.sub(" ", str(value)).strip()
+    """A value from the server or a thread as one terminal-safe line: no escape sequences, no
+    breaks, nothing that reorders or hides text (each run of such characters is one space)."""
+    from unicodedata import category
+
+    out: list[str] = []
+    unsafe = False
+    for char in str(value):
+        if char.isprintable() or category(char) not in _UNSAFE:
+            out.append(char)
+            unsafe = False
+        elif not unsafe:
+            out.append(" ")
+            unsafe = True
+    return "".join(out).strip()
 
 
 def citations(messages: Iterable[Message]) -> list[str]:
@@ -763,7 +776,7 @@ class _Progress:
             self.stream.flush()
         elif isinstance(event, ToolStartedEvent):
             self.end_line()
-            print(f"[tool {event.call.tool} started]", file=self.stream, flush=True)
+            print(f"[tool {_plain(event.call.tool)} started]", file=self.stream, flush=True)
         elif self._open is not None and not type(event).__name__.startswith("Reasoning"):
             self.end_line()
 
@@ -800,7 +813,7 @@ def _threads(args: argparse.Namespace) -> int:
             for item in summaries:
                 print(
                     f"{item.id}  {item.turns:>4} turns  {item.updated_at:%Y-%m-%d %H:%M}  "
-                    f"{item.model or '-'}  {item.title or ''}".rstrip()
+                    f"{_plain(item.model or '-')}  {_plain(item.title or '')}".rstrip()
                 )
             if not summaries and not args.quiet:
                 print(f"no threads in {getattr(store, 'url', store.path)}", file=sys.stderr)
@@ -865,7 +878,7 @@ def _compact(args: argparse.Namespace, store: Any) -> None:
         print(msgspec.json.encode(payload).decode())
     elif not args.quiet:
         print(
-            f"compacted {args.id}: {result.record.id} "
+            f"compacted {args.id}: {_plain(result.record.id)} "
             f"({usage.get('input_tokens')} input tokens, {usage.get('output_tokens')} output)",
             file=sys.stderr,
         )

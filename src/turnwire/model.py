@@ -85,8 +85,8 @@ Role = Literal["user", "assistant"]
 AwareDatetime = Annotated[datetime, msgspec.Meta(tz=True)]
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 Unit = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
-ToolName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
-ItemType = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
+ToolName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}(?!\n)$")]
+ItemType = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_]{0,63}(?!\n)$")]
 
 
 class _Record(

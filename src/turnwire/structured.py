@@ -60,8 +60,8 @@ __all__ = [
     "validate_json",
 ]
 
-SchemaName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
-_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+SchemaName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}(?!\n)$")]
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}(?!\n)$")
 
 STRICT_KEYWORDS = frozenset(
     {

@@ -72,3 +72,15 @@ def test_sequence_number_gaps_are_noted():
     generation = accumulator.close()
     assert generation.sequence_gaps == 1 and generation.text == "abc"
     assert generation.terminal == "eof"
+
+
+def test_an_event_nested_too_deeply_to_decode_is_a_stream_error():
+    from turnwire.errors import StreamError
+
+    value = "1"
+    for _ in range(3000):
+        value = '{"a":' + value + "}"
+    for kind in ("response.output_item.done", "future_thing"):
+        with pytest.raises(StreamError, match="nested too deeply") as caught:
+            decode_event('{"type":"' + kind + '","v":' + value + "}")
+        assert caught.value.field == "(root)"

@@ -253,3 +253,95 @@ def test_fingerprint_seal_hosted_makes_a_trusted_files_items_replay(tmp_path):
     assert "sealed 1 hosted items" in done.stderr
     after = turnwire_process("render", str(path), "--config", str(config))
     assert '"type":"web_search_call"' in after.stdout.replace(" ", "")
+
+
+def _cut_after_second_hosted_added(name: str) -> bytes:
+    """``name``'s stream cut right after its second hosted item's ``output_item.added``."""
+    cut, added = [], 0
+    for event in payloads(CONFORMANCE / "streams" / name):
+        cut.append(event)
+        if event["type"] == "response.output_item.added" and event["item"]["type"] != "message":
+            added += 1
+            if added == 2:
+                break
+    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in cut)
+
+
+def test_a_hosted_call_the_stream_never_finished_is_not_recorded(tmp_path, caplog):
+    """A stream cut after a web search's ``output_item.added``: the call as opened (no
+    ``action``) is dropped with a warning, so the saved thread still renders a valid request."""
+    path = _question(tmp_path)
+    data = _cut_after_second_hosted_added("web_search_annotations_gpt-5.2.sse")
+    with ScriptedServer([Reply.sse(data)]) as server:
+        turnwire.api.run(
+            path, container=make_container(REPLAY), base_url=server.base_url, save=True, once=True
+        )
+    saved = turnwire.load_thread(path)
+    assert all(h.item.get("status") != "in_progress" for h in saved.hosted_items)
+    assert any(r.__dict__.get("kind") == "unfinished-hosted-item" for r in caplog.records)
+    validate_body(turnwire.render(saved, container=make_container(REPLAY)).json)
+
+
+def _stream_with(item_json: str) -> bytes:
+    """text_simple's stream with one more output item (raw JSON) before its message."""
+    events = payloads(CONFORMANCE / "streams" / "text_simple_gpt-4o-mini.sse")
+    completed = dict(events[-1], response={**events[-1]["response"], "output": []})
+    message = next(e for e in events if e["type"] == "response.output_item.done")["item"]
+    frames = [
+        json.dumps(events[0]),
+        '{"type":"response.output_item.added","output_index":0,"item":' + item_json + "}",
+        '{"type":"response.output_item.done","output_index":0,"item":' + item_json + "}",
+        json.dumps({"type": "response.output_item.done", "output_index": 1, "item": message}),
+        json.dumps(completed),
+    ]
+    return b"".join(b"data: " + f.encode() + b"\n\n" for f in frames)
+
+
+def _nested(depth: int) -> str:
+    value = "1"
+    for _ in range(depth):
+        value = '{"a":' + value + "}"
+    return value
+
+
+@pytest.mark.parametrize(
+    ("depth", "error"),
+    [(62, "nested deeper than 64 levels"), (3000, "nested too deeply to decode")],
+)
+def test_a_hosted_item_nested_past_the_thread_file_limit_is_refused(tmp_path, depth, error):
+    """An MCP listing whose schema nests past what the thread file reads is refused before it is
+    recorded (else the saved file would no longer load), naming where it sits."""
+    path = _question(tmp_path)
+    before = path.read_bytes()
+    tools = '{"type":"mcp_list_tools","id":"mcpl_1","server_label":"s","tools":['
+    item = tools + _nested(depth) + "]}"
+    with (
+        ScriptedServer([Reply.sse(_stream_with(item))]) as server,
+        pytest.raises(turnwire.errors.StreamError, match=error) as caught,
+    ):
+        turnwire.api.run(
+            path, container=make_container(REPLAY), base_url=server.base_url, save=True, once=True
+        )
+    if depth == 62:
+        assert caught.value.field == "$.hosted_items[+0].item"
+    assert path.read_bytes() == before
+    turnwire.load_thread(path)
+
+
+def test_a_citation_nested_past_the_thread_file_limit_is_refused(tmp_path):
+    events = payloads(CONFORMANCE / "streams" / "text_simple_gpt-4o-mini.sse")
+    done = next(e for e in events if e["type"] == "response.output_item.done")
+    message = json.loads(json.dumps(done["item"]))
+    message["content"][0]["annotations"] = [json.loads(_nested(62))]
+    completed = dict(events[-1], response={**events[-1]["response"], "output": []})
+    frames = [events[0], {**done, "item": message}, completed]
+    data = b"".join(b"data: " + json.dumps(f).encode() + b"\n\n" for f in frames)
+    path = _question(tmp_path)
+    with (
+        ScriptedServer([Reply.sse(data)]) as server,
+        pytest.raises(turnwire.errors.StreamError, match="nested deeper") as caught,
+    ):
+        turnwire.api.run(
+            path, container=make_container(REPLAY), base_url=server.base_url, save=True, once=True
+        )
+    assert caught.value.field == "$.messages[+0].annotations[0]"

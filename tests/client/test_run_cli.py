@@ -155,6 +155,68 @@ def test_citations_are_printed_as_plain_lines():
     ]
 
 
+UNSAFE = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200b\u200f\u2060\ufeff\u2028"
+
+
+def test_citations_cannot_reorder_or_hide_text_on_the_terminal():
+    """Bidi overrides and isolates, zero-width and other format characters (Cf) are replaced:
+    a URL cannot display as another."""
+    from datetime import UTC, datetime
+
+    from turnwire.cli import citations
+    from turnwire.model import Message
+
+    message = Message(
+        id="msg_1",
+        role="assistant",
+        content="See.",
+        annotations=(
+            {"type": "url_citation", "url": "https://a.example/\u202egnp.exe", "title": "T\u2066x"},
+            {"type": "file_citation", "file_id": "file-1", "filename": "a\u200b\ufeff.pdf"},
+        ),
+        created_at=datetime.now(UTC),
+    )
+    lines = citations([message])
+    assert lines == ["[1] T x <https://a.example/ gnp.exe>", "[2] file a .pdf (file-1)"]
+    assert not any(c in line for line in lines for c in UNSAFE)
+
+
+def test_pending_approvals_cannot_reorder_or_hide_text_on_the_terminal():
+    from turnwire import load_thread
+    from turnwire.cli import _print_pending
+
+    item = {
+        "type": "mcp_approval_request",
+        "id": "mcpr_1",
+        "server_label": "s\u202e",
+        "name": "ask\u200b",
+        "arguments": '{"q":"\u2066x\u2069"}',
+    }
+    thread = load_thread(
+        {
+            "version": 1,
+            "hosted_items": [
+                {
+                    "id": "mcpr_1",
+                    "type": "mcp_approval_request",
+                    "item": item,
+                    "created_at": "2026-01-01T10:00:01Z",
+                }
+            ],
+        }
+    )
+
+    class Lines(list):
+        def write(self, text: str) -> None:
+            self.append(text)
+
+    out = Lines()
+    _print_pending(thread, out)
+    shown = "".join(out)
+    assert shown.startswith('[approval pending mcpr_1: s ask({"q":" x "}); ')
+    assert not any(c in shown for c in UNSAFE)
+
+
 def test_a_failing_run_exits_1_with_the_error_line_last(tmp_path):
     thread = tmp_path / "t.yaml"
     thread.write_text(THREAD)

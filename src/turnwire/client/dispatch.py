@@ -1191,18 +1191,41 @@ def _record_counts(thread: Thread) -> tuple[int, int, int, int]:
 
 def _check_records(kind: str, records: Iterable[Message | Thought | ToolCall | HostedItem]) -> None:
     """Each new record through the thread-file schema, strictly, before it joins the thread:
-    a value the file could not hold later is refused now, naming where it sits."""
+    a value the file could not hold later is refused now, naming where it sits (its free-form
+    trees too, through the thread file's nesting and integer limits)."""
+    from turnwire.errors import ThreadFileError
+    from turnwire.thread_file import THREAD_FILES
+
     for index, record in enumerate(records):
+        root = f"$.{kind}[+{index}]"
+        trees: list[tuple[str, Any, int]] = []
+        if isinstance(record, HostedItem):
+            trees.append((f"{root}.item", record.item, 4))
+        elif isinstance(record, Message):
+            for field in ("annotations", "logprobs"):
+                for at, tree in enumerate(getattr(record, field) or ()):
+                    trees.append((f"{root}.{field}[{at}]", tree, 5))
         try:
             msgspec.convert(msgspec.to_builtins(record), type(record))
         except (msgspec.ValidationError, ValueError, TypeError) as err:
-            path, detail = validation_location(err, root=f"$.{kind}[+{index}]")
+            path, detail = validation_location(err, root=root)
             raise StreamError(
                 f"the answer would add a record the thread file cannot hold ({path}: "
                 f"{detail}); nothing was recorded",
                 event="record",
                 field=path,
             ) from err
+        for where, tree, depth in trees:
+            try:
+                THREAD_FILES.check_tree(tree, name="record", data=b"", path=where, depth=depth)
+            except ThreadFileError as err:
+                path = err.path if err.path != "$" else where
+                raise StreamError(
+                    f"the answer would add a record the thread file cannot hold ({path}: "
+                    f"{str(err).partition(': ')[2]}); nothing was recorded",
+                    event="record",
+                    field=path,
+                ) from None
 
 
 def _with_output(result: RunResult, asked: StructuredOutput | None) -> RunResult:

@@ -10,7 +10,11 @@ the only place ``encrypted_content`` is captured (it is re-encrypted at every em
 ``.done`` value is the one to keep), with a backfill from the terminal response for an item
 whose ``.done`` lacked it.
 
-Nothing the server reported is lost: an item of the terminal response's ``output`` that no
+A hosted item that neither an ``output_item.done`` nor the terminal response finished (a
+stream cut after its ``output_item.added``) is dropped (warning kind
+``unfinished-hosted-item``): the item as opened cannot be sent back as input.
+
+Nothing else the server reported is lost: an item of the terminal response's ``output`` that no
 ``output_item.done`` finalised is built from the terminal copy (warning kind
 ``output-from-terminal-response``), and a terminal copy that disagrees with a streamed item is
 logged (kind ``terminal-output-mismatch``; ``encrypted_content`` is never compared, it differs
@@ -874,7 +878,11 @@ class ResponseAccumulator:
     ) -> Generation:
         shape = self._shape
         details = shape.incomplete_details
-        outputs = tuple(self._slots[index].output(index, strict) for index in sorted(self._slots))
+        outputs = tuple(
+            self._slots[index].output(index, strict)
+            for index in sorted(self._slots)
+            if self._kept(index)
+        )
         return Generation(
             terminal=terminal,
             response_id=shape.id,
@@ -889,6 +897,21 @@ class ResponseAccumulator:
             sequence_gaps=self._gaps,
             from_terminal=self._from_terminal,
         )
+
+    def _kept(self, index: int) -> bool:
+        """False for a hosted slot that no ``output_item.done`` (nor the terminal response)
+        finalised: the item as opened (``status: in_progress``, no ``action``) is not one the
+        API takes back as input, so it is dropped (warning kind ``unfinished-hosted-item``)."""
+        slot = self._slots[index]
+        if not isinstance(slot, _Hosted) or slot.finalised:
+            return True
+        logger.warning(
+            "dropping output[%d] (%s): the stream ended before the item was finished",
+            index,
+            slot.kind,
+            extra={"kind": "unfinished-hosted-item"},
+        )
+        return False
 
     def close(self) -> Generation | None:
         """End of stream: the response still open, drained as ``eof`` (``None`` if nothing)."""

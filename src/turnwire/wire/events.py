@@ -170,11 +170,23 @@ def decode_event(data: bytes | str) -> StreamEvent | UnknownEvent:
     """Decode one event's ``data``; unknown types fall back to :class:`UnknownEvent`.
 
     :raises msgspec.DecodeError: the data is not JSON, or lacks a string ``type``.
+    :raises turnwire.errors.StreamError: the data is JSON nested too deeply to decode (a value
+        no schema turnwire reads can hold, like any other value of the wrong shape).
     """
     try:
-        return _TYPED.decode(data)
-    except msgspec.ValidationError as err:
-        unknown = _UNKNOWN.decode(data)
-        if unknown.type in _TAGS:
-            return msgspec.structs.replace(unknown, invalid=str(err))
-        return unknown
+        try:
+            return _TYPED.decode(data)
+        except msgspec.ValidationError as err:
+            unknown = _UNKNOWN.decode(data)
+            if unknown.type in _TAGS:
+                return msgspec.structs.replace(unknown, invalid=str(err))
+            return unknown
+    except RecursionError:
+        from turnwire.errors import StreamError
+
+        raise StreamError(
+            "an event's data is nested too deeply to decode; the server's output does not "
+            "follow the Responses schema and nothing was recorded",
+            event="event",
+            field="(root)",
+        ) from None
