@@ -743,3 +743,14 @@ def test_a_retrieved_document_handle_is_readable_with_the_artifact_tools(tmp_pat
     assert "artifact_grep" in {t["name"] for t in first["tools"]}
     call = result.records.tool_calls[0]
     assert (call.tool, call.is_error, call.result.text) == ("artifact_grep", False, "2: beta")
+
+
+def test_a_json_answer_nested_too_deeply_is_a_stream_error(thread_file):
+    deep = b"[" * 100_000 + b"]" * 100_000
+    reply = Reply(status=200, chunks=[deep], content_type="application/json")
+    before = Path(thread_file).read_bytes() if isinstance(thread_file, Path) else None
+    with ScriptedServer([reply]) as server:
+        with pytest.raises(turnwire.StreamError, match="nested too deeply"):
+            run(server, thread_file, settings={"client": {"stream": False}})
+    if before is not None:
+        assert Path(thread_file).read_bytes() == before

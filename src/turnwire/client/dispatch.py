@@ -648,6 +648,8 @@ class Client:
             decoded = msgspec.json.decode(raw)
         except msgspec.DecodeError as err:
             raise StreamError(f"the answer is not a response.compaction object: {err}") from err
+        except RecursionError:
+            raise StreamError("the answer is nested too deeply to read") from None
         compacted = parse_compacted(decoded)
         record = compaction_record(compacted, timeline(part), self.clock(), before=before)
         if record is None:
@@ -796,6 +798,8 @@ class Client:
                     decoded = msgspec.json.decode(raw)
                 except msgspec.DecodeError as err:
                     raise StreamError(f"the answer is not a response object: {err}") from err
+                except RecursionError:
+                    raise StreamError("the answer is nested too deeply to read") from None
                 generation = generation_from_response(decoded)
                 for output in generation.outputs:
                     self._emit(
