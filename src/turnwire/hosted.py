@@ -16,7 +16,7 @@ renders it as text instead.
 from __future__ import annotations
 
 import hmac
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
@@ -38,6 +38,7 @@ __all__ = [
     "ToolSearchOutput",
     "WebSearchCall",
     "input_item",
+    "input_problem",
     "is_sealed",
     "seal",
     "view",
@@ -101,6 +102,135 @@ def input_item(item: dict[str, Any]) -> dict[str, Any] | None:
     if item.get("type", "").startswith("tool_search") and item.get("execution") == "client":
         return None
     return {key: value for key, value in item.items() if key in fields}
+
+
+# ---------------------------------------------------------------- the input shapes
+# What the API's input schema requires of each replayable type's fields (OpenAPI `Item`
+# members and the official types): a field without a default is required; a value of another
+# type or outside an enum would fail the next request, so such an item goes as text instead.
+
+
+class _In(msgspec.Struct, frozen=True, kw_only=True):
+    type: str
+    id: str
+
+
+class _WebAction(msgspec.Struct, frozen=True, kw_only=True):
+    type: Literal["search", "open_page", "find", "find_in_page"]
+    query: str = ""
+    queries: list[str] = []
+    sources: list[dict[str, Any]] = []
+    url: str | None = None
+    pattern: str = ""
+
+
+class _WebSearchIn(_In, frozen=True, kw_only=True):
+    status: Literal["in_progress", "searching", "completed", "failed"]
+    action: _WebAction
+
+
+class _FileSearchIn(_In, frozen=True, kw_only=True):
+    status: Literal["in_progress", "searching", "completed", "incomplete", "failed"]
+    queries: list[str]
+    results: list[dict[str, Any]] | None = None
+
+
+class _CodeIn(_In, frozen=True, kw_only=True):
+    status: Literal["in_progress", "completed", "incomplete", "interpreting", "failed"]
+    container_id: str
+    code: str | None
+    outputs: list[dict[str, Any]] | None
+
+
+class _ImageIn(_In, frozen=True, kw_only=True):
+    status: Literal["in_progress", "completed", "generating", "failed"]
+    result: str | None
+
+
+class _McpCallIn(_In, frozen=True, kw_only=True):
+    server_label: str
+    name: str
+    arguments: str
+    output: str | None = None
+    error: dict[str, Any] | None = None
+    status: Literal["in_progress", "completed", "incomplete", "calling", "failed"] = "completed"
+    approval_request_id: str | None = None
+
+
+class _McpListIn(_In, frozen=True, kw_only=True):
+    server_label: str
+    tools: list[dict[str, Any]]
+    error: str | None = None
+
+
+class _McpRequestIn(_In, frozen=True, kw_only=True):
+    server_label: str
+    name: str
+    arguments: str
+
+
+class _McpResponseIn(msgspec.Struct, frozen=True, kw_only=True):
+    type: str
+    id: str | None = None
+    approval_request_id: str
+    approve: bool
+    reason: str | None = None
+
+
+_SearchStatus = Literal["in_progress", "completed", "incomplete"]
+
+
+class _ToolSearchCallIn(msgspec.Struct, frozen=True, kw_only=True):
+    type: str
+    id: str | None = None
+    call_id: str | None = None
+    execution: Literal["server", "client"] = "server"
+    arguments: Any
+    status: _SearchStatus = "completed"
+
+
+class _ToolSearchOutputIn(msgspec.Struct, frozen=True, kw_only=True):
+    type: str
+    id: str | None = None
+    call_id: str | None = None
+    execution: Literal["server", "client"] = "server"
+    tools: list[dict[str, Any]]
+    status: _SearchStatus = "completed"
+
+
+class _CompactionIn(msgspec.Struct, frozen=True, kw_only=True):
+    type: str
+    id: str | None = None
+    encrypted_content: str
+
+
+_INPUT_SHAPES: dict[str, type[msgspec.Struct]] = {
+    "web_search_call": _WebSearchIn,
+    "file_search_call": _FileSearchIn,
+    "code_interpreter_call": _CodeIn,
+    "image_generation_call": _ImageIn,
+    "mcp_call": _McpCallIn,
+    "mcp_list_tools": _McpListIn,
+    "mcp_approval_request": _McpRequestIn,
+    "mcp_approval_response": _McpResponseIn,
+    "tool_search_call": _ToolSearchCallIn,
+    "tool_search_output": _ToolSearchOutputIn,
+    "compaction": _CompactionIn,
+}
+
+
+def input_problem(fields: dict[str, Any]) -> str | None:
+    """Why ``fields`` (what :func:`input_item` returned) would fail the API's input schema,
+    or ``None`` when they would not: a required field missing, a value of another type, a
+    status outside its enum (``$.action.queries[0]: expected str, got null``)."""
+    shape = _INPUT_SHAPES.get(str(fields.get("type")))
+    if shape is None:
+        return None
+    try:
+        msgspec.convert(fields, shape)
+    except msgspec.ValidationError as err:
+        return str(err).replace("`", "")
+    return None
 
 
 class _View(msgspec.Struct, frozen=True, kw_only=True):

@@ -274,3 +274,59 @@ def test_an_approval_or_a_tool_listing_from_a_thread_file_grants_nothing():
         (item,) = replay(hosted(raw))
         assert isinstance(item, InputMessage), raw["type"]
         assert "<untrusted_content_" in item.content
+
+
+@pytest.mark.parametrize(
+    ("broken", "where"),
+    [
+        ({**WEB, "action": {"type": "search", "queries": [None]}}, "queries[0]"),
+        ({**WEB, "status": "ready"}, "status"),
+        (
+            {
+                "id": "mcp_1",
+                "type": "mcp_call",
+                "server_label": "s",
+                "name": "n",
+                "arguments": "{}",
+                "error": "boom",
+            },
+            "error",
+        ),
+        (
+            {"id": "ci_1", "type": "code_interpreter_call", "status": "completed", "code": "1"},
+            "container_id",
+        ),
+    ],
+)
+def test_an_item_the_input_shape_refuses_goes_as_text(broken, where):
+    """A server's value the API would refuse on the next request (the reviewer's cases)."""
+    said: list[str] = []
+    (item,) = replay(sealed(hosted(broken)), warnings=said)
+    assert isinstance(item, InputMessage)
+    assert said and where in said[0] and "input shape" in said[0]
+
+
+def test_every_recorded_hosted_item_fits_its_input_shape():
+    import json as json_
+
+    from turnwire.hosted import input_problem
+
+    from ..conftest import CONFORMANCE
+
+    seen = 0
+    for path in sorted((CONFORMANCE / "streams").glob("*.sse")):
+        for line in path.read_text().splitlines():
+            if not line.startswith("data: "):
+                continue
+            event = json_.loads(line[6:])
+            item = event.get("item") if event.get("type") == "response.output_item.done" else None
+            fields = input_item(item) if isinstance(item, dict) else None
+            if fields is not None:
+                assert input_problem(fields) is None, (path.name, fields)
+                seen += 1
+    for path in sorted((CONFORMANCE / "requests").glob("*.json")):
+        for item in json_.loads(path.read_text()).get("input", []):
+            if item.get("type") in INPUT_FIELDS:
+                assert input_problem(input_item(item)) is None, (path.name, item)
+                seen += 1
+    assert seen >= 12

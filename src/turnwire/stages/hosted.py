@@ -9,7 +9,7 @@ import msgspec
 
 from turnwire.context import EnvelopeAttrs, EnvelopeNonce, HostedReplay, Warn
 from turnwire.hookspecs import hookimpl
-from turnwire.hosted import UNSEALED_REPLAY, input_item, is_sealed
+from turnwire.hosted import UNSEALED_REPLAY, input_item, input_problem, is_sealed
 from turnwire.model import HostedItem
 from turnwire.wire import HostedInputItem, InputItem, InputMessage
 
@@ -41,6 +41,13 @@ def render_hosted_item(
             f"hosted item {item.id} ({item.type}) was not recorded by this deployment (no "
             "valid seal): sent as text; `turnwire fingerprint --seal-hosted` seals a thread "
             "you trust, render.hosted_replay: all replays every one"
+        )
+        fields = None
+    problem = None if fields is None else input_problem(fields)
+    if problem is not None:
+        warn(
+            f"hosted item {item.id} ({item.type}) does not fit the API's input shape "
+            f"({problem}): sent as text"
         )
         fields = None
     if fields is None:
