@@ -211,3 +211,69 @@ def test_threads_show_transcript(tmp_path):
     first = shown.stdout.splitlines()[0]
     assert first == "Alice: What's the weather in Paris? [attached photo.png]"
     assert '[tool get_weather({"city":"Paris"})] 21C' in shown.stdout
+
+
+def test_a_window_never_cuts_inside_one_response():
+    """The reviewer's case: a user message stamped inside a response (a hand-made file) would
+    start the last turn between a reasoning item and the call it produced."""
+    import turnwire
+
+    from .conftest import REPLAY, make_container
+
+    stamp = "2026-01-01T10:00:02Z"
+    data = {
+        "version": 1,
+        "model": "gpt-5",
+        "messages": [
+            {"id": "u1", "role": "user", "content": "hi", "created_at": "2026-01-01T10:00:00Z"},
+            {"id": "u2", "role": "user", "content": "next", "created_at": stamp, "seq": 1},
+        ],
+        "thoughts": [
+            {
+                "id": "rs_1",
+                "created_at": stamp,
+                "seq": 0,
+                "replay_compatibility": "openai-responses-reasoning-v1",
+                "payload": {
+                    "variant": "responses-reasoning",
+                    "paired_item_id": "ws_1",
+                    "item": {
+                        "type": "reasoning",
+                        "id": "rs_1",
+                        "summary": [],
+                        "encrypted_content": "gAAAA",
+                    },
+                },
+            }
+        ],
+        "hosted_items": [
+            {
+                "id": "ws_1",
+                "type": "web_search_call",
+                "created_at": stamp,
+                "seq": 2,
+                "item": {
+                    "id": "ws_1",
+                    "type": "web_search_call",
+                    "status": "completed",
+                    "action": {"type": "search", "query": "q"},
+                },
+            }
+        ],
+    }
+    thread = turnwire.load_thread(data)
+    windowed = apply_window(thread, WindowSettings(last_turns=1))
+    # the cut moves back to a response boundary: here, before the first turn
+    assert [t.id for t in windowed.thoughts] == ["rs_1"]  # kept with the call
+    assert [m.id for m in windowed.messages] == ["u1", "u2"]
+    settings = {
+        "render": {
+            **REPLAY["render"],
+            "unfingerprinted_reasoning": "trust",
+            "hosted_replay": "all",
+        },
+        "context": {"window": {"last_turns": 1}},
+    }
+    body = turnwire.render(thread, container=make_container(settings)).json
+    kinds = [i.get("type") for i in body["input"]]
+    assert "web_search_call" not in kinds or "reasoning" in kinds

@@ -186,9 +186,14 @@ def apply_window(thread: Thread, window: Window) -> Thread:
         return thread  # the compaction cut windows it
     turns = timeline_turns(thread)
     kept = _keep(turns, window)
-    if kept >= len(turns):
+    cut = len(turns) - kept
+    # Never inside one response (records sharing a timestamp): what a reasoning item of it
+    # produced cannot be kept without that reasoning.
+    while cut > 0 and turns[cut][0].created_at == turns[cut - 1][-1].created_at:
+        cut -= 1
+    if cut <= 0:
         return thread
-    keep = {id(record) for turn in turns[len(turns) - kept :] for record in turn}
+    keep = {id(record) for turn in turns[cut:] for record in turn}
     return msgspec.structs.replace(
         thread,
         messages=tuple(r for r in thread.messages if id(r) in keep),
