@@ -440,8 +440,8 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "window": "Which turns a request sends: `all`, `{last_turns: N}`, "
         "`{token_budget: N}` or `{compact: {threshold: N}}` (every turn; before a run whose "
         "estimate is over N tokens the client compacts what precedes the question); a window "
-        "cuts only between turns, never inside one response, and keeps the system content, and a render always starts at "
-        "the thread's latest compaction item.",
+        "cuts only between turns, never inside one response, and keeps the system content, "
+        "and a render always starts at the thread's latest compaction item.",
         "token_encoding": "The tokenizer of the estimate; null turns the guard off (needs "
         "`turnwire[tokens]`).",
         "context_window": "The most input tokens a request may hold; required with "
