@@ -743,7 +743,6 @@ def compact(
     :param save: write the extended thread back to the thread file (paths only).
     The other parameters are :func:`run`'s.
     """
-    from turnwire.client.dispatch import Client
     from turnwire.thread_file import save_thread
 
     if container is None:
@@ -753,27 +752,48 @@ def compact(
         raise ConfigError("--save needs a thread file path to write back to", path="$")
     chosen = file_roots(roots, container.settings().files, _folder_of(thread))
     loaded = thread if isinstance(thread, Thread) else load_thread(thread)
-    client = Client(
+    result = _compact_once(
+        loaded,
         container,
-        base_url=base_url,
-        api_key=api_key,
-        organization=organization,
-        project=project,
-        **transport_options,
+        {
+            "base_url": base_url,
+            "api_key": api_key,
+            "organization": organization,
+            "project": project,
+            **transport_options,
+        },
+        model=model,
+        render_context=render_context,
+        roots=chosen,
     )
+    if save and path is not None:
+        save_thread(result.thread, path)
+    return result
+
+
+def _compact_once(
+    thread: Thread,
+    container: Container,
+    client_options: dict[str, Any],
+    *,
+    model: str | None,
+    render_context: Mapping[str, str] | None,
+    roots: tuple[str, ...],
+) -> CompactResult:
+    """One compact call through a client made (and closed) for it."""
+    from turnwire.client.dispatch import Client
+
+    client = Client(container, **client_options)
 
     async def main() -> CompactResult:
         try:
             return await client.compact(
-                loaded, model=model, render_context=render_context, roots=chosen
+                thread, model=model, render_context=render_context, roots=roots
             )
         finally:
             await client.aclose()
 
-    result = asyncio.run(main())
-    if save and path is not None:
-        save_thread(result.thread, path)
-    return result
+    return asyncio.run(main())
 
 
 def compact_thread(
@@ -798,7 +818,6 @@ def compact_thread(
     :raises turnwire.errors.InputError: the thread has no turns.
     The other parameters are :func:`run_thread`'s.
     """
-    from turnwire.client.dispatch import Client
 
     if container is None:
         container = build_container(config_files)
@@ -807,24 +826,20 @@ def compact_thread(
     folder = getattr(store, "files_folder", None)
     defaults = () if folder is None else (folder,)
     chosen = file_roots(roots, container.settings().files, defaults)
-    client = Client(
+    result = _compact_once(
+        thread,
         container,
-        base_url=base_url,
-        api_key=api_key,
-        organization=organization,
-        project=project,
-        **transport_options,
+        {
+            "base_url": base_url,
+            "api_key": api_key,
+            "organization": organization,
+            "project": project,
+            **transport_options,
+        },
+        model=model,
+        render_context=render_context,
+        roots=chosen,
     )
-
-    async def main() -> CompactResult:
-        try:
-            return await client.compact(
-                thread, model=model, render_context=render_context, roots=chosen
-            )
-        finally:
-            await client.aclose()
-
-    result = asyncio.run(main())
     turn = compaction_turn(store.builder, result.record)
     store.append_turns(thread_id, [turn], expected_last=expected_last)
     return result

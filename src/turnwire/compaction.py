@@ -137,14 +137,9 @@ def covered(thread: Thread) -> Thread | None:
     before = records[:last_user]
     if not before or all(isinstance(r, HostedItem) and r.type == "compaction" for r in before):
         return None
-    keep = {id(record) for record in before}
-    return msgspec.structs.replace(
-        rendered,
-        messages=tuple(r for r in rendered.messages if id(r) in keep),
-        thoughts=tuple(r for r in rendered.thoughts if id(r) in keep),
-        tool_calls=tuple(r for r in rendered.tool_calls if id(r) in keep),
-        hosted_items=tuple(r for r in rendered.hosted_items if id(r) in keep),
-    )
+    from turnwire.windows import only_records
+
+    return only_records(rendered, {id(record) for record in before})
 
 
 def compact_body(request_body: bytes) -> bytes:

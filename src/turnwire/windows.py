@@ -44,6 +44,7 @@ __all__ = [
     "apply_window",
     "estimate_request_tokens",
     "estimate_tokens",
+    "only_records",
     "timeline_turns",
     "transcript",
 ]
@@ -193,7 +194,12 @@ def apply_window(thread: Thread, window: Window) -> Thread:
         cut -= 1
     if cut <= 0:
         return thread
-    keep = {id(record) for turn in turns[cut:] for record in turn}
+    return only_records(thread, {id(record) for turn in turns[cut:] for record in turn})
+
+
+def only_records(thread: Thread, keep: set[int]) -> Thread:
+    """``thread`` with only the timeline records whose ``id()`` is in ``keep`` (the header
+    untouched)."""
     return msgspec.structs.replace(
         thread,
         messages=tuple(r for r in thread.messages if id(r) in keep),
