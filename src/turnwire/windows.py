@@ -89,20 +89,11 @@ Window = Literal["all"] | WindowSettings
 
 
 def _ordered(thread: Thread) -> list[Record]:
-    """The timeline in render order: ``(created_at, seq)``, then messages, thoughts, calls."""
-    groups: tuple[tuple[Record, ...], ...] = (
-        thread.messages,
-        thread.thoughts,
-        thread.tool_calls,
-        thread.hosted_items,
-    )
-    entries = [
-        (record.created_at, record.seq, rank, index, record)
-        for rank, records in enumerate(groups)
-        for index, record in enumerate(records)
-    ]
-    entries.sort(key=lambda entry: entry[:4])
-    return [entry[4] for entry in entries]
+    """The timeline in render order: ``(created_at, seq)``, then messages, thoughts, calls,
+    hosted items."""
+    from turnwire.compaction import timeline
+
+    return timeline(thread)
 
 
 def timeline_turns(thread: Thread) -> list[list[Record]]:
