@@ -526,7 +526,7 @@ def test_the_incremental_preflight_raises_what_preflight_raises():
     container = make_container(REPLAY)
     good = turnwire.api.render(_growing_thread(2), container=container).request
     memo = RenderMemo()
-    assert checked_body(good, memo) == encode_body(good)
+    assert bytes(checked_body(good, memo)) == encode_body(good)
     calls = [i for i in good.input if isinstance(i, turnwire.wire.FunctionCall)]
     duplicate = msgspec.structs.replace(good, input=(*good.input, calls[0]))
     orphan = msgspec.structs.replace(good, input=(*good.input[:-1], calls[-1]))
@@ -537,7 +537,7 @@ def test_the_incremental_preflight_raises_what_preflight_raises():
             checked_body(body, memo)
         assert str(incremental.value) == str(full.value)
         assert incremental.value.index == full.value.index
-        assert checked_body(good, memo) == encode_body(good)  # the memo survived the failure
+        assert bytes(checked_body(good, memo)) == encode_body(good)  # the memo survived the failure
 
 
 @pytest.mark.parametrize("binding", ["prefix", "model"])
@@ -658,3 +658,41 @@ def test_a_compaction_cuts_the_warm_render_as_the_cold_one(tmp_path):
     # compaction in the timeline (cmp_2 is placed before cmp_1, so cmp_1 stays the latest;
     # dropping cmp_1 brings back cmp_0, the latest of those left).
     assert firsts == [None, None, "cmp_0", "cmp_0", "cmp_1", "cmp_1", "cmp_1", "cmp_0", "cmp_0"]
+
+
+def test_a_spliced_body_is_the_encoded_body_in_a_few_pieces(monkeypatch):
+    """Hundreds of requests, each growing or rewriting the tail: every body is byte for byte
+    the body encoded from scratch, and its pieces stay few (merged, never one per request)."""
+    from turnwire import request as request_module
+
+    monkeypatch.setattr(request_module, "SEGMENT_BYTES", 4096)  # full segments early
+    good = turnwire.api.render(_growing_thread(2), container=make_container(REPLAY)).request
+    memo = RenderMemo()
+    item = turnwire.wire.InputMessage(role="user", content=(turnwire.wire.InputText(text="x"),))
+    items = list(good.input)
+    most = 0
+    for step in range(400):
+        if step % 7 == 6:
+            del items[-3:]  # a cut inside a merged segment, then growth from there
+        items.append(
+            msgspec.structs.replace(item, content=(turnwire.wire.InputText(text=f"{step}" * 40),))
+        )
+        body = msgspec.structs.replace(good, input=tuple(items))
+        encoded = checked_body(body, memo)
+        assert bytes(encoded) == encode_body(body)
+        assert len(encoded) == len(encode_body(body))
+        most = max(most, len(encoded.parts))
+    total = len(encode_body(body))
+    assert most <= total // 4096 + 16, most  # full segments, plus a short run of smaller ones
+    assert most > 3  # the body really was spliced, not encoded whole
+
+
+def test_an_encoded_body_joins_once():
+    from turnwire.request import EncodedBody
+
+    body = EncodedBody((b'{"a":', memoryview(b"[1,2,3]")[:4], b"]}"))
+    assert bytes(body) == b'{"a":[1,2]}'
+    joined = bytes(body)
+    assert bytes(body) is joined  # kept, not joined again
+    assert len(body) == len(bytes(body))
+    assert "bytes in 3 parts" in repr(body)

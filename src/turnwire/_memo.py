@@ -29,11 +29,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Hashable, Iterable, Mapping
-from itertools import compress, count
-from operator import is_not
 from typing import Any, Generic, TypeVar
 
 import msgspec
+
+from turnwire._identity import first_difference
 
 __all__ = ["Entry", "RenderMemo", "common_prefix", "stage_key"]
 
@@ -125,15 +125,11 @@ def common_prefix(old: Any, new: Any, known: int = 0) -> int:
     """How many leading elements of ``old`` and ``new`` are the very same objects.
 
     Identity, never ``==``: records and items that compare equal can still render differently
-    (``{"x": 1} == {"x": True}``). The scan runs at C speed, from ``known``: a length the caller
-    built both from (so already the same objects), never a guess.
+    (``{"x": 1} == {"x": True}``). The scan starts at ``known``: a length the caller built both
+    from (so already the same objects), never a guess; see :mod:`turnwire._identity` for how it
+    avoids a Python step per element.
     """
-    limit = min(len(old), len(new))
-    if known >= limit:
-        return limit
-    if known:
-        old, new = old[known:limit], new[known:limit]
-    return next(compress(count(known), map(is_not, old, new)), limit)
+    return first_difference(old, new, known)
 
 
 class Entry(msgspec.Struct, frozen=True, gc=False):
@@ -203,6 +199,7 @@ class SweepState:
     __slots__ = (
         "candidates",
         "checkpoints",
+        "hashed",
         "head",
         "indexes",
         "items",
@@ -210,6 +207,7 @@ class SweepState:
         "pending",
         "pending_from",
         "reasoned",
+        "tail",
         "thoughts",
         "timeline_items",
         "warnings",
@@ -225,7 +223,11 @@ class SweepState:
         source: tuple[list[Any], list[Any]] = ([], []),
         reasoned: dict[Any, int] | None = None,
         pending: tuple[frozenset[str], int | None] = (frozenset(), None),
+        bisected: tuple[list[int], list[int]] | None = None,
+        tail: bytes = b"",
     ) -> None:
+        # the canonical text after the input array (it depends only on the sweep key)
+        self.tail = tail
         self.items = items
         self.reasoned = reasoned or {}
         # the pending ids accepted, and the first candidate position that carried the marker
@@ -234,7 +236,14 @@ class SweepState:
         self.candidates = candidates
         self.out = out
         self.checkpoints = checkpoints
-        self.indexes = [checkpoint.index for checkpoint in checkpoints]
+        # Each checkpoint's index and hashed count, to bisect on: kept by the sweep as it adds
+        # checkpoints (built here only when not given: a Python step per checkpoint).
+        if bisected is None:
+            bisected = (
+                [checkpoint.index for checkpoint in checkpoints],
+                [checkpoint.hashed for checkpoint in checkpoints],
+            )
+        self.indexes, self.hashed = bisected
         self.thoughts = candidates[1]
         self.warnings = warnings
 
@@ -243,10 +252,11 @@ class BodyState(msgspec.Struct, kw_only=True, gc=False):
     """The last checked and encoded ``input``: its items, their bytes, the preflight state.
 
     :ivar input: the items.
-    :ivar body: the encoded body they were part of.
-    :ivar start: where the first item's bytes begin in ``body``.
-    :ivar ends: where each item's bytes end, from ``start`` (``None``: not known, the body
-        was encoded whole).
+    :ivar segments: the items' bytes, joined by commas, in pieces (``None``: not kept, the
+        body was encoded whole).
+    :ivar bounds: where each segment ends, from the first item's first byte.
+    :ivar ends: where each item's bytes end, from the first item's first byte (``None``: not
+        known, the body was encoded whole).
     :ivar facts: the preflight facts of each item.
     :ivar seen_ids: item id → index of its item.
     :ivar calls: ``function_call`` call id → index.
@@ -256,8 +266,8 @@ class BodyState(msgspec.Struct, kw_only=True, gc=False):
     """
 
     input: tuple[Any, ...]
-    body: bytes
-    start: int
+    segments: list[Any] | None
+    bounds: list[int]
     ends: list[int] | None
     facts: list[tuple[Any, ...]]
     seen_ids: dict[str, int]

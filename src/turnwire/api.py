@@ -17,7 +17,7 @@ from turnwire.errors import ConfigError, TurnwireError
 from turnwire.model import HostedItem, Message, Thread, ToolCall
 from turnwire.pipeline import RenderedInput
 from turnwire.pipeline import prefix_fingerprint as pipeline_prefix_fingerprint
-from turnwire.request import build_body, checked_body
+from turnwire.request import EncodedBody, build_body, checked_body
 from turnwire.settings import RequestSettings
 from turnwire.structured import OutputSchema, StructuredOutput, structured_output
 from turnwire.thread_file import load_thread
@@ -54,14 +54,20 @@ __all__ = [
 class RenderedRequest(msgspec.Struct, frozen=True, kw_only=True):
     """A request ready to POST.
 
-    :ivar body: the exact bytes.
+    :ivar encoded: the exact bytes, in the pieces the render assembled them from (what the
+        client sends, without joining them).
     :ivar request: the body as wire Structs.
     :ivar rendered: what ``build_input`` returned (input, tools, fingerprintable length...).
     """
 
-    body: bytes
+    encoded: EncodedBody
     request: RequestBody
     rendered: RenderedInput
+
+    @property
+    def body(self) -> bytes:
+        """The exact bytes (:attr:`encoded` joined, once)."""
+        return bytes(self.encoded)
 
     @property
     def json(self) -> dict[str, Any]:
@@ -415,8 +421,8 @@ def render(
         reasoning_replay=settings.render.reasoning_replay,
         output_schema=_sent_schema(asked, thread, settings.request),
     )
-    data = checked_body(body, container.render_memo())
-    return RenderedRequest(body=data, request=body, rendered=rendered)
+    encoded = checked_body(body, container.render_memo())
+    return RenderedRequest(encoded=encoded, request=body, rendered=rendered)
 
 
 def _sent_schema(

@@ -41,6 +41,7 @@ from typing import Any
 import msgspec
 
 from turnwire._canonical import canonical_json
+from turnwire._identity import first_difference
 from turnwire._memo import (
     Checkpoint,
     Entry,
@@ -221,6 +222,9 @@ _THOUGHT_STAGES = ("render_reasoning_item", "render_thought", *_ENVELOPES)
 _HOSTED_STAGES = ("render_hosted_item", "render_hosted_item_text", *_ENVELOPES)
 
 _RECORD_ENCODER = msgspec.json.Encoder()
+# How many records built again (equal content, other objects) ``_extends`` finds by bisection
+# before it scans the rest element by element (a thread loaded anew differs everywhere).
+_BISECTED_DIFFERENCES = 8
 
 
 def _same_record(old: Any, new: Any) -> bool:
@@ -256,7 +260,14 @@ def _extends(
         known, suspects = min(lineage[2], size), lineage[3]
     if not all(_same_record(old[i], new[i]) for i in suspects if i < known):
         return False
-    tail = compress(count_from(known), map(is_not, old[known:], new[known:size]))
+    position = first_difference(old, new, known, size)
+    for _ in range(_BISECTED_DIFFERENCES):  # a few records built again: find each directly
+        if position == size:
+            return True
+        if not _same_record(old[position], new[position]):
+            return False
+        position = first_difference(old, new, position + 1, size)
+    tail = compress(count_from(position), map(is_not, old[position:size], new[position:size]))
     return all(_same_record(old[i], new[i]) for i in tail)
 
 
@@ -576,11 +587,13 @@ def _sweep(
     out: list[InputItem] = []
     done, count = 0, len(items)  # items[:done] are settled
     checkpoints: list[Checkpoint] = []
+    checkpoint_indexes: list[int] = []
+    checkpoint_hashed: list[int] = []
     sweep_warnings: list[str] = []
     hasher: Any = hashlib.sha256(_PREFIX_HEAD) if hashing else None
     hashed, position = 0, 0
     snapshot: Any = hasher.copy() if hashing else None
-    state = memo.sweeps.get(key) if key is not None else None
+    state = kept = memo.sweeps.get(key) if key is not None else None
     resumed_from: tuple[list[InputItem], int] | None = None
     governing: Any = None  # the timestamp of the last kept reasoning item's record
     if state is not None and state.checkpoints and not _same_responses(state.reasoned, reasoned):
@@ -617,6 +630,8 @@ def _sweep(
         if last >= 0:
             resumed = state.checkpoints[last]
             checkpoints = state.checkpoints[: last + 1]
+            checkpoint_indexes = state.indexes[: last + 1]
+            checkpoint_hashed = state.hashed[: last + 1]
             out = state.out[: resumed.out_length]
             done = resumed.done
             sweep_warnings = state.warnings[: resumed.warning_count]
@@ -637,7 +652,13 @@ def _sweep(
         and state.pending_from < position
     ):
         pending_from = state.pending_from
-    tail = prefix_tail(options.model, instructions, tools) if hashing else b""
+    tail = b""
+    if hashing:
+        tail = (
+            kept.tail
+            if kept is not None and kept.tail
+            else prefix_tail(options.model, instructions, tools)
+        )
     for at in range(position, len(indexes)):
         index = indexes[at] + offset
         if index < done:  # the partner of the previous kept candidate
@@ -703,6 +724,8 @@ def _sweep(
         checkpoints.append(
             Checkpoint(at, index, done, len(out), len(sweep_warnings), snapshot, hashed)
         )
+        checkpoint_indexes.append(index)
+        checkpoint_hashed.append(hashed)
     out.extend(_strip_ids(items[done:], memo, reasoned, governing))
     if len(memo.stripped) > 2 * count + 256:
         memo.stripped.clear()
@@ -718,6 +741,8 @@ def _sweep(
                 (items[:offset], timeline.items),
                 reasoned,
                 (pending, pending_from),
+                (checkpoint_indexes, checkpoint_hashed),
+                tail,
             ),
         )
     return out, resumed_from
@@ -835,7 +860,7 @@ def _build_input(
                 if first is None or t.seq < first:
                     reasoned[t.created_at] = t.seq
     swept, resumed_from = _sweep(
-        head + timeline.items,
+        head + timeline.items if head else timeline.items,  # read, never changed
         timeline,
         len(head),
         instructions=instructions,
@@ -915,15 +940,18 @@ def prefix_fingerprint(
     state = render_memo.sweeps.get(keyed[0]) if render_memo is not None else None
     if state is not None and state.checkpoints:
         shared = min(common_prefix(state.out, items), through_item)
-        hashes = [checkpoint.hashed for checkpoint in state.checkpoints]
-        last = bisect.bisect_right(hashes, shared) - 1
+        last = bisect.bisect_right(state.hashed, shared) - 1
         if last >= 0 and state.checkpoints[last].hasher is not None:
             hasher = state.checkpoints[last].hasher.copy()
-            hashed = hashes[last]
+            hashed = state.hashed[last]
     if through_item > hashed:
         if hashed:
             hasher.update(b",")
         hasher.update(canonical_items(items[hashed:through_item]))
-    hasher.update(prefix_tail(options.model, instructions, tools))
+    hasher.update(
+        state.tail
+        if state is not None and state.tail
+        else prefix_tail(options.model, instructions, tools)
+    )
     digest: str = hasher.hexdigest()
     return digest

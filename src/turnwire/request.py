@@ -9,6 +9,7 @@ wire rules the real API enforces, and raises :class:`~turnwire.errors.PreflightE
 
 from __future__ import annotations
 
+import bisect
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -36,6 +37,8 @@ from turnwire.wire import (
 __all__ = [
     "ENCRYPTED_INCLUDE",
     "PREFLIGHT_RULES",
+    "SEGMENT_BYTES",
+    "EncodedBody",
     "build_body",
     "checked_body",
     "encode_body",
@@ -128,6 +131,41 @@ def build_body(
 def encode_body(body: RequestBody) -> bytes:
     """The exact bytes to POST."""
     return _ENCODER.encode(body)
+
+
+SEGMENT_BYTES = 1 << 20
+"""The size past which a body's segment no longer grows by merging (see :class:`EncodedBody`)."""
+
+
+class EncodedBody:
+    """A request body's exact bytes, kept as the pieces a warm render assembled it from.
+
+    The render of a grown conversation reuses the last body's encoded items; joining them into
+    one ``bytes`` would copy the whole body again on every request (a 10 MB copy at 20,000
+    records, the largest cost left that grew with the thread). The pieces stay apart:
+    :attr:`parts` is what a transport sends, and ``bytes(body)`` joins them once, on first
+    use, and keeps the result.
+    """
+
+    __slots__ = ("_joined", "parts", "size")
+
+    def __init__(self, parts: tuple[bytes | memoryview, ...]) -> None:
+        self.parts = parts
+        self.size = sum(len(part) for part in parts)
+        whole = parts[0] if len(parts) == 1 else None
+        self._joined = whole if isinstance(whole, bytes) else None
+
+    def __bytes__(self) -> bytes:
+        joined = self._joined
+        if joined is None:
+            joined = self._joined = b"".join(self.parts)
+        return joined
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __repr__(self) -> str:
+        return f"EncodedBody({self.size} bytes in {len(self.parts)} parts)"
 
 
 def _fail(rule: str, detail: str, index: int | None = None) -> PreflightError:
@@ -353,7 +391,7 @@ def _check_answered(calls: dict[str, int], answered: dict[str, int]) -> None:
             )
 
 
-def checked_body(body: RequestBody, memo: RenderMemo | None = None) -> bytes:
+def checked_body(body: RequestBody, memo: RenderMemo | None = None) -> EncodedBody:
     """:func:`preflight` then :func:`encode_body`, reusing what ``memo`` kept of the last body.
 
     The longest run of leading ``input`` items that are the very objects of the last body
@@ -363,12 +401,12 @@ def checked_body(body: RequestBody, memo: RenderMemo | None = None) -> bytes:
     """
     if memo is None:
         preflight(body)
-        return encode_body(body)
+        return EncodedBody((encode_body(body),))
     with memo.lock:
         return _checked_body(body, memo)
 
 
-def _checked_body(body: RequestBody, memo: RenderMemo) -> bytes:
+def _checked_body(body: RequestBody, memo: RenderMemo) -> EncodedBody:
     items = body.input
     if not items:
         raise _fail("non-empty-input", "input is empty")
@@ -415,37 +453,47 @@ def _checked_body(body: RequestBody, memo: RenderMemo) -> bytes:
     # The body around an empty input, the items' bytes spliced in: "[a,b]" is "[" a "," b "]".
     # A body sharing nothing with the last one is encoded whole (one call), its item bounds
     # left unknown; the next body that shares a prefix with it encodes item by item to learn
-    # them, and the ones after that splice.
-    start = len(b'{"model":') + len(_ENCODER.encode(body.model)) + len(b',"input":[')
-    ends: list[int] | None
+    # them, and the ones after that splice: the kept items' segments stay the same objects
+    # (the one holding the cut is sliced, not copied) and only the new items are encoded.
     if not shared:
-        data = _ENCODER.encode(body)
-        ends = None
+        memo.body = BodyState(
+            input=items,
+            segments=None,
+            bounds=[],
+            ends=None,
+            facts=facts,
+            seen_ids=seen_ids,
+            calls=calls,
+            answered=answered,
+            stateless=stateless,
+            source=lineage[1] if lineage is not None else None,
+        )
+        return EncodedBody((_ENCODER.encode(body),))
+    assert state is not None
+    start = len(b'{"model":') + len(_ENCODER.encode(body.model)) + len(b',"input":[')
+    frame = _ENCODER.encode(msgspec.structs.replace(body, input=()))
+    assert frame[start - 10 : start + 1] == b',"input":[]', "RequestBody field order changed"
+    segments, bounds = state.segments, state.bounds
+    if state.ends is not None and segments is not None:
+        ends = state.ends
+        del ends[shared:]
+        offset = ends[-1]
+        _cut(segments, bounds, offset)
+        fresh = items[shared:]
     else:
-        assert state is not None
-        frame = _ENCODER.encode(msgspec.structs.replace(body, input=()))
-        assert frame[start - 10 : start + 1] == b',"input":[]', "RequestBody field order changed"
-        if state.ends is not None:
-            ends = state.ends
-            del ends[shared:]
-            reused = memoryview(state.body)[state.start : state.start + ends[-1]]
-            offset = ends[-1]
-            fresh = items[shared:]
-        else:
-            ends, reused, offset, fresh = [], memoryview(b""), -1, items
-        encoded = [_ENCODER.encode(item) for item in fresh]
-        for chunk in encoded:
-            offset += 1 + len(chunk)
-            ends.append(offset)
-        parts: list[Any] = [frame[:start], reused]
-        if encoded:
-            parts.append(b"," + b",".join(encoded) if reused else b",".join(encoded))
-        parts.append(frame[start:])
-        data = b"".join(parts)
+        ends, segments, bounds, offset, fresh = [], [], [], -1, items
+    encoded = [_ENCODER.encode(item) for item in fresh]
+    for chunk in encoded:
+        offset += 1 + len(chunk)
+        ends.append(offset)
+    if encoded:
+        segments.append(b"," + b",".join(encoded) if segments else b",".join(encoded))
+        bounds.append(offset)
+        _settle(segments, bounds)
     memo.body = BodyState(
         input=items,
-        body=data,
-        start=start,
+        segments=segments,
+        bounds=bounds,
         ends=ends,
         facts=facts,
         seen_ids=seen_ids,
@@ -454,4 +502,27 @@ def _checked_body(body: RequestBody, memo: RenderMemo) -> bytes:
         stateless=stateless,
         source=lineage[1] if lineage is not None else None,
     )
-    return data
+    return EncodedBody((frame[:start], *segments, frame[start:]))
+
+
+def _cut(segments: list[Any], bounds: list[int], end: int) -> None:
+    """Keep the first ``end`` bytes of the segments (``bounds``: where each ends)."""
+    last = bisect.bisect_left(bounds, end)  # the segment holding byte end - 1
+    del segments[last + 1 :], bounds[last + 1 :]
+    if bounds[last] != end:
+        begin = bounds[last - 1] if last else 0
+        segments[last] = memoryview(segments[last])[: end - begin]
+        bounds[last] = end
+
+
+def _settle(segments: list[Any], bounds: list[int]) -> None:
+    """Merge the newest segments while the one before is at most twice the last and under
+    :data:`SEGMENT_BYTES`: a body is then a few full segments and a short run of smaller
+    ones, each byte copied a few times over a whole conversation, never the whole body per
+    request."""
+    while len(segments) > 1:
+        before, last = len(segments[-2]), len(segments[-1])
+        if before >= SEGMENT_BYTES or before > 2 * last:
+            return
+        segments[-2:] = [b"".join(segments[-2:])]
+        del bounds[-2]
