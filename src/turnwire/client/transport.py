@@ -38,6 +38,7 @@ import msgspec
 
 from turnwire._redact import redact, remember_secret
 from turnwire.errors import HttpError, RequestTimeoutError, StreamError, StreamStalledError
+from turnwire.request import EncodedBody
 
 __all__ = ["Answer", "RetryPolicy", "Transport"]
 
@@ -49,6 +50,33 @@ ERROR_BODY_LIMIT = 1 << 20  # decoded bytes of an error body that are read
 ERROR_WIRE_LIMIT = 8 << 20  # bytes on the wire read for one error body, however little they inflate
 MAX_BODY_BYTES = 64 << 20  # default limit of a body that is not an event stream
 _PIECE = 64 << 10  # the most a decoder hands out at once (zstd aside)
+
+
+class _Pieces:
+    """A body's pieces as httpx request content: iterable again for each attempt."""
+
+    __slots__ = ("_parts",)
+
+    def __init__(self, parts: tuple[bytes | memoryview, ...]) -> None:
+        self._parts = parts
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for part in self._parts:
+            yield part  # type: ignore[misc]  # h11 writes any bytes-like object
+
+
+def _post(
+    client: httpx.AsyncClient, url: str, body: bytes | EncodedBody, headers: dict[str, str]
+) -> httpx.Request:
+    """The request for one attempt. Pieces go with an explicit ``Content-Length`` (httpx then
+    sends no ``Transfer-Encoding: chunked``, which some servers refuse)."""
+    if isinstance(body, EncodedBody):
+        if len(body.parts) == 1:
+            body = bytes(body)
+        else:
+            sized = {**headers, "Content-Length": str(body.size)}
+            return client.build_request("POST", url, content=_Pieces(body.parts), headers=sized)
+    return client.build_request("POST", url, content=body, headers=headers)
 
 
 class _Undecodable(Exception):
@@ -359,9 +387,13 @@ class Transport:
             self._client = None
 
     @asynccontextmanager
-    async def exchange(self, body: bytes, *, stream: bool, path: str = "") -> AsyncIterator[Answer]:
+    async def exchange(
+        self, body: bytes | EncodedBody, *, stream: bool, path: str = ""
+    ) -> AsyncIterator[Answer]:
         """POST ``body`` (exact bytes), retrying before any answer byte is read.
 
+        :param body: the bytes, or a rendered body's pieces (sent one after another with the
+            body's ``Content-Length``, never joined into one copy).
         :param path: appended to :attr:`url` (``/compact``: the compact endpoint).
 
         Yields the 2xx :class:`Answer`; raises :class:`HttpError` (status 0 for transport
@@ -374,7 +406,7 @@ class Transport:
         while True:
             attempt = retries + 1
             deadline = time.monotonic() + self.request_timeout_s if self.request_timeout_s else None
-            request = client.build_request("POST", url, content=body, headers=headers)
+            request = _post(client, url, body, headers)
             try:
                 response = await self._send(client, request, deadline)
             except (httpx.TransportError, RequestTimeoutError) as err:
