@@ -62,6 +62,9 @@ class BoundedTable(Generic[K, V]):
         while len(self._data) > self.size:
             del self._data[next(iter(self._data))]
 
+    def discard(self, key: K) -> None:
+        self._data.pop(key, None)
+
     def clear(self) -> None:
         self._data.clear()
 
@@ -121,15 +124,16 @@ def stage_key(
     return tuple(parts)
 
 
-def common_prefix(old: Any, new: Any, known: int = 0) -> int:
-    """How many leading elements of ``old`` and ``new`` are the very same objects.
+def common_prefix(old: Any, new: Any, known: int = 0, size: int | None = None) -> int:
+    """How many leading elements of ``old`` (of its first ``size``) and ``new`` are the very
+    same objects.
 
     Identity, never ``==``: records and items that compare equal can still render differently
     (``{"x": 1} == {"x": True}``). The scan starts at ``known``: a length the caller built both
     from (so already the same objects), never a guess; see :mod:`turnwire._identity` for how it
     avoids a Python step per element.
     """
-    return first_difference(old, new, known)
+    return first_difference(old, new, known, size)
 
 
 class Entry(msgspec.Struct, frozen=True, gc=False):
@@ -156,7 +160,13 @@ class RecordTable:
 
 
 class TimelineState(msgspec.Struct, kw_only=True, gc=False):
-    """The last timeline under one combination of stage keys: its sources and what they gave."""
+    """The last timeline under one combination of stage keys: its sources and what they gave.
+
+    ``items``, ``candidate_indexes`` and ``candidate_thoughts`` only ever grow (a timeline
+    that does not extend this one starts lists of its own), so the next timeline appends to
+    them in place instead of copying them; ``sizes`` are their lengths when this state was
+    kept, and whoever holds one of the lists reads only the prefix it saw.
+    """
 
     messages: tuple[Any, ...]
     thoughts: tuple[Any, ...]
@@ -169,6 +179,7 @@ class TimelineState(msgspec.Struct, kw_only=True, gc=False):
     candidate_indexes: list[int]
     candidate_thoughts: list[Any]
     warnings: list[str]
+    sizes: tuple[int, int, int]
 
 
 class Checkpoint(msgspec.Struct, frozen=True, gc=False):
@@ -194,7 +205,13 @@ class Checkpoint(msgspec.Struct, frozen=True, gc=False):
 
 
 class SweepState:
-    """The last pairing sweep under one sweep key."""
+    """The last pairing sweep under one sweep key.
+
+    Its lists (``out``, ``checkpoints`` and their bisection lists, ``warnings``) belong to it
+    alone: the next sweep under the same key cuts them back to the checkpoint it resumes from
+    and goes on appending in place, and drops the state if it fails half-way. ``items`` may be
+    a timeline's list, which only grows: ``item_count`` is how much of it was swept.
+    """
 
     __slots__ = (
         "candidates",
@@ -202,6 +219,7 @@ class SweepState:
         "hashed",
         "head",
         "indexes",
+        "item_count",
         "items",
         "out",
         "pending",
@@ -210,6 +228,7 @@ class SweepState:
         "tail",
         "thoughts",
         "timeline_items",
+        "timeline_size",
         "warnings",
     )
 
@@ -229,10 +248,12 @@ class SweepState:
         # the canonical text after the input array (it depends only on the sweep key)
         self.tail = tail
         self.items = items
+        self.item_count = len(items)
         self.reasoned = reasoned or {}
         # the pending ids accepted, and the first candidate position that carried the marker
         self.pending, self.pending_from = pending
         self.head, self.timeline_items = source
+        self.timeline_size = len(self.timeline_items)
         self.candidates = candidates
         self.out = out
         self.checkpoints = checkpoints

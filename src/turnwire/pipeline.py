@@ -299,8 +299,27 @@ def _surface(
             )
             previous: tuple[Thought, ...] = state.surfaced
             if not added or not previous or _surfaced_key(added[0]) >= _surfaced_key(previous[-1]):
-                return previous + added, True
+                return _joined(previous, added, state.thoughts, thread.thoughts), True
     return tuple(stages.filter_thoughts(thoughts=thread.thoughts) or ()), False
+
+
+def _joined(
+    previous: tuple[Thought, ...],
+    added: tuple[Thought, ...],
+    old: tuple[Thought, ...],
+    new: tuple[Thought, ...],
+) -> tuple[Thought, ...]:
+    """``previous + added``; that is ``new`` itself when every thought was surfaced (no copy of
+    a tuple that grows with the thread)."""
+    size = len(previous)
+    if (
+        size == len(old)
+        and size + len(added) == len(new)
+        and first_difference(previous, old) == size
+        and first_difference(added, new[size:]) == len(added)
+    ):
+        return new
+    return previous + added
 
 
 _Entry = tuple[Any, int, int, int, "Message | Thought | ToolCall | HostedItem"]
@@ -319,7 +338,14 @@ def _entries(
 class _Timeline:
     """The timeline items of one render: items, reasoning candidates, and what they came from."""
 
-    __slots__ = ("base_items", "base_thoughts", "candidate_indexes", "candidate_thoughts", "items")
+    __slots__ = (
+        "base_items",
+        "base_sizes",
+        "base_thoughts",
+        "candidate_indexes",
+        "candidate_thoughts",
+        "items",
+    )
 
     def __init__(
         self,
@@ -331,11 +357,19 @@ class _Timeline:
         self.items = items
         self.candidate_indexes = indexes
         self.candidate_thoughts = thoughts
-        # the lists of the last timeline these extend (their elements are the same objects)
+        # The lists of the last timeline these extend, and how many of their leading elements
+        # these begin with (the same objects): often the very same lists, grown in place.
         self.base_items: list[InputItem] | None = base.items if base is not None else None
         self.base_thoughts: list[Thought] | None = (
             base.candidate_thoughts if base is not None else None
         )
+        self.base_sizes = base.sizes if base is not None else (0, 0, 0)
+
+
+def _grown(kept: list[Any], size: int) -> list[Any]:
+    """``kept`` to append to in place when its length is still ``size`` (a list of the memo
+    that only grows), else a copy of its first ``size`` elements."""
+    return kept if len(kept) == size else kept[:size]
 
 
 def _timeline(
@@ -385,9 +419,9 @@ def _timeline(
             if entries and state.last_key is not None and entries[0][:4] <= state.last_key:
                 entries = None  # a new record sorts among the old ones
     if entries is not None and state is not None:
-        items: list[InputItem] = list(state.items)
-        indexes: list[int] = list(state.candidate_indexes)
-        thoughts: list[Thought] = list(state.candidate_thoughts)
+        items: list[InputItem] = _grown(state.items, state.sizes[0])
+        indexes: list[int] = _grown(state.candidate_indexes, state.sizes[1])
+        thoughts: list[Thought] = _grown(state.candidate_thoughts, state.sizes[2])
         warnings.extend(state.warnings)
         last_key = state.last_key
         base = state
@@ -481,6 +515,7 @@ def _timeline(
                 candidate_indexes=indexes,
                 candidate_thoughts=thoughts,
                 warnings=warnings[first:],
+                sizes=(len(items), len(indexes), len(thoughts)),
             ),
         )
     return _Timeline(items, indexes, thoughts, base)
@@ -600,14 +635,17 @@ def _sweep(
         state = None  # which hosted items need their reasoning changed for earlier responses
     if state is not None and state.checkpoints:
         head = items[:offset]
+        # The timeline was built on the one this state swept (the same list, or a copy of its
+        # prefix): what the sweep saw of it is known to be unchanged.
         built_on = (
             timeline.base_items is not None
             and state.timeline_items is timeline.base_items
+            and state.timeline_size <= timeline.base_sizes[0]
             and len(state.head) == offset
             and all(map(is_, state.head, head))
         )
-        known = offset + len(timeline.base_items) if built_on and timeline.base_items else 0
-        shared = common_prefix(state.items, items, known)
+        known = offset + state.timeline_size if built_on else 0
+        shared = common_prefix(state.items, items, known, state.item_count)
         last = bisect.bisect_left(state.indexes, shared - 1) - 1
         # A decision also rests on the candidates themselves (the thoughts' fingerprints and
         # partners), not only on the items: those up to the checkpoint must be the same too.
@@ -616,27 +654,35 @@ def _sweep(
             through = state.checkpoints[last].position + 1
             same = old_thoughts is timeline.base_thoughts
             shared_thoughts = common_prefix(
-                old_thoughts, thoughts, len(old_thoughts) if same else 0
+                old_thoughts,
+                thoughts,
+                min(len(old_thoughts), timeline.base_sizes[2]) if same else 0,
             )
             if (
                 shared_thoughts < through
                 or old_offset != offset
-                or old_indexes[:through] != indexes[:through]
+                # the same list only ever grew: its first `through` did not change
+                or (old_indexes is not indexes and old_indexes[:through] != indexes[:through])
             ):
                 last = -1
         if last >= 0 and state.pending != pending and state.pending_from is not None:
             # a marked candidate was decided under other pending ids: resume before it
             last = min(last, state.pending_from - 1)
         if last >= 0:
+            # The state's own lists, cut back to the checkpoint and grown from there: the
+            # state leaves the memo now (a sweep that fails leaves none) and a new one is
+            # put back below.
+            assert key is not None
+            memo.sweeps.discard(key)
             resumed = state.checkpoints[last]
-            checkpoints = state.checkpoints[: last + 1]
-            checkpoint_indexes = state.indexes[: last + 1]
-            checkpoint_hashed = state.hashed[: last + 1]
-            out = state.out[: resumed.out_length]
+            checkpoints, checkpoint_indexes = state.checkpoints, state.indexes
+            checkpoint_hashed, out, sweep_warnings = state.hashed, state.out, state.warnings
+            del checkpoints[last + 1 :], checkpoint_indexes[last + 1 :]
+            del checkpoint_hashed[last + 1 :], out[resumed.out_length :]
+            del sweep_warnings[resumed.warning_count :]
             done = resumed.done
-            sweep_warnings = state.warnings[: resumed.warning_count]
             hashed = resumed.hashed
-            resumed_from = (state.out, resumed.out_length)
+            resumed_from = (out, resumed.out_length)
             if hashing:
                 snapshot = resumed.hasher
                 hasher = snapshot.copy()
@@ -936,22 +982,22 @@ def prefix_fingerprint(
                 through_item=through_item,
             )
         )
-    hasher, hashed = hashlib.sha256(_PREFIX_HEAD), 0
-    state = render_memo.sweeps.get(keyed[0]) if render_memo is not None else None
-    if state is not None and state.checkpoints:
-        shared = min(common_prefix(state.out, items), through_item)
-        last = bisect.bisect_right(state.hashed, shared) - 1
-        if last >= 0 and state.checkpoints[last].hasher is not None:
-            hasher = state.checkpoints[last].hasher.copy()
-            hashed = state.hashed[last]
+    hasher, hashed, tail = hashlib.sha256(_PREFIX_HEAD), 0, b""
+    if render_memo is not None:
+        with render_memo.lock:  # a sweep grows the state's lists in place
+            state = render_memo.sweeps.get(keyed[0])
+            if state is not None and state.checkpoints:
+                shared = min(common_prefix(state.out, items), through_item)
+                last = bisect.bisect_right(state.hashed, shared) - 1
+                if last >= 0 and state.checkpoints[last].hasher is not None:
+                    hasher = state.checkpoints[last].hasher.copy()
+                    hashed = state.hashed[last]
+            if state is not None:
+                tail = state.tail
     if through_item > hashed:
         if hashed:
             hasher.update(b",")
         hasher.update(canonical_items(items[hashed:through_item]))
-    hasher.update(
-        state.tail
-        if state is not None and state.tail
-        else prefix_tail(options.model, instructions, tools)
-    )
+    hasher.update(tail or prefix_tail(options.model, instructions, tools))
     digest: str = hasher.hexdigest()
     return digest
