@@ -1,4 +1,5 @@
-"""Dispatch: render, guard, send, stream, record, run tools, loop.
+"""Dispatch: the :class:`Client` and its run loop (render, guard, send, stream, record, run
+tools, loop).
 
 One iteration renders the thread (preflight included), checks the context window, POSTs the
 exact bytes, reads the stream into a :class:`~turnwire.client.slots.Generation` and records it
@@ -11,6 +12,11 @@ A 400 that blames a replayed reasoning item (``invalid_encrypted_content`` or a 
 phrase) is retried once without reasoning, and only when the request carried reasoning items
 or paired ids; the retry strips both. Nothing is recorded from a failed, stalled or rejected
 exchange: the thread stays as it was.
+
+Each job has its module: :mod:`turnwire.client.assembly` (what a request is rendered from and
+checked against), :mod:`turnwire.client.reading` (the answer into a generation),
+:mod:`turnwire.client.recording` (the generation into records) and
+:mod:`turnwire.client.execution` (the tool calls run); this module sequences them.
 """
 
 from __future__ import annotations
@@ -680,6 +686,8 @@ class Client:
         return await read_answer(
             self.transport, self.container, body, stream, on_text, emit=self._emit
         )
+
+    # ------------------------------------------------------------------ hooks
 
     def _emit(self, event: ProgressEvent) -> None:
         """Report ``event`` to the run's ``on_event`` and the ``on_stream_event`` hook."""
