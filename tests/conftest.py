@@ -11,6 +11,8 @@ import msgspec
 import pytest
 
 import turnwire
+import turnwire.api
+import turnwire.rendering
 from turnwire import build_container, load_settings
 from turnwire.settings import merge
 
@@ -36,7 +38,7 @@ def _no_kept_containers() -> Iterator[None]:
     turnwire.api.render_cache.clear()
 
 
-_REAL_RENDER = turnwire.api.render
+_REAL_RENDER = turnwire.rendering.render
 
 
 def _render_checked(*args: Any, **kwargs: Any) -> turnwire.RenderedRequest:
@@ -49,9 +51,12 @@ def _render_checked(*args: Any, **kwargs: Any) -> turnwire.RenderedRequest:
 @pytest.fixture(autouse=True)
 def _every_render_is_checked_by_the_oracle(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every body any test renders in-process validates against the official SDK types and
-    against the Open Responses specification's types."""
+    against the Open Responses specification's types. The client renders through
+    ``turnwire.rendering.render`` (looked up on the module at each call), so its requests are
+    checked too."""
     monkeypatch.setattr(turnwire, "render", _render_checked)
     monkeypatch.setattr(turnwire.api, "render", _render_checked)
+    monkeypatch.setattr(turnwire.rendering, "render", _render_checked)
 
 
 def make_container(

@@ -40,7 +40,7 @@ PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
 
 
 class _MatchesAny(str):
-    """The client's wildcard fingerprint (client/dispatch.py): equal to every string."""
+    """The client's wildcard fingerprint (client/assembly.py): equal to every string."""
 
     __slots__ = ()
 

@@ -19,16 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from turnwire._memo import RenderMemo
     from turnwire._relay import HOOK, StagePlan, StageRelay
-    from turnwire.api import (
-        RenderedRequest,
-        Renderer,
-        compact,
-        compact_thread,
-        prefix_fingerprint,
-        render,
-        run,
-        run_thread,
-    )
+    from turnwire.api import compact, compact_thread, run, run_thread
     from turnwire.approvals import Approval
     from turnwire.client.dispatch import Client, Records, ResponseMeta, RunResult
     from turnwire.compaction import CompactResult
@@ -83,6 +74,7 @@ if TYPE_CHECKING:
         ToolResult,
     )
     from turnwire.pipeline import RenderedInput, build_input
+    from turnwire.rendering import RenderedRequest, Renderer, prefix_fingerprint, render
     from turnwire.request import build_body, encode_body, preflight
     from turnwire.settings import Settings, load_settings
     from turnwire.store import (
@@ -149,8 +141,8 @@ _EXPORTS: dict[str, str] = {
     "RenderMemo": "turnwire._memo",
     "RenderOptions": "turnwire.context",
     "RenderedInput": "turnwire.pipeline",
-    "RenderedRequest": "turnwire.api",
-    "Renderer": "turnwire.api",
+    "RenderedRequest": "turnwire.rendering",
+    "Renderer": "turnwire.rendering",
     "RequestTimeoutError": "turnwire.errors",
     "ResponseMeta": "turnwire.client.dispatch",
     "Retrievable": "turnwire.model",
@@ -191,9 +183,9 @@ _EXPORTS: dict[str, str] = {
     "load_settings": "turnwire.settings",
     "load_thread": "turnwire.thread_file",
     "open_store": "turnwire.store",
-    "prefix_fingerprint": "turnwire.api",
+    "prefix_fingerprint": "turnwire.rendering",
     "preflight": "turnwire.request",
-    "render": "turnwire.api",
+    "render": "turnwire.rendering",
     "run": "turnwire.api",
     "run_thread": "turnwire.api",
     "save_thread": "turnwire.thread_file",

@@ -520,7 +520,7 @@ def _summarise_warnings(args: argparse.Namespace, warnings: Sequence[str]) -> No
 
 
 def _render(args: argparse.Namespace) -> int:
-    from turnwire.api import render
+    from turnwire.rendering import render
 
     rendered = render(
         args.thread,
@@ -550,8 +550,8 @@ def _without_credentials(rendered: Any) -> bytes:
 
 
 def _fingerprint(args: argparse.Namespace) -> int:
-    from turnwire.api import resolve_model
     from turnwire.fingerprints import stamp_fingerprints
+    from turnwire.rendering import resolve_model
     from turnwire.thread_file import dump_thread, load_thread, save_thread
 
     container = _container(args)

@@ -32,6 +32,7 @@ from typing import Any
 
 import msgspec
 
+from turnwire.client.slots import shape_error
 from turnwire.model import HostedItem, Message, Thought, Thread, ToolCall
 
 __all__ = [
@@ -220,8 +221,6 @@ def parse_compacted(value: object) -> Compacted:
         when the answer is not a ``response.compaction`` object, an item has a shape the
         schema does not allow, or the output holds no compaction item or more than one.
     """
-    from turnwire.client.slots import shape_error
-
     if not isinstance(value, dict):
         kind = "null" if value is None else type(value).__name__
         raise shape_error(_EVENT, "(root)", f"expected a response.compaction object, got {kind}")
@@ -284,7 +283,6 @@ def compaction_record(
 
 
 def _convert(value: Any, shape: type[Any], where: str) -> Any:
-    from turnwire.client.slots import shape_error
     from turnwire.errors import validation_location
 
     try:

@@ -20,9 +20,9 @@ from collections.abc import Collection, Iterable, Mapping
 import msgspec
 
 from turnwire._relay import StageRelay
-from turnwire.api import render_input
 from turnwire.container import Container
 from turnwire.model import Thought, Thread
+from turnwire.rendering import render_input
 from turnwire.wire import ReasoningItem
 
 __all__ = ["StampReport", "stamp_fingerprints", "unfingerprinted"]

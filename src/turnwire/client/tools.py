@@ -50,6 +50,7 @@ import msgspec
 import re2
 
 from turnwire._redact import redact
+from turnwire.artifact_tools import artifact_tools
 from turnwire.client._arguments import ArgumentChecker
 from turnwire.errors import (
     FileNotAllowedError,
@@ -72,40 +73,6 @@ ENTRY_POINT_GROUP = "turnwire.tools"
 MAX_LINES = 10_000
 MAX_PATTERN = 1_000
 _IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
-
-_CALL_ID = {"type": "string", "description": "the callId shown in the artifact's handle"}
-_SCHEMAS: dict[str, dict[str, Any]] = {
-    "artifact_head": {"n": {"type": "integer", "description": "how many lines (default 20)"}},
-    "artifact_tail": {"n": {"type": "integer", "description": "how many lines (default 20)"}},
-    "artifact_grep": {
-        "pattern": {"type": "string", "description": "a regular expression"},
-        "max_lines": {"type": "integer", "description": "at most (default 50)"},
-    },
-    "artifact_cat": {
-        "start": {"type": "integer", "description": "first line, from 1"},
-        "end": {"type": "integer", "description": "last line, inclusive"},
-    },
-    "artifact_byte_length": {},
-    "artifact_line_count": {},
-    "artifact_estimate_tokens": {},
-}
-
-
-def artifact_tools() -> tuple[Tool, ...]:
-    """The declarations of the built-in artifact-reading tools."""
-    tools = []
-    for name, what in ARTIFACT_TOOLS:
-        properties = {"callId": _CALL_ID, **_SCHEMAS[name]}
-        required = ["callId", "pattern"] if name == "artifact_grep" else ["callId"]
-        tools.append(
-            Tool(
-                name=name,
-                description=f"Return {what} of an artifact.",
-                parameters={"type": "object", "properties": properties, "required": required},
-                trusted=True,
-            )
-        )
-    return tuple(tools)
 
 
 def parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:

@@ -1,0 +1,84 @@
+"""Tool execution: a run's tool calls run in order, and its approval decisions recorded.
+
+Each call runs through the :class:`~turnwire.client.tools.ToolExecutor` inside its telemetry
+span, between a ``tool_started`` and a ``tool_finished`` event, and its result is recorded on
+the thread (:func:`execute`); calls a ``--once`` left without a result run first
+(:func:`run_pending`). Decisions on pending MCP approval requests become sealed hosted items
+before the first request (:func:`decided_approvals`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from turnwire.approvals import ApprovalDecision, approval_records
+from turnwire.client.progress import ProgressEvent, ToolFinishedEvent, ToolStartedEvent
+from turnwire.client.telemetry import Telemetry
+from turnwire.client.tools import ToolExecutor
+from turnwire.hosted import seal
+from turnwire.model import HostedItem, Thread, ToolCall
+from turnwire.turns import ContextAssembler
+
+__all__ = ["decided_approvals", "execute", "run_pending"]
+
+
+def decided_approvals(
+    thread: Thread,
+    approvals: Mapping[str, ApprovalDecision] | None,
+    *,
+    container: Any,
+    clock: Callable[[], datetime],
+) -> tuple[HostedItem, ...]:
+    """The ``mcp_approval_response`` records of ``approvals``, sealed for replay (see
+    :func:`turnwire.approvals.approval_records`)."""
+    nonce = container.envelope_nonce()
+    return tuple(
+        seal(record, nonce) for record in approval_records(thread, approvals or {}, clock())
+    )
+
+
+async def run_pending(
+    thread: Thread,
+    on_tool_result: Callable[[ToolCall], None] | None,
+    files: ContextAssembler,
+    *,
+    executor: ToolExecutor,
+    telemetry: Telemetry,
+    emit: Callable[[ProgressEvent], None],
+) -> Thread:
+    """Run the thread's tool calls that have no result yet."""
+    pending = [call for call in thread.tool_calls if call.result is None]
+    if not pending:
+        return thread
+    return await execute(
+        thread, pending, on_tool_result, files, executor=executor, telemetry=telemetry, emit=emit
+    )
+
+
+async def execute(
+    thread: Thread,
+    calls: list[ToolCall],
+    on_tool_result: Callable[[ToolCall], None] | None,
+    files: ContextAssembler,
+    *,
+    executor: ToolExecutor,
+    telemetry: Telemetry,
+    emit: Callable[[ProgressEvent], None],
+) -> Thread:
+    """Run ``calls`` in order; ``thread`` with their results recorded."""
+    done: dict[str, ToolCall] = {}
+    for call in calls:
+        emit(ToolStartedEvent(call=call))
+        with telemetry.tool(call) as span:
+            finished = await executor.execute(call, thread, files=files)
+            telemetry.ran(span, finished)
+        done[call.id] = finished
+        emit(ToolFinishedEvent(call=finished))
+        if on_tool_result is not None:
+            on_tool_result(finished)
+    tool_calls = tuple(done.get(c.id, c) if c.result is None else c for c in thread.tool_calls)
+    return msgspec.structs.replace(thread, tool_calls=tool_calls)

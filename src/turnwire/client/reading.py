@@ -1,0 +1,180 @@
+"""Stream reading: an answer into a :class:`~turnwire.client.slots.Generation`.
+
+An event stream is decoded (:class:`~turnwire.client.sse.SSEDecoder`, then the wire events)
+and fed to the container's response accumulator, each event reported as progress; an answer
+that is one response object is decoded whole. A connection that drops mid-stream keeps what
+arrived, a stall raises with the partial answer; a failed or cancelled response is a
+:class:`~turnwire.errors.StreamError` (:func:`raise_unless_answered`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import msgspec
+
+from turnwire.client.progress import ItemDoneEvent, ProgressEvent, from_wire
+from turnwire.client.slots import (
+    Generation,
+    HostedOutput,
+    MessageOutput,
+    ReasoningOutput,
+    ResponseAccumulator,
+    ToolCallOutput,
+    generation_from_response,
+)
+from turnwire.client.sse import SSEDecoder
+from turnwire.client.transport import Transport
+from turnwire.errors import StreamError, StreamStalledError
+from turnwire.request import EncodedBody
+from turnwire.wire.events import TextDelta, decode_event
+
+__all__ = ["finish_reason", "raise_unless_answered", "read_answer", "read_stream"]
+
+logger = logging.getLogger("turnwire")
+
+
+def finish_reason(generation: Generation) -> str:
+    """``stop``, ``tool_calls``, ``length``, ``content_filter`` or ``error``."""
+    if generation.terminal in ("completed", "eof") and generation.status != "incomplete":
+        return "tool_calls" if generation.tool_calls else "stop"
+    if generation.terminal == "incomplete" or generation.status == "incomplete":
+        return "content_filter" if generation.incomplete_reason == "content_filter" else "length"
+    return "error"
+
+
+_ITEM_TYPES = {
+    MessageOutput: "message",
+    ReasoningOutput: "reasoning",
+    ToolCallOutput: "function_call",
+}
+
+_ANSWERLESS = {"failed": "failed", "cancelled": "was cancelled"}
+
+
+def raise_unless_answered(generation: Generation) -> None:
+    """A failed, errored or cancelled response is a stream error: nothing of it is recorded
+    (``incomplete`` is an answer, cut short: its finish reason says why)."""
+    status = generation.status
+    if generation.terminal in ("failed", "error") or status in _ANSWERLESS:
+        what = _ANSWERLESS.get(status or "", generation.terminal)
+        logger.warning(
+            "the response %s; nothing of it is recorded",
+            what,
+            extra={"kind": "stream-error", "error_code": generation.error_code},
+        )
+        raise StreamError(
+            generation.error_message or f"the response {what}; nothing was recorded",
+            error_code=generation.error_code or ("cancelled" if status == "cancelled" else None),
+        )
+
+
+async def read_answer(
+    transport: Transport,
+    container: Any,
+    body: bytes | EncodedBody,
+    stream: bool,
+    on_text: Callable[[str], None] | None,
+    *,
+    emit: Callable[[ProgressEvent], None],
+) -> Generation:
+    """POST ``body`` and read the answer: an event stream, or one response object (when the
+    request did not stream, or the server answered with JSON)."""
+    async with transport.exchange(body, stream=stream) as answer:
+        if stream and answer.is_event_stream:
+            generation = await read_stream(answer.chunks, on_text, container=container, emit=emit)
+        else:
+            raw = b"".join([chunk async for chunk in answer.chunks])
+            try:
+                decoded = msgspec.json.decode(raw)
+            except msgspec.DecodeError as err:
+                raise StreamError(f"the answer is not a response object: {err}") from err
+            except RecursionError:
+                raise StreamError("the answer is nested too deeply to read") from None
+            generation = generation_from_response(decoded)
+            for output in generation.outputs:
+                emit(
+                    ItemDoneEvent(
+                        output_index=output.output_index,
+                        item_type=output.type
+                        if isinstance(output, HostedOutput)
+                        else _ITEM_TYPES[type(output)],
+                        item_id=output.item_id,
+                    )
+                )
+    return generation
+
+
+async def read_stream(
+    chunks: Any,
+    on_text: Callable[[str], None] | None,
+    *,
+    container: Any,
+    emit: Callable[[ProgressEvent], None],
+) -> Generation:
+    """An SSE stream into the :class:`~turnwire.client.slots.Generation` its events build
+    (through the container's response accumulator), each event reported to ``emit``."""
+    decoder = SSEDecoder()
+    accumulator: ResponseAccumulator = container.response_accumulator()()
+    malformed = 0
+    finished: list[Generation] = []
+
+    def apply(raw_events: Iterable[Any]) -> None:
+        nonlocal malformed
+        events = []
+        for raw in raw_events:
+            if raw == b"[DONE]":
+                continue  # the Chat Completions end marker some bridges (litellm) send
+            try:
+                event = decode_event(raw)
+            except msgspec.DecodeError:
+                malformed += 1
+                logger.warning(
+                    "skipping an event whose data is not JSON: %r",
+                    raw[:120],
+                    extra={"kind": "sse-parse-failure"},
+                )
+                continue
+            if on_text is not None and type(event) is TextDelta:
+                on_text(event.delta)
+            events.append(event)
+        finished.extend(accumulator.feed(events))
+        for event in events:
+            progress = from_wire(event)
+            if progress is not None:
+                emit(progress)
+
+    reader = aiter(chunks)
+    while True:
+        # Only reading may fail as a disconnect; a StreamError from `apply` (a value of
+        # the wrong shape) ends the exchange as it is.
+        try:
+            chunk = await anext(reader)
+        except StopAsyncIteration:
+            break
+        except StreamStalledError as err:
+            err.partial = accumulator.partial()
+            raise
+        except StreamError as err:
+            logger.warning(
+                "the connection dropped mid-stream (%s); keeping what arrived",
+                err,
+                extra={"kind": "stream-disconnected"},
+            )
+            break
+        apply(decoder.feed_data(chunk))
+        if finished:
+            return finished[0]
+    apply(decoder.close_data())
+    if finished:
+        return finished[0]
+    tail = accumulator.close()
+    if tail is None:
+        raise StreamError("the stream ended before any event")
+    logger.warning(
+        "the stream ended without a terminal event; keeping what arrived",
+        extra={"kind": "sse-eof-without-terminal-event"},
+    )
+    return tail

@@ -1,0 +1,308 @@
+"""Recording: a :class:`~turnwire.client.slots.Generation` into thread records.
+
+Each output becomes a record (messages, reasoning thoughts with their replay payload, tool calls
+with composite ``call_id|fc_...`` ids and their arguments parsed, hosted items sealed for
+replay), all stamped with one timestamp and strictly increasing ``seq``, and each is checked
+against the thread-file schema before it joins the thread (:func:`check_records`).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from turnwire.client.assembly import PENDING
+from turnwire.client.reading import finish_reason
+from turnwire.client.slots import (
+    Generation,
+    HostedOutput,
+    MessageOutput,
+    ReasoningOutput,
+    ToolCallOutput,
+)
+from turnwire.client.text_calls import TextToolCalls
+from turnwire.client.tools import parse_arguments
+from turnwire.errors import StreamError, ThreadFileError, validation_location
+from turnwire.hosted import seal
+from turnwire.model import (
+    REPLAY_TAG,
+    HostedItem,
+    Identity,
+    Message,
+    ReasoningPayload,
+    Thought,
+    Thread,
+    ToolCall,
+    ToolResult,
+)
+from turnwire.rendering import with_declared_tools
+from turnwire.settings import Settings
+from turnwire.thread_file import THREAD_FILES
+from turnwire.usage import GenerationStats, Usage
+from turnwire.wire import ReasoningItem, ReasoningText, SummaryText
+
+__all__ = [
+    "Records",
+    "check_records",
+    "generation_stats",
+    "record_counts",
+    "record_generation",
+    "text_call_parser",
+]
+
+logger = logging.getLogger("turnwire")
+
+
+class Records(msgspec.Struct, frozen=True, kw_only=True):
+    """What a run added to the thread, in thread-file schema."""
+
+    messages: tuple[Message, ...] = ()
+    thoughts: tuple[Thought, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
+    hosted_items: tuple[HostedItem, ...] = ()
+
+    def timeline(self) -> list[Message | Thought | ToolCall | HostedItem]:
+        """Every record, in timeline order ``(created_at, seq)``."""
+        records: list[Message | Thought | ToolCall | HostedItem] = [
+            *self.messages,
+            *self.thoughts,
+            *self.tool_calls,
+            *self.hosted_items,
+        ]
+        records.sort(key=lambda record: (record.created_at, record.seq))
+        return records
+
+
+def record_generation(
+    thread: Thread,
+    generation: Generation,
+    *,
+    settings: Settings,
+    clock: Callable[[], datetime],
+    hook: Callable[..., Any],
+    container: Any,
+) -> tuple[Thread, list[ToolCall]]:
+    """Append the generation's records; return its tool calls (bad arguments come back
+    already answered with an error result, which the model reads next iteration).
+
+    :param clock: gives the one timestamp of the records.
+    :param hook: calls a plugin hook by name (``filter_tool_call_id``).
+    """
+    render = settings.render
+    stamp = clock()
+    records: list[Message | Thought | ToolCall | HostedItem] = [
+        *thread.messages,
+        *thread.thoughts,
+        *thread.tool_calls,
+        *thread.hosted_items,
+    ]
+    seq = 1 + max((r.seq for r in records if r.created_at == stamp), default=-1)
+    identity = (
+        None if render.self_identity == "assistant" else Identity(identifier=render.self_identity)
+    )
+    messages, thoughts, calls, hosted = [], [], [], []
+    existing = {call.id for call in thread.tool_calls}
+    outputs = generation.outputs
+    for position, output in enumerate(outputs):
+        if isinstance(output, MessageOutput):
+            if output.text or output.refusal:
+                messages.append(
+                    Message(
+                        id=output.item_id or f"msg_{uuid.uuid4().hex}",
+                        role="assistant",
+                        content=output.text or None,
+                        identity=identity,
+                        phase=output.phase,
+                        refusal=output.refusal or None,
+                        annotations=output.annotations,
+                        logprobs=output.logprobs,
+                        created_at=stamp,
+                        seq=seq,
+                    )
+                )
+                seq += 1
+        elif isinstance(output, HostedOutput):
+            hosted.append(
+                HostedItem(
+                    id=output.item_id or f"{output.type}_{uuid.uuid4().hex}",
+                    type=output.type,
+                    item=output.item,
+                    created_at=stamp,
+                    seq=seq,
+                )
+            )
+            seq += 1
+        elif isinstance(output, ReasoningOutput):
+            following = outputs[position + 1] if position + 1 < len(outputs) else None
+            thought = _thought(output, following, identity, stamp, seq, settings=settings)
+            if thought is not None:
+                thoughts.append(thought)
+                seq += 1
+        elif isinstance(output, ToolCallOutput):
+            composite = f"{output.call_id}|{output.item_id}" if output.item_id else output.call_id
+            chosen = (
+                hook(
+                    "filter_tool_call_id",
+                    tool_call_id=composite,
+                    existing_ids=frozenset(existing),
+                )
+                or composite
+            )
+            existing.add(chosen)
+            args, error = parse_arguments(output.arguments)
+            call = ToolCall(
+                id=chosen,
+                tool=output.name or "(unnamed tool call)",
+                args=args,
+                created_at=stamp,
+                seq=seq,
+            )
+            if error is not None:
+                call = msgspec.structs.replace(call, is_error=True, result=ToolResult(text=error))
+            calls.append(call)
+            seq += 1
+    check_records("messages", messages)
+    check_records("thoughts", thoughts)
+    check_records("tool_calls", calls)
+    check_records("hosted_items", hosted)
+    if hosted:  # recorded by this deployment: replayed as items (render.hosted_replay)
+        nonce = container.envelope_nonce()
+        hosted = [seal(record, nonce) for record in hosted]
+    extended = msgspec.structs.replace(
+        thread,
+        messages=thread.messages + tuple(messages),
+        thoughts=thread.thoughts + tuple(thoughts),
+        tool_calls=thread.tool_calls + tuple(calls),
+        hosted_items=thread.hosted_items + tuple(hosted),
+    )
+    return extended, calls
+
+
+def _thought(
+    output: ReasoningOutput,
+    following: object,
+    identity: Identity | None,
+    stamp: datetime,
+    seq: int,
+    *,
+    settings: Settings,
+) -> Thought | None:
+    text = output.text
+    if settings.render.reasoning_replay == "off" or not output.item_id:
+        if not text:
+            return None  # nothing to show and nothing to replay: never fails a turn
+        return Thought(
+            id=output.item_id or f"rs_{uuid.uuid4().hex}",
+            content=text,
+            identity=identity,
+            created_at=stamp,
+            seq=seq,
+        )
+    item = ReasoningItem(
+        id=output.item_id,
+        summary=tuple(SummaryText(text=part) for part in output.summary),
+        content=tuple(ReasoningText(text=part) for part in output.content) or None,
+        encrypted_content=output.encrypted_content,
+    )
+    partner = getattr(following, "item_id", None)
+    payload = ReasoningPayload(item=item, paired_item_id=partner, prefix_fingerprint=PENDING)
+    return Thought(
+        id=output.item_id,
+        content=text,
+        identity=identity,
+        replay_compatibility=REPLAY_TAG,
+        payload=payload,
+        created_at=stamp,
+        seq=seq,
+    )
+
+
+def generation_stats(
+    generation: Generation, model: str, thread: Thread, before: tuple[int, int, int, int]
+) -> GenerationStats:
+    """One response of a run: its model, finish reason, usage and the records it added
+    (those after the counts ``before``, see :func:`record_counts`)."""
+    messages, thoughts, calls, hosted = before
+    added: tuple[Message | Thought | ToolCall | HostedItem, ...] = (
+        *thread.messages[messages:],
+        *thread.thoughts[thoughts:],
+        *thread.tool_calls[calls:],
+        *thread.hosted_items[hosted:],
+    )
+    return GenerationStats(
+        model=generation.model or model,
+        response_id=generation.response_id,
+        finish_reason=finish_reason(generation),
+        usage=Usage.from_api(generation.usage),
+        record_ids=tuple(record.id for record in added),
+    )
+
+
+def text_call_parser(
+    thread: Thread, *, container: Any, hook: Callable[..., Any]
+) -> Callable[[str], TextToolCalls | None]:
+    """The ``parse_text_tool_calls`` hook over the tools ``thread``'s request declares."""
+    # The tools the request declared, the built-in artifact tools included.
+    tools = with_declared_tools(thread, container=container).tools
+
+    def parse(text: str) -> TextToolCalls | None:
+        try:
+            found = hook("parse_text_tool_calls", text=text, tools=tools)
+        except Exception:
+            # A parser that breaks leaves the answer as text; it never fails the turn.
+            logger.exception("parse_text_tool_calls raised", extra={"kind": "parser-error"})
+            return None
+        return found if isinstance(found, TextToolCalls) else None
+
+    return parse
+
+
+def record_counts(thread: Thread) -> tuple[int, int, int, int]:
+    """How many messages, thoughts, tool calls and hosted items ``thread`` holds."""
+    return (
+        len(thread.messages),
+        len(thread.thoughts),
+        len(thread.tool_calls),
+        len(thread.hosted_items),
+    )
+
+
+def check_records(kind: str, records: Iterable[Message | Thought | ToolCall | HostedItem]) -> None:
+    """Each new record through the thread-file schema, strictly, before it joins the thread:
+    a value the file could not hold later is refused now, naming where it sits (its free-form
+    trees too, through the thread file's nesting and integer limits)."""
+    for index, record in enumerate(records):
+        root = f"$.{kind}[+{index}]"
+        trees: list[tuple[str, Any, int]] = []
+        if isinstance(record, HostedItem):
+            trees.append((f"{root}.item", record.item, 4))
+        elif isinstance(record, Message):
+            for field in ("annotations", "logprobs"):
+                for at, tree in enumerate(getattr(record, field) or ()):
+                    trees.append((f"{root}.{field}[{at}]", tree, 5))
+        try:
+            msgspec.convert(msgspec.to_builtins(record), type(record))
+        except (msgspec.ValidationError, ValueError, TypeError) as err:
+            path, detail = validation_location(err, root=root)
+            raise StreamError(
+                f"the answer would add a record the thread file cannot hold ({path}: "
+                f"{detail}); nothing was recorded",
+                event="record",
+                field=path,
+            ) from err
+        for where, tree, depth in trees:
+            try:
+                THREAD_FILES.check_tree(tree, name="record", data=b"", path=where, depth=depth)
+            except ThreadFileError as err:
+                path = err.path if err.path != "$" else where
+                raise StreamError(
+                    f"the answer would add a record the thread file cannot hold ({path}: "
+                    f"{str(err).partition(': ')[2]}); nothing was recorded",
+                    event="record",
+                    field=path,
+                ) from None

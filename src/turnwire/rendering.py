@@ -1,0 +1,474 @@
+"""The render core: a thread in, the exact request body out.
+
+Rendering sits below the client: :mod:`turnwire.client` renders each request through this
+module, and :mod:`turnwire.api` re-exports it next to the entry points that send.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from turnwire._memo import InlineState, RenderMemo, common_prefix
+from turnwire.compaction import compacted
+from turnwire.container import Container, ContainerCache, build_container
+from turnwire.errors import ConfigError, TurnwireError
+from turnwire.model import Message, Thread, ToolCall
+from turnwire.pipeline import RenderedInput
+from turnwire.pipeline import prefix_fingerprint as pipeline_prefix_fingerprint
+from turnwire.request import EncodedBody, build_body, checked_body
+from turnwire.settings import RequestSettings
+from turnwire.structured import OutputSchema, StructuredOutput, structured_output
+from turnwire.thread_file import load_thread
+from turnwire.turns import ContextAssembler, file_roots
+from turnwire.windows import apply_window
+from turnwire.wire import RequestBody
+
+__all__ = [
+    "RenderedRequest",
+    "Renderer",
+    "prefix_fingerprint",
+    "render",
+    "render_cache",
+    "render_input",
+    "resolve_model",
+    "with_declared_tools",
+]
+
+
+class RenderedRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """A request ready to POST.
+
+    :ivar encoded: the exact bytes, in the pieces the render assembled them from (what the
+        client sends, without joining them).
+    :ivar request: the body as wire Structs.
+    :ivar rendered: what ``build_input`` returned (input, tools, fingerprintable length...).
+    """
+
+    encoded: EncodedBody
+    request: RequestBody
+    rendered: RenderedInput
+
+    @property
+    def body(self) -> bytes:
+        """The exact bytes (:attr:`encoded` joined, once)."""
+        return bytes(self.encoded)
+
+    @property
+    def json(self) -> dict[str, Any]:
+        """The body as a dict (decoded from :attr:`body`)."""
+        value = msgspec.json.decode(self.body)
+        assert isinstance(value, dict)
+        return value
+
+    @property
+    def fingerprintable_length(self) -> int:
+        return self.rendered.fingerprintable_length
+
+
+render_cache = ContainerCache()
+"""The containers ``render(config_files=...)`` reuses (bounded; ``render_cache.clear()``)."""
+
+
+def resolve_model(thread: Thread, container: Container, model: str | None) -> str:
+    """The model: the argument, else the thread's, else ``request.model``."""
+    resolved = model or thread.model or container.model()
+    if not resolved:
+        raise ConfigError(
+            "no model to render for: pass --model, set the thread's `model`, or set "
+            "request.model in the configuration",
+            path="$.request.model",
+        )
+    return str(resolved)
+
+
+def with_declared_tools(thread: Thread, *, container: Container) -> Thread:
+    """``thread`` with every tool its request declares: its own, plus the built-in artifact
+    tools while a tool result or a retrieved document is shown as a handle (by the stage's own
+    rule, ``shows_inline``); and every hosted tool, ``tools.hosted`` first (see
+    :mod:`turnwire.hosted_tools`). The one place that decides, for ``render`` and ``run``
+    alike."""
+    from turnwire.artifact_tools import artifact_tools
+    from turnwire.stages.tool_results import shows_inline
+
+    tool_settings = container.settings().tools
+    if thread.hosted_tools or tool_settings.hosted:
+        from turnwire.hosted_tools import check_thread_mcp_servers, merge_hosted_tools
+
+        check_thread_mcp_servers(
+            thread.hosted_tools, tool_settings.allow_thread_mcp_servers, tool_settings.hosted
+        )
+        merged = merge_hosted_tools(tool_settings.hosted, thread.hosted_tools)
+        thread = msgspec.structs.replace(thread, hosted_tools=merged)
+    limit = container.settings().render.tool_result_inline_max_bytes
+    calls = thread.tool_calls
+    # A grown thread's old calls were looked at by the last render (the same objects, the same
+    # limit): only the new ones are, unless an old one already showed a handle.
+    memo = container.render_memo()
+    seen = memo.handles if memo is not None else None
+    start = 0
+    if seen is not None and seen[1] == limit and not seen[2]:
+        count = len(seen[0])
+        if len(calls) >= count and common_prefix(seen[0], calls) == count:
+            start = count
+    call_handles = any(
+        call.result is not None
+        and call.result.artifact is not None
+        and shows_inline(call.result.artifact, call, limit) is not True
+        for call in calls[start:]
+    )
+    if memo is not None:
+        memo.handles = (calls, limit, call_handles)
+    has_handles = call_handles or any(
+        r.artifact is not None and not r.inline for r in thread.retrievables
+    )
+    if not has_handles:
+        return thread
+    known = {tool.name for tool in thread.tools}
+    extra = tuple(t for t in artifact_tools() if t.name not in known)
+    return msgspec.structs.replace(thread, tools=thread.tools + extra)
+
+
+def _folder_of(source: object) -> tuple[Path, ...]:
+    """A thread file's folder: the default root of its pointers."""
+    return (Path(source).resolve().parent,) if isinstance(source, str | os.PathLike) else ()
+
+
+def render_input(
+    thread: Thread,
+    *,
+    container: Container,
+    model: str,
+    reasoning_replay: str | None = None,
+    unfingerprinted_reasoning: str | None = None,
+    render_context: Mapping[str, str] | None = None,
+    roots: Iterable[str | os.PathLike[str]] | None = None,
+    pending_reasoning: Iterable[str] = (),
+) -> RenderedInput:
+    """``build_input`` for the turns of ``thread`` that ``context.window`` keeps, with their
+    file bytes loaded (no body, no preflight).
+
+    :param roots: where file pointers may lead (default ``files.roots``, else nowhere).
+    :param pending_reasoning: ids of reasoning thoughts a run recorded and has not stamped
+        yet (see :data:`turnwire.pipeline.PENDING_FINGERPRINT`).
+    """
+    settings = container.settings()
+    windowed = with_declared_tools(
+        compacted(apply_window(thread, settings.context.window)), container=container
+    )
+    files = settings.files
+    assembler = ContextAssembler.from_settings(files, file_roots(roots, files))
+    memo = container.render_memo()
+    loaded = assembler.inline(windowed) if memo is None else _inline(windowed, memo, assembler)
+    overrides: dict[str, Any] = {"model": model}
+    if reasoning_replay is not None:
+        overrides["reasoning_replay"] = reasoning_replay
+    if unfingerprinted_reasoning is not None:
+        overrides["unfingerprinted_reasoning"] = unfingerprinted_reasoning
+    if render_context:
+        overrides["render_context"] = dict(render_context)
+    build_input = container.build_input()
+    options = container.render_options(**overrides)
+    rendered: RenderedInput = build_input(
+        loaded, options=options, pending=frozenset(pending_reasoning)
+    )
+    return rendered
+
+
+def _reads_files(record: Message | ToolCall) -> bool:
+    """Whether loading ``record``'s pointers reads a file."""
+    if isinstance(record, Message):
+        return any(media.data is None and media.path is not None for media in record.attachments)
+    result = record.result
+    if result is None:
+        return False
+    if result.media is not None:
+        return any(media.data is None and media.path is not None for media in result.media)
+    artifacts = result.artifacts or ((result.artifact,) if result.artifact is not None else ())
+    return any(artifact.text is None and artifact.path is not None for artifact in artifacts)
+
+
+def _inline(thread: Thread, memo: RenderMemo, assembler: ContextAssembler) -> Thread:
+    """``assembler.inline(thread)``, loading only what the last render did not.
+
+    Records after the longest unchanged prefix of each tuple are loaded, and so is every record
+    that reads a file (so a changed file is seen, within the same per-request budget); the
+    others keep the loaded record of the last render (equal content, the same object).
+    """
+    with memo.lock:
+        state = memo.inlined
+        if state is None:
+            kept_messages = kept_calls = 0
+            redo_messages = list(range(len(thread.messages)))
+            redo_calls = list(range(len(thread.tool_calls)))
+        else:
+            kept_messages = common_prefix(state.messages, thread.messages)
+            kept_calls = common_prefix(state.tool_calls, thread.tool_calls)
+            redo_messages = [i for i in state.reading_messages if i < kept_messages]
+            redo_messages += range(kept_messages, len(thread.messages))
+            redo_calls = [i for i in state.reading_tool_calls if i < kept_calls]
+            redo_calls += range(kept_calls, len(thread.tool_calls))
+        replace = msgspec.structs.replace
+        part = replace(
+            thread,
+            messages=tuple(thread.messages[i] for i in redo_messages),
+            tool_calls=tuple(thread.tool_calls[i] for i in redo_calls),
+        )
+        try:
+            loaded = assembler.inline(part)
+        except TurnwireError:
+            # Reported as the whole thread reports it (its own $.paths, its own budget).
+            memo.inlined = None
+            return assembler.inline(thread)
+        kept_charge = 0
+        if state is not None:
+            kept_charge = state.message_charges[kept_messages] + state.call_charges[kept_calls]
+        if kept_charge + _loaded_bytes(loaded) > assembler.max_request_bytes:
+            # The kept records' inline bytes count against the per-request budget too: the
+            # whole thread decides (and reports what passes the limit).
+            memo.inlined = None
+            return assembler.inline(thread)
+        if state is None:
+            messages, calls = loaded.messages, loaded.tool_calls
+        else:
+            messages = _merge(state.loaded_messages[:kept_messages], redo_messages, loaded.messages)
+            calls = _merge(state.loaded_tool_calls[:kept_calls], redo_calls, loaded.tool_calls)
+        messages_in, calls_in = thread.messages, thread.tool_calls
+        reading_messages = [
+            i for i in redo_messages if messages_in[i].attachments and _reads_files(messages_in[i])
+        ]
+        reading_calls = [
+            i for i in redo_calls if calls_in[i].result is not None and _reads_files(calls_in[i])
+        ]
+        if state is not None:
+            memo.loaded_from = {
+                "messages": (
+                    messages,
+                    state.loaded_messages,
+                    kept_messages,
+                    [i for i in redo_messages if i < kept_messages],
+                ),
+                "tool_calls": (
+                    calls,
+                    state.loaded_tool_calls,
+                    kept_calls,
+                    [i for i in redo_calls if i < kept_calls],
+                ),
+            }
+        else:
+            memo.loaded_from = {}
+        message_charges = _charges(
+            messages_in, kept_messages, state.message_charges if state else [0], reading_messages
+        )
+        call_charges = _charges(
+            calls_in, kept_calls, state.call_charges if state else [0], reading_calls
+        )
+        memo.inlined = InlineState(
+            messages=thread.messages,
+            loaded_messages=messages,
+            reading_messages=reading_messages,
+            message_charges=message_charges,
+            tool_calls=thread.tool_calls,
+            loaded_tool_calls=calls,
+            reading_tool_calls=reading_calls,
+            call_charges=call_charges,
+        )
+        return replace(loaded, messages=messages, tool_calls=calls)
+
+
+def _inline_bytes(record: Message | ToolCall) -> int:
+    """What ``record``'s inline media data charges against the per-request budget."""
+    if isinstance(record, Message):
+        media = record.attachments
+    else:
+        media = record.result.media or () if record.result is not None else ()
+    return sum(len(item.data) for item in media if item.data is not None)
+
+
+def _charges(
+    records: tuple[Any, ...], kept: int, previous: list[int], reading: list[int]
+) -> list[int]:
+    """Prefix sums of the inline bytes of the records that are not loaded again (those that
+    read a file are charged anew each render): ``charges[i]`` covers ``records[:i]``."""
+    again = set(reading)
+    charges = previous[: kept + 1]
+    total = charges[-1]
+    for index in range(kept, len(records)):
+        if index not in again:
+            total += _inline_bytes(records[index])
+        charges.append(total)
+    return charges
+
+
+def _loaded_bytes(thread: Thread) -> int:
+    """An upper bound of what loading ``thread`` charged: its media bytes and its artifacts'
+    texts as UTF-8 (at least the bytes they were decoded from)."""
+    total = sum(_inline_bytes(message) for message in thread.messages)
+    total += sum(_inline_bytes(call) for call in thread.tool_calls)
+    artifacts = [r.artifact for r in thread.retrievables if r.artifact is not None]
+    for call in thread.tool_calls:
+        result = call.result
+        if result is not None:
+            artifacts += result.artifacts or ((result.artifact,) if result.artifact else ())
+    return total + sum(len(a.text.encode()) for a in artifacts if a.text is not None)
+
+
+def _merge(kept: tuple[Any, ...], positions: list[int], loaded: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``kept`` with ``loaded[j]`` put at ``positions[j]`` (inside it, or appended in order)."""
+    merged = list(kept)
+    for position, record in zip(positions, loaded, strict=True):
+        if position < len(kept):
+            merged[position] = record
+        else:
+            merged.append(record)
+    return tuple(merged)
+
+
+def prefix_fingerprint(
+    rendered: RenderedInput,
+    *,
+    container: Container,
+    model: str,
+    through_item: int | None = None,
+) -> str:
+    """The prefix fingerprint of ``rendered`` (through ``fingerprintable_length`` by default),
+    equal to what the ``fingerprint_prefix`` stage gives, resumed from the container's render
+    memo (see :func:`turnwire.pipeline.prefix_fingerprint`).
+
+    A request fingerprint is ``prefix_fingerprint(rendered.rendered, container=..., model=...)``;
+    the fingerprint a new reasoning item at ``input[i]`` needs is ``through_item=i``.
+    """
+    through = rendered.fingerprintable_length if through_item is None else through_item
+    return pipeline_prefix_fingerprint(
+        rendered,
+        through,
+        plan=container.stage_plan(),
+        options=container.render_options(model=model),
+        render_memo=container.render_memo(),
+    )
+
+
+def render(
+    thread: Thread | Mapping[str, Any] | str | os.PathLike[str],
+    *,
+    config_files: Iterable[str | os.PathLike[str]] = (),
+    model: str | None = None,
+    container: Container | None = None,
+    reasoning_replay: str | None = None,
+    render_context: Mapping[str, str] | None = None,
+    roots: Iterable[str | os.PathLike[str]] | None = None,
+    output_type: Any = None,
+    pending_reasoning: Iterable[str] = (),
+) -> RenderedRequest:
+    """Render ``thread`` into the request body turnwire would POST, after the preflight check.
+
+    :param thread: a :class:`~turnwire.model.Thread`, a parsed thread mapping, or a file path.
+    :param config_files: configuration profiles merged over the packaged default.
+    :param model: overrides the thread's model and ``request.model``.
+    :param container: a container to use instead of building one from ``config_files``.
+    :param reasoning_replay: overrides ``render.reasoning_replay`` for this render (the
+        reasoning-free retry renders with ``off``).
+    :param render_context: values stages may ask for by name (``render_context``): the
+        system-prompt template's ``{date}``, ``{user}`` ... (input, like the thread).
+    :param roots: the folders (or files) file pointers may lead into, instead of
+        ``files.roots``, whose default is the thread file's folder (for a thread given as a
+        :class:`~turnwire.model.Thread` or a mapping: nowhere, so pass ``roots``).
+    :param output_type: the schema the answer must follow, as :func:`run` takes it; it wins
+        over the thread's ``output_schema``, which wins over ``request.output_schema`` (see
+        :mod:`turnwire.structured`).
+    :param pending_reasoning: ids of reasoning thoughts a run recorded whose fingerprint is
+        still pending: kept when they pair, their fingerprints in ``rendered.stamped`` (the
+        client renders each request once this way and stores those fingerprints).
+    :raises turnwire.errors.InputError: bad thread, configuration or rendered body.
+    """
+    asked = structured_output(output_type)
+    if container is None:
+        container = render_cache.get(config_files)
+    settings = container.settings()
+    chosen = file_roots(roots, settings.files, _folder_of(thread))
+    if not isinstance(thread, Thread):
+        thread = load_thread(thread)
+    resolved = resolve_model(thread, container, model)
+    rendered = render_input(
+        thread,
+        container=container,
+        model=resolved,
+        reasoning_replay=reasoning_replay,
+        render_context=render_context,
+        roots=chosen,
+        pending_reasoning=pending_reasoning,
+    )
+    body = build_body(
+        rendered,
+        model=resolved,
+        request=settings.request,
+        stream=settings.client.stream,
+        reasoning_replay=settings.render.reasoning_replay,
+        output_schema=_sent_schema(asked, thread, settings.request),
+    )
+    encoded = checked_body(body, container.render_memo())
+    return RenderedRequest(encoded=encoded, request=body, rendered=rendered)
+
+
+def _sent_schema(
+    asked: StructuredOutput | None, thread: Thread, request: RequestSettings
+) -> OutputSchema | None:
+    """The output schema the body carries (``None``: ``request.text`` as configured)."""
+    if asked is not None:
+        return asked.schema
+    return thread.output_schema or request.output_schema
+
+
+class Renderer:
+    """A long-lived renderer: one container, built once, and the render memo it holds.
+
+    Each :meth:`render` gives exactly the bytes and warnings a fresh ``render`` would; what
+    earlier renders produced for unchanged records, sweep prefixes and body items is reused
+    (see :mod:`turnwire._memo`), so the next request of a growing thread costs about what
+    its new records cost.
+
+    :param config_files: configuration profiles merged over the packaged default.
+    :param container: a container to use instead of building one (overrides apply).
+    """
+
+    def __init__(
+        self,
+        config_files: Iterable[str | os.PathLike[str]] = (),
+        *,
+        container: Container | None = None,
+    ) -> None:
+        self.container = container if container is not None else build_container(config_files)
+
+    def render(
+        self,
+        thread: Thread | Mapping[str, Any] | str | os.PathLike[str],
+        *,
+        model: str | None = None,
+        reasoning_replay: str | None = None,
+        render_context: Mapping[str, str] | None = None,
+        roots: Iterable[str | os.PathLike[str]] | None = None,
+        output_type: Any = None,
+    ) -> RenderedRequest:
+        """:func:`render` through this renderer's container."""
+        return render(
+            thread,
+            container=self.container,
+            model=model,
+            reasoning_replay=reasoning_replay,
+            render_context=render_context,
+            roots=roots,
+            output_type=output_type,
+        )
+
+    def clear(self) -> None:
+        """Forget what earlier renders left (the next render is cold)."""
+        memo = self.container.render_memo()
+        if memo is not None:
+            memo.clear()
+
+    def __repr__(self) -> str:
+        return f"Renderer({self.container.render_memo()!r})"
