@@ -17,6 +17,7 @@ import contextlib
 import json
 import os
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -696,3 +697,42 @@ def test_an_encoded_body_joins_once():
     assert bytes(body) is joined  # kept, not joined again
     assert len(body) == len(bytes(body))
     assert "bytes in 3 parts" in repr(body)
+
+
+def test_a_render_that_fails_half_way_leaves_the_memo_exact():
+    """The memo's lists grow in place: a render that fails after growing them (a video under
+    the default ``throw`` policy, after a good new exchange) must not leak into the next
+    one, which still equals a cold render."""
+    container = make_container(REPLAY)
+    grown = {cycles: _growing_thread(cycles) for cycles in (2, 3, 4)}
+    video = turnwire.Media(id="v", kind="video", mime_type="video/mp4", data=b"\0\0\0\x18ftyp")
+    last = grown[4].messages[-1]
+    late = msgspec.structs.replace(
+        last,
+        id="late",
+        role="user",
+        attachments=(video,),
+        created_at=last.created_at + timedelta(hours=1),
+    )
+    failing = msgspec.structs.replace(grown[3], messages=(*grown[3].messages, late))
+    turnwire.api.render(grown[2], container=container)
+    (state,) = container.render_memo().timelines._data.values()
+    with pytest.raises(turnwire.TurnwireError, match="video"):
+        turnwire.api.render(failing, container=container)
+    assert len(state.items) > state.sizes[0]  # it grew the kept lists before it failed
+    for thread in (grown[3], grown[4], grown[3], grown[4]):
+        warm = _outcome(container, thread, False)
+        with overriding(container.render_memo, None):
+            assert warm == _outcome(container, thread, False)
+
+
+def test_a_thread_without_file_pointers_keeps_its_own_tuples():
+    """Loading changes no record of such a thread: the render uses its tuples as they are
+    (no copy that grows with the thread), which the next render recognises by identity."""
+    container = make_container(REPLAY)
+    thread = _growing_thread(3)
+    turnwire.api.render(thread, container=container)
+    inlined = container.render_memo().inlined
+    assert inlined is not None
+    assert inlined.loaded_messages is thread.messages
+    assert inlined.loaded_tool_calls is thread.tool_calls

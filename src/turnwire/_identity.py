@@ -36,7 +36,7 @@ _SCAN_BELOW = 32
 
 
 def _scan(old: Sequence[Any], new: Sequence[Any], start: int, stop: int) -> int:
-    if start:
+    if start or stop < len(old) or stop < len(new):
         old, new = old[start:stop], new[start:stop]
     return next(compress(count(start), map(is_not, old, new)), stop)
 

@@ -28,7 +28,7 @@ calls :meth:`RenderMemo.clear`.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
 import msgspec
@@ -333,9 +333,6 @@ class RenderMemo:
         # positions), and the last input -> (its sweep output, (previous output, kept)).
         self.loaded_from: dict[str, tuple[Any, Any, int, list[int]]] = {}
         self.input_from: tuple[Any, Any, tuple[Any, int] | None] | None = None
-        self.fingerprints: BoundedTable[int, tuple[Any, Callable[[int], str]]] = BoundedTable(
-            tables
-        )
 
     def record_table(self, kind: str, key: Hashable) -> RecordTable:
         tables = self.records.get(kind)
@@ -359,7 +356,6 @@ class RenderMemo:
             self.handles = None
             self.loaded_from = {}
             self.input_from = None
-            self.fingerprints.clear()
 
     def __repr__(self) -> str:
         kept = sum(len(t.entries) for k in self.records.values() for t in k._data.values())

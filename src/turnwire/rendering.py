@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from turnwire._identity import first_difference
 from turnwire._memo import InlineState, RenderMemo, common_prefix
 from turnwire.compaction import compacted
 from turnwire.container import Container, ContainerCache, build_container
@@ -233,10 +234,23 @@ def _inline(thread: Thread, memo: RenderMemo, assembler: ContextAssembler) -> Th
             memo.inlined = None
             return assembler.inline(thread)
         if state is None:
-            messages, calls = loaded.messages, loaded.tool_calls
+            messages = _same_or(thread.messages, loaded.messages)
+            calls = _same_or(thread.tool_calls, loaded.tool_calls)
         else:
-            messages = _merge(state.loaded_messages[:kept_messages], redo_messages, loaded.messages)
-            calls = _merge(state.loaded_tool_calls[:kept_calls], redo_calls, loaded.tool_calls)
+            messages = _merge(
+                thread.messages,
+                state.loaded_messages,
+                kept_messages,
+                redo_messages,
+                loaded.messages,
+            )
+            calls = _merge(
+                thread.tool_calls,
+                state.loaded_tool_calls,
+                kept_calls,
+                redo_calls,
+                loaded.tool_calls,
+            )
         messages_in, calls_in = thread.messages, thread.tool_calls
         reading_messages = [
             i for i in redo_messages if messages_in[i].attachments and _reads_files(messages_in[i])
@@ -317,15 +331,46 @@ def _loaded_bytes(thread: Thread) -> int:
     return total + sum(len(a.text.encode()) for a in artifacts if a.text is not None)
 
 
-def _merge(kept: tuple[Any, ...], positions: list[int], loaded: tuple[Any, ...]) -> tuple[Any, ...]:
-    """``kept`` with ``loaded[j]`` put at ``positions[j]`` (inside it, or appended in order)."""
-    merged = list(kept)
+def _merge(
+    records: tuple[Any, ...],
+    kept: tuple[Any, ...],
+    count: int,
+    positions: list[int],
+    loaded: tuple[Any, ...],
+) -> tuple[Any, ...]:
+    """The loaded form of ``records``: ``kept[:count]`` (what the last render loaded) with
+    ``loaded[j]`` put at ``positions[j]`` (inside it, or appended in order).
+
+    That is ``records`` itself when both are the same objects (a thread without file pointers:
+    no copy of a tuple that grows with the thread), else one concatenation when only new
+    records follow.
+    """
+    if not positions or positions[0] >= count:
+        if (
+            count == len(kept)
+            and len(loaded) == len(records) - count
+            and first_difference(kept, records, 0, count) == count
+            and first_difference(loaded, records[count:]) == len(records) - count
+        ):
+            return records
+        return (kept if count == len(kept) else kept[:count]) + loaded
+    merged = list(kept[:count])
     for position, record in zip(positions, loaded, strict=True):
-        if position < len(kept):
+        if position < count:
             merged[position] = record
         else:
             merged.append(record)
     return tuple(merged)
+
+
+def _same_or(records: tuple[Any, ...], loaded: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``records`` itself when loading changed none of them (the same objects), else ``loaded``:
+    a thread without file pointers keeps its own tuples, which the next render recognises."""
+    if loaded is records:
+        return records
+    if len(loaded) == len(records) and first_difference(loaded, records) == len(records):
+        return records
+    return loaded
 
 
 def prefix_fingerprint(

@@ -18,12 +18,22 @@ import stat
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
+from operator import is_
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
 from turnwire.errors import FileNotAllowedError, RenderError
-from turnwire.model import Artifact, HostedItem, Media, Message, Thought, Thread, ToolCall
+from turnwire.model import (
+    Artifact,
+    HostedItem,
+    Media,
+    Message,
+    Thought,
+    Thread,
+    ToolCall,
+    ToolResult,
+)
 from turnwire.usage import GenerationStats, Usage
 
 if TYPE_CHECKING:
@@ -467,17 +477,18 @@ def located_pointers(
     The path names the record (``$.messages[0].attachments[1]``); a pointer is its ``.path``.
     """
     replace = msgspec.structs.replace
-    messages = tuple(
-        replace(
-            m,
-            attachments=tuple(
-                media(f"$.messages[{i}].attachments[{j}]", a) for j, a in enumerate(m.attachments)
-            ),
-        )
-        if m.attachments
-        else m
-        for i, m in enumerate(thread.messages)
-    )
+    # A record whose pointers all come back as they were stays the same object.
+    messages = []
+    for i, message in enumerate(thread.messages):
+        if message.attachments:
+            attachments = tuple(
+                media(f"$.messages[{i}].attachments[{j}]", a)
+                for j, a in enumerate(message.attachments)
+            )
+            if not all(map(is_, attachments, message.attachments)):
+                messages.append(replace(message, attachments=attachments))
+                continue
+        messages.append(message)
     calls = []
     for i, call in enumerate(thread.tool_calls):
         result = call.result
@@ -485,7 +496,7 @@ def located_pointers(
             calls.append(call)
             continue
         at = f"$.tool_calls[{i}].result"
-        result = replace(
+        located = replace(
             result,
             media=None
             if result.media is None
@@ -497,14 +508,28 @@ def located_pointers(
             if result.artifacts is None
             else tuple(artifact(f"{at}.artifacts[{j}]", a) for j, a in enumerate(result.artifacts)),
         )
-        calls.append(replace(call, result=result))
+        if _same_pointers(result, located):
+            calls.append(call)
+        else:
+            calls.append(replace(call, result=located))
     retrievables = tuple(
         replace(r, artifact=artifact(f"$.retrievables[{i}].artifact", r.artifact))
         if r.artifact is not None
         else r
         for i, r in enumerate(thread.retrievables)
     )
-    return replace(thread, messages=messages, tool_calls=tuple(calls), retrievables=retrievables)
+    return replace(
+        thread, messages=tuple(messages), tool_calls=tuple(calls), retrievables=retrievables
+    )
+
+
+def _same_pointers(before: ToolResult, after: ToolResult) -> bool:
+    """Whether locating ``before``'s pointers gave back every one of them unchanged."""
+    return (
+        before.artifact is after.artifact
+        and all(map(is_, before.media or (), after.media or ()))
+        and all(map(is_, before.artifacts or (), after.artifacts or ()))
+    )
 
 
 class ContextAssembler:

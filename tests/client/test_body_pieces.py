@@ -52,3 +52,41 @@ def test_plain_bytes_and_a_single_piece_are_sent_as_bytes() -> None:
         asyncio.run(_post(server.base_url, EncodedBody((b'{"a":2}',))))
     assert [seen.body for seen in server.requests] == [b'{"a":1}', b'{"a":2}']
     assert all(seen.headers["content-length"] == "7" for seen in server.requests)
+
+
+def test_a_run_sends_each_later_request_as_pieces(tmp_path, monkeypatch) -> None:
+    """The tool loop's second request is rendered warm: the client hands the transport the
+    body's pieces (not joined bytes), and the server receives exactly those bytes."""
+    import turnwire
+
+    from ..conftest import REPLAY, make_container
+    from .server import recorded
+
+    handed: list[object] = []
+    real = Transport.exchange
+
+    def spy(self, body, **kwargs):  # type: ignore[no-untyped-def]
+        handed.append(body)
+        return real(self, body, **kwargs)
+
+    monkeypatch.setattr(Transport, "exchange", spy)
+    thread = tmp_path / "t.yaml"
+    thread.write_text(
+        "version: 1\nmodel: gpt-5\ntools:\n  - {name: weather, parameters: {type: object, "
+        "properties: {location: {type: string}}}}\nmessages:\n  - {id: u1, role: user, "
+        'content: "Weather in Florence?", created_at: "2026-01-01T10:00:00Z"}\n'
+    )
+    call = recorded("reasoning_summary_encrypted_function_call_gpt-5.sse")
+    text = recorded("reasoning_summary_encrypted_text_turn2_gpt-5.sse")
+    with ScriptedServer([Reply.sse(call), Reply.sse(text)]) as server:
+        turnwire.api.run(
+            thread,
+            container=make_container(REPLAY),
+            base_url=server.base_url,
+            handlers={"weather": lambda location: "40 C"},
+        )
+    assert len(handed) == len(server.requests) == 2
+    second = handed[1]
+    assert isinstance(second, EncodedBody) and len(second.parts) > 1
+    assert server.requests[1].body == bytes(second)
+    assert server.requests[1].headers["content-length"] == str(len(second))
