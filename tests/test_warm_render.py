@@ -196,6 +196,8 @@ EDITS = st.one_of(
     st.tuples(st.just("system"), st.sampled_from(["", "Be brief.", "Be kind."])),
     st.tuples(st.just("trust-tools"), st.booleans()),
     st.tuples(st.just("compact"), st.integers(0, 40)),
+    # another model: another sweep over the same timeline (whose lists grow in place)
+    st.tuples(st.just("model"), st.sampled_from(["gpt-5", "gpt-5-mini"])),
 )
 CHANGES = st.one_of(
     st.tuples(st.just("plugin"), st.booleans()),
@@ -247,6 +249,7 @@ class _Scenario:
         self.cycles = 0
         self.compactions = 0
         self.system = ""
+        self.model = "gpt-5"
         self.trusted = False
         self.replay_off = False
         self.options: dict[str, Any] = {}
@@ -274,6 +277,8 @@ class _Scenario:
             self.file.write_bytes(PNG + values[0])
         elif kind == "system":
             self.system = values[0]
+        elif kind == "model":
+            self.model = values[0]
         elif kind == "trust-tools":
             self.trusted = values[0]
         elif kind == "compact":
@@ -329,7 +334,7 @@ class _Scenario:
         thread = turnwire.load_thread(
             {
                 "version": 1,
-                "model": "gpt-5",
+                "model": self.model,
                 "system_prompt": self.system,
                 "tools": tools,
                 **self.records,

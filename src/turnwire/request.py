@@ -455,41 +455,34 @@ def _checked_body(body: RequestBody, memo: RenderMemo) -> EncodedBody:
     # left unknown; the next body that shares a prefix with it encodes item by item to learn
     # them, and the ones after that splice: the kept items' segments stay the same objects
     # (the one holding the cut is sliced, not copied) and only the new items are encoded.
+    segments: list[Any] | None = None
+    bounds: list[int] = []
+    ends: list[int] | None = None
     if not shared:
-        memo.body = BodyState(
-            input=items,
-            segments=None,
-            bounds=[],
-            ends=None,
-            facts=facts,
-            seen_ids=seen_ids,
-            calls=calls,
-            answered=answered,
-            stateless=stateless,
-            source=lineage[1] if lineage is not None else None,
-        )
-        return EncodedBody((_ENCODER.encode(body),))
-    assert state is not None
-    start = len(b'{"model":') + len(_ENCODER.encode(body.model)) + len(b',"input":[')
-    frame = _ENCODER.encode(msgspec.structs.replace(body, input=()))
-    assert frame[start - 10 : start + 1] == b',"input":[]', "RequestBody field order changed"
-    segments, bounds = state.segments, state.bounds
-    if state.ends is not None and segments is not None:
-        ends = state.ends
-        del ends[shared:]
-        offset = ends[-1]
-        _cut(segments, bounds, offset)
-        fresh = items[shared:]
+        parts: tuple[bytes | memoryview, ...] = (_ENCODER.encode(body),)
     else:
-        ends, segments, bounds, offset, fresh = [], [], [], -1, items
-    encoded = [_ENCODER.encode(item) for item in fresh]
-    for chunk in encoded:
-        offset += 1 + len(chunk)
-        ends.append(offset)
-    if encoded:
-        segments.append(b"," + b",".join(encoded) if segments else b",".join(encoded))
-        bounds.append(offset)
-        _settle(segments, bounds)
+        assert state is not None
+        start = len(b'{"model":') + len(_ENCODER.encode(body.model)) + len(b',"input":[')
+        frame = _ENCODER.encode(msgspec.structs.replace(body, input=()))
+        assert frame[start - 10 : start + 1] == b',"input":[]', "RequestBody field order changed"
+        segments, bounds = state.segments, state.bounds
+        if state.ends is not None and segments is not None:
+            ends = state.ends
+            del ends[shared:]
+            offset = ends[-1]
+            _cut(segments, bounds, offset)
+            fresh = items[shared:]
+        else:
+            ends, segments, bounds, offset, fresh = [], [], [], -1, items
+        encoded = [_ENCODER.encode(item) for item in fresh]
+        for chunk in encoded:
+            offset += 1 + len(chunk)
+            ends.append(offset)
+        if encoded:
+            segments.append(b"," + b",".join(encoded) if segments else b",".join(encoded))
+            bounds.append(offset)
+            _settle(segments, bounds)
+        parts = (frame[:start], *segments, frame[start:])
     memo.body = BodyState(
         input=items,
         segments=segments,
@@ -502,7 +495,7 @@ def _checked_body(body: RequestBody, memo: RenderMemo) -> EncodedBody:
         stateless=stateless,
         source=lineage[1] if lineage is not None else None,
     )
-    return EncodedBody((frame[:start], *segments, frame[start:]))
+    return EncodedBody(parts)
 
 
 def _cut(segments: list[Any], bounds: list[int], end: int) -> None:

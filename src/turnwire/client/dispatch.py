@@ -46,7 +46,12 @@ from turnwire.client.assembly import (
 )
 from turnwire.client.execution import decided_approvals, execute, run_pending
 from turnwire.client.progress import ProgressEvent, ResponseDoneEvent
-from turnwire.client.reading import finish_reason, raise_unless_answered, read_answer
+from turnwire.client.reading import (
+    decoded_answer,
+    finish_reason,
+    raise_unless_answered,
+    read_answer,
+)
 from turnwire.client.recording import (
     Records,
     generation_stats,
@@ -74,7 +79,6 @@ from turnwire.errors import (
     MissingApiKeyError,
     OutputValidationError,
     ReasoningReplayRejectedError,
-    StreamError,
 )
 from turnwire.model import HostedItem, Message, Thought, Thread, ToolCall
 from turnwire.rendering import resolve_model
@@ -577,12 +581,7 @@ class Client:
         self.requests += 1
         async with self.transport.exchange(body, stream=False, path="/compact") as answer:
             raw = b"".join([chunk async for chunk in answer.chunks])
-        try:
-            decoded = msgspec.json.decode(raw)
-        except msgspec.DecodeError as err:
-            raise StreamError(f"the answer is not a response.compaction object: {err}") from err
-        except RecursionError:
-            raise StreamError("the answer is nested too deeply to read") from None
+        decoded = decoded_answer(raw, "a response.compaction object")
         compacted = parse_compacted(decoded)
         record = compaction_record(compacted, timeline(part), self.clock(), before=before)
         if record is None:

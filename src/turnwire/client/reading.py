@@ -31,7 +31,7 @@ from turnwire.errors import StreamError, StreamStalledError
 from turnwire.request import EncodedBody
 from turnwire.wire.events import TextDelta, decode_event
 
-__all__ = ["finish_reason", "raise_unless_answered", "read_answer", "read_stream"]
+__all__ = ["decoded_answer", "finish_reason", "raise_unless_answered", "read_answer", "read_stream"]
 
 logger = logging.getLogger("turnwire")
 
@@ -71,6 +71,16 @@ def raise_unless_answered(generation: Generation) -> None:
         )
 
 
+def decoded_answer(raw: bytes, what: str) -> Any:
+    """A JSON answer's value; a :class:`StreamError` saying it is not ``what`` otherwise."""
+    try:
+        return msgspec.json.decode(raw)
+    except msgspec.DecodeError as err:
+        raise StreamError(f"the answer is not {what}: {err}") from err
+    except RecursionError:
+        raise StreamError("the answer is nested too deeply to read") from None
+
+
 async def read_answer(
     transport: Transport,
     container: Any,
@@ -87,12 +97,7 @@ async def read_answer(
             generation = await read_stream(answer.chunks, on_text, container=container, emit=emit)
         else:
             raw = b"".join([chunk async for chunk in answer.chunks])
-            try:
-                decoded = msgspec.json.decode(raw)
-            except msgspec.DecodeError as err:
-                raise StreamError(f"the answer is not a response object: {err}") from err
-            except RecursionError:
-                raise StreamError("the answer is nested too deeply to read") from None
+            decoded = decoded_answer(raw, "a response object")
             generation = generation_from_response(decoded)
             for output in generation.outputs:
                 emit(
