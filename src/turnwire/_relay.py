@@ -23,7 +23,7 @@ import pluggy
 
 from turnwire.hookspecs import STAGES
 
-__all__ = ["HOOK", "StagePlan", "StageRelay"]
+__all__ = ["HOOK", "StagePlan", "StageRelay", "keyword_caller"]
 
 
 class _Hook:
@@ -100,9 +100,11 @@ class StageRelay:
         self.plan = plan
         self.options = dict(options)
         self.options["stages"] = self
+        self.injected: dict[str, dict[str, Any]] = {}
         for name in STAGES:
             argnames = plan.argnames[name]
             injected = {a: self.options[a] for a in argnames if a in self.options}
+            self.injected[name] = injected
             kind, target = plan.targets[name]
             setattr(self, name, self._bind(name, kind, target, argnames, injected))
 
@@ -151,3 +153,23 @@ class StageRelay:
 
         direct.__name__ = name
         return direct
+
+
+def keyword_caller(relay: StageRelay, name: str, arguments: frozenset[str]) -> _Caller:
+    """Stage ``name`` of ``relay`` for a caller passing exactly ``arguments`` by keyword.
+
+    That is the relay's attribute, except when one implementation runs directly and takes
+    fewer arguments than the hookspec (most built-ins leave out ``render_context``): the
+    attribute then merges and filters a dict on every call, while a partial holding just the
+    injected options it takes calls it with the same arguments, in C. A caller that passes
+    anything else must use the attribute.
+    """
+    kind, target = relay.plan.targets[name]
+    if kind == "direct" and len(target) == 1:
+        function, names = target[0]
+        injected = relay.injected[name]
+        if arguments <= set(names) <= arguments | injected.keys():
+            kept = {n: injected[n] for n in names if n not in arguments}
+            return functools.partial(function, **kept)
+    caller: _Caller = getattr(relay, name)
+    return caller

@@ -33,6 +33,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import logging
+from collections.abc import Callable
 from itertools import compress
 from itertools import count as count_from
 from operator import is_, is_not
@@ -50,7 +51,7 @@ from turnwire._memo import (
     common_prefix,
     stage_key,
 )
-from turnwire._relay import StagePlan, StageRelay
+from turnwire._relay import StagePlan, StageRelay, keyword_caller
 from turnwire.compaction import compacted
 from turnwire.context import RenderOptions
 from turnwire.errors import ConfigError
@@ -169,7 +170,10 @@ def _arguments(tool_call: ToolCall) -> str:
     return _ENCODER.encode(args).decode()
 
 
-def _tool_call_items(call: ToolCall, tool: Tool | None, stages: Any) -> tuple[InputItem, ...]:
+def _tool_call_items(
+    call: ToolCall, tool: Tool | None, render_result: Callable[..., Any]
+) -> tuple[InputItem, ...]:
+    """The items of one tool call; ``render_result`` is its ``render_tool_call_result``."""
     raw_call_id, raw_item_id = call.split_id()
     call_id = short_call_id(raw_call_id)
     item_id = valid_item_id(raw_item_id, "fc_")
@@ -178,7 +182,7 @@ def _tool_call_items(call: ToolCall, tool: Tool | None, stages: Any) -> tuple[In
     )
     if call.result is None:
         return (function_call,)
-    output = stages.render_tool_call_result(tool_call=call, tool=tool) or ""
+    output = render_result(tool_call=call, tool=tool) or ""
     return (function_call, FunctionCallOutput(call_id=call_id, output=output))
 
 
@@ -219,6 +223,8 @@ _CALL_STAGES = (
 )
 _THOUGHT_STAGES = ("render_reasoning_item", "render_thought", *_ENVELOPES)
 _HOSTED_STAGES = ("render_hosted_item", "render_hosted_item_text", *_ENVELOPES)
+
+_RESULT_ARGUMENTS = frozenset({"tool_call", "tool"})
 
 _RECORD_ENCODER = msgspec.json.Encoder()
 
@@ -391,7 +397,8 @@ def _timeline(
     call_entries = call_table.entries if call_table is not None else None
     thought_entries = thought_table.entries if thought_table is not None else None
     hosted_entries = hosted_table.entries if hosted_table is not None else None
-    render_message = stages.render_timeline_message
+    render_message = keyword_caller(stages, "render_timeline_message", frozenset({"message"}))
+    render_result = keyword_caller(stages, "render_tool_call_result", _RESULT_ARGUMENTS)
     extend = items.extend
     for entry in entries:
         record: Any = entry[4]  # dispatched on its exact type below
@@ -417,7 +424,7 @@ def _timeline(
                 extend(hit.rendered)
                 warnings.extend(hit.said)
                 continue
-            rendered = _tool_call_items(record, tool, stages)
+            rendered = _tool_call_items(record, tool, render_result)
             if call_entries is not None:
                 said = tuple(warnings[before:]) if len(warnings) > before else ()
                 call_entries[record.id] = Entry(record, tool, rendered, False, said)
