@@ -92,7 +92,7 @@ PENDING_FINGERPRINT = "pending"
 render (with the thought's id in ``pending``) keeps it as fresh and computes its fingerprint."""
 
 _MAX_CALL_ID = 64
-_CARRY_IDS = (OutputMessage, FunctionCall, HostedInputItem)
+_CARRIERS = frozenset((OutputMessage, FunctionCall, HostedInputItem))  # the types with an item id
 _ENCODER = msgspec.json.Encoder()
 
 
@@ -133,6 +133,9 @@ def output_item_id(item: object) -> str | None:
 def strip_item_id(item: InputItem) -> InputItem:
     """The item without its id (an output message becomes assistant string content)."""
     if isinstance(item, OutputMessage):
+        parts = item.content
+        if len(parts) == 1 and type(parts[0]) is OutputText:  # what an answer is: one text
+            return InputMessage(role="assistant", content=parts[0].text, phase=item.phase)
         text = "\n\n".join(
             part.text if isinstance(part, OutputText) else part.refusal
             for part in item.content
@@ -489,12 +492,16 @@ def _same_tool(old: Tool | None, new: Tool | None) -> bool:
 
 
 def _strip_ids(
+    out: list[InputItem],
     items: list[InputItem],
-    memo: RenderMemo,
+    start: int,
+    stop: int,
+    stripped: dict[int, tuple[Any, Any]],
     reasoned: dict[Any, int],
     governing: Any,
-) -> list[InputItem]:
-    """``items`` with :func:`strip_item_id` applied to each id carrier (memoised by object).
+) -> None:
+    """Append ``items[start:stop]`` to ``out``, :func:`strip_item_id` applied to each id
+    carrier (memoised by object in ``stripped``, so a sweep run again gives the same objects).
 
     A hosted item keeps its item form unless a reasoning item of its own response came before
     it (``reasoned``: each response's timestamp → the ``seq`` of its first reasoning record)
@@ -502,34 +509,28 @@ def _strip_ids(
     timestamp, ``None`` when the last one was dropped): then its text form goes instead (the
     API refuses the item without its reasoning), or nothing.
     """
-    stripped = memo.stripped
-    out: list[Any] = items
-    hosted = False
-    for index, item in enumerate(items):
+    append = out.append
+    for index in range(start, stop):
+        item = items[index]
         kind = type(item)
-        if kind in _CARRY_IDS:
-            if kind is HostedInputItem:
-                assert isinstance(item, HostedInputItem)
-                recorded = item.recorded
-                if recorded is None or not reasoned:
-                    continue
+        if kind not in _CARRIERS:
+            append(item)
+        elif kind is HostedInputItem:
+            assert isinstance(item, HostedInputItem)
+            recorded = item.recorded
+            if recorded is not None and reasoned:
                 first = reasoned.get(recorded[0])
                 # on a full tie a thought sorts first
                 if first is not None and first <= recorded[1] and governing != recorded[0]:
-                    if out is items:
-                        out = list(items)
-                    out[index] = item.unpaired
-                    hosted = True
-                continue
-            if out is items:
-                out = list(items)
+                    if item.unpaired is not None:
+                        append(item.unpaired)
+                    continue
+            append(item)
+        else:
             hit = stripped.get(id(item))
             if hit is None or hit[0] is not item:
                 hit = stripped[id(item)] = (item, strip_item_id(item))
-            out[index] = hit[1]
-    if hosted:
-        out = [item for item in out if item is not None]
-    return out
+            append(hit[1])
 
 
 def _sweep_key(
@@ -645,19 +646,22 @@ def _sweep(
     ):
         pending_from = state.pending_from
     tail = prefix_tail(options.model, instructions, tools) if hashing else b""
+    stripped = memo.stripped
     for at in range(position, len(indexes)):
         index = indexes[at] + offset
         if index < done:  # the partner of the previous kept candidate
             continue
-        out.extend(_strip_ids(items[done:index], memo, reasoned, governing))
+        _strip_ids(out, items, done, index, stripped, reasoned, governing)
         thought = thoughts[at]
-        assert thought.payload is not None
-        marked = thought.payload.prefix_fingerprint == PENDING_FINGERPRINT
+        payload = thought.payload
+        assert payload is not None
+        recorded_fingerprint = payload.prefix_fingerprint
+        marked = recorded_fingerprint == PENDING_FINGERPRINT
         if marked and pending_from is None:
             pending_from = at  # decided by `pending`: a sweep under other ids resumes before
-        partner = items[index + 1] if index + 1 < count else None
-        partner_id = output_item_id(partner)
-        recorded = thought.payload.paired_item_id
+        partner: Any = items[index + 1] if index + 1 < count else None
+        partner_id = partner.id if type(partner) in _CARRIERS else output_item_id(partner)
+        recorded = payload.paired_item_id
         reason = None
         if partner is None:
             reason = "no output item follows it"
@@ -665,7 +669,7 @@ def _sweep(
             reason = "the item after it carries no id the API can pair"
         elif recorded is not None and recorded != partner_id:
             reason = f"the item after it is {partner_id}, not its recorded partner {recorded}"
-        elif thought.payload.prefix_fingerprint is None:
+        elif recorded_fingerprint is None:
             if options.unfingerprinted_reasoning != "trust":
                 reason = (
                     "it has no prefix_fingerprint (imported reasoning: run `turnwire "
@@ -693,7 +697,7 @@ def _sweep(
                 )
             if marked and thought.id in pending:
                 stamped[thought.id] = fingerprint  # its prefix: what the next render checks
-            elif thought.payload.prefix_fingerprint != fingerprint:
+            elif recorded_fingerprint != fingerprint:
                 reason = "the request prefix changed since it was produced (stale fingerprint)"
         if reason is not None:
             message = f"dropping the reasoning item of thought {thought.id}: {reason}"
@@ -710,9 +714,9 @@ def _sweep(
         checkpoints.append(
             Checkpoint(at, index, done, len(out), len(sweep_warnings), snapshot, hashed)
         )
-    out.extend(_strip_ids(items[done:], memo, reasoned, governing))
-    if len(memo.stripped) > 2 * count + 256:
-        memo.stripped.clear()
+    _strip_ids(out, items, done, count, stripped, reasoned, governing)
+    if len(stripped) > 2 * count + 256:
+        stripped.clear()
     if key is not None:
         memo.sweeps.put(
             key,
