@@ -199,10 +199,10 @@ def _hosted_items(record: HostedItem, stages: Any) -> tuple[InputItem, ...]:
 
 
 def _thought_items(
-    thought: Thought, options: RenderOptions, stages: Any
+    thought: Thought, replay: bool, stages: Any
 ) -> tuple[tuple[InputItem, ...], bool]:
-    """The items of one surfaced thought, and whether the first is a reasoning candidate."""
-    replay = options.reasoning_replay != "off"
+    """The items of one surfaced thought (``replay``: reasoning replay is not ``off``), and
+    whether the first is a reasoning candidate."""
     if replay:
         item = stages.render_reasoning_item(thought=thought)
         if item is not None:
@@ -402,13 +402,14 @@ def _timeline(
     hosted_entries = hosted_table.entries if hosted_table is not None else None
     render_message = keyword_caller(stages, "render_timeline_message", frozenset({"message"}))
     render_result = keyword_caller(stages, "render_tool_call_result", _RESULT_ARGUMENTS)
+    replay = options.reasoning_replay != "off"
     extend = items.extend
     for entry in entries:
         record: Any = entry[4]  # dispatched on its exact type below
         before = len(warnings)
         kind = type(record)
         if kind is Message:
-            hit = message_entries.get(record.id) if message_entries is not None else None
+            hit = message_entries.get(record.id) if message_entries else None
             if hit is not None and _same_record(hit.record, record):
                 extend(hit.rendered)
                 warnings.extend(hit.said)
@@ -422,7 +423,7 @@ def _timeline(
             extend(rendered)
         elif kind is ToolCall:
             tool = tools.get(record.tool)
-            hit = call_entries.get(record.id) if call_entries is not None else None
+            hit = call_entries.get(record.id) if call_entries else None
             if hit is not None and _same_record(hit.record, record) and _same_tool(hit.tool, tool):
                 extend(hit.rendered)
                 warnings.extend(hit.said)
@@ -433,7 +434,7 @@ def _timeline(
                 call_entries[record.id] = Entry(record, tool, rendered, False, said)
             extend(rendered)
         elif kind is HostedItem:
-            hit = hosted_entries.get(record.id) if hosted_entries is not None else None
+            hit = hosted_entries.get(record.id) if hosted_entries else None
             if hit is not None and _same_record(hit.record, record):
                 extend(hit.rendered)
                 warnings.extend(hit.said)
@@ -444,12 +445,12 @@ def _timeline(
                 hosted_entries[record.id] = Entry(record, None, rendered, False, said)
             extend(rendered)
         else:
-            hit = thought_entries.get(record.id) if thought_entries is not None else None
+            hit = thought_entries.get(record.id) if thought_entries else None
             if hit is not None and _same_record(hit.record, record):
                 rendered, candidate = hit.rendered, hit.candidate
                 warnings.extend(hit.said)
             else:
-                rendered, candidate = _thought_items(record, options, stages)
+                rendered, candidate = _thought_items(record, replay, stages)
                 if thought_entries is not None:
                     said = tuple(warnings[before:]) if len(warnings) > before else ()
                     thought_entries[record.id] = Entry(record, None, rendered, candidate, said)

@@ -92,7 +92,8 @@ def render_timeline_message(
         head = f'<{tag} from="{escape_attr(shown)}"{created}>'
         text = f"{head}\n{neutralise(message.content, tag)}\n</{tag}>"
         items.append(InputMessage(role="assistant", content=text))
-    attachments = _media_item(message, stages)
-    if attachments is not None:
-        items.append(attachments)
+    if message.attachments:
+        attachments = _media_item(message, stages)
+        if attachments is not None:
+            items.append(attachments)
     return tuple(items)
