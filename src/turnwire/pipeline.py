@@ -51,7 +51,7 @@ from turnwire._memo import (
     common_prefix,
     stage_key,
 )
-from turnwire._relay import StagePlan, StageRelay, keyword_caller
+from turnwire._relay import StagePlan, StageRelay, positional_caller
 from turnwire.compaction import compacted
 from turnwire.context import RenderOptions
 from turnwire.errors import ConfigError
@@ -176,7 +176,8 @@ def _arguments(tool_call: ToolCall) -> str:
 def _tool_call_items(
     call: ToolCall, tool: Tool | None, render_result: Callable[..., Any]
 ) -> tuple[InputItem, ...]:
-    """The items of one tool call; ``render_result`` is its ``render_tool_call_result``."""
+    """The items of one tool call; ``render_result(call, tool)`` is its
+    ``render_tool_call_result``."""
     raw_call_id, raw_item_id = call.split_id()
     call_id = short_call_id(raw_call_id)
     item_id = valid_item_id(raw_item_id, "fc_")
@@ -185,7 +186,7 @@ def _tool_call_items(
     )
     if call.result is None:
         return (function_call,)
-    output = render_result(tool_call=call, tool=tool) or ""
+    output = render_result(call, tool) or ""
     return (function_call, FunctionCallOutput(call_id=call_id, output=output))
 
 
@@ -199,12 +200,13 @@ def _hosted_items(record: HostedItem, stages: Any) -> tuple[InputItem, ...]:
 
 
 def _thought_items(
-    thought: Thought, replay: bool, stages: Any
+    thought: Thought, replay: bool, render_reasoning: Callable[[Thought], Any], stages: Any
 ) -> tuple[tuple[InputItem, ...], bool]:
-    """The items of one surfaced thought (``replay``: reasoning replay is not ``off``), and
-    whether the first is a reasoning candidate."""
+    """The items of one surfaced thought (``replay``: reasoning replay is not ``off``;
+    ``render_reasoning(thought)`` is its ``render_reasoning_item``), and whether the first is
+    a reasoning candidate."""
     if replay:
-        item = stages.render_reasoning_item(thought=thought)
+        item = render_reasoning(thought)
         if item is not None:
             return (item,), True
     if (thought.payload is None or replay) and thought_text(thought):
@@ -226,8 +228,6 @@ _CALL_STAGES = (
 )
 _THOUGHT_STAGES = ("render_reasoning_item", "render_thought", *_ENVELOPES)
 _HOSTED_STAGES = ("render_hosted_item", "render_hosted_item_text", *_ENVELOPES)
-
-_RESULT_ARGUMENTS = frozenset({"tool_call", "tool"})
 
 _RECORD_ENCODER = msgspec.json.Encoder()
 
@@ -400,8 +400,9 @@ def _timeline(
     call_entries = call_table.entries if call_table is not None else None
     thought_entries = thought_table.entries if thought_table is not None else None
     hosted_entries = hosted_table.entries if hosted_table is not None else None
-    render_message = keyword_caller(stages, "render_timeline_message", frozenset({"message"}))
-    render_result = keyword_caller(stages, "render_tool_call_result", _RESULT_ARGUMENTS)
+    render_message = positional_caller(stages, "render_timeline_message", ("message",))
+    render_result = positional_caller(stages, "render_tool_call_result", ("tool_call", "tool"))
+    render_reasoning = positional_caller(stages, "render_reasoning_item", ("thought",))
     replay = options.reasoning_replay != "off"
     extend = items.extend
     for entry in entries:
@@ -414,7 +415,7 @@ def _timeline(
                 extend(hit.rendered)
                 warnings.extend(hit.said)
                 continue
-            rendered = render_message(message=record) or ()
+            rendered = render_message(record) or ()
             if type(rendered) is not tuple:
                 rendered = tuple(rendered)
             if message_entries is not None:
@@ -450,7 +451,7 @@ def _timeline(
                 rendered, candidate = hit.rendered, hit.candidate
                 warnings.extend(hit.said)
             else:
-                rendered, candidate = _thought_items(record, replay, stages)
+                rendered, candidate = _thought_items(record, replay, render_reasoning, stages)
                 if thought_entries is not None:
                     said = tuple(warnings[before:]) if len(warnings) > before else ()
                     thought_entries[record.id] = Entry(record, None, rendered, candidate, said)
