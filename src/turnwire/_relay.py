@@ -23,7 +23,7 @@ import pluggy
 
 from turnwire.hookspecs import STAGES
 
-__all__ = ["HOOK", "StagePlan", "StageRelay"]
+__all__ = ["HOOK", "StagePlan", "StageRelay", "positional_caller"]
 
 
 class _Hook:
@@ -100,9 +100,11 @@ class StageRelay:
         self.plan = plan
         self.options = dict(options)
         self.options["stages"] = self
+        self.injected: dict[str, dict[str, Any]] = {}
         for name in STAGES:
             argnames = plan.argnames[name]
             injected = {a: self.options[a] for a in argnames if a in self.options}
+            self.injected[name] = injected
             kind, target = plan.targets[name]
             setattr(self, name, self._bind(name, kind, target, argnames, injected))
 
@@ -151,3 +153,41 @@ class StageRelay:
 
         direct.__name__ = name
         return direct
+
+
+def positional_caller(relay: StageRelay, name: str, arguments: tuple[str, ...]) -> _Caller:
+    """Stage ``name`` of ``relay`` for a caller passing ``arguments``, in this order, by
+    position: what a loop over thousands of records calls once per record.
+
+    When one implementation runs directly and takes every one of ``arguments`` (and nothing
+    but them and injected options), it is called by position in the order of its parameters,
+    as pluggy calls an implementation: no keyword dict is built or filtered per call. Any
+    other stage (several implementations, an override, pluggy) goes through the relay's
+    attribute, with the same arguments by keyword.
+    """
+    kind, target = relay.plan.targets[name]
+    attribute: _Caller = getattr(relay, name)
+    if kind != "direct" or len(target) != 1:
+        return lambda *values: attribute(**dict(zip(arguments, values, strict=True)))
+    function, names = target[0]
+    injected = relay.injected[name]
+    if not set(arguments) <= set(names) <= set(arguments) | injected.keys():
+        return lambda *values: attribute(**dict(zip(arguments, values, strict=True)))
+    if names[-len(arguments) :] == arguments:
+        # the options first, the caller's values last: a partial prepends the options in C
+        return functools.partial(function, *(injected[n] for n in names[: -len(arguments)]))
+    if len(arguments) == 1 and names[0] == arguments[0]:
+        rest = tuple(injected[n] for n in names[1:])
+
+        def first_then_options(value: Any) -> Any:
+            return function(value, *rest)
+
+        return first_then_options
+    if len(arguments) == 2 and names[:2] == arguments:
+        rest = tuple(injected[n] for n in names[2:])
+
+        def two_then_options(first: Any, second: Any) -> Any:
+            return function(first, second, *rest)
+
+        return two_then_options
+    return lambda *values: attribute(**dict(zip(arguments, values, strict=True)))

@@ -33,6 +33,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import logging
+from collections.abc import Callable
 from itertools import compress
 from itertools import count as count_from
 from operator import is_, is_not
@@ -51,7 +52,7 @@ from turnwire._memo import (
     common_prefix,
     stage_key,
 )
-from turnwire._relay import StagePlan, StageRelay
+from turnwire._relay import StagePlan, StageRelay, positional_caller
 from turnwire.compaction import compacted
 from turnwire.context import RenderOptions
 from turnwire.errors import ConfigError
@@ -92,7 +93,7 @@ PENDING_FINGERPRINT = "pending"
 render (with the thought's id in ``pending``) keeps it as fresh and computes its fingerprint."""
 
 _MAX_CALL_ID = 64
-_CARRY_IDS = (OutputMessage, FunctionCall, HostedInputItem)
+_CARRIERS = frozenset((OutputMessage, FunctionCall, HostedInputItem))  # the types with an item id
 _ENCODER = msgspec.json.Encoder()
 
 
@@ -133,6 +134,9 @@ def output_item_id(item: object) -> str | None:
 def strip_item_id(item: InputItem) -> InputItem:
     """The item without its id (an output message becomes assistant string content)."""
     if isinstance(item, OutputMessage):
+        parts = item.content
+        if len(parts) == 1 and type(parts[0]) is OutputText:  # what an answer is: one text
+            return InputMessage(role="assistant", content=parts[0].text, phase=item.phase)
         text = "\n\n".join(
             part.text if isinstance(part, OutputText) else part.refusal
             for part in item.content
@@ -170,7 +174,11 @@ def _arguments(tool_call: ToolCall) -> str:
     return _ENCODER.encode(args).decode()
 
 
-def _tool_call_items(call: ToolCall, tool: Tool | None, stages: Any) -> tuple[InputItem, ...]:
+def _tool_call_items(
+    call: ToolCall, tool: Tool | None, render_result: Callable[..., Any]
+) -> tuple[InputItem, ...]:
+    """The items of one tool call; ``render_result(call, tool)`` is its
+    ``render_tool_call_result``."""
     raw_call_id, raw_item_id = call.split_id()
     call_id = short_call_id(raw_call_id)
     item_id = valid_item_id(raw_item_id, "fc_")
@@ -179,7 +187,7 @@ def _tool_call_items(call: ToolCall, tool: Tool | None, stages: Any) -> tuple[In
     )
     if call.result is None:
         return (function_call,)
-    output = stages.render_tool_call_result(tool_call=call, tool=tool) or ""
+    output = render_result(call, tool) or ""
     return (function_call, FunctionCallOutput(call_id=call_id, output=output))
 
 
@@ -193,12 +201,13 @@ def _hosted_items(record: HostedItem, stages: Any) -> tuple[InputItem, ...]:
 
 
 def _thought_items(
-    thought: Thought, options: RenderOptions, stages: Any
+    thought: Thought, replay: bool, render_reasoning: Callable[[Thought], Any], stages: Any
 ) -> tuple[tuple[InputItem, ...], bool]:
-    """The items of one surfaced thought, and whether the first is a reasoning candidate."""
-    replay = options.reasoning_replay != "off"
+    """The items of one surfaced thought (``replay``: reasoning replay is not ``off``;
+    ``render_reasoning(thought)`` is its ``render_reasoning_item``), and whether the first is
+    a reasoning candidate."""
     if replay:
-        item = stages.render_reasoning_item(thought=thought)
+        item = render_reasoning(thought)
         if item is not None:
             return (item,), True
     if (thought.payload is None or replay) and thought_text(thought):
@@ -436,19 +445,22 @@ def _timeline(
     call_entries = call_table.entries if call_table is not None else None
     thought_entries = thought_table.entries if thought_table is not None else None
     hosted_entries = hosted_table.entries if hosted_table is not None else None
-    render_message = stages.render_timeline_message
+    render_message = positional_caller(stages, "render_timeline_message", ("message",))
+    render_result = positional_caller(stages, "render_tool_call_result", ("tool_call", "tool"))
+    render_reasoning = positional_caller(stages, "render_reasoning_item", ("thought",))
+    replay = options.reasoning_replay != "off"
     extend = items.extend
     for entry in entries:
         record: Any = entry[4]  # dispatched on its exact type below
         before = len(warnings)
         kind = type(record)
         if kind is Message:
-            hit = message_entries.get(record.id) if message_entries is not None else None
+            hit = message_entries.get(record.id) if message_entries else None
             if hit is not None and _same_record(hit.record, record):
                 extend(hit.rendered)
                 warnings.extend(hit.said)
                 continue
-            rendered = render_message(message=record) or ()
+            rendered = render_message(record) or ()
             if type(rendered) is not tuple:
                 rendered = tuple(rendered)
             if message_entries is not None:
@@ -457,18 +469,18 @@ def _timeline(
             extend(rendered)
         elif kind is ToolCall:
             tool = tools.get(record.tool)
-            hit = call_entries.get(record.id) if call_entries is not None else None
+            hit = call_entries.get(record.id) if call_entries else None
             if hit is not None and _same_record(hit.record, record) and _same_tool(hit.tool, tool):
                 extend(hit.rendered)
                 warnings.extend(hit.said)
                 continue
-            rendered = _tool_call_items(record, tool, stages)
+            rendered = _tool_call_items(record, tool, render_result)
             if call_entries is not None:
                 said = tuple(warnings[before:]) if len(warnings) > before else ()
                 call_entries[record.id] = Entry(record, tool, rendered, False, said)
             extend(rendered)
         elif kind is HostedItem:
-            hit = hosted_entries.get(record.id) if hosted_entries is not None else None
+            hit = hosted_entries.get(record.id) if hosted_entries else None
             if hit is not None and _same_record(hit.record, record):
                 extend(hit.rendered)
                 warnings.extend(hit.said)
@@ -479,12 +491,12 @@ def _timeline(
                 hosted_entries[record.id] = Entry(record, None, rendered, False, said)
             extend(rendered)
         else:
-            hit = thought_entries.get(record.id) if thought_entries is not None else None
+            hit = thought_entries.get(record.id) if thought_entries else None
             if hit is not None and _same_record(hit.record, record):
                 rendered, candidate = hit.rendered, hit.candidate
                 warnings.extend(hit.said)
             else:
-                rendered, candidate = _thought_items(record, options, stages)
+                rendered, candidate = _thought_items(record, replay, render_reasoning, stages)
                 if thought_entries is not None:
                     said = tuple(warnings[before:]) if len(warnings) > before else ()
                     thought_entries[record.id] = Entry(record, None, rendered, candidate, said)
@@ -528,12 +540,16 @@ def _same_tool(old: Tool | None, new: Tool | None) -> bool:
 
 
 def _strip_ids(
+    out: list[InputItem],
     items: list[InputItem],
-    memo: RenderMemo,
+    start: int,
+    stop: int,
+    stripped: dict[int, tuple[Any, Any]],
     reasoned: dict[Any, int],
     governing: Any,
-) -> list[InputItem]:
-    """``items`` with :func:`strip_item_id` applied to each id carrier (memoised by object).
+) -> None:
+    """Append ``items[start:stop]`` to ``out``, :func:`strip_item_id` applied to each id
+    carrier (memoised by object in ``stripped``, so a sweep run again gives the same objects).
 
     A hosted item keeps its item form unless a reasoning item of its own response came before
     it (``reasoned``: each response's timestamp → the ``seq`` of its first reasoning record)
@@ -541,34 +557,28 @@ def _strip_ids(
     timestamp, ``None`` when the last one was dropped): then its text form goes instead (the
     API refuses the item without its reasoning), or nothing.
     """
-    stripped = memo.stripped
-    out: list[Any] = items
-    hosted = False
-    for index, item in enumerate(items):
+    append = out.append
+    for index in range(start, stop):
+        item = items[index]
         kind = type(item)
-        if kind in _CARRY_IDS:
-            if kind is HostedInputItem:
-                assert isinstance(item, HostedInputItem)
-                recorded = item.recorded
-                if recorded is None or not reasoned:
-                    continue
+        if kind not in _CARRIERS:
+            append(item)
+        elif kind is HostedInputItem:
+            assert isinstance(item, HostedInputItem)
+            recorded = item.recorded
+            if recorded is not None and reasoned:
                 first = reasoned.get(recorded[0])
                 # on a full tie a thought sorts first
                 if first is not None and first <= recorded[1] and governing != recorded[0]:
-                    if out is items:
-                        out = list(items)
-                    out[index] = item.unpaired
-                    hosted = True
-                continue
-            if out is items:
-                out = list(items)
+                    if item.unpaired is not None:
+                        append(item.unpaired)
+                    continue
+            append(item)
+        else:
             hit = stripped.get(id(item))
             if hit is None or hit[0] is not item:
                 hit = stripped[id(item)] = (item, strip_item_id(item))
-            out[index] = hit[1]
-    if hosted:
-        out = [item for item in out if item is not None]
-    return out
+            append(hit[1])
 
 
 def _sweep_key(
@@ -705,19 +715,22 @@ def _sweep(
             if kept is not None and kept.tail
             else prefix_tail(options.model, instructions, tools)
         )
+    stripped = memo.stripped
     for at in range(position, len(indexes)):
         index = indexes[at] + offset
         if index < done:  # the partner of the previous kept candidate
             continue
-        out.extend(_strip_ids(items[done:index], memo, reasoned, governing))
+        _strip_ids(out, items, done, index, stripped, reasoned, governing)
         thought = thoughts[at]
-        assert thought.payload is not None
-        marked = thought.payload.prefix_fingerprint == PENDING_FINGERPRINT
+        payload = thought.payload
+        assert payload is not None
+        recorded_fingerprint = payload.prefix_fingerprint
+        marked = recorded_fingerprint == PENDING_FINGERPRINT
         if marked and pending_from is None:
             pending_from = at  # decided by `pending`: a sweep under other ids resumes before
-        partner = items[index + 1] if index + 1 < count else None
-        partner_id = output_item_id(partner)
-        recorded = thought.payload.paired_item_id
+        partner: Any = items[index + 1] if index + 1 < count else None
+        partner_id = partner.id if type(partner) in _CARRIERS else output_item_id(partner)
+        recorded = payload.paired_item_id
         reason = None
         if partner is None:
             reason = "no output item follows it"
@@ -725,7 +738,7 @@ def _sweep(
             reason = "the item after it carries no id the API can pair"
         elif recorded is not None and recorded != partner_id:
             reason = f"the item after it is {partner_id}, not its recorded partner {recorded}"
-        elif thought.payload.prefix_fingerprint is None:
+        elif recorded_fingerprint is None:
             if options.unfingerprinted_reasoning != "trust":
                 reason = (
                     "it has no prefix_fingerprint (imported reasoning: run `turnwire "
@@ -753,7 +766,7 @@ def _sweep(
                 )
             if marked and thought.id in pending:
                 stamped[thought.id] = fingerprint  # its prefix: what the next render checks
-            elif thought.payload.prefix_fingerprint != fingerprint:
+            elif recorded_fingerprint != fingerprint:
                 reason = "the request prefix changed since it was produced (stale fingerprint)"
         if reason is not None:
             message = f"dropping the reasoning item of thought {thought.id}: {reason}"
@@ -772,9 +785,9 @@ def _sweep(
         )
         checkpoint_indexes.append(index)
         checkpoint_hashed.append(hashed)
-    out.extend(_strip_ids(items[done:], memo, reasoned, governing))
-    if len(memo.stripped) > 2 * count + 256:
-        memo.stripped.clear()
+    _strip_ids(out, items, done, count, stripped, reasoned, governing)
+    if len(stripped) > 2 * count + 256:
+        stripped.clear()
     if key is not None:
         memo.sweeps.put(
             key,

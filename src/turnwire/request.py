@@ -318,8 +318,11 @@ def _check_from(
     → index of its first output.
     """
     prefixes = _ID_PREFIX
-    for index in range(start, len(facts)):
-        kind, item_id, fact_call_id, assistant_input_text, encrypted = facts[index]
+    plain = _PLAIN_MESSAGE
+    for index, fact in enumerate(facts[start:], start):
+        if fact is plain:  # most messages: no id, no call, nothing to check
+            continue
+        kind, item_id, fact_call_id, assistant_input_text, encrypted = fact
         if item_id is not None:
             if item_id in seen_ids:
                 raise _fail(

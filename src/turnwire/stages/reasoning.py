@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 import msgspec
 
 from turnwire.context import ReasoningReplay, ThoughtSurfacing
@@ -36,6 +38,9 @@ def _replayable(thought: Thought, accepted: tuple[str, ...]) -> bool:
     return tag in accepted
 
 
+_SURFACED_ORDER = attrgetter("created_at", "seq", "id")
+
+
 @hookimpl(trylast=True)
 def filter_thoughts(
     thoughts: tuple[Thought, ...],
@@ -43,13 +48,24 @@ def filter_thoughts(
     self_identity: str,
     replay_compatibility: tuple[str, ...],
 ) -> tuple[Thought, ...]:
-    kept = [
-        thought
-        for thought in thoughts
-        if (thought_surfacing == "all" or thought.who.identifier == self_identity)
-        and _replayable(thought, replay_compatibility)
-    ]
-    kept.sort(key=lambda t: (t.created_at, t.seq, t.id))
+    everyone = thought_surfacing == "all"
+    # Every thought without an identity has the same default one (``Thought.who``): whether
+    # it is the agent's own is asked once, not once per thought.
+    anonymous_own: bool | None = None
+    kept = []
+    for thought in thoughts:
+        if not everyone:
+            if thought.identity is not None:
+                if thought.who.identifier != self_identity:
+                    continue
+            else:
+                if anonymous_own is None:
+                    anonymous_own = thought.who.identifier == self_identity
+                if not anonymous_own:
+                    continue
+        if _replayable(thought, replay_compatibility):
+            kept.append(thought)
+    kept.sort(key=_SURFACED_ORDER)
     if thought_surfacing == "latest-self":
         return tuple(kept[-1:])
     return tuple(kept)

@@ -43,23 +43,27 @@ def render_timeline_message(
     message: Message, self_identity: str, envelope_nonce: EnvelopeNonce, stages: Any
 ) -> tuple[InputItem, ...]:
     identity = message.identity
-    identifier = identity.identifier if identity is not None else message.role
-    shown = identity.display if identity is not None else message.role
-    items: list[InputItem] = []
+    role = message.role
     # The nonce only where an envelope is built: the agent's own output goes out unwrapped.
-    if message.role == "user":
+    if role == "user":
         tag = f"message_{envelope_nonce(message.id)}"
-        created = f' createdAt="{iso(message.created_at)}"'
-        head = f'<{tag} from="{escape_attr(shown)}" role="user"{created}>'
-        text = f"{head}\n{neutralise(message.content or '', tag)}\n</{tag}>"
-        blocks: list[InputContent] = [InputText(text=text)]
+        shown = escape_attr(identity.display if identity is not None else role)
+        text = (
+            f'<{tag} from="{shown}" role="user" createdAt="{iso(message.created_at)}">\n'
+            f"{neutralise(message.content or '', tag)}\n</{tag}>"
+        )
+        first = InputText(text=text)
+        if not message.attachments:
+            return (InputMessage(role="user", content=(first,)),)
+        blocks: list[InputContent] = [first]
         for media in message.attachments:
             blocks.extend(stages.render_media_blocks(media=media) or ())
         return (InputMessage(role="user", content=tuple(blocks)),)
 
-    if identifier == self_identity:
+    items: list[InputItem] = []
+    if (identity.identifier if identity is not None else role) == self_identity:
         text = neutralise(message.content or "")
-        refusal = neutralise(message.refusal or "")
+        refusal = neutralise(message.refusal) if message.refusal else ""
         if text or refusal:
             item_id = valid_item_id(message.id, "msg_")
             if item_id is not None:
@@ -74,25 +78,29 @@ def render_timeline_message(
                     )
                 if refusal:
                     parts.append(Refusal(refusal=refusal))
-                items.append(
-                    OutputMessage(
-                        role="assistant",
-                        status="completed",
-                        id=item_id,
-                        content=tuple(parts),
-                        phase=message.phase,
-                    )
+                answer = OutputMessage(
+                    role="assistant",
+                    status="completed",
+                    id=item_id,
+                    content=tuple(parts),
+                    phase=message.phase,
                 )
+                if not message.attachments:
+                    return (answer,)
+                items.append(answer)
             else:
                 said = "\n\n".join(part for part in (text, refusal) if part)
                 items.append(InputMessage(role="assistant", content=said, phase=message.phase))
     elif message.content:
         tag = f"peer_agent_output_{envelope_nonce(message.id)}"
-        created = f' createdAt="{iso(message.created_at)}"'
-        head = f'<{tag} from="{escape_attr(shown)}"{created}>'
-        text = f"{head}\n{neutralise(message.content, tag)}\n</{tag}>"
+        shown = escape_attr(identity.display if identity is not None else role)
+        text = (
+            f'<{tag} from="{shown}" createdAt="{iso(message.created_at)}">\n'
+            f"{neutralise(message.content, tag)}\n</{tag}>"
+        )
         items.append(InputMessage(role="assistant", content=text))
-    attachments = _media_item(message, stages)
-    if attachments is not None:
-        items.append(attachments)
+    if message.attachments:
+        attachments = _media_item(message, stages)
+        if attachments is not None:
+            items.append(attachments)
     return tuple(items)
