@@ -3,7 +3,10 @@
 A thread of 10,000 timeline records (``benchmarks/render.py``'s cycles of user message, replayed
 reasoning with 1 KB of encrypted content, tool call with output, answer; every reasoning item
 valid) grows by one exchange (one such cycle) per request, and each request renders a new
-``Thread`` built as the client builds it (the old record tuples plus the new records). The
+``Thread`` built as the client builds it: the old record tuples plus the new records, the new
+reasoning recorded with its fingerprint pending, rendered with ``pending_reasoning`` and then
+stamped with the fingerprints the render gave (``turnwire.client.assembly.pending_ids`` and
+``stamp``, the client's own functions), so the next request sees those thoughts rewritten. The
 render goes through ``turnwire.render`` with one container, so its memo carries over from the
 previous request. Printed, as medians over the requests, each measured in alternation with its
 floor in the same run:
@@ -31,7 +34,9 @@ from typing import Any
 import msgspec
 
 import turnwire
+from turnwire.client.assembly import pending_ids, stamp
 from turnwire.model import Thread
+from turnwire.pipeline import PENDING_FINGERPRINT
 from turnwire.request import encode_body
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -64,23 +69,50 @@ def growing(full: Thread, base: int, requests: int) -> list[Thread]:
     return threads
 
 
+def as_recorded(kept: Thread, grown: Thread) -> Thread:
+    """``kept``'s records (the same tuples' objects) and the records ``grown`` adds after them,
+    its new reasoning with the fingerprint a run records before the next request is rendered."""
+    fields = {}
+    for field in ("messages", "thoughts", "tool_calls"):
+        old = getattr(kept, field)
+        added = getattr(grown, field)[len(old) :]
+        if field == "thoughts":
+            added = tuple(
+                msgspec.structs.replace(
+                    thought,
+                    payload=msgspec.structs.replace(
+                        thought.payload, prefix_fingerprint=PENDING_FINGERPRINT
+                    ),
+                )
+                for thought in added
+            )
+        fields[field] = old + added
+    return msgspec.structs.replace(grown, **fields)
+
+
 def loop(threads: list[Thread], container: Any) -> tuple[float, float, int]:
     """Median seconds of rendering each next request, and of encoding its body (alternated)."""
-    turnwire.render(threads[0], container=container, model="gpt-5")  # the loop is under way
+    current = threads[0]
+    turnwire.render(current, container=container, model="gpt-5")  # the loop is under way
     renders, floors = [], []
     size = 0
-    for thread in threads[1:]:
+    for grown in threads[1:]:
+        thread = as_recorded(current, grown)
+        pending = pending_ids(thread)
         gc.collect()
         start = time.perf_counter()
-        rendered = turnwire.render(thread, container=container, model="gpt-5")
+        rendered = turnwire.render(
+            thread, container=container, model="gpt-5", pending_reasoning=pending
+        )
         renders.append(time.perf_counter() - start)
         gc.collect()
         start = time.perf_counter()
         encode_body(rendered.request)
         floors.append(time.perf_counter() - start)
         size = len(rendered.body)
-    kinds = [type(i).__name__ for i in rendered.rendered.input]
-    assert kinds.count("ReasoningItem") == len(thread.thoughts), "every reasoning item replays"
+        current = stamp(thread, pending, rendered.rendered.stamped)
+        kinds = [type(i).__name__ for i in rendered.rendered.input]
+        assert kinds.count("ReasoningItem") == len(thread.thoughts), "every reasoning item replays"
     return statistics.median(renders), statistics.median(floors), size
 
 

@@ -36,7 +36,7 @@ import logging
 from collections.abc import Callable
 from itertools import compress
 from itertools import count as count_from
-from operator import is_, is_not
+from operator import attrgetter, is_, is_not
 from typing import Any
 
 import msgspec
@@ -234,6 +234,10 @@ _RECORD_ENCODER = msgspec.json.Encoder()
 # How many records built again (equal content, other objects) ``_extends`` finds by bisection
 # before it scans the rest element by element (a thread loaded anew differs everywhere).
 _BISECTED_DIFFERENCES = 8
+# How many rewritten thoughts a timeline takes over in place (re-rendered and compared) before
+# it renders from the start.
+_REWRITTEN_MAX = 16
+_POSITION = attrgetter("position")
 
 
 def _same_record(old: Any, new: Any) -> bool:
@@ -295,21 +299,65 @@ def _surface(
     stages: Any,
     plan: StagePlan,
     state: TimelineState | None,
-) -> tuple[tuple[Thought, ...], bool]:
+) -> tuple[tuple[Thought, ...], bool, list[int]]:
     """``filter_thoughts`` of the thread, extended from the last timeline's when that is exact
-    (the built-in filter decides thought by thought unless only the latest is surfaced), and
-    whether it was so extended."""
-    if state is not None and _extends(state.thoughts, thread.thoughts, None):
-        if len(thread.thoughts) == len(state.thoughts):
-            return state.surfaced, True
-        if _builtin_filter(plan) and options.thought_surfacing != "latest-self":
-            added = tuple(
-                stages.filter_thoughts(thoughts=thread.thoughts[len(state.thoughts) :]) or ()
-            )
+    (the built-in filter decides thought by thought unless only the latest is surfaced),
+    whether it was so extended, and which of the last timeline's thoughts the thread holds
+    rewritten (positions in both; see :func:`_rewritten`)."""
+    builtin = _builtin_filter(plan) and options.thought_surfacing != "latest-self"
+    if state is not None:
+        changed = _rewritten(state.thoughts, thread.thoughts)
+        size = len(state.thoughts)
+        if changed == [] and len(thread.thoughts) == size:
+            return state.surfaced, True, []
+        if changed == [] and builtin:
+            added = tuple(stages.filter_thoughts(thoughts=thread.thoughts[size:]) or ())
             previous: tuple[Thought, ...] = state.surfaced
             if not added or not previous or _surfaced_key(added[0]) >= _surfaced_key(previous[-1]):
-                return _joined(previous, added, state.thoughts, thread.thoughts), True
-    return tuple(stages.filter_thoughts(thoughts=thread.thoughts) or ()), False
+                return _joined(previous, added, state.thoughts, thread.thoughts), True, []
+        elif changed and builtin and state.surfaced is state.thoughts:
+            # Every thought was surfaced; so must the rewritten ones be, in the same places,
+            # and the new ones after them.
+            old, new = state.thoughts, thread.thoughts
+            again = tuple(new[i] for i in changed) + new[size:]
+            kept = tuple(stages.filter_thoughts(thoughts=again) or ())
+            if (
+                len(kept) == len(again)
+                and all(map(is_, kept, again))
+                and all(_surfaced_key(old[i]) == _surfaced_key(new[i]) for i in changed)
+                and (size == len(new) or _surfaced_key(new[size]) >= _surfaced_key(old[-1]))
+            ):
+                return new, True, changed
+    surfaced = tuple(stages.filter_thoughts(thoughts=thread.thoughts) or ())
+    if len(surfaced) == len(thread.thoughts) and first_difference(surfaced, thread.thoughts) == len(
+        surfaced
+    ):
+        surfaced = thread.thoughts  # every one: the thread's own tuple, known by identity
+    return surfaced, False, []
+
+
+def _rewritten(old: tuple[Any, ...], new: tuple[Any, ...]) -> list[int] | None:
+    """The positions of ``old`` where ``new`` holds a record of other content (a run stamps the
+    fingerprints of the reasoning it recorded once the next request is rendered), or ``None``
+    when ``new`` is shorter or more than a few changed."""
+    size = len(old)
+    if len(new) < size:
+        return None
+    changed: list[int] = []
+    position = first_difference(old, new, 0, size)
+    for _ in range(_BISECTED_DIFFERENCES):  # a few records built again: find each directly
+        if position == size:
+            return changed
+        if not _same_record(old[position], new[position]):
+            changed.append(position)
+        position = first_difference(old, new, position + 1, size)
+    tail = compress(count_from(position), map(is_not, old[position:size], new[position:size]))
+    for index in tail:
+        if not _same_record(old[index], new[index]):
+            if len(changed) == _REWRITTEN_MAX:
+                return None
+            changed.append(index)
+    return changed
 
 
 def _joined(
@@ -354,6 +402,7 @@ class _Timeline:
         "candidate_indexes",
         "candidate_thoughts",
         "items",
+        "kept_thoughts",
     )
 
     def __init__(
@@ -362,6 +411,7 @@ class _Timeline:
         indexes: list[int],
         thoughts: list[Thought],
         base: TimelineState | None = None,
+        kept_thoughts: int = 0,
     ) -> None:
         self.items = items
         self.candidate_indexes = indexes
@@ -373,6 +423,7 @@ class _Timeline:
             base.candidate_thoughts if base is not None else None
         )
         self.base_sizes = base.sizes if base is not None else (0, 0, 0)
+        self.kept_thoughts = kept_thoughts
 
 
 def _grown(kept: list[Any], size: int) -> list[Any]:
@@ -404,7 +455,7 @@ def _timeline(
     timeline_key = None if None in keys or filter_key is None else (keys, filter_key)
     state = None if timeline_key is None else memo.timelines.get(timeline_key)
 
-    surfaced, surfaced_extends = _surface(thread, options, stages, plan, state)
+    surfaced, surfaced_extends, changed = _surface(thread, options, stages, plan, state)
     sources = (thread.messages, surfaced, thread.tool_calls, thread.hosted_items)
     first = len(warnings)
 
@@ -427,10 +478,26 @@ def _timeline(
             entries = _entries(sources, tuple(len(records) for records in old))
             if entries and state.last_key is not None and entries[0][:4] <= state.last_key:
                 entries = None  # a new record sorts among the old ones
+    thought_entries = thought_table.entries if thought_table is not None else None
+    render_reasoning = positional_caller(stages, "render_reasoning_item", ("thought",))
+    replay = options.reasoning_replay != "off"
+    rewritten: dict[int, Thought] | None = {}
+    if entries is not None and state is not None and changed:
+        rewritten = _rerendered(
+            [(state.surfaced[i], surfaced[i]) for i in changed],
+            thought_entries,
+            warnings,
+            lambda thought: _thought_items(thought, replay, render_reasoning, stages),
+        )
+        if rewritten is None:
+            entries = None  # a rewritten thought renders otherwise: from the start
     if entries is not None and state is not None:
         items: list[InputItem] = _grown(state.items, state.sizes[0])
         indexes: list[int] = _grown(state.candidate_indexes, state.sizes[1])
         thoughts: list[Thought] = _grown(state.candidate_thoughts, state.sizes[2])
+        kept_thoughts = len(thoughts)
+        if rewritten:  # a copy: the sweep's checkpoints rest on the thoughts they saw
+            thoughts, kept_thoughts = _replaced(state.candidate_thoughts, state.sizes[2], rewritten)
         warnings.extend(state.warnings)
         last_key = state.last_key
         base = state
@@ -438,17 +505,15 @@ def _timeline(
         base = None
         entries = _entries(sources)
         items, indexes, thoughts = [], [], []
+        kept_thoughts = 0
         last_key = None
 
     tools = {tool.name: tool for tool in thread.tools}
     message_entries = message_table.entries if message_table is not None else None
     call_entries = call_table.entries if call_table is not None else None
-    thought_entries = thought_table.entries if thought_table is not None else None
     hosted_entries = hosted_table.entries if hosted_table is not None else None
     render_message = positional_caller(stages, "render_timeline_message", ("message",))
     render_result = positional_caller(stages, "render_tool_call_result", ("tool_call", "tool"))
-    render_reasoning = positional_caller(stages, "render_reasoning_item", ("thought",))
-    replay = options.reasoning_replay != "off"
     extend = items.extend
     for entry in entries:
         record: Any = entry[4]  # dispatched on its exact type below
@@ -530,7 +595,57 @@ def _timeline(
                 sizes=(len(items), len(indexes), len(thoughts)),
             ),
         )
-    return _Timeline(items, indexes, thoughts, base)
+    return _Timeline(items, indexes, thoughts, base, kept_thoughts)
+
+
+def _rerendered(
+    pairs: list[tuple[Thought, Thought]],
+    entries: dict[str, Entry] | None,
+    warnings: list[str],
+    render: Callable[[Thought], tuple[tuple[InputItem, ...], bool]],
+) -> dict[int, Thought] | None:
+    """For each (memoised thought, its rewritten record): render the record again and keep the
+    memoised items when they are the same (same candidacy, same warnings, the same bytes).
+    Returns ``id(memoised candidate)`` → its rewritten record, or ``None`` if any renders
+    otherwise."""
+    if entries is None:
+        return None
+    replaced: dict[int, Thought] = {}
+    for old, new in pairs:
+        hit = entries.get(old.id)
+        if new.id != old.id or hit is None or hit.record is not old:
+            return None
+        before = len(warnings)
+        rendered, candidate = render(new)
+        said = tuple(warnings[before:])
+        del warnings[before:]
+        if (
+            candidate != hit.candidate
+            or said != hit.said
+            or _RECORD_ENCODER.encode(rendered) != _RECORD_ENCODER.encode(hit.rendered)
+        ):
+            return None
+        entries[new.id] = Entry(new, None, hit.rendered, candidate, said)
+        if candidate:
+            replaced[id(old)] = new
+    return replaced
+
+
+def _replaced(
+    thoughts: list[Thought], size: int, rewritten: dict[int, Thought]
+) -> tuple[list[Thought], int]:
+    """A copy of ``thoughts[:size]`` with the rewritten ones in their places, and how many
+    leading thoughts it keeps unchanged."""
+    copy = thoughts[:size]
+    first, found = size, 0
+    for position in range(size - 1, -1, -1):  # a run's own thoughts: the latest ones
+        new = rewritten.get(id(copy[position]))
+        if new is not None:
+            copy[position] = new
+            first, found = position, found + 1
+            if found == len(rewritten):
+                break
+    return copy, first
 
 
 def _same_tool(old: Tool | None, new: Tool | None) -> bool:
@@ -661,22 +776,26 @@ def _sweep(
         # partners), not only on the items: those up to the checkpoint must be the same too.
         old_indexes, old_thoughts, old_offset = state.candidates
         if last >= 0:
-            through = state.checkpoints[last].position + 1
             same = old_thoughts is timeline.base_thoughts
             shared_thoughts = common_prefix(
                 old_thoughts,
                 thoughts,
-                min(len(old_thoughts), timeline.base_sizes[2]) if same else 0,
+                min(len(old_thoughts), timeline.kept_thoughts) if same else 0,
             )
-            if (
-                shared_thoughts < through
-                or old_offset != offset
+            # Only the checkpoints of candidates before the first changed one still hold (a
+            # run's stamped reasoning changes the latest candidates).
+            unchanged = bisect.bisect_left(state.checkpoints, shared_thoughts, key=_POSITION)
+            last = min(last, unchanged - 1)
+        if last >= 0:
+            through = state.checkpoints[last].position + 1
+            if old_offset != offset or (
                 # the same list only ever grew: its first `through` did not change
-                or (old_indexes is not indexes and old_indexes[:through] != indexes[:through])
+                old_indexes is not indexes and old_indexes[:through] != indexes[:through]
             ):
                 last = -1
-        if last >= 0 and state.pending != pending and state.pending_from is not None:
-            # a marked candidate was decided under other pending ids: resume before it
+        if last >= 0 and state.pending_from is not None:
+            # A marked candidate is decided by the pending ids and stamps its fingerprint in
+            # this render's `stamped`: resume before it.
             last = min(last, state.pending_from - 1)
         if last >= 0:
             # The state's own lists, cut back to the checkpoint and grown from there: the
@@ -700,14 +819,7 @@ def _sweep(
             if resumed.done == resumed.index + 2:  # that candidate was kept
                 governing = thoughts[resumed.position].created_at
     warnings.extend(sweep_warnings)
-    pending_from: int | None = None
-    if (
-        state is not None
-        and resumed_from is not None
-        and state.pending_from is not None
-        and state.pending_from < position
-    ):
-        pending_from = state.pending_from
+    pending_from: int | None = None  # a resumed sweep starts before any marked candidate
     tail = b""
     if hashing:
         tail = (
@@ -727,7 +839,7 @@ def _sweep(
         recorded_fingerprint = payload.prefix_fingerprint
         marked = recorded_fingerprint == PENDING_FINGERPRINT
         if marked and pending_from is None:
-            pending_from = at  # decided by `pending`: a sweep under other ids resumes before
+            pending_from = at  # decided by `pending`: the next sweep resumes before it
         partner: Any = items[index + 1] if index + 1 < count else None
         partner_id = partner.id if type(partner) in _CARRIERS else output_item_id(partner)
         recorded = payload.paired_item_id
@@ -765,7 +877,7 @@ def _sweep(
                     through_item=len(out),
                 )
             if marked and thought.id in pending:
-                stamped[thought.id] = fingerprint  # its prefix: what the next render checks
+                stamped[thought.id] = str(fingerprint)  # its prefix: what the next render checks
             elif recorded_fingerprint != fingerprint:
                 reason = "the request prefix changed since it was produced (stale fingerprint)"
         if reason is not None:
