@@ -18,7 +18,7 @@ from turnwire._memo import InlineState, RenderMemo, common_prefix
 from turnwire.compaction import compacted
 from turnwire.container import Container, ContainerCache, build_container
 from turnwire.errors import ConfigError, TurnwireError
-from turnwire.model import Message, Thread, ToolCall
+from turnwire.model import Media, Message, Thread, ToolCall
 from turnwire.pipeline import RenderedInput
 from turnwire.pipeline import prefix_fingerprint as pipeline_prefix_fingerprint
 from turnwire.request import EncodedBody, build_body, checked_body
@@ -296,10 +296,13 @@ def _inline(thread: Thread, memo: RenderMemo, assembler: ContextAssembler) -> Th
 
 def _inline_bytes(record: Message | ToolCall) -> int:
     """What ``record``'s inline media data charges against the per-request budget."""
+    media: tuple[Media, ...] | None
     if isinstance(record, Message):
         media = record.attachments
     else:
-        media = record.result.media or () if record.result is not None else ()
+        media = record.result.media if record.result is not None else None
+    if not media:  # most records: no generator for them
+        return 0
     return sum(len(item.data) for item in media if item.data is not None)
 
 
@@ -311,24 +314,29 @@ def _charges(
     again = set(reading)
     charges = previous[: kept + 1]
     total = charges[-1]
+    append = charges.append
     for index in range(kept, len(records)):
         if index not in again:
             total += _inline_bytes(records[index])
-        charges.append(total)
+        append(total)
     return charges
 
 
 def _loaded_bytes(thread: Thread) -> int:
     """An upper bound of what loading ``thread`` charged: its media bytes and its artifacts'
     texts as UTF-8 (at least the bytes they were decoded from)."""
-    total = sum(_inline_bytes(message) for message in thread.messages)
-    total += sum(_inline_bytes(call) for call in thread.tool_calls)
+    total = sum(map(_inline_bytes, thread.messages))
     artifacts = [r.artifact for r in thread.retrievables if r.artifact is not None]
     for call in thread.tool_calls:
         result = call.result
         if result is not None:
-            artifacts += result.artifacts or ((result.artifact,) if result.artifact else ())
-    return total + sum(len(a.text.encode()) for a in artifacts if a.text is not None)
+            if result.media:
+                total += _inline_bytes(call)
+            if result.artifacts:
+                artifacts += result.artifacts
+            elif result.artifact is not None:
+                artifacts.append(result.artifact)
+    return total + sum(len(a.text.encode()) for a in artifacts if a.text)
 
 
 def _merge(
