@@ -148,12 +148,12 @@ def strip_item_id(item: InputItem) -> InputItem:
     return item
 
 
-_PLAIN = (str, bool, type(None))
+_PLAIN = frozenset((str, bool, type(None)))
 
 
 def _needs_js_numbers(value: Any) -> bool:
     """Whether msgspec would print a number of ``value`` unlike ``JSON.stringify``."""
-    if type(value) is dict and all(type(v) in _PLAIN for v in value.values()):
+    if type(value) is dict and _PLAIN.issuperset(map(type, value.values())):
         return False  # the usual arguments: strings, flags, nulls
     if isinstance(value, float):
         return True
@@ -180,7 +180,7 @@ def _tool_call_items(
     """The items of one tool call; ``render_result(call, tool)`` is its
     ``render_tool_call_result``."""
     raw_call_id, raw_item_id = call.split_id()
-    call_id = short_call_id(raw_call_id)
+    call_id = raw_call_id if len(raw_call_id) <= _MAX_CALL_ID else short_call_id(raw_call_id)
     item_id = valid_item_id(raw_item_id, "fc_")
     function_call = FunctionCall(
         call_id=call_id, name=call.tool, arguments=_arguments(call), id=item_id
