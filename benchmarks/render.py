@@ -314,12 +314,19 @@ def interleaved(*functions: Callable[[], Any], runs: int) -> list[float]:
 
 
 def cold_render(thread: Thread, container: Any) -> Callable[[], Any]:
-    """``turnwire.render`` with records never seen before: an empty render memo each call."""
+    """``turnwire.render`` with records never seen before: an empty render memo and a nonce
+    deriver that has derived no nonce yet (the same secret), each call."""
     from turnwire._memo import RenderMemo
     from turnwire.container import overriding
+    from turnwire.context import EnvelopeNonce
+
+    secret = os.environ["TURNWIRE_ENVELOPE_SECRET"]
 
     def render() -> Any:
-        with overriding(container.render_memo, RenderMemo()):
+        with (
+            overriding(container.render_memo, RenderMemo()),
+            overriding(container.envelope_nonce, EnvelopeNonce(secret)),
+        ):
             return turnwire.render(thread, container=container, model="gpt-5")
 
     return render

@@ -16,6 +16,7 @@ import msgspec
 __all__ = [
     "BUCKETS",
     "DEFAULT_STASH_KEYS",
+    "NONCE_CACHE_SIZE",
     "Bucket",
     "Endpoint",
     "EnvelopeAttrs",
@@ -97,6 +98,10 @@ def _hmac_pad_states(key: bytes) -> tuple[Any, Any]:
     return hashlib.sha256(block.translate(_INNER_PAD)), hashlib.sha256(block.translate(_OUTER_PAD))
 
 
+NONCE_CACHE_SIZE = 1 << 16
+"""How many nonces an :class:`EnvelopeNonce` keeps (then it starts again from none)."""
+
+
 class EnvelopeNonce:
     """Derives envelope nonces: HMAC-SHA256 of a record id under a per-deployment secret.
 
@@ -127,7 +132,11 @@ class EnvelopeNonce:
             inner.update(record_id.encode())
             outer = self._outer.copy()
             outer.update(inner.digest())
-            nonce = self._cache[record_id] = outer.digest()[:8].hex()
+            nonce = outer.digest()[:8].hex()
+            cache = self._cache
+            if len(cache) >= NONCE_CACHE_SIZE:  # a long-lived container sees ids without end
+                cache.clear()
+            cache[record_id] = nonce
         return nonce
 
     def seal(self, data: bytes) -> str:
