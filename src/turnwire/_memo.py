@@ -342,6 +342,8 @@ class RenderMemo:
         self.loaded_from: dict[str, tuple[Any, Any, int, list[int]]] = {}
         self.input_from: tuple[Any, Any, tuple[Any, int] | None] | None = None
         self.swept: object | None = None
+        # the leading system item of the last render (role, text, item), when not instructions
+        self.head: tuple[str, str, Any] | None = None
 
     def record_table(self, kind: str, key: Hashable) -> RecordTable:
         tables = self.records.get(kind)
@@ -366,6 +368,7 @@ class RenderMemo:
             self.loaded_from = {}
             self.input_from = None
             self.swept = None
+            self.head = None
 
     def __repr__(self) -> str:
         kept = sum(len(t.entries) for k in self.records.values() for t in k._data.values())

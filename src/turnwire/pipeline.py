@@ -1005,12 +1005,21 @@ def _build_input(
         if channel == "instructions":
             instructions = leading
         else:
-            head.append(
-                InputMessage(
-                    role="developer" if channel == "developer-item" else "system",
-                    content=(InputText(text=leading),),
-                )
-            )
+            role = "developer" if channel == "developer-item" else "system"
+            # The same object as the last render's when it says the same: the sweep and the
+            # body memo recognise the items they kept by identity, starting with this one.
+            kept_head = memo.head
+            if (
+                kept_head is not None
+                and kept_head[0] == role
+                and type(leading) is str
+                and kept_head[1] == leading
+            ):
+                head.append(kept_head[2])
+            else:
+                item = InputMessage(role=role, content=(InputText(text=leading),))
+                memo.head = (role, leading, item) if type(leading) is str else None
+                head.append(item)
 
     if (
         options.reasoning_replay != "off"
