@@ -37,7 +37,7 @@ from collections.abc import Callable
 from itertools import compress
 from itertools import count as count_from
 from operator import attrgetter, is_, is_not
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -1005,7 +1005,9 @@ def _build_input(
         if channel == "instructions":
             instructions = leading
         else:
-            role = "developer" if channel == "developer-item" else "system"
+            role: Literal["developer", "system"] = (
+                "developer" if channel == "developer-item" else "system"
+            )
             # The same object as the last render's when it says the same: the sweep and the
             # body memo recognise the items they kept by identity, starting with this one.
             kept_head = memo.head
