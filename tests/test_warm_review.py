@@ -111,7 +111,10 @@ def _input_only(
 ) -> Any:
     try:
         rendered = turnwire.api.render_input(
-            thread, container=container, model=thread.model, roots=roots,
+            thread,
+            container=container,
+            model=thread.model,
+            roots=roots,
             pending_reasoning=pending,
         )
     except turnwire.TurnwireError as err:

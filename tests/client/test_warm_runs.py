@@ -77,7 +77,9 @@ def test_two_runs_with_a_trailing_bucket_send_cold_bodies(tmp_path, monkeypatch)
     """A bucket after the timeline: the body ends with a system item after the swept ones.
     The run's last sweep (``fingerprint_new_thoughts``: a render with no body) resumed the
     last request's sweep in place; the next run's first body must not take that request's
-    trailing item for one of the new swept items."""
-    settings = {"render": {**REPLAY["render"], "bucket_order": ["timeline", "standing_instructions"]}}
+    trailing item for one of the new swept items (the stamp protocol resumes before the
+    stamped reasoning, so this held even before the body memo named sweeps by token)."""
+    order = ["timeline", "standing_instructions"]
+    settings = {"render": {**REPLAY["render"], "bucket_order": order}}
     text = THREAD + "standing_instructions: [Be terse.]\n"
     _two_runs(tmp_path, monkeypatch, make_container(settings), text, False)
