@@ -225,6 +225,7 @@ class SweepState:
         "pending",
         "pending_from",
         "reasoned",
+        "run",
         "tail",
         "thoughts",
         "timeline_items",
@@ -247,6 +248,10 @@ class SweepState:
     ) -> None:
         # the canonical text after the input array (it depends only on the sweep key)
         self.tail = tail
+        # This sweep's own token: ``out`` is cut back and grown in place by later sweeps, so
+        # the list's identity does not say which sweep's items it held (a body names its
+        # sweep by this token; see ``RenderMemo.input_from``).
+        self.run = object()
         self.items = items
         self.item_count = len(items)
         self.reasoned = reasoned or {}
@@ -283,7 +288,8 @@ class BodyState(msgspec.Struct, kw_only=True, gc=False):
     :ivar calls: ``function_call`` call id → index.
     :ivar answered: call id → index of its first ``function_call_output``.
     :ivar stateless: the ``store: false`` the facts were checked under.
-    :ivar source: the sweep output ``input`` was made from, if known.
+    :ivar source: the token of the sweep whose output ``input`` was made from, if known
+        (``SweepState.run``: the sweep's lists are reused in place, so not the list itself).
     """
 
     input: tuple[Any, ...]
@@ -330,9 +336,14 @@ class RenderMemo:
         self.handles: tuple[tuple[Any, ...], int, bool] | None = None
         # Where the last outputs came from, so the next stage need not scan what was built
         # from the previous output: loaded tuple -> (previous loaded tuple, kept, re-read
-        # positions), and the last input -> (its sweep output, (previous output, kept)).
+        # positions), and the last input -> (the token of its sweep, (the token of the sweep it
+        # resumed, how many of that sweep's output items it kept)); ``swept``: the token of
+        # the last sweep.
         self.loaded_from: dict[str, tuple[Any, Any, int, list[int]]] = {}
         self.input_from: tuple[Any, Any, tuple[Any, int] | None] | None = None
+        self.swept: object | None = None
+        # the leading system item of the last render (role, text, item), when not instructions
+        self.head: tuple[str, str, Any] | None = None
 
     def record_table(self, kind: str, key: Hashable) -> RecordTable:
         tables = self.records.get(kind)
@@ -356,6 +367,8 @@ class RenderMemo:
             self.handles = None
             self.loaded_from = {}
             self.input_from = None
+            self.swept = None
+            self.head = None
 
     def __repr__(self) -> str:
         kept = sum(len(t.entries) for k in self.records.values() for t in k._data.values())

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from itertools import compress
 from itertools import count as count_from
 from operator import attrgetter, is_, is_not
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -738,9 +738,10 @@ def _sweep(
     reasoned: dict[Any, int],
     pending: frozenset[str],
     stamped: dict[str, str],
-) -> tuple[list[InputItem], tuple[list[InputItem], int] | None]:
+) -> tuple[list[InputItem], tuple[object, int] | None]:
     """The pairing sweep, resumed from the last checkpoint whose inputs are unchanged; and
-    (the previous output, how much of it was kept) when resumed."""
+    (the token of the sweep it resumed, how many of its output items were kept) when
+    resumed. ``memo.swept`` is set to this sweep's token."""
     keyed = _sweep_key(plan, injectable, instructions, tools, options)
     key, hashing = keyed if keyed is not None else (None, False)
     indexes, thoughts = timeline.candidate_indexes, timeline.candidate_thoughts
@@ -754,7 +755,7 @@ def _sweep(
     hashed, position = 0, 0
     snapshot: Any = hasher.copy() if hashing else None
     state = kept = memo.sweeps.get(key) if key is not None else None
-    resumed_from: tuple[list[InputItem], int] | None = None
+    resumed_from: tuple[object, int] | None = None
     governing: Any = None  # the timestamp of the last kept reasoning item's record
     if state is not None and state.checkpoints and not _same_responses(state.reasoned, reasoned):
         state = None  # which hosted items need their reasoning changed for earlier responses
@@ -811,7 +812,7 @@ def _sweep(
             del sweep_warnings[resumed.warning_count :]
             done = resumed.done
             hashed = resumed.hashed
-            resumed_from = (out, resumed.out_length)
+            resumed_from = (state.run, resumed.out_length)
             if hashing:
                 snapshot = resumed.hasher
                 hasher = snapshot.copy()
@@ -900,22 +901,23 @@ def _sweep(
     _strip_ids(out, items, done, count, stripped, reasoned, governing)
     if len(stripped) > 2 * count + 256:
         stripped.clear()
-    if key is not None:
-        memo.sweeps.put(
-            key,
-            SweepState(
-                items,
-                (indexes, thoughts, offset),
-                out,
-                checkpoints,
-                sweep_warnings,
-                (items[:offset], timeline.items),
-                reasoned,
-                (pending, pending_from),
-                (checkpoint_indexes, checkpoint_hashed),
-                tail,
-            ),
+    if key is None:
+        memo.swept = object()
+    else:
+        kept_state = SweepState(
+            items,
+            (indexes, thoughts, offset),
+            out,
+            checkpoints,
+            sweep_warnings,
+            (items[:offset], timeline.items),
+            reasoned,
+            (pending, pending_from),
+            (checkpoint_indexes, checkpoint_hashed),
+            tail,
         )
+        memo.swept = kept_state.run
+        memo.sweeps.put(key, kept_state)
     return out, resumed_from
 
 
@@ -1003,12 +1005,23 @@ def _build_input(
         if channel == "instructions":
             instructions = leading
         else:
-            head.append(
-                InputMessage(
-                    role="developer" if channel == "developer-item" else "system",
-                    content=(InputText(text=leading),),
-                )
+            role: Literal["developer", "system"] = (
+                "developer" if channel == "developer-item" else "system"
             )
+            # The same object as the last render's when it says the same: the sweep and the
+            # body memo recognise the items they kept by identity, starting with this one.
+            kept_head = memo.head
+            if (
+                kept_head is not None
+                and kept_head[0] == role
+                and type(leading) is str
+                and kept_head[1] == leading
+            ):
+                head.append(kept_head[2])
+            else:
+                item = InputMessage(role=role, content=(InputText(text=leading),))
+                memo.head = (role, leading, item) if type(leading) is str else None
+                head.append(item)
 
     if (
         options.reasoning_replay != "off"
@@ -1060,7 +1073,7 @@ def _build_input(
         items = (*swept, InputMessage(role="system", content=(InputText(text=trailing_text),)))
     else:
         items = tuple(swept)
-    memo.input_from = (items, swept, resumed_from)
+    memo.input_from = (items, memo.swept, resumed_from)
 
     _log_warnings(warnings)
     return RenderedInput(
