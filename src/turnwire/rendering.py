@@ -319,7 +319,10 @@ def _charges(
     if not kept and not reading:  # every record, none loaded again: one pass at C speed
         return list(accumulate(map(_inline_bytes, records), initial=previous[0]))
     again = set(reading)
-    charges = previous[: kept + 1]
+    # The last render's sums, grown in place when all of them still hold: the kept records'
+    # sums never change (only appended to), so an earlier state that still holds the list
+    # reads the same values.
+    charges = previous if len(previous) == kept + 1 else previous[: kept + 1]
     total = charges[-1]
     append = charges.append
     for index in range(kept, len(records)):
