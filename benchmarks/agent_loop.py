@@ -8,8 +8,9 @@ reasoning recorded with its fingerprint pending, rendered with ``pending_reasoni
 stamped with the fingerprints the render gave (``turnwire.client.assembly.pending_ids`` and
 ``stamp``, the client's own functions), so the next request sees those thoughts rewritten. The
 render goes through ``turnwire.render`` with one container, so its memo carries over from the
-previous request. Printed, as medians over the requests, each measured in alternation with its
-floor in the same run:
+previous request. The 10,000- and 20,000-record loops run in alternation, request by request,
+so a noisy moment of the machine slows both alike. Printed, as medians over the requests, each
+measured in alternation with its floor in the same run:
 
 * the render of the next request against the floor: msgspec-encoding that request's finished
   body alone (target: within 1.0x, faster than re-encoding the body from scratch);
@@ -90,30 +91,39 @@ def as_recorded(kept: Thread, grown: Thread) -> Thread:
     return msgspec.structs.replace(grown, **fields)
 
 
-def loop(threads: list[Thread], container: Any) -> tuple[float, float, int]:
-    """Median seconds of rendering each next request, and of encoding its body (alternated)."""
-    current = threads[0]
-    turnwire.render(current, container=container, model="gpt-5")  # the loop is under way
-    renders, floors = [], []
-    size = 0
-    for grown in threads[1:]:
-        thread = as_recorded(current, grown)
+class Loop:
+    """One agent loop: renders its next request when asked, timing it and its floor."""
+
+    def __init__(self, threads: list[Thread], container: Any) -> None:
+        self.threads, self.container = threads[1:], container
+        self.current = threads[0]
+        turnwire.render(self.current, container=container, model="gpt-5")  # under way
+        self.renders: list[float] = []
+        self.floors: list[float] = []
+        self.size = 0
+
+    def step(self, index: int) -> None:
+        """Render request ``index`` as the client would, then its encode floor."""
+        thread = as_recorded(self.current, self.threads[index])
         pending = pending_ids(thread)
         gc.collect()
         start = time.perf_counter()
         rendered = turnwire.render(
-            thread, container=container, model="gpt-5", pending_reasoning=pending
+            thread, container=self.container, model="gpt-5", pending_reasoning=pending
         )
-        renders.append(time.perf_counter() - start)
+        self.renders.append(time.perf_counter() - start)
         gc.collect()
         start = time.perf_counter()
         encode_body(rendered.request)
-        floors.append(time.perf_counter() - start)
-        size = len(rendered.body)
-        current = stamp(thread, pending, rendered.rendered.stamped)
+        self.floors.append(time.perf_counter() - start)
+        self.size = len(rendered.body)
+        self.current = stamp(thread, pending, rendered.rendered.stamped)
         kinds = [type(i).__name__ for i in rendered.rendered.input]
         assert kinds.count("ReasoningItem") == len(thread.thoughts), "every reasoning item replays"
-    return statistics.median(renders), statistics.median(floors), size
+
+    def result(self) -> tuple[float, float, int]:
+        """Median seconds of a request's render and of its floor, and the last body's size."""
+        return statistics.median(self.renders), statistics.median(self.floors), self.size
 
 
 def fixed_cost(runs: int) -> tuple[float, float, float]:
@@ -152,20 +162,23 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer requests")
     args = parser.parse_args()
-    requests = 5 if args.quick else 15
+    requests = 5 if args.quick else 25
 
     settings = turnwire.load_settings(overrides=SETTINGS)
-    results: dict[int, tuple[float, float, int]] = {}
+    loops: dict[int, Loop] = {}
     for base in (10_000, 20_000):
         total = base + RECORDS_PER_EXCHANGE * (requests + 1)
         full = with_valid_fingerprints(synthetic_thread(total), settings)
         threads = growing(full, base, requests)
-        container = turnwire.build_container(settings=settings)
-        results[base] = loop(threads, container)
+        loops[base] = Loop(threads, turnwire.build_container(settings=settings))
+    for index in range(requests):  # the two loops in alternation: a noisy moment hits both
+        for each in loops.values():
+            each.step(index)
+    results = {base: each.result() for base, each in loops.items()}
 
     print(
         f"turnwire agent loop benchmark (Python {sys.version.split()[0]}, median of "
-        f"{requests} requests, each alternated with its floor)"
+        f"{requests} requests, each alternated with its floor and with the other loop's)"
     )
     print(f"{'records':>8} {'body':>9} {'render ms':>10} {'floor ms':>9} {'render/floor':>13}")
     for base, (render_s, floor_s, size) in results.items():
