@@ -222,7 +222,6 @@ class SweepState:
         "item_count",
         "items",
         "out",
-        "pending",
         "pending_from",
         "reasoned",
         "run",
@@ -242,7 +241,7 @@ class SweepState:
         warnings: list[str],
         source: tuple[list[Any], list[Any]] = ([], []),
         reasoned: dict[Any, int] | None = None,
-        pending: tuple[frozenset[str], int | None] = (frozenset(), None),
+        pending_from: int | None = None,
         bisected: tuple[list[int], list[int]] | None = None,
         tail: bytes = b"",
     ) -> None:
@@ -255,8 +254,9 @@ class SweepState:
         self.items = items
         self.item_count = len(items)
         self.reasoned = reasoned or {}
-        # the pending ids accepted, and the first candidate position that carried the marker
-        self.pending, self.pending_from = pending
+        # the first candidate position that carried the pending marker (the next sweep
+        # resumes before it, so that its render stamps it again)
+        self.pending_from = pending_from
         self.head, self.timeline_items = source
         self.timeline_size = len(self.timeline_items)
         self.candidates = candidates

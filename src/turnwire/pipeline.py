@@ -912,7 +912,7 @@ def _sweep(
             sweep_warnings,
             (items[:offset], timeline.items),
             reasoned,
-            (pending, pending_from),
+            pending_from,
             (checkpoint_indexes, checkpoint_hashed),
             tail,
         )
