@@ -375,15 +375,16 @@ class _Scenario:
         return msgspec.structs.replace(thread, **kept)
 
 
-def _outcome(
+def _rendered(
     container: turnwire.Container,
     thread: turnwire.Thread,
     replay_off: bool,
     roots: tuple[Path, ...] = (),
     pending: frozenset[str] = frozenset(),
 ) -> Any:
+    """The render, or ``("error", type, message)`` when it fails."""
     try:
-        rendered = turnwire.api.render(
+        return turnwire.api.render(
             thread,
             container=container,
             reasoning_replay="off" if replay_off else None,
@@ -392,6 +393,18 @@ def _outcome(
         )
     except turnwire.TurnwireError as err:
         return ("error", type(err).__name__, str(err))
+
+
+def _outcome(
+    container: turnwire.Container,
+    thread: turnwire.Thread,
+    replay_off: bool,
+    roots: tuple[Path, ...] = (),
+    pending: frozenset[str] = frozenset(),
+) -> Any:
+    rendered = _rendered(container, thread, replay_off, roots, pending)
+    if isinstance(rendered, tuple):
+        return rendered
     return (
         rendered.body,
         rendered.rendered.warnings,

@@ -3,11 +3,22 @@ equal a cold render of the same thread."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import tempfile
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 import turnwire
 from turnwire.container import overriding
 
 from .conftest import REPLAY, make_container
-from .test_warm_render import _outcome, _Scenario
+from .test_warm_render import CHANGES, EDITS, _apply, _outcome, _rendered, _Scenario
 
 
 def _cold(container: turnwire.Container, thread: turnwire.Thread, roots: tuple) -> object:
@@ -42,18 +53,6 @@ def test_a_sweep_without_a_body_between_two_renders_leaves_the_body_memo_exact(t
 
 # --- a wider differential property --------------------------------------------------------
 
-import contextlib  # noqa: E402
-import os  # noqa: E402
-import tempfile  # noqa: E402
-from datetime import timedelta  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
-
-import msgspec  # noqa: E402
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from .test_warm_render import CHANGES, EDITS, _apply  # noqa: E402
 
 OPTIONS = st.one_of(
     st.tuples(
@@ -80,16 +79,9 @@ def _full(
     roots: tuple[Path, ...],
     pending: frozenset[str],
 ) -> Any:
-    try:
-        rendered = turnwire.api.render(
-            thread,
-            container=container,
-            reasoning_replay="off" if replay_off else None,
-            roots=roots,
-            pending_reasoning=pending,
-        )
-    except turnwire.TurnwireError as err:
-        return ("error", type(err).__name__, str(err))
+    rendered = _rendered(container, thread, replay_off, roots, pending)
+    if isinstance(rendered, tuple):
+        return rendered
     model = rendered.request.model
     fingerprints = [
         turnwire.api.prefix_fingerprint(
