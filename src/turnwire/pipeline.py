@@ -33,7 +33,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from itertools import compress
 from itertools import count as count_from
 from operator import attrgetter, is_, is_not
@@ -231,8 +231,8 @@ _THOUGHT_STAGES = ("render_reasoning_item", "render_thought", *_ENVELOPES)
 _HOSTED_STAGES = ("render_hosted_item", "render_hosted_item_text", *_ENVELOPES)
 
 _RECORD_ENCODER = msgspec.json.Encoder()
-# How many records built again (equal content, other objects) ``_extends`` finds by bisection
-# before it scans the rest element by element (a thread loaded anew differs everywhere).
+# How many differing positions ``_differences`` finds by bisection before it scans the rest
+# element by element (a thread loaded anew differs everywhere).
 _BISECTED_DIFFERENCES = 8
 # How many rewritten thoughts a timeline takes over in place (re-rendered and compared) before
 # it renders from the start.
@@ -273,15 +273,21 @@ def _extends(
         known, suspects = min(lineage[2], size), lineage[3]
     if not all(_same_record(old[i], new[i]) for i in suspects if i < known):
         return False
-    position = first_difference(old, new, known, size)
-    for _ in range(_BISECTED_DIFFERENCES):  # a few records built again: find each directly
+    return all(_same_record(old[i], new[i]) for i in _differences(old, new, known, size))
+
+
+def _differences(old: Sequence[Any], new: Sequence[Any], start: int, size: int) -> Iterator[int]:
+    """The positions in ``[start, size)`` where ``old`` and ``new`` hold other objects, in
+    order: the first few found by bisection (a grown thread differs nowhere, or where a few
+    records were built again), the rest by one scan (a thread loaded anew differs
+    everywhere)."""
+    position = first_difference(old, new, start, size)
+    for _ in range(_BISECTED_DIFFERENCES):
         if position == size:
-            return True
-        if not _same_record(old[position], new[position]):
-            return False
+            return
+        yield position
         position = first_difference(old, new, position + 1, size)
-    tail = compress(count_from(position), map(is_not, old[position:size], new[position:size]))
-    return all(_same_record(old[i], new[i]) for i in tail)
+    yield from compress(count_from(position), map(is_not, old[position:size], new[position:size]))
 
 
 def _builtin_filter(plan: StagePlan) -> bool:
@@ -344,15 +350,7 @@ def _rewritten(old: tuple[Any, ...], new: tuple[Any, ...]) -> list[int] | None:
     if len(new) < size:
         return None
     changed: list[int] = []
-    position = first_difference(old, new, 0, size)
-    for _ in range(_BISECTED_DIFFERENCES):  # a few records built again: find each directly
-        if position == size:
-            return changed
-        if not _same_record(old[position], new[position]):
-            changed.append(position)
-        position = first_difference(old, new, position + 1, size)
-    tail = compress(count_from(position), map(is_not, old[position:size], new[position:size]))
-    for index in tail:
+    for index in _differences(old, new, 0, size):
         if not _same_record(old[index], new[index]):
             if len(changed) == _REWRITTEN_MAX:
                 return None
@@ -397,7 +395,7 @@ class _Timeline:
 
     __slots__ = (
         "base_items",
-        "base_sizes",
+        "base_size",
         "base_thoughts",
         "candidate_indexes",
         "candidate_thoughts",
@@ -422,7 +420,7 @@ class _Timeline:
         self.base_thoughts: list[Thought] | None = (
             base.candidate_thoughts if base is not None else None
         )
-        self.base_sizes = base.sizes if base is not None else (0, 0, 0)
+        self.base_size = base.sizes[0] if base is not None else 0
         self.kept_thoughts = kept_thoughts
 
 
@@ -766,7 +764,7 @@ def _sweep(
         built_on = (
             timeline.base_items is not None
             and state.timeline_items is timeline.base_items
-            and state.timeline_size <= timeline.base_sizes[0]
+            and state.timeline_size <= timeline.base_size
             and len(state.head) == offset
             and all(map(is_, state.head, head))
         )
