@@ -44,7 +44,7 @@ from turnwire.client.assembly import (
     request_fingerprint,
     stamp,
 )
-from turnwire.client.execution import decided_approvals, execute, run_pending
+from turnwire.client.execution import decided_approvals, execute
 from turnwire.client.progress import ProgressEvent, ResponseDoneEvent
 from turnwire.client.reading import (
     decoded_answer,
@@ -402,16 +402,18 @@ class Client:
         if decided:  # part of this run's records, so stored and saved with them
             thread = msgspec.structs.replace(thread, hosted_items=thread.hosted_items + decided)
         ran_pending: tuple[ToolCall, ...] = ()
-        if not once:
-            pending = {call.id for call in thread.tool_calls if call.result is None}
-            thread = await run_pending(
+        waiting = [call for call in thread.tool_calls if call.result is None]
+        if waiting and not once:  # calls a run before this one left without results
+            thread = await execute(
                 thread,
+                waiting,
                 on_tool_result,
                 files,
                 executor=self.executor,
                 telemetry=self.telemetry,
                 emit=self._emit,
             )
+            pending = {call.id for call in waiting}
             ran_pending = tuple(c for c in thread.tool_calls[:start_calls] if c.id in pending)
         compaction = await self._auto_compact(thread, resolved, allowed)
         if compaction is not None:

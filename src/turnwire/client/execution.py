@@ -2,8 +2,8 @@
 
 Each call runs through the :class:`~turnwire.client.tools.ToolExecutor` inside its telemetry
 span, between a ``tool_started`` and a ``tool_finished`` event, and its result is recorded on
-the thread (:func:`execute`); calls a ``--once`` left without a result run first
-(:func:`run_pending`). Decisions on pending MCP approval requests become sealed hosted items
+the thread (:func:`execute`; the run loop passes it, first, the calls a ``--once`` left
+without a result). Decisions on pending MCP approval requests become sealed hosted items
 before the first request (:func:`decided_approvals`).
 """
 
@@ -23,7 +23,7 @@ from turnwire.hosted import seal
 from turnwire.model import HostedItem, Thread, ToolCall
 from turnwire.turns import ContextAssembler
 
-__all__ = ["decided_approvals", "execute", "run_pending"]
+__all__ = ["decided_approvals", "execute"]
 
 
 def decided_approvals(
@@ -38,24 +38,6 @@ def decided_approvals(
     nonce = container.envelope_nonce()
     return tuple(
         seal(record, nonce) for record in approval_records(thread, approvals or {}, clock())
-    )
-
-
-async def run_pending(
-    thread: Thread,
-    on_tool_result: Callable[[ToolCall], None] | None,
-    files: ContextAssembler,
-    *,
-    executor: ToolExecutor,
-    telemetry: Telemetry,
-    emit: Callable[[ProgressEvent], None],
-) -> Thread:
-    """Run the thread's tool calls that have no result yet."""
-    pending = [call for call in thread.tool_calls if call.result is None]
-    if not pending:
-        return thread
-    return await execute(
-        thread, pending, on_tool_result, files, executor=executor, telemetry=telemetry, emit=emit
     )
 
 
