@@ -21,6 +21,7 @@ from datetime import timedelta
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
+from unittest import mock
 
 import msgspec
 import pytest
@@ -28,6 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import turnwire
+from turnwire import pipeline
 from turnwire._memo import RenderMemo, stage_key
 from turnwire.container import overriding
 from turnwire.context import EnvelopeNonce
@@ -492,7 +494,11 @@ def test_a_warm_render_is_a_cold_render(start, steps):
             warm = _outcome(container, thread, scenario.replay_off, roots, pending)
             with overriding(container.render_memo, None):
                 cold = _outcome(container, thread, scenario.replay_off, roots, pending)
+                # a first render lays out records rendered kind by kind: as one by one
+                with mock.patch.object(pipeline, "_BULK", False):
+                    one_by_one = _outcome(container, thread, scenario.replay_off, roots, pending)
             assert warm == cold, step
+            assert one_by_one == cold, step
             # and once more: the memo now holds exactly this render
             assert _outcome(container, thread, scenario.replay_off, roots, pending) == cold
             if pending and cold[0] != "error":

@@ -33,8 +33,8 @@ from __future__ import annotations
 import bisect
 import hashlib
 import logging
-from collections.abc import Callable, Iterator, Sequence
-from itertools import compress
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import compress, repeat
 from itertools import count as count_from
 from operator import attrgetter, is_, is_not
 from typing import Any, Literal
@@ -46,6 +46,7 @@ from turnwire._identity import first_difference
 from turnwire._memo import (
     Checkpoint,
     Entry,
+    RecordTable,
     RenderMemo,
     SweepState,
     TimelineState,
@@ -430,6 +431,153 @@ def _grown(kept: list[Any], size: int) -> list[Any]:
     return kept if len(kept) == size else kept[:size]
 
 
+class _WarnSink:
+    """The ``warn`` a render's stages are given: appends to the render's warnings and, while
+    a kind of record is rendered in bulk, notes which record each warning came from."""
+
+    __slots__ = ("batch", "positions", "warnings")
+
+    def __init__(self, warnings: list[str]) -> None:
+        self.warnings = warnings
+        # the list the bulk render is filling (its length is the record being rendered)
+        self.batch: list[Any] | None = None
+        self.positions: list[int] = []
+
+    def __call__(self, message: str) -> None:
+        self.warnings.append(message)
+        if self.batch is not None:
+            self.positions.append(len(self.batch))
+
+
+def _extend_is_incremental() -> bool:
+    """Whether ``list.extend`` of an iterator appends each element before it asks for the next
+    (CPython does), which is how :class:`_WarnSink` knows the record being rendered."""
+    out: list[int] = []
+    seen: list[int] = []
+
+    def noted(value: int) -> int:
+        seen.append(len(out))
+        return value
+
+    out.extend(map(noted, range(12)))
+    return seen == list(range(12))
+
+
+_BULK = _extend_is_incremental()
+
+
+def _in_bulk(
+    render: Callable[..., Any], columns: tuple[Iterable[Any], ...], sink: _WarnSink
+) -> tuple[list[Any], dict[int, tuple[str, ...]]]:
+    """``render`` of each row of ``columns`` (one call per record, in order), and the
+    warnings each record's call gave, by row (taken out of the render's warnings: they are
+    put back in timeline order)."""
+    outputs: list[Any] = []
+    warnings = sink.warnings
+    before = len(warnings)
+    sink.batch, sink.positions = outputs, []
+    try:
+        outputs.extend(map(render, *columns))
+    finally:
+        sink.batch = None
+    said: dict[int, tuple[str, ...]] = {}
+    if len(warnings) > before:
+        for position, message in zip(sink.positions, warnings[before:], strict=True):
+            said[position] = (*said.get(position, ()), message)
+        del warnings[before:]
+    return outputs, said
+
+
+def _as_tuples(outputs: list[Any]) -> list[tuple[Any, ...]]:
+    """Each stage output as a tuple (a stage may return any iterable, or ``None``)."""
+    if all(type(output) is tuple for output in outputs):
+        return outputs
+    return [output if type(output) is tuple else tuple(output or ()) for output in outputs]
+
+
+_ID = attrgetter("id")
+_TOOL = attrgetter("tool")
+
+
+def _entries_of(
+    records: Sequence[Any],
+    tools: Any,
+    rendered: list[tuple[Any, ...]],
+    candidates: Any,
+    said: dict[int, tuple[str, ...]],
+) -> Iterator[tuple[str, Entry]]:
+    """(record id, memo entry) of each record rendered in bulk."""
+    warned: Any = repeat(()) if not said else [said.get(i, ()) for i in range(len(records))]
+    entries = map(Entry, records, tools, rendered, candidates, warned)
+    return zip(map(_ID, records), entries, strict=False)  # `tools`... may repeat without end
+
+
+def _timeline_in_bulk(
+    entries: list[_Entry],
+    sources: tuple[tuple[Any, ...], ...],
+    tools: dict[str, Tool],
+    renderers: tuple[Callable[..., Any], ...],
+    stages: Any,
+    replay: bool,
+    tables: tuple[RecordTable | None, ...],
+    sink: _WarnSink,
+    timeline: tuple[list[InputItem], list[int], list[Thought]],
+) -> None:
+    """The timeline of records none of which the memo holds: each kind rendered in one call
+    per record, without a Python step of the pipeline's between two records, then the
+    outputs laid out in timeline order (and the stages' warnings with them).
+
+    ``renderers``: the message and tool-call-result stages, and ``render_reasoning_item``, by
+    position; ``tables``: the record tables of messages, thoughts, tool calls, hosted items.
+    """
+    messages, surfaced, calls, hosted = sources
+    render_message, render_result, render_reasoning = renderers
+    message_out, message_said = _in_bulk(render_message, (messages,), sink)
+    message_out = _as_tuples(message_out)
+    pairs, thought_said = _in_bulk(
+        _thought_items, (surfaced, repeat(replay), repeat(render_reasoning), repeat(stages)), sink
+    )
+    thought_out = [pair[0] for pair in pairs]
+    candidates = [pair[1] for pair in pairs]
+    call_tools = list(map(tools.get, map(_TOOL, calls)))
+    call_out, call_said = _in_bulk(
+        _tool_call_items, (calls, call_tools, repeat(render_result)), sink
+    )
+    hosted_out, hosted_said = _in_bulk(_hosted_items, (hosted, repeat(stages)), sink)
+
+    message_table, thought_table, call_table, hosted_table = tables
+    if message_table is not None:
+        message_table.entries.update(
+            _entries_of(messages, repeat(None), message_out, repeat(False), message_said)
+        )
+    if thought_table is not None:
+        thought_table.entries.update(
+            _entries_of(surfaced, repeat(None), thought_out, candidates, thought_said)
+        )
+    if call_table is not None:
+        call_table.entries.update(
+            _entries_of(calls, call_tools, call_out, repeat(False), call_said)
+        )
+    if hosted_table is not None:
+        hosted_table.entries.update(
+            _entries_of(hosted, repeat(None), hosted_out, repeat(False), hosted_said)
+        )
+
+    items, indexes, thoughts = timeline
+    extend = items.extend
+    outputs = (message_out, thought_out, call_out, hosted_out)
+    said = (message_said, thought_said, call_said, hosted_said)
+    warned = any(said)
+    warnings = sink.warnings
+    for _, _, rank, position, record in entries:
+        if rank == 1 and candidates[position]:
+            indexes.append(len(items))
+            thoughts.append(record)  # type: ignore[arg-type]  # rank 1: a thought
+        extend(outputs[rank][position])
+        if warned and position in said[rank]:
+            warnings.extend(said[rank][position])
+
+
 def _timeline(
     thread: Thread,
     options: RenderOptions,
@@ -438,6 +586,7 @@ def _timeline(
     injectable: dict[str, Any],
     memo: RenderMemo,
     warnings: list[str],
+    sink: _WarnSink,
 ) -> _Timeline:
     keys = (
         stage_key(plan, _MESSAGE_STAGES, injectable),
@@ -512,8 +661,23 @@ def _timeline(
     hosted_entries = hosted_table.entries if hosted_table is not None else None
     render_message = positional_caller(stages, "render_timeline_message", ("message",))
     render_result = positional_caller(stages, "render_tool_call_result", ("tool_call", "tool"))
+    tables = (message_table, thought_table, call_table, hosted_table)
+    one_by_one = entries
+    if base is None and _BULK and not any(t.entries for t in tables if t is not None):
+        _timeline_in_bulk(
+            entries,
+            sources,
+            tools,
+            (render_message, render_result, render_reasoning),
+            stages,
+            replay,
+            tables,
+            sink,
+            (items, indexes, thoughts),
+        )
+        one_by_one = []
     extend = items.extend
-    for entry in entries:
+    for entry in one_by_one:
         record: Any = entry[4]  # dispatched on its exact type below
         before = len(warnings)
         kind = type(record)
@@ -571,7 +735,6 @@ def _timeline(
         last_key = entries[-1][:4]
 
     kinds: tuple[tuple[Any, ...], ...] = sources
-    tables = (message_table, thought_table, call_table, hosted_table)
     for table, records in zip(tables, kinds, strict=True):
         if table is not None and len(table.entries) > 2 * len(records) + 256:
             table.entries = {r.id: table.entries[r.id] for r in records if r.id in table.entries}
@@ -985,7 +1148,8 @@ def _build_input(
     thread = compacted(thread)
     warnings: list[str] = []
     injectable = options.injectable()
-    stages = StageRelay(plan, {**injectable, "warn": warnings.append, "scratch": {}})
+    sink = _WarnSink(warnings)
+    stages = StageRelay(plan, {**injectable, "warn": sink, "scratch": {}})
     declared = tuple(
         stages.tools_to_wire(tools=thread.tools, hosted_tools=thread.hosted_tools) or ()
     )
@@ -1030,7 +1194,7 @@ def _build_input(
             f"reasoning_replay is {options.reasoning_replay!r} but render.replay_compatibility "
             f"does not list {REPLAY_TAG}; reasoning items are not replayed"
         )
-    timeline = _timeline(thread, options, stages, plan, injectable, memo, warnings)
+    timeline = _timeline(thread, options, stages, plan, injectable, memo, warnings, sink)
     # Each response's timestamp → the seq of its first reasoning record: a hosted item after it
     # needs that reasoning sent (only looked at when the thread has hosted items).
     stamped: dict[str, str] = {}
