@@ -330,7 +330,6 @@ class RenderMemo:
         self.records: dict[str, BoundedTable[Hashable, RecordTable]] = {}
         self.timelines: BoundedTable[Hashable, TimelineState] = BoundedTable(tables)
         self.sweeps: BoundedTable[Hashable, SweepState] = BoundedTable(tables)
-        self.stripped: dict[int, tuple[Any, Any]] = {}
         self.body: BodyState | None = None
         self.inlined: InlineState | None = None
         self.handles: tuple[tuple[Any, ...], int, bool] | None = None
@@ -361,7 +360,6 @@ class RenderMemo:
             self.records.clear()
             self.timelines.clear()
             self.sweeps.clear()
-            self.stripped.clear()
             self.body = None
             self.inlined = None
             self.handles = None

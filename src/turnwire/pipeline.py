@@ -820,12 +820,11 @@ def _strip_ids(
     items: list[InputItem],
     start: int,
     stop: int,
-    stripped: dict[int, tuple[Any, Any]],
     reasoned: dict[Any, int],
     governing: Any,
 ) -> None:
     """Append ``items[start:stop]`` to ``out``, :func:`strip_item_id` applied to each id
-    carrier (memoised by object in ``stripped``, so a sweep run again gives the same objects).
+    carrier.
 
     A hosted item keeps its item form unless a reasoning item of its own response came before
     it (``reasoned``: each response's timestamp → the ``seq`` of its first reasoning record)
@@ -834,8 +833,7 @@ def _strip_ids(
     API refuses the item without its reasoning), or nothing.
     """
     append = out.append
-    for index in range(start, stop):
-        item = items[index]
+    for item in items[start:stop]:
         kind = type(item)
         if kind not in _CARRIERS:
             append(item)
@@ -851,10 +849,7 @@ def _strip_ids(
                     continue
             append(item)
         else:
-            hit = stripped.get(id(item))
-            if hit is None or hit[0] is not item:
-                hit = stripped[id(item)] = (item, strip_item_id(item))
-            append(hit[1])
+            append(strip_item_id(item))
 
 
 def _sweep_key(
@@ -989,12 +984,11 @@ def _sweep(
             if kept is not None and kept.tail
             else prefix_tail(options.model, instructions, tools)
         )
-    stripped = memo.stripped
     for at in range(position, len(indexes)):
         index = indexes[at] + offset
         if index < done:  # the partner of the previous kept candidate
             continue
-        _strip_ids(out, items, done, index, stripped, reasoned, governing)
+        _strip_ids(out, items, done, index, reasoned, governing)
         thought = thoughts[at]
         payload = thought.payload
         assert payload is not None
@@ -1059,9 +1053,7 @@ def _sweep(
         )
         checkpoint_indexes.append(index)
         checkpoint_hashed.append(hashed)
-    _strip_ids(out, items, done, count, stripped, reasoned, governing)
-    if len(stripped) > 2 * count + 256:
-        stripped.clear()
+    _strip_ids(out, items, done, count, reasoned, governing)
     if key is None:
         memo.swept = object()
     else:
