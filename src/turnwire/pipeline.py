@@ -170,9 +170,12 @@ def _needs_js_numbers(value: Any) -> bool:
 def _arguments(tool_call: ToolCall) -> str:
     """``JSON.stringify`` of the stored arguments (compact, insertion order, JS numbers)."""
     args = tool_call.args
-    if _needs_js_numbers(args):
-        return canonical_json(args, sort_keys=False)
-    return _ENCODER.encode(args).decode()
+    # the usual arguments (strings, flags, nulls) tested here, without a call
+    if (type(args) is dict and _PLAIN.issuperset(map(type, args.values()))) or (
+        not _needs_js_numbers(args)
+    ):
+        return _ENCODER.encode(args).decode()
+    return canonical_json(args, sort_keys=False)
 
 
 def _tool_call_items(

@@ -22,11 +22,21 @@ from turnwire.wire import (
 __all__ = ["render_timeline_message", "valid_item_id"]
 
 _ITEM_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+# One pattern per item type, prefix included: one match per id, no separate prefix test.
+_ITEM_IDS = {
+    prefix: re.compile(re.escape(prefix) + rf"[A-Za-z0-9_-]{{0,{64 - len(prefix)}}}").fullmatch
+    for prefix in ("msg_", "fc_", "rs_")
+}
 
 
 def valid_item_id(item_id: str | None, prefix: str) -> str | None:
     """``item_id`` when the API would accept it for this item type (``msg_``, ``fc_``, ``rs_``)."""
-    if item_id and item_id.startswith(prefix) and _ITEM_ID.fullmatch(item_id):
+    if not item_id:
+        return None
+    matches = _ITEM_IDS.get(prefix)
+    if matches is not None:
+        return item_id if matches(item_id) else None
+    if item_id.startswith(prefix) and _ITEM_ID.fullmatch(item_id):
         return item_id
     return None
 
@@ -67,22 +77,22 @@ def render_timeline_message(
         if text or refusal:
             item_id = valid_item_id(message.id, "msg_")
             if item_id is not None:
-                parts: list[OutputText | Refusal] = []
+                parts: tuple[OutputText | Refusal, ...] = ()
                 if text:
-                    parts.append(
+                    parts = (
                         OutputText(
                             text=text,
                             annotations=message.annotations,
                             logprobs=message.logprobs or None,
-                        )
+                        ),
                     )
                 if refusal:
-                    parts.append(Refusal(refusal=refusal))
+                    parts += (Refusal(refusal=refusal),)
                 answer = OutputMessage(
                     role="assistant",
                     status="completed",
                     id=item_id,
-                    content=tuple(parts),
+                    content=parts,
                     phase=message.phase,
                 )
                 if not message.attachments:
