@@ -214,10 +214,15 @@ def _thought_items(
         item = render_reasoning(thought)
         if item is not None:
             return (item,), True
+    return _thought_text_items(thought, replay, stages), False
+
+
+def _thought_text_items(thought: Thought, replay: bool, stages: Any) -> tuple[InputItem, ...]:
+    """The text form of a thought that goes without a reasoning item (if it has text)."""
     if (thought.payload is None or replay) and thought_text(thought):
         text = stages.render_thought(thought=thought)
-        return (InputMessage(role="assistant", content=text),), False
-    return (), False
+        return (InputMessage(role="assistant", content=text),)
+    return ()
 
 
 # The stages each kind of record renders through (composites call their sub-stages through the
@@ -515,6 +520,35 @@ def _entries_of(
     return zip(map(_ID, records), entries, strict=False)  # `tools`... may repeat without end
 
 
+def _thoughts_in_bulk(
+    surfaced: tuple[Thought, ...],
+    replay: bool,
+    render_reasoning: Callable[[Thought], Any],
+    stages: Any,
+    sink: _WarnSink,
+) -> tuple[list[tuple[InputItem, ...]], list[bool], dict[int, tuple[str, ...]]]:
+    """:func:`_thought_items` of each surfaced thought, in bulk: every reasoning item first,
+    then the text form of the thoughts that have none; and what each thought's calls said."""
+    if not replay:
+        texts, said = _in_bulk(_thought_text_items, (surfaced, repeat(False), repeat(stages)), sink)
+        return texts, [False] * len(texts), said
+    found, said = _in_bulk(render_reasoning, (surfaced,), sink)
+    rendered: list[tuple[InputItem, ...]] = [(item,) for item in found]
+    candidates = [item is not None for item in found]
+    missing = [position for position, item in enumerate(found) if item is None]
+    if missing:
+        texts, text_said = _in_bulk(
+            _thought_text_items,
+            ([surfaced[i] for i in missing], repeat(True), repeat(stages)),
+            sink,
+        )
+        for position, text in zip(missing, texts, strict=True):
+            rendered[position] = text
+        for row, messages in text_said.items():
+            said[missing[row]] = (*said.get(missing[row], ()), *messages)
+    return rendered, candidates, said
+
+
 def _timeline_in_bulk(
     entries: list[_Entry],
     sources: tuple[tuple[Any, ...], ...],
@@ -537,11 +571,9 @@ def _timeline_in_bulk(
     render_message, render_result, render_reasoning = renderers
     message_out, message_said = _in_bulk(render_message, (messages,), sink)
     message_out = _as_tuples(message_out)
-    pairs, thought_said = _in_bulk(
-        _thought_items, (surfaced, repeat(replay), repeat(render_reasoning), repeat(stages)), sink
+    thought_out, candidates, thought_said = _thoughts_in_bulk(
+        surfaced, replay, render_reasoning, stages, sink
     )
-    thought_out = [pair[0] for pair in pairs]
-    candidates = [pair[1] for pair in pairs]
     call_tools = list(map(tools.get, map(_TOOL, calls)))
     call_out, call_said = _in_bulk(
         _tool_call_items, (calls, call_tools, repeat(render_result)), sink
