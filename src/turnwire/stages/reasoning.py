@@ -31,13 +31,6 @@ def render_reasoning_item(
     return item
 
 
-def _replayable(thought: Thought, accepted: tuple[str, ...]) -> bool:
-    tag = thought.replay_compatibility
-    if thought.payload is None:
-        return tag is None or tag == "plain-text" or tag in accepted
-    return tag in accepted
-
-
 _SURFACED_ORDER = attrgetter("created_at", "seq", "id")
 
 
@@ -63,7 +56,12 @@ def filter_thoughts(
                     anonymous_own = thought.who.identifier == self_identity
                 if not anonymous_own:
                     continue
-        if _replayable(thought, replay_compatibility):
+        # Replayable: a tag the render accepts, or plain text (no payload, no tag or the
+        # plain-text tag).
+        tag = thought.replay_compatibility
+        if tag in replay_compatibility or (
+            thought.payload is None and (tag is None or tag == "plain-text")
+        ):
             kept.append(thought)
     kept.sort(key=_SURFACED_ORDER)
     if thought_surfacing == "latest-self":
