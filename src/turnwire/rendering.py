@@ -199,7 +199,8 @@ def _inline(thread: Thread, memo: RenderMemo, assembler: ContextAssembler) -> Th
 
     Records after the longest unchanged prefix of each tuple are loaded, and so is every record
     that reads a file (so a changed file is seen, within the same per-request budget); the
-    others keep the loaded record of the last render (equal content, the same object).
+    others keep the loaded record of the last render (equal content, the same object). With
+    nothing kept, :func:`_first_inline` loads the thread.
     """
     with memo.lock:
         state = memo.inlined
@@ -284,12 +285,15 @@ def _inline(thread: Thread, memo: RenderMemo, assembler: ContextAssembler) -> Th
 def _first_inline(thread: Thread, memo: RenderMemo, assembler: ContextAssembler) -> Thread:
     """``_inline`` with nothing kept: what loading the whole thread gives, and the state of it.
 
-    One pass over each tuple sorts its records: those that read a file go to the assembler
-    (with the retrievables), and the others, which loading returns as they are, are only
-    charged. Their inline bytes are checked against the per-file limit here and counted, with
-    the texts of their artifacts, into the bound the loaded part is checked against, which is
-    then the bound the whole loaded thread gives. Anything over a limit, or any error, is left
-    to the whole thread, which reports it as it always does.
+    One pass over each tuple sorts its records. Those that read a file go to the assembler,
+    with the retrievables. The others come back from loading as they are (each media item or
+    artifact holds exactly one of a ``path`` and its content, see :mod:`turnwire.model`), so
+    they are only charged: their inline bytes are checked against the per-file limit here, and
+    they are added, with the UTF-8 texts of their artifacts, to the bound of the loaded part. The
+    sum is the
+    bound :func:`_loaded_bytes` gives for the whole loaded thread, checked against the
+    per-request limit as the warm path checks it. Anything over a limit, or any error, is left
+    to the whole thread, which reports it with its own ``$.path``.
     """
     messages, calls = thread.messages, thread.tool_calls
     limit = assembler.max_file_bytes
