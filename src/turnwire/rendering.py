@@ -289,11 +289,10 @@ def _first_inline(thread: Thread, memo: RenderMemo, assembler: ContextAssembler)
     with the retrievables. The others come back from loading as they are (each media item or
     artifact holds exactly one of a ``path`` and its content, see :mod:`turnwire.model`), so
     they are only charged: their inline bytes are checked against the per-file limit here, and
-    they are added, with the UTF-8 texts of their artifacts, to the bound of the loaded part. The
-    sum is the
-    bound :func:`_loaded_bytes` gives for the whole loaded thread, checked against the
-    per-request limit as the warm path checks it. Anything over a limit, or any error, is left
-    to the whole thread, which reports it with its own ``$.path``.
+    they are added, with the UTF-8 texts of their artifacts, to the bound of the loaded part.
+    The sum is the bound :func:`_loaded_bytes` gives for the whole loaded thread, checked
+    against the per-request limit as the warm path checks it. Anything over a limit, or any
+    error, is left to the whole thread, which reports it with its own ``$.path``.
     """
     messages, calls = thread.messages, thread.tool_calls
     limit = assembler.max_file_bytes
