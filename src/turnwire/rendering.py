@@ -199,93 +199,76 @@ def _inline(thread: Thread, memo: RenderMemo, assembler: ContextAssembler) -> Th
 
     Records after the longest unchanged prefix of each tuple are loaded, and so is every record
     that reads a file (so a changed file is seen, within the same per-request budget); the
-    others keep the loaded record of the last render (equal content, the same object).
+    others keep the loaded record of the last render (equal content, the same object). With
+    nothing kept, :func:`_first_inline` loads the thread.
     """
     with memo.lock:
         state = memo.inlined
         if state is None:
-            kept_messages = kept_calls = 0
-            redo_messages = list(range(len(thread.messages)))
-            redo_calls = list(range(len(thread.tool_calls)))
-        else:
-            kept_messages = common_prefix(state.messages, thread.messages)
-            kept_calls = common_prefix(state.tool_calls, thread.tool_calls)
-            redo_messages = [i for i in state.reading_messages if i < kept_messages]
-            redo_messages += range(kept_messages, len(thread.messages))
-            redo_calls = [i for i in state.reading_tool_calls if i < kept_calls]
-            redo_calls += range(kept_calls, len(thread.tool_calls))
+            return _first_inline(thread, memo, assembler)
+        kept_messages = common_prefix(state.messages, thread.messages)
+        kept_calls = common_prefix(state.tool_calls, thread.tool_calls)
+        redo_messages = [i for i in state.reading_messages if i < kept_messages]
+        redo_messages += range(kept_messages, len(thread.messages))
+        redo_calls = [i for i in state.reading_tool_calls if i < kept_calls]
+        redo_calls += range(kept_calls, len(thread.tool_calls))
         replace = msgspec.structs.replace
-        part = thread  # the first render loads every record
-        if state is not None:
-            part = replace(
-                thread,
-                messages=tuple(thread.messages[i] for i in redo_messages),
-                tool_calls=tuple(thread.tool_calls[i] for i in redo_calls),
-            )
+        part = replace(
+            thread,
+            messages=tuple(thread.messages[i] for i in redo_messages),
+            tool_calls=tuple(thread.tool_calls[i] for i in redo_calls),
+        )
         try:
             loaded = assembler.inline(part)
         except TurnwireError:
             # Reported as the whole thread reports it (its own $.paths, its own budget).
             memo.inlined = None
             return assembler.inline(thread)
-        kept_charge = 0
-        if state is not None:
-            kept_charge = state.message_charges[kept_messages] + state.call_charges[kept_calls]
+        kept_charge = state.message_charges[kept_messages] + state.call_charges[kept_calls]
         if kept_charge + _loaded_bytes(loaded) > assembler.max_request_bytes:
             # The kept records' inline bytes count against the per-request budget too: the
             # whole thread decides (and reports what passes the limit).
             memo.inlined = None
             return assembler.inline(thread)
-        if state is None:
-            messages = _same_or(thread.messages, loaded.messages)
-            calls = _same_or(thread.tool_calls, loaded.tool_calls)
-        else:
-            messages = _merge(
-                thread.messages,
+        messages = _merge(
+            thread.messages,
+            state.loaded_messages,
+            kept_messages,
+            redo_messages,
+            loaded.messages,
+        )
+        calls = _merge(
+            thread.tool_calls,
+            state.loaded_tool_calls,
+            kept_calls,
+            redo_calls,
+            loaded.tool_calls,
+        )
+        messages_in, calls_in = thread.messages, thread.tool_calls
+        reading_messages = [
+            i for i in redo_messages if messages_in[i].attachments and _reads_files(messages_in[i])
+        ]
+        reading_calls = [
+            i for i in redo_calls if calls_in[i].result is not None and _reads_files(calls_in[i])
+        ]
+        memo.loaded_from = {
+            "messages": (
+                messages,
                 state.loaded_messages,
                 kept_messages,
-                redo_messages,
-                loaded.messages,
-            )
-            calls = _merge(
-                thread.tool_calls,
+                [i for i in redo_messages if i < kept_messages],
+            ),
+            "tool_calls": (
+                calls,
                 state.loaded_tool_calls,
                 kept_calls,
-                redo_calls,
-                loaded.tool_calls,
-            )
-        messages_in, calls_in = thread.messages, thread.tool_calls
-        if state is None:  # every record was loaded
-            loaded_messages: Iterable[tuple[int, Message]] = enumerate(messages_in)
-            loaded_calls: Iterable[tuple[int, ToolCall]] = enumerate(calls_in)
-        else:
-            loaded_messages = ((i, messages_in[i]) for i in redo_messages)
-            loaded_calls = ((i, calls_in[i]) for i in redo_calls)
-        reading_messages = [i for i, m in loaded_messages if m.attachments and _reads_files(m)]
-        reading_calls = [i for i, c in loaded_calls if c.result is not None and _reads_files(c)]
-        if state is not None:
-            memo.loaded_from = {
-                "messages": (
-                    messages,
-                    state.loaded_messages,
-                    kept_messages,
-                    [i for i in redo_messages if i < kept_messages],
-                ),
-                "tool_calls": (
-                    calls,
-                    state.loaded_tool_calls,
-                    kept_calls,
-                    [i for i in redo_calls if i < kept_calls],
-                ),
-            }
-        else:
-            memo.loaded_from = {}
+                [i for i in redo_calls if i < kept_calls],
+            ),
+        }
         message_charges = _charges(
-            messages_in, kept_messages, state.message_charges if state else [0], reading_messages
+            messages_in, kept_messages, state.message_charges, reading_messages
         )
-        call_charges = _charges(
-            calls_in, kept_calls, state.call_charges if state else [0], reading_calls
-        )
+        call_charges = _charges(calls_in, kept_calls, state.call_charges, reading_calls)
         memo.inlined = InlineState(
             messages=thread.messages,
             loaded_messages=messages,
@@ -297,6 +280,134 @@ def _inline(thread: Thread, memo: RenderMemo, assembler: ContextAssembler) -> Th
             call_charges=call_charges,
         )
         return replace(loaded, messages=messages, tool_calls=calls)
+
+
+def _first_inline(thread: Thread, memo: RenderMemo, assembler: ContextAssembler) -> Thread:
+    """``_inline`` with nothing kept: what loading the whole thread gives, and the state of it.
+
+    One pass over each tuple sorts its records. Those that read a file go to the assembler,
+    with the retrievables. The others come back from loading as they are (each media item or
+    artifact holds exactly one of a ``path`` and its content, see :mod:`turnwire.model`), so
+    they are only charged: their inline bytes are checked against the per-file limit here, and
+    they are added, with the UTF-8 texts of their artifacts, to the bound of the loaded part.
+    The sum is the bound :func:`_loaded_bytes` gives for the whole loaded thread, checked
+    against the per-request limit as the warm path checks it. Anything over a limit, or any
+    error, is left to the whole thread, which reports it with its own ``$.path``.
+    """
+    messages, calls = thread.messages, thread.tool_calls
+    limit = assembler.max_file_bytes
+    sorted_messages = _sorted_messages(messages, limit)
+    sorted_calls = _sorted_calls(calls, limit)
+    if sorted_messages is None or sorted_calls is None:
+        return assembler.inline(thread)  # an inline item over the per-file limit: it raises
+    reading_messages, message_charges = sorted_messages
+    reading_calls, call_charges, texts = sorted_calls
+    replace = msgspec.structs.replace
+    part = replace(
+        thread,
+        messages=tuple(messages[i] for i in reading_messages),
+        tool_calls=tuple(calls[i] for i in reading_calls),
+    )
+    try:
+        loaded = assembler.inline(part)
+    except TurnwireError:
+        # Reported as the whole thread reports it (its own $.paths, its own budget).
+        return assembler.inline(thread)
+    charged = message_charges[-1] + call_charges[-1] + texts
+    if charged + _loaded_bytes(loaded) > assembler.max_request_bytes:
+        return assembler.inline(thread)  # the whole thread decides, as the warm path does
+    loaded_messages = _placed(messages, reading_messages, loaded.messages)
+    loaded_calls = _placed(calls, reading_calls, loaded.tool_calls)
+    memo.loaded_from = {}
+    memo.inlined = InlineState(
+        messages=messages,
+        loaded_messages=loaded_messages,
+        reading_messages=reading_messages,
+        message_charges=message_charges,
+        tool_calls=calls,
+        loaded_tool_calls=loaded_calls,
+        reading_tool_calls=reading_calls,
+        call_charges=call_charges,
+    )
+    return replace(loaded, messages=loaded_messages, tool_calls=loaded_calls)
+
+
+def _sorted_messages(
+    messages: tuple[Message, ...], file_limit: int
+) -> tuple[list[int], list[int]] | None:
+    """The messages that read a file, and the prefix sums of the others' inline bytes (as
+    :func:`_charges` gives them); ``None`` when an inline item of one of the others is over
+    ``file_limit``. Only messages with attachments are looked into."""
+    reading: list[int] = []
+    sizes: list[int] | None = None
+    for index, message in enumerate(messages):
+        if not message.attachments:
+            continue
+        reads = False
+        size = largest = 0
+        for media in message.attachments:
+            data = media.data
+            if data is None:
+                reads = reads or media.path is not None
+            else:
+                length = len(data)
+                size += length
+                largest = max(largest, length)
+        if reads:
+            reading.append(index)
+            continue
+        if largest > file_limit:
+            return None
+        if size:
+            if sizes is None:
+                sizes = [0] * len(messages)
+            sizes[index] = size
+    if sizes is None:
+        return reading, [0] * (len(messages) + 1)
+    return reading, list(accumulate(sizes, initial=0))
+
+
+def _sorted_calls(
+    calls: tuple[ToolCall, ...], file_limit: int
+) -> tuple[list[int], list[int], int] | None:
+    """:func:`_sorted_messages` for tool calls, and the UTF-8 length of the texts of the
+    artifacts of those that read no file (what :func:`_loaded_bytes` counts for them)."""
+    reading: list[int] = []
+    sizes: list[int] | None = None
+    texts = 0
+    for index, call in enumerate(calls):
+        result = call.result
+        if result is None or not (result.media or result.artifact or result.artifacts):
+            continue  # what the loader passes over
+        if _reads_files(call):
+            reading.append(index)
+            continue
+        if result.media:
+            lengths = [len(media.data) for media in result.media if media.data is not None]
+            if lengths:
+                if max(lengths) > file_limit:
+                    return None
+                if sizes is None:
+                    sizes = [0] * len(calls)
+                sizes[index] = sum(lengths)
+        artifacts = result.artifacts or ((result.artifact,) if result.artifact is not None else ())
+        texts += sum(len(artifact.text.encode()) for artifact in artifacts if artifact.text)
+    if sizes is None:
+        return reading, [0] * (len(calls) + 1), texts
+    return reading, list(accumulate(sizes, initial=0)), texts
+
+
+def _placed(
+    records: tuple[Any, ...], positions: list[int], loaded: tuple[Any, ...]
+) -> tuple[Any, ...]:
+    """``records`` with ``loaded[j]`` put at ``positions[j]``: ``records`` itself when that
+    changes none of them."""
+    if not positions:
+        return records
+    placed = list(records)
+    for position, record in zip(positions, loaded, strict=True):
+        placed[position] = record
+    return _same_or(records, tuple(placed))
 
 
 def _inline_bytes(record: Message | ToolCall) -> int:
