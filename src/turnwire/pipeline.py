@@ -1019,11 +1019,14 @@ def _sweep(
             if kept is not None and kept.tail
             else prefix_tail(options.model, instructions, tools)
         )
+    add_checkpoint, add_index = checkpoints.append, checkpoint_indexes.append
+    add_hashed, add = checkpoint_hashed.append, out.append
     for at in range(position, len(indexes)):
         index = indexes[at] + offset
         if index < done:  # the partner of the previous kept candidate
             continue
-        _strip_ids(out, items, done, index, reasoned, governing)
+        if index > done:
+            _strip_ids(out, items, done, index, reasoned, governing)
         thought = thoughts[at]
         payload = thought.payload
         assert payload is not None
@@ -1079,15 +1082,13 @@ def _sweep(
             governing = None
         else:
             assert partner is not None
-            out.append(items[index])
-            out.append(partner)
+            add(items[index])
+            add(partner)
             done = index + 2
             governing = thought.created_at
-        checkpoints.append(
-            Checkpoint(at, index, done, len(out), len(sweep_warnings), snapshot, hashed)
-        )
-        checkpoint_indexes.append(index)
-        checkpoint_hashed.append(hashed)
+        add_checkpoint(Checkpoint(at, index, done, len(out), len(sweep_warnings), snapshot, hashed))
+        add_index(index)
+        add_hashed(hashed)
     _strip_ids(out, items, done, count, reasoned, governing)
     if key is None:
         memo.swept = object()
