@@ -795,3 +795,58 @@ def test_a_thread_without_file_pointers_keeps_its_own_tuples():
     assert inlined is not None
     assert inlined.loaded_messages is thread.messages
     assert inlined.loaded_tool_calls is thread.tool_calls
+
+
+def test_a_long_sweep_resumes_and_fingerprints_where_a_checkpoint_kept_its_hash():
+    """Only some checkpoints of a long sweep keep their hash state (every eighth, and the last
+    sixteen): a render resumed in the middle, and prefix fingerprints at any item, start from
+    the nearest one before that kept it, and give the cold render's bytes and the stage's
+    fingerprints."""
+    from turnwire.context import Endpoint
+    from turnwire.stages.fingerprint import fingerprint_prefix
+
+    container = make_container(REPLAY)
+    thread = _growing_thread(40)
+    turnwire.api.render(thread, container=container)
+    memo = container.render_memo()
+    (state,) = memo.sweeps._data.values()
+    kept = [checkpoint.hasher is not None for checkpoint in state.checkpoints]
+    assert len(kept) == 80 and kept[-16:] == [True] * 16
+    assert kept[:64] == [position % 8 == 0 for position in range(64)]
+
+    # an answer in the middle changes: the sweep resumes before it, from a kept hash state
+    messages = list(thread.messages)
+    middle = next(i for i, m in enumerate(messages) if m.id == "msg_13")
+    messages[middle] = msgspec.structs.replace(messages[middle], content="changed")
+    edited = msgspec.structs.replace(thread, messages=tuple(messages))
+    resumed: list[Any] = []
+    real_sweep = pipeline._sweep
+
+    def sweep(*args: Any, **kwargs: Any) -> Any:
+        result = real_sweep(*args, **kwargs)
+        resumed.append(result[1])
+        return result
+
+    with mock.patch.object(pipeline, "_sweep", sweep):
+        warm = turnwire.api.render(edited, container=container)
+    with overriding(container.render_memo, None):
+        cold = turnwire.api.render(edited, container=container)
+    assert warm.body == cold.body and warm.rendered.warnings == cold.rendered.warnings
+    assert resumed[0] is not None and 0 < resumed[0][1] < len(cold.rendered.input) // 2
+
+    items = warm.rendered.input
+    for through in range(0, len(items) + 1, 7):
+        expected = fingerprint_prefix(
+            model="gpt-5",
+            instructions=warm.rendered.instructions,
+            tools=warm.rendered.tools,
+            input=items,
+            through_item=through,
+            fingerprint_binding="prefix",
+            endpoint=Endpoint(),
+            scratch={},
+        )
+        got = turnwire.api.prefix_fingerprint(
+            warm.rendered, container=container, model="gpt-5", through_item=through
+        )
+        assert got == expected, through

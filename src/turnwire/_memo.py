@@ -191,7 +191,8 @@ class Checkpoint(msgspec.Struct, frozen=True, gc=False):
     :ivar out_length: how many output items there were.
     :ivar warning_count: how many sweep warnings there were.
     :ivar hasher: the SHA-256 state of the canonical prefix over ``out[:hashed]`` (or ``None``
-        when fingerprints do not come from the built-in hasher).
+        when fingerprints do not come from the built-in hasher, or when this checkpoint keeps
+        none: see ``pipeline._SNAPSHOT_EVERY``).
     :ivar hashed: how many output items ``hasher`` covers.
     """
 

@@ -247,6 +247,11 @@ _BISECTED_DIFFERENCES = 8
 # it renders from the start.
 _REWRITTEN_MAX = 16
 _POSITION = attrgetter("position")
+# Which sweep checkpoints keep the hash state of their prefix: every eighth, and every one of
+# the last sixteen candidates (where the next render of a growing thread resumes). A resume
+# or a prefix fingerprint at a checkpoint without one starts from the one before that has one.
+_SNAPSHOT_EVERY = 8
+_DENSE_TAIL = 16
 
 
 def _same_record(old: Any, new: Any) -> bool:
@@ -989,6 +994,8 @@ def _sweep(
             # A marked candidate is decided by the pending ids and stamps its fingerprint in
             # this render's `stamped`: resume before it.
             last = min(last, state.pending_from - 1)
+        while hashing and last >= 0 and state.checkpoints[last].hasher is None:
+            last -= 1  # a checkpoint that kept no hash state (see _SNAPSHOT_EVERY)
         if last >= 0:
             # The state's own lists, cut back to the checkpoint and grown from there: the
             # state leaves the memo now (a sweep that fails leaves none) and a new one is
@@ -1019,6 +1026,7 @@ def _sweep(
             if kept is not None and kept.tail
             else prefix_tail(options.model, instructions, tools)
         )
+    dense_from = len(indexes) - _DENSE_TAIL
     add_checkpoint, add_index = checkpoints.append, checkpoint_indexes.append
     add_hashed, add = checkpoint_hashed.append, out.append
     for at in range(position, len(indexes)):
@@ -1058,8 +1066,8 @@ def _sweep(
                         hasher.update(b",")
                     hasher.update(canonical_items(out[hashed:through]))
                     hashed = through
-                    snapshot = hasher.copy()
-                final = snapshot.copy()
+                    snapshot = None  # taken below if this checkpoint keeps one
+                final = hasher.copy()
                 final.update(tail)
                 fingerprint = final.hexdigest()
             else:
@@ -1086,7 +1094,14 @@ def _sweep(
             add(partner)
             done = index + 2
             governing = thought.created_at
-        add_checkpoint(Checkpoint(at, index, done, len(out), len(sweep_warnings), snapshot, hashed))
+        kept_hash = None
+        if hashing and (at >= dense_from or not at % _SNAPSHOT_EVERY):
+            if snapshot is None:
+                snapshot = hasher.copy()  # the state over out[:hashed]
+            kept_hash = snapshot
+        add_checkpoint(
+            Checkpoint(at, index, done, len(out), len(sweep_warnings), kept_hash, hashed)
+        )
         add_index(index)
         add_hashed(hashed)
     _strip_ids(out, items, done, count, reasoned, governing)
@@ -1317,7 +1332,9 @@ def prefix_fingerprint(
             if state is not None and state.checkpoints:
                 shared = min(common_prefix(state.out, items), through_item)
                 last = bisect.bisect_right(state.hashed, shared) - 1
-                if last >= 0 and state.checkpoints[last].hasher is not None:
+                while last >= 0 and state.checkpoints[last].hasher is None:
+                    last -= 1  # it kept no hash state: the one before that did
+                if last >= 0:
                     hasher = state.checkpoints[last].hasher.copy()
                     hashed = state.hashed[last]
             if state is not None:
