@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import bisect
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -26,6 +26,7 @@ from turnwire.structured import OutputSchema
 from turnwire.wire import (
     FunctionCall,
     FunctionCallOutput,
+    HostedInputItem,
     InputMessage,
     InputText,
     OutputMessage,
@@ -224,11 +225,137 @@ def _facts_of(items: Sequence[Any]) -> list[_Facts]:
     return facts
 
 
+# A stand-in for facts the fast check (below) passed without writing down: the facts of the
+# item at that index are taken from the item itself when the warm path needs them. Compared by
+# identity; no other facts tuple is this object.
+_UNREAD: _Facts = ("unread", None, None, False, False)
+
+
+def _item_facts(facts: list[_Facts], items: Sequence[Any], index: int) -> _Facts:
+    """``facts[index]``, taken from ``items[index]`` (and kept) when it is :data:`_UNREAD`."""
+    fact = facts[index]
+    if fact is _UNREAD:
+        fact = facts[index] = _facts_of((items[index],))[0]
+    return fact
+
+
 def _struct_facts(item: object) -> _Facts:
     extract = _STRUCT_FACTS.get(type(item))
     if extract is not None:
         return extract(item)
     return (str(getattr(item, "type", "unknown")), getattr(item, "id", None), None, False, False)
+
+
+_Fast = tuple[dict[str, int], dict[str, int], dict[str, int]]
+
+
+def _fast_state(items: Sequence[Any], *, stateless: bool) -> _Fast | None:
+    """The ``seen_ids``, ``calls`` and ``answered`` the exact loop (:func:`_facts_of`,
+    :func:`_check_from`, :func:`_check_answered`) leaves after ``items``, when it is certain
+    that the loop raises nothing; ``None`` otherwise.
+
+    One pass with no facts tuples: each item adds to the state without the loop's checks, and
+    the rules are then checked in bulk (a dictionary smaller than the ids added to it holds a
+    duplicate, a joined string counts the prefixes). It only answers whether every rule holds;
+    ``None`` (a rule may fail, an item of another type, a value of an unexpected type) sends the
+    body to the exact loop, which finds and reports the first violation. Whatever the answer,
+    the errors are the exact loop's.
+    """
+    try:
+        return _fast_pass(items, stateless=stateless)
+    except Exception:  # a value of an unexpected type: the exact loop decides
+        return None
+
+
+def _fast_pass(items: Sequence[Any], *, stateless: bool) -> _Fast | None:
+    seen_ids: dict[str, int] = {}
+    calls: dict[str, int] = {}
+    answered: dict[str, int] = {}
+    message_ids: list[str] = []
+    call_item_ids: list[str] = []
+    reasoning_ids: list[str] = []
+    add_message_id, add_call_item_id = message_ids.append, call_item_ids.append
+    add_reasoning_id = reasoning_ids.append
+    call_count = 0
+    partnered = False  # the item before is a reasoning item: this one must carry an id
+    for index, item in enumerate(items):
+        kind = type(item)  # exact types, as in _facts_of; by frequency
+        if kind is InputMessage:
+            if partnered or (type(item.content) is not str and _input_message_facts(item)[3]):
+                return None
+        elif kind is FunctionCallOutput:
+            call_id = item.call_id
+            if partnered or call_id not in calls:  # not yet called (or not a string)
+                return None
+            if call_id not in answered:
+                answered[call_id] = index
+        elif kind is FunctionCall:
+            item_id = item.id
+            if item_id is not None:
+                seen_ids[item_id] = index
+                add_call_item_id(item_id)
+            if partnered:
+                if not item_id:
+                    return None
+                partnered = False
+            calls[item.call_id] = index
+            call_count += 1
+        elif kind is ReasoningItem:
+            if partnered or (stateless and not item.encrypted_content):
+                return None
+            item_id = item.id
+            if item_id is not None:
+                seen_ids[item_id] = index
+                add_reasoning_id(item_id)
+            partnered = True
+        elif kind is OutputMessage:
+            item_id = item.id
+            if item_id is not None:
+                seen_ids[item_id] = index
+                add_message_id(item_id)
+            if partnered:
+                if not item_id:
+                    return None
+                partnered = False
+        elif kind is not HostedInputItem or partnered:  # a hosted item has no facts to check
+            return None
+    if partnered or len(seen_ids) != len(message_ids) + len(call_item_ids) + len(reasoning_ids):
+        return None  # the last item is a reasoning item, or an id is used twice
+    if not (
+        _strings(seen_ids)
+        and _all_prefixed(message_ids, _ID_PREFIX["message"])
+        and _all_prefixed(call_item_ids, _ID_PREFIX["function_call"])
+        and _all_prefixed(reasoning_ids, _ID_PREFIX["reasoning"])
+    ):
+        return None
+    # Call ids: unique strings (the loop reads None as "") of at most 64 characters. Each
+    # output's call id is one of them, and every call is answered (answered ⊆ calls).
+    if len(calls) != call_count or len(answered) != call_count:
+        return None
+    if calls and not (_strings(calls) and max(map(len, calls)) <= 64):
+        return None
+    return seen_ids, calls, answered
+
+
+def _strings(values: Iterable[object]) -> bool:
+    """Whether every one of ``values`` is a ``str`` (not a subclass: the loop converts those)."""
+    return set(map(type, values)) <= {str}
+
+
+def _all_prefixed(ids: list[str], prefix: str) -> bool:
+    """Whether every one of ``ids`` starts with ``prefix``, in two counts over their join.
+
+    An id holding a NUL answers ``False`` (a doubt, not a verdict).
+    """
+    if not ids:
+        return True
+    joined = "\0".join(ids)
+    gaps = len(ids) - 1
+    return (
+        joined.startswith(prefix)
+        and joined.count("\0") == gaps
+        and joined.count("\0" + prefix) == gaps
+    )
 
 
 def _mapping_facts(item: Mapping[str, Any]) -> _Facts:
@@ -271,11 +398,13 @@ def preflight(body: RequestBody | Mapping[str, Any]) -> None:
     body (the rules are the same; recorded real requests are checked this way).
     """
     text_input = False
+    passed = False  # the items passed the fast check: every per-item rule holds
     store: object
     max_tokens: object
     if isinstance(body, RequestBody):
         items: Sequence[Any] = body.input
-        facts = _facts_of(items)
+        passed = _fast_state(items, stateless=body.store is False) is not None
+        facts = [] if passed else _facts_of(items)
         max_tokens, store = body.max_output_tokens, body.store
         format_type = body.text.format.get("type") if body.text and body.text.format else None
     else:
@@ -287,11 +416,12 @@ def preflight(body: RequestBody | Mapping[str, Any]) -> None:
         text = body.get("text")
         format_ = text.get("format") if isinstance(text, Mapping) else None
         format_type = format_.get("type") if isinstance(format_, Mapping) else None
-    if not facts and not text_input:
+    if not items and not text_input:
         raise _fail("non-empty-input", "input is empty")
     if isinstance(max_tokens, int) and max_tokens < 16:
         raise _fail("max-output-tokens", f"max_output_tokens is {max_tokens}")
-    _check_items(facts, stateless=store is False)
+    if not passed:
+        _check_items(facts, stateless=store is False)
     if format_type == "json_object" and not any("json" in _text_of(i).lower() for i in items):
         raise _fail("json-object-needs-json", "no input item mentions JSON")
 
@@ -432,7 +562,7 @@ def _checked_body(body: RequestBody, memo: RenderMemo) -> EncodedBody:
         facts = old_facts
         seen_ids, calls, answered = state.seen_ids, state.calls, state.answered
         for index in range(shared, len(old_facts)):  # forget what the old tail added
-            _, item_id, call_id, _, _ = old_facts[index]
+            _, item_id, call_id, _, _ = _item_facts(old_facts, state.input, index)
             if item_id is not None and seen_ids.get(item_id) == index:
                 del seen_ids[item_id]
             if call_id is not None:
@@ -441,13 +571,20 @@ def _checked_body(body: RequestBody, memo: RenderMemo) -> EncodedBody:
                 if answered.get(call_id) == index:
                     del answered[call_id]
         del facts[shared:]
+        facts += _facts_of(items[shared:])
+        if _item_facts(facts, items, shared - 1)[0] == "reasoning":
+            _check_partner(facts, shared - 1)  # its follower changed
+        _check_from(facts, shared, seen_ids, calls, answered, stateless=stateless)
+        _check_answered(calls, answered)
     else:
-        facts, seen_ids, calls, answered = [], {}, {}, {}
-    facts += _facts_of(items[shared:])
-    if shared and facts[shared - 1][0] == "reasoning":
-        _check_partner(facts, shared - 1)  # its follower changed
-    _check_from(facts, shared, seen_ids, calls, answered, stateless=stateless)
-    _check_answered(calls, answered)
+        fast = _fast_state(items, stateless=stateless)
+        if fast is not None:  # every rule holds; the facts are read when a warm path needs them
+            facts = [_UNREAD] * len(items)
+            seen_ids, calls, answered = fast
+        else:
+            facts, seen_ids, calls, answered = _facts_of(items), {}, {}, {}
+            _check_from(facts, 0, seen_ids, calls, answered, stateless=stateless)
+            _check_answered(calls, answered)
     text = body.text
     format_type = text.format.get("type") if text and text.format else None
     if format_type == "json_object" and not any("json" in _text_of(i).lower() for i in items):
