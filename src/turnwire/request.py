@@ -68,6 +68,8 @@ PREFLIGHT_RULES: dict[str, str] = {
 
 _ID_PREFIX = {"function_call": "fc_", "reasoning": "rs_", "message": "msg_"}
 _PASSIVE_TYPES = {"reasoning", "function_call_output", "item_reference"}
+# The item types the per-item rules treat by name (beyond the id rules every item has).
+_CHECKED_TYPES = {*_ID_PREFIX, "function_call_output"}
 
 _ENCODER = msgspec.json.Encoder()
 
@@ -274,8 +276,9 @@ def _fast_pass(items: Sequence[Any], *, stateless: bool) -> _Fast | None:
     message_ids: list[str] = []
     call_item_ids: list[str] = []
     reasoning_ids: list[str] = []
+    hosted_ids: list[str] = []
     add_message_id, add_call_item_id = message_ids.append, call_item_ids.append
-    add_reasoning_id = reasoning_ids.append
+    add_reasoning_id, add_hosted_id = reasoning_ids.append, hosted_ids.append
     call_count = 0
     partnered = False  # the item before is a reasoning item: this one must carry an id
     for index, item in enumerate(items):
@@ -317,9 +320,22 @@ def _fast_pass(items: Sequence[Any], *, stateless: bool) -> _Fast | None:
                 if not item_id:
                     return None
                 partnered = False
-        elif kind is not HostedInputItem or partnered:  # a hosted item has no facts to check
+        elif kind is HostedInputItem:
+            hosted = item.type
+            if hosted in _CHECKED_TYPES:  # the rules of that type would apply: let the loop
+                return None
+            item_id = item.id
+            if item_id is not None:
+                seen_ids[item_id] = index
+                add_hosted_id(item_id)
+            if partnered:
+                if not item_id or hosted in _PASSIVE_TYPES:
+                    return None
+                partnered = False
+        else:
             return None
-    if partnered or len(seen_ids) != len(message_ids) + len(call_item_ids) + len(reasoning_ids):
+    named = len(message_ids) + len(call_item_ids) + len(reasoning_ids) + len(hosted_ids)
+    if partnered or len(seen_ids) != named:
         return None  # the last item is a reasoning item, or an id is used twice
     if not (
         _strings(seen_ids)
