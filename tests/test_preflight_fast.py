@@ -17,6 +17,7 @@ from typing import Any
 from unittest import mock
 
 import msgspec
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -163,9 +164,13 @@ def cycle(draw: st.DrawFn, n: int) -> list[Any]:
     items: list[Any] = [
         InputMessage(role="user", content=draw(st.sampled_from(["q", (InputText(text="q"),)])))
     ]
-    shape = draw(st.sampled_from(["reasoned call", "call", "reasoned answer", "answer"]))
+    shape = draw(
+        st.sampled_from(["reasoned call", "call", "reasoned answer", "answer", "reasoned search"])
+    )
     if shape.startswith("reasoned"):
         items.append(ReasoningItem(summary=(), id=f"rs_{n}", encrypted_content="enc"))
+    if shape == "reasoned search":
+        items.append(HostedInputItem({"type": "web_search_call", "id": f"ws_{n}"}))
     if shape.endswith("call"):
         call_id = f"call_{n}"
         alone = draw(st.sampled_from([None, f"fc_{n}"]))  # a call alone may send its id
@@ -180,8 +185,52 @@ def cycle(draw: st.DrawFn, n: int) -> list[Any]:
     else:
         items.append(InputMessage(role="assistant", content="a"))
     if draw(st.booleans()):
-        items.append(HostedInputItem({"type": "web_search_call", "id": f"ws_{n}"}))
+        items.append(HostedInputItem({"type": "web_search_call", "id": f"wx_{n}"}))
     return items
+
+
+def tweaks(item: Any, n: int) -> list[dict[str, Any]]:
+    """Changes of one field of ``item`` that break one rule (alone, or with other changes)."""
+    odd_ids = [None, "", f"x_{n}", f"rs_{n}x", f"fc_{n}x", f"msg_{n}x"]
+    if isinstance(item, ReasoningItem):
+        return [{"encrypted_content": None}, {"encrypted_content": ""}] + [
+            {"id": i} for i in odd_ids
+        ]
+    if isinstance(item, FunctionCall | OutputMessage):
+        return [{"id": i} for i in odd_ids]
+    if isinstance(item, FunctionCallOutput):
+        return [{"call_id": c} for c in ("call_0", "call_1", f"call_{n}x", "")]
+    if isinstance(item, InputMessage):
+        return [{"role": "assistant", "content": (InputText(text="t"),)}, {"role": "assistant"}]
+    if isinstance(item, HostedInputItem):
+        return [
+            {"type": t, "id": i}
+            for t in ("item_reference", "message", "function_call_output", "mcp_call")
+            for i in (item.id, None, "")
+        ]
+    return []
+
+
+def tweaked(draw: st.DrawFn, items: list[Any], at: int) -> None:
+    """Change one field of ``items[at]``; a call's call id changes with its outputs'."""
+    item = items[at]
+    if isinstance(item, FunctionCall) and draw(st.booleans()):
+        renamed = draw(st.sampled_from(["c" * 64, "c" * 65, "", "call_0", f"call_{at}x"]))
+        for index, other in enumerate(items):
+            if (
+                isinstance(other, FunctionCall | FunctionCallOutput)
+                and other.call_id == item.call_id
+            ):
+                items[index] = msgspec.structs.replace(other, call_id=renamed)
+        return
+    changes = tweaks(item, at)
+    if not changes:
+        return
+    change = draw(st.sampled_from(changes))
+    if isinstance(item, HostedInputItem):
+        items[at] = HostedInputItem({k: v for k, v in {**item, **change}.items() if v is not None})
+    else:
+        items[at] = msgspec.structs.replace(item, **change)
 
 
 @st.composite
@@ -190,13 +239,18 @@ def inputs(draw: st.DrawFn, first: int = 0) -> list[Any]:
     items: list[Any] = []
     for n in range(first, first + draw(st.integers(0, 5))):
         items += draw(cycle(n))
-    for _ in range(draw(st.integers(0, 3))):
-        edit = draw(st.sampled_from(["insert", "replace", "delete", "swap", "repeat"]))
+    for _ in range(draw(st.integers(0, 2))):
+        edit = draw(
+            st.sampled_from(["tweak", "tweak", "insert", "replace", "delete", "swap", "repeat"])
+        )
         at = draw(st.integers(0, len(items)))
         if edit == "insert":
             items.insert(at, draw(ODD_ITEMS))
         elif items and at < len(items):
-            if edit == "replace":
+            if edit == "tweak":
+                changeable = [i for i, item in enumerate(items) if tweaks(item, i)]
+                tweaked(draw, items, draw(st.sampled_from(changeable)) if changeable else at)
+            elif edit == "replace":
                 items[at] = draw(ODD_ITEMS)
             elif edit == "delete":
                 del items[at]
@@ -299,3 +353,129 @@ def test_a_valid_body_takes_the_fast_pass_and_a_warm_body_reads_its_facts():
     memo_error = outcome(lambda: checked_body(body_of(broken), memo))
     assert memo_error == reference(broken, True)
     assert memo_error[1] == "reasoning-partner"
+
+
+def call(n: int, call_id: str | None = None, item_id: str | None = None) -> FunctionCall:
+    return FunctionCall(call_id=call_id or f"call_{n}", name="f", arguments="{}", id=item_id)
+
+
+def hosted(kind: str, item_id: str | None) -> HostedInputItem:
+    return HostedInputItem({"type": kind} if item_id is None else {"type": kind, "id": item_id})
+
+
+REASONING = ReasoningItem(summary=(), id="rs_9", encrypted_content="enc")
+ANSWER = OutputMessage(
+    role="assistant",
+    status="completed",
+    id="msg_9",
+    content=(OutputText(text="a", annotations=()),),
+)
+USER = InputMessage(role="user", content="q")
+# One change of a valid body each, the rule it breaks (None: a TypeError of the loop).
+BROKEN: dict[str, tuple[Callable[[list[Any]], list[Any]], str | None]] = {
+    "reasoning without encrypted content": (
+        lambda t: [*t, msgspec.structs.replace(REASONING, encrypted_content=""), ANSWER],
+        "reasoning-encrypted",
+    ),
+    "reasoning id prefix": (
+        lambda t: [*t, msgspec.structs.replace(REASONING, id="r_9"), ANSWER],
+        "item-id-prefix",
+    ),
+    "reasoning last": (lambda t: [*t, REASONING], "reasoning-partner"),
+    "reasoning before a call without id": (
+        lambda t: [*t, REASONING, call(9), FunctionCallOutput(call_id="call_9", output="r")],
+        "reasoning-partner",
+    ),
+    "reasoning before a call with an empty id": (
+        lambda t: [
+            *t,
+            REASONING,
+            call(9, item_id=""),
+            FunctionCallOutput(call_id="call_9", output="r"),
+        ],
+        "reasoning-partner",
+    ),
+    "reasoning before an input message": (lambda t: [*t, REASONING, USER], "reasoning-partner"),
+    "reasoning before reasoning": (
+        lambda t: [*t, REASONING, msgspec.structs.replace(REASONING, id="rs_10"), ANSWER],
+        "reasoning-partner",
+    ),
+    "reasoning before an output": (
+        lambda t: [*t[:13], REASONING, *t[13:]],
+        "reasoning-partner",
+    ),
+    "reasoning before an item reference": (
+        lambda t: [*t, REASONING, hosted("item_reference", "msg_1")],
+        "reasoning-partner",
+    ),
+    "reasoning before a hosted item without id": (
+        lambda t: [*t, REASONING, hosted("web_search_call", None), ANSWER],
+        "reasoning-partner",
+    ),
+    "reasoning before an output message without id": (
+        lambda t: [*t, REASONING, msgspec.structs.replace(ANSWER, id="")],
+        "reasoning-partner",
+    ),
+    "duplicate item id": (
+        lambda t: [*t, msgspec.structs.replace(ANSWER, id="fc_1")],
+        "duplicate-id",
+    ),
+    "duplicate hosted id": (
+        lambda t: [*t, hosted("web_search_call", "ws_1"), hosted("mcp_call", "ws_1")],
+        "duplicate-id",
+    ),
+    "duplicate call id": (
+        lambda t: [*t, call(1), FunctionCallOutput(call_id="call_1", output="r")],
+        "duplicate-id",
+    ),
+    "long call id": (
+        lambda t: [*t, call(9, "c" * 65), FunctionCallOutput(call_id="c" * 65, output="r")],
+        "call-id-length",
+    ),
+    "long output call id": (
+        lambda t: [*t, FunctionCallOutput(call_id="c" * 65, output="r")],
+        "call-id-length",
+    ),
+    "output before its call": (
+        lambda t: [*t, FunctionCallOutput(call_id="call_9", output="r"), call(9)],
+        "call-output-pairing",
+    ),
+    "output of no call": (
+        lambda t: [*t, FunctionCallOutput(call_id="call_9", output="r")],
+        "call-output-pairing",
+    ),
+    "call without output": (lambda t: [*t, call(9)], "call-output-pairing"),
+    "assistant input_text": (
+        lambda t: [*t, InputMessage(role="assistant", content=(InputText(text="t"),))],
+        "assistant-input-text",
+    ),
+    "answer id prefix": (
+        lambda t: [*t, msgspec.structs.replace(ANSWER, id="m_9")],
+        "item-id-prefix",
+    ),
+    "call id prefix": (
+        lambda t: [*t, call(9, item_id="f_9"), FunctionCallOutput(call_id="call_9", output="r")],
+        "item-id-prefix",
+    ),
+    "hosted message id prefix": (lambda t: [*t, hosted("message", "ws_9")], "item-id-prefix"),
+    "hosted output": (lambda t: [*t, hosted("function_call_output", None)], "call-output-pairing"),
+    "call id not a string": (lambda t: [*t, msgspec.structs.replace(call(9), call_id=7)], None),
+}
+
+
+@pytest.mark.parametrize("case", BROKEN)
+def test_each_broken_rule_is_reported_as_the_exact_loop_reports_it(case):
+    # turns(3): the call of the last turn at 12, its output at 13.
+    searched = [msgspec.structs.replace(REASONING, id="rs_8"), hosted("web_search_call", "ws_8")]
+    valid = [*turns(3), *searched, msgspec.structs.replace(ANSWER, id="msg_8"), USER]
+    assert _fast_state(valid, stateless=True) is not None
+    change, rule = BROKEN[case]
+    items = change(valid)
+    expected = reference(items, True)
+    assert expected[0] == ("PreflightError" if rule else "TypeError")
+    assert rule is None or expected[1] == rule
+    assert _fast_state(items, stateless=True) is None
+    memo = RenderMemo()
+    assert outcome(lambda: checked_body(body_of(items), memo)) == expected
+    assert memo.body is None
+    assert outcome(lambda: preflight(body_of(items))) == expected
