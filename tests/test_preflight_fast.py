@@ -261,7 +261,7 @@ def inputs(draw: st.DrawFn, first: int = 0) -> list[Any]:
     return items
 
 
-@FAST
+@settings(FAST, max_examples=1500)  # the cheapest test: the most examples
 @given(items=inputs(), stateless=st.booleans())
 def test_the_fast_pass_is_the_exact_loop_when_it_answers(items, stateless):
     expected = reference(items, stateless)
