@@ -265,11 +265,12 @@ def _fast_state(items: Sequence[Any], *, stateless: bool) -> _Fast | None:
     """
     try:
         return _fast_pass(items, stateless=stateless)
-    except Exception:  # a value of an unexpected type: the exact loop decides
+    except Exception:  # a value of an unexpected type (unhashable, say): the exact loop decides
         return None
 
 
 def _fast_pass(items: Sequence[Any], *, stateless: bool) -> _Fast | None:
+    """:func:`_fast_state`, raising what a value of an unexpected type raises."""
     seen_ids: dict[str, int] = {}
     calls: dict[str, int] = {}
     answered: dict[str, int] = {}
@@ -281,53 +282,69 @@ def _fast_pass(items: Sequence[Any], *, stateless: bool) -> _Fast | None:
     add_reasoning_id, add_hosted_id = reasoning_ids.append, hosted_ids.append
     call_count = 0
     partnered = False  # the item before is a reasoning item: this one must carry an id
+    # Local names: a global or builtin read per item would cost as much as a rule.
+    input_message, output_message, hosted_item = InputMessage, OutputMessage, HostedInputItem
+    call, output, reasoning = FunctionCall, FunctionCallOutput, ReasoningItem
+    string, type_of = str, type
     for index, item in enumerate(items):
-        kind = type(item)  # exact types, as in _facts_of; by frequency
-        if kind is InputMessage:
-            if partnered or (type(item.content) is not str and _input_message_facts(item)[3]):
+        kind = type_of(item)  # exact types, as in _facts_of; by frequency
+        if kind is input_message:
+            if partnered or (
+                item.role == "assistant"  # read first, as in _facts_of: content is read less
+                and type_of(item.content) is not string
+                and _input_message_facts(item)[3]
+            ):
                 return None
-        elif kind is FunctionCallOutput:
+        elif kind is output:
             call_id = item.call_id
-            if partnered or call_id not in calls:  # not yet called (or not a string)
-                return None
+            if partnered or type_of(call_id) is not string or call_id not in calls:
+                return None  # (not yet called: the loop says which rule)
             if call_id not in answered:
                 answered[call_id] = index
-        elif kind is FunctionCall:
+        elif kind is call:
             item_id = item.id
-            if item_id is not None:
+            if type_of(item_id) is string:
                 seen_ids[item_id] = index
                 add_call_item_id(item_id)
+            elif item_id is not None:
+                return None
             if partnered:
                 if not item_id:
                     return None
                 partnered = False
             calls[item.call_id] = index
             call_count += 1
-        elif kind is ReasoningItem:
+        elif kind is reasoning:
             if partnered or (stateless and not item.encrypted_content):
                 return None
             item_id = item.id
-            if item_id is not None:
+            if type_of(item_id) is string:
                 seen_ids[item_id] = index
                 add_reasoning_id(item_id)
+            elif item_id is not None:
+                return None
             partnered = True
-        elif kind is OutputMessage:
+        elif kind is output_message:
             item_id = item.id
-            if item_id is not None:
+            if type_of(item_id) is string:
                 seen_ids[item_id] = index
                 add_message_id(item_id)
+            elif item_id is not None:
+                return None
             if partnered:
                 if not item_id:
                     return None
                 partnered = False
-        elif kind is HostedInputItem:
+        elif kind is hosted_item:
             hosted = item.type
             if hosted in _CHECKED_TYPES:  # the rules of that type would apply: let the loop
                 return None
             item_id = item.id
-            if item_id is not None:
+            if type_of(item_id) is string:
                 seen_ids[item_id] = index
                 add_hosted_id(item_id)
+            elif item_id is not None:
+                return None
             if partnered:
                 if not item_id or hosted in _PASSIVE_TYPES:
                     return None
@@ -338,8 +355,7 @@ def _fast_pass(items: Sequence[Any], *, stateless: bool) -> _Fast | None:
     if partnered or len(seen_ids) != named:
         return None  # the last item is a reasoning item, or an id is used twice
     if not (
-        _strings(seen_ids)
-        and _all_prefixed(message_ids, _ID_PREFIX["message"])
+        _all_prefixed(message_ids, _ID_PREFIX["message"])
         and _all_prefixed(call_item_ids, _ID_PREFIX["function_call"])
         and _all_prefixed(reasoning_ids, _ID_PREFIX["reasoning"])
     ):
