@@ -120,7 +120,7 @@ def exact_only() -> Any:
 # Small pools, so that ids and call ids collide often.
 IDS = st.sampled_from(
     ["msg_1", "fc_1", "rs_1", "fc_2", "rs_2", "msg_x", "ws_1", "", "fc_\0x", "x\0fc_", None]
-) | st.builds(Twisted, st.sampled_from(["1", "fc_9"]))
+) | st.builds(Twisted, st.sampled_from(["1", "fc_9", "rs_9"]))
 CALL_IDS = st.sampled_from(["call_0", "call_1", "call_2", "", "c" * 64, "c" * 65, None, 7])
 CONTENTS = st.sampled_from(
     [
@@ -455,6 +455,14 @@ BROKEN: dict[str, tuple[Callable[[list[Any]], list[Any]], str | None]] = {
     ),
     "call id prefix": (
         lambda t: [*t, call(9, item_id="f_9"), FunctionCallOutput(call_id="call_9", output="r")],
+        "item-id-prefix",
+    ),
+    "call id prefix after a NUL": (
+        lambda t: [*t, call(9, item_id="x\0fc_"), FunctionCallOutput(call_id="call_9", output="r")],
+        "item-id-prefix",
+    ),
+    "reasoning id whose str() has another prefix": (
+        lambda t: [*t, msgspec.structs.replace(REASONING, id=Twisted("rs_9")), ANSWER],
         "item-id-prefix",
     ),
     "hosted message id prefix": (lambda t: [*t, hosted("message", "ws_9")], "item-id-prefix"),
