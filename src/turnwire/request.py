@@ -227,7 +227,7 @@ def _facts_of(items: Sequence[Any]) -> list[_Facts]:
     return facts
 
 
-# A stand-in for facts the fast check (below) passed without writing down: the facts of the
+# A stand-in for facts the fast pass (:func:`_fast_state`) did not write down: the facts of the
 # item at that index are taken from the item itself when the warm path needs them. Compared by
 # identity; no other facts tuple is this object.
 _UNREAD: _Facts = ("unread", None, None, False, False)
@@ -256,12 +256,13 @@ def _fast_state(items: Sequence[Any], *, stateless: bool) -> _Fast | None:
     :func:`_check_from`, :func:`_check_answered`) leaves after ``items``, when it is certain
     that the loop raises nothing; ``None`` otherwise.
 
-    One pass with no facts tuples: each item adds to the state without the loop's checks, and
-    the rules are then checked in bulk (a dictionary smaller than the ids added to it holds a
-    duplicate, a joined string counts the prefixes). It only answers whether every rule holds;
-    ``None`` (a rule may fail, an item of another type, a value of an unexpected type) sends the
-    body to the exact loop, which finds and reports the first violation. Whatever the answer,
-    the errors are the exact loop's.
+    One pass that builds the three dictionaries and no facts tuples. The rules that depend on
+    order (a reasoning item's partner, a call before its output) are checked on the way, the
+    others in bulk at the end: a dictionary smaller than the ids put into it holds a duplicate,
+    and two counts over the joined ids of a type check their prefix. It only answers whether
+    every rule holds; ``None`` (a rule may fail, an item of another type, a value of an
+    unexpected type) sends the body to the exact loop, which finds and reports the first
+    violation. Whatever the answer, the errors are the exact loop's.
     """
     try:
         return _fast_pass(items, stateless=stateless)
@@ -561,8 +562,10 @@ def checked_body(body: RequestBody, memo: RenderMemo | None = None) -> EncodedBo
 
     The longest run of leading ``input`` items that are the very objects of the last body
     checked through ``memo`` keeps its preflight facts and state and its encoded bytes; only
-    the rest is checked and encoded. The bytes and the errors are exactly those of
-    ``preflight(body)`` and ``encode_body(body)``.
+    the rest is checked and encoded. A body that shares nothing with the last one goes through
+    the fast pass (:func:`_fast_state`) first, and through the exact rules only when that pass
+    has a doubt. The bytes and the errors are exactly those of ``preflight(body)`` and
+    ``encode_body(body)``.
     """
     if memo is None:
         preflight(body)
