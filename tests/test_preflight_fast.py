@@ -60,6 +60,15 @@ class Twisted(str):
         return "fc_" + self
 
 
+class Falsy(str):
+    """A call id that is false (the loop reads a false call id as "")."""
+
+    __slots__ = ()
+
+    def __bool__(self) -> bool:
+        return False
+
+
 class Unknown(msgspec.Struct, frozen=True):
     """An item of a type the fast pass does not know."""
 
@@ -356,7 +365,8 @@ def test_a_valid_body_takes_the_fast_pass_and_a_warm_body_reads_its_facts():
 
 
 def call(n: int, call_id: str | None = None, item_id: str | None = None) -> FunctionCall:
-    return FunctionCall(call_id=call_id or f"call_{n}", name="f", arguments="{}", id=item_id)
+    call_id = f"call_{n}" if call_id is None else call_id
+    return FunctionCall(call_id=call_id, name="f", arguments="{}", id=item_id)
 
 
 def hosted(kind: str, item_id: str | None) -> HostedInputItem:
@@ -431,6 +441,10 @@ BROKEN: dict[str, tuple[Callable[[list[Any]], list[Any]], str | None]] = {
     "long call id": (
         lambda t: [*t, call(9, "c" * 65), FunctionCallOutput(call_id="c" * 65, output="r")],
         "call-id-length",
+    ),
+    "false call id": (
+        lambda t: [*t, call(9, Falsy("call_9")), FunctionCallOutput(call_id="call_9", output="r")],
+        "call-output-pairing",
     ),
     "long output call id": (
         lambda t: [*t, FunctionCallOutput(call_id="c" * 65, output="r")],

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import bisect
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -313,7 +313,10 @@ def _fast_pass(items: Sequence[Any], *, stateless: bool) -> _Fast | None:
                 if not item_id:
                     return None
                 partnered = False
-            calls[item.call_id] = index
+            call_id = item.call_id
+            if type_of(call_id) is not string or len(call_id) > 64:  # the loop reads None as ""
+                return None
+            calls[call_id] = index
             call_count += 1
         elif kind is reasoning:
             if partnered or (stateless and not item.encrypted_content):
@@ -361,18 +364,11 @@ def _fast_pass(items: Sequence[Any], *, stateless: bool) -> _Fast | None:
         and _all_prefixed(reasoning_ids, _ID_PREFIX["reasoning"])
     ):
         return None
-    # Call ids: unique strings (the loop reads None as "") of at most 64 characters. Each
-    # output's call id is one of them, and every call is answered (answered ⊆ calls).
+    # Call ids: unique. Each output's call id is one of them, and every call is answered
+    # (answered ⊆ calls).
     if len(calls) != call_count or len(answered) != call_count:
         return None
-    if calls and not (_strings(calls) and max(map(len, calls)) <= 64):
-        return None
     return seen_ids, calls, answered
-
-
-def _strings(values: Iterable[object]) -> bool:
-    """Whether every one of ``values`` is a ``str`` (not a subclass: the loop converts those)."""
-    return set(map(type, values)) <= {str}
 
 
 def _all_prefixed(ids: list[str], prefix: str) -> bool:
