@@ -26,6 +26,7 @@ from turnwire.structured import OutputSchema
 from turnwire.wire import (
     FunctionCall,
     FunctionCallOutput,
+    HostedInputItem,
     InputMessage,
     InputText,
     OutputMessage,
@@ -67,6 +68,8 @@ PREFLIGHT_RULES: dict[str, str] = {
 
 _ID_PREFIX = {"function_call": "fc_", "reasoning": "rs_", "message": "msg_"}
 _PASSIVE_TYPES = {"reasoning", "function_call_output", "item_reference"}
+# The item types the per-item rules treat by name (beyond the id rules every item has).
+_CHECKED_TYPES = {*_ID_PREFIX, "function_call_output"}
 
 _ENCODER = msgspec.json.Encoder()
 
@@ -224,11 +227,164 @@ def _facts_of(items: Sequence[Any]) -> list[_Facts]:
     return facts
 
 
+# A stand-in for facts the fast pass (:func:`_fast_state`) did not write down: the facts of the
+# item at that index are taken from the item itself when the warm path needs them. Compared by
+# identity; no other facts tuple is this object.
+_UNREAD: _Facts = ("unread", None, None, False, False)
+
+
+def _item_facts(facts: list[_Facts], items: Sequence[Any], index: int) -> _Facts:
+    """``facts[index]``, taken from ``items[index]`` (and kept) when it is :data:`_UNREAD`."""
+    fact = facts[index]
+    if fact is _UNREAD:
+        fact = facts[index] = _facts_of((items[index],))[0]
+    return fact
+
+
 def _struct_facts(item: object) -> _Facts:
     extract = _STRUCT_FACTS.get(type(item))
     if extract is not None:
         return extract(item)
     return (str(getattr(item, "type", "unknown")), getattr(item, "id", None), None, False, False)
+
+
+_Fast = tuple[dict[str, int], dict[str, int], dict[str, int]]
+
+
+def _fast_state(items: Sequence[Any], *, stateless: bool) -> _Fast | None:
+    """The ``seen_ids``, ``calls`` and ``answered`` the exact loop (:func:`_facts_of`,
+    :func:`_check_from`, :func:`_check_answered`) leaves after ``items``, when it is certain
+    that the loop raises nothing; ``None`` otherwise.
+
+    One pass that builds the three dictionaries and no facts tuples. The rules that depend on
+    order (a reasoning item's partner, a call before its output) are checked on the way, the
+    others in bulk at the end: a dictionary smaller than the ids put into it holds a duplicate,
+    and two counts over the joined ids of a type check their prefix. It only answers whether
+    every rule holds; ``None`` (a rule may fail, an item of another type, a value of an
+    unexpected type) sends the body to the exact loop, which finds and reports the first
+    violation. Whatever the answer, the errors are the exact loop's.
+    """
+    try:
+        return _fast_pass(items, stateless=stateless)
+    except Exception:  # a value of an unexpected type (unhashable, say): the exact loop decides
+        return None
+
+
+def _fast_pass(items: Sequence[Any], *, stateless: bool) -> _Fast | None:
+    """:func:`_fast_state`, raising what a value of an unexpected type raises."""
+    seen_ids: dict[str, int] = {}
+    calls: dict[str, int] = {}
+    answered: dict[str, int] = {}
+    message_ids: list[str] = []
+    call_item_ids: list[str] = []
+    reasoning_ids: list[str] = []
+    hosted_ids: list[str] = []
+    add_message_id, add_call_item_id = message_ids.append, call_item_ids.append
+    add_reasoning_id, add_hosted_id = reasoning_ids.append, hosted_ids.append
+    call_count = 0
+    partnered = False  # the item before is a reasoning item: this one must carry an id
+    # Local names: a global or builtin read per item would cost as much as a rule.
+    input_message, output_message, hosted_item = InputMessage, OutputMessage, HostedInputItem
+    call, output, reasoning = FunctionCall, FunctionCallOutput, ReasoningItem
+    string, type_of = str, type
+    for index, item in enumerate(items):
+        kind = type_of(item)  # exact types, as in _facts_of; by frequency
+        if kind is input_message:
+            if partnered or (
+                item.role == "assistant"  # read first, as in _facts_of: content is read less
+                and type_of(item.content) is not string
+                and _input_message_facts(item)[3]
+            ):
+                return None
+        elif kind is output:
+            call_id = item.call_id
+            if partnered or type_of(call_id) is not string or call_id not in calls:
+                return None  # (not yet called: the loop says which rule)
+            if call_id not in answered:
+                answered[call_id] = index
+        elif kind is call:
+            item_id = item.id
+            if type_of(item_id) is string:
+                seen_ids[item_id] = index
+                add_call_item_id(item_id)
+            elif item_id is not None:
+                return None
+            if partnered:
+                if not item_id:
+                    return None
+                partnered = False
+            call_id = item.call_id
+            if type_of(call_id) is not string or len(call_id) > 64:  # the loop reads None as ""
+                return None
+            calls[call_id] = index
+            call_count += 1
+        elif kind is reasoning:
+            if partnered or (stateless and not item.encrypted_content):
+                return None
+            item_id = item.id
+            if type_of(item_id) is string:
+                seen_ids[item_id] = index
+                add_reasoning_id(item_id)
+            elif item_id is not None:
+                return None
+            partnered = True
+        elif kind is output_message:
+            item_id = item.id
+            if type_of(item_id) is string:
+                seen_ids[item_id] = index
+                add_message_id(item_id)
+            elif item_id is not None:
+                return None
+            if partnered:
+                if not item_id:
+                    return None
+                partnered = False
+        elif kind is hosted_item:
+            hosted = item.type
+            if hosted in _CHECKED_TYPES:  # the rules of that type would apply: let the loop
+                return None
+            item_id = item.id
+            if type_of(item_id) is string:
+                seen_ids[item_id] = index
+                add_hosted_id(item_id)
+            elif item_id is not None:
+                return None
+            if partnered:
+                if not item_id or hosted in _PASSIVE_TYPES:
+                    return None
+                partnered = False
+        else:
+            return None
+    named = len(message_ids) + len(call_item_ids) + len(reasoning_ids) + len(hosted_ids)
+    if partnered or len(seen_ids) != named:
+        return None  # the last item is a reasoning item, or an id is used twice
+    if not (
+        _all_prefixed(message_ids, _ID_PREFIX["message"])
+        and _all_prefixed(call_item_ids, _ID_PREFIX["function_call"])
+        and _all_prefixed(reasoning_ids, _ID_PREFIX["reasoning"])
+    ):
+        return None
+    # Call ids: unique. Each output's call id is one of them, and every call is answered
+    # (answered ⊆ calls).
+    if len(calls) != call_count or len(answered) != call_count:
+        return None
+    return seen_ids, calls, answered
+
+
+def _all_prefixed(ids: list[str], prefix: str) -> bool:
+    """Whether every one of ``ids`` starts with ``prefix``, in two counts over their join.
+
+    An id holding a NUL answers ``False`` (a doubt, not a verdict).
+    """
+    if not ids:
+        return True
+    joined = "\0".join(ids)
+    gaps = len(ids) - 1
+    return (
+        joined.startswith(prefix)
+        and joined.count("\0") == gaps
+        and joined.count("\0" + prefix) == gaps
+    )
 
 
 def _mapping_facts(item: Mapping[str, Any]) -> _Facts:
@@ -271,11 +427,13 @@ def preflight(body: RequestBody | Mapping[str, Any]) -> None:
     body (the rules are the same; recorded real requests are checked this way).
     """
     text_input = False
+    passed = False  # the items passed the fast check: every per-item rule holds
     store: object
     max_tokens: object
     if isinstance(body, RequestBody):
         items: Sequence[Any] = body.input
-        facts = _facts_of(items)
+        passed = _fast_state(items, stateless=body.store is False) is not None
+        facts = [] if passed else _facts_of(items)
         max_tokens, store = body.max_output_tokens, body.store
         format_type = body.text.format.get("type") if body.text and body.text.format else None
     else:
@@ -287,11 +445,12 @@ def preflight(body: RequestBody | Mapping[str, Any]) -> None:
         text = body.get("text")
         format_ = text.get("format") if isinstance(text, Mapping) else None
         format_type = format_.get("type") if isinstance(format_, Mapping) else None
-    if not facts and not text_input:
+    if not items and not text_input:
         raise _fail("non-empty-input", "input is empty")
     if isinstance(max_tokens, int) and max_tokens < 16:
         raise _fail("max-output-tokens", f"max_output_tokens is {max_tokens}")
-    _check_items(facts, stateless=store is False)
+    if not passed:
+        _check_items(facts, stateless=store is False)
     if format_type == "json_object" and not any("json" in _text_of(i).lower() for i in items):
         raise _fail("json-object-needs-json", "no input item mentions JSON")
 
@@ -399,8 +558,10 @@ def checked_body(body: RequestBody, memo: RenderMemo | None = None) -> EncodedBo
 
     The longest run of leading ``input`` items that are the very objects of the last body
     checked through ``memo`` keeps its preflight facts and state and its encoded bytes; only
-    the rest is checked and encoded. The bytes and the errors are exactly those of
-    ``preflight(body)`` and ``encode_body(body)``.
+    the rest is checked and encoded. A body that shares nothing with the last one goes through
+    the fast pass (:func:`_fast_state`) first, and through the exact rules only when that pass
+    has a doubt. The bytes and the errors are exactly those of ``preflight(body)`` and
+    ``encode_body(body)``.
     """
     if memo is None:
         preflight(body)
@@ -432,7 +593,7 @@ def _checked_body(body: RequestBody, memo: RenderMemo) -> EncodedBody:
         facts = old_facts
         seen_ids, calls, answered = state.seen_ids, state.calls, state.answered
         for index in range(shared, len(old_facts)):  # forget what the old tail added
-            _, item_id, call_id, _, _ = old_facts[index]
+            _, item_id, call_id, _, _ = _item_facts(old_facts, state.input, index)
             if item_id is not None and seen_ids.get(item_id) == index:
                 del seen_ids[item_id]
             if call_id is not None:
@@ -441,13 +602,20 @@ def _checked_body(body: RequestBody, memo: RenderMemo) -> EncodedBody:
                 if answered.get(call_id) == index:
                     del answered[call_id]
         del facts[shared:]
+        facts += _facts_of(items[shared:])
+        if _item_facts(facts, items, shared - 1)[0] == "reasoning":
+            _check_partner(facts, shared - 1)  # its follower changed
+        _check_from(facts, shared, seen_ids, calls, answered, stateless=stateless)
+        _check_answered(calls, answered)
     else:
-        facts, seen_ids, calls, answered = [], {}, {}, {}
-    facts += _facts_of(items[shared:])
-    if shared and facts[shared - 1][0] == "reasoning":
-        _check_partner(facts, shared - 1)  # its follower changed
-    _check_from(facts, shared, seen_ids, calls, answered, stateless=stateless)
-    _check_answered(calls, answered)
+        fast = _fast_state(items, stateless=stateless)
+        if fast is not None:  # every rule holds; the facts are read when a warm path needs them
+            facts = [_UNREAD] * len(items)
+            seen_ids, calls, answered = fast
+        else:
+            facts, seen_ids, calls, answered = _facts_of(items), {}, {}, {}
+            _check_from(facts, 0, seen_ids, calls, answered, stateless=stateless)
+            _check_answered(calls, answered)
     text = body.text
     format_type = text.format.get("type") if text and text.format else None
     if format_type == "json_object" and not any("json" in _text_of(i).lower() for i in items):
