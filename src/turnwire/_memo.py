@@ -284,7 +284,8 @@ class BodyState(msgspec.Struct, kw_only=True, gc=False):
     :ivar bounds: where each segment ends, from the first item's first byte.
     :ivar ends: where each item's bytes end, from the first item's first byte (``None``: not
         known, the body was encoded whole).
-    :ivar facts: the preflight facts of each item.
+    :ivar facts: the preflight facts of each item (``request._UNREAD`` where a body's fast
+        pass wrote none down: read from the item when needed).
     :ivar seen_ids: item id → index of its item.
     :ivar calls: ``function_call`` call id → index.
     :ivar answered: call id → index of its first ``function_call_output``.
