@@ -5,7 +5,11 @@ thoughts with 1 KB of encrypted content, all replayed; own answers; tool calls w
 are rendered end to end with ``turnwire.render`` (pointer loading, every stage, the pairing
 sweep with prefix fingerprints, the body, the preflight check, the bytes), with records never
 seen before: each render gets an empty render memo (the container, its plugin manager and
-stage plan are warm, as in a long-lived process meeting a new thread). Printed:
+stage plan are warm, as in a long-lived process meeting a new thread).
+
+Both sizes and all three subjects run in alternation, round after round; milliseconds are
+medians, and each ratio is the median over rounds of the two subjects' times in the same round
+(a slow spell of a shared machine then slows both sides of a ratio alike). Printed:
 
 * ms per render and the ratio to the floor: msgspec-encoding the finished body alone;
 * the ratio to the Python floor: a hand-written minimal renderer of this thread's shapes
@@ -300,9 +304,9 @@ def timed(fn: Callable[[], Any], runs: int) -> float:
     return statistics.median(samples)
 
 
-def interleaved(*functions: Callable[[], Any], runs: int) -> list[float]:
-    """Median seconds of each function, measured in alternation so that a noisy machine slows
-    all alike."""
+def interleaved(*functions: Callable[[], Any], runs: int) -> list[list[float]]:
+    """Seconds of each call of each function, ``runs`` rounds, the functions in alternation
+    within a round so that a noisy machine slows all of a round alike."""
     samples: list[list[float]] = [[] for _ in functions]
     for _ in range(runs):
         for fn, kept in zip(functions, samples, strict=True):
@@ -310,7 +314,14 @@ def interleaved(*functions: Callable[[], Any], runs: int) -> list[float]:
             start = time.perf_counter()
             fn()
             kept.append(time.perf_counter() - start)
-    return [statistics.median(kept) for kept in samples]
+    return samples
+
+
+def paired(subject: list[float], floor: list[float]) -> float:
+    """The median over rounds of ``subject / floor`` measured in the same round: a slow spell
+    of a shared machine slows both sides of a round, so it cancels out of the ratio (a ratio
+    of two medians taken from different rounds keeps it)."""
+    return statistics.median(s / f for s, f in zip(subject, floor, strict=True))
 
 
 def cold_render(thread: Thread, container: Any) -> Callable[[], Any]:
@@ -436,66 +447,80 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer runs")
     args = parser.parse_args()
-    runs_small, runs_large = (5, 3) if args.quick else (21, 9)
+    runs = 5 if args.quick else 25
 
     settings = turnwire.load_settings(overrides=SETTINGS)
     container = turnwire.build_container(settings=settings)
     secret = os.environ["TURNWIRE_ENVELOPE_SECRET"]
-    results: dict[int, dict[str, float]] = {}
+    sizes = (1_000, 10_000)
+    subjects: list[Callable[[], Any]] = []
+    shapes: dict[int, tuple[int, int]] = {}
     bodies: dict[int, dict[str, Any]] = {}
-    for records in (1_000, 10_000):
-        thread = with_valid_fingerprints(synthetic_thread(records), settings)
+    threads: dict[int, Thread] = {}
+    requests: dict[int, Any] = {}
+    for records in sizes:
+        thread = threads[records] = with_valid_fingerprints(synthetic_thread(records), settings)
         rendered = cold_render(thread, container)()
         kinds = [type(i).__name__ for i in rendered.rendered.input]
         assert kinds.count("ReasoningItem") == records // 4, "every reasoning item must replay"
         minimal = minimal_renderer(thread, rendered, secret)
         assert minimal() == rendered.body, "the minimal renderer must give the same bytes"
-        runs = runs_small if records == 1_000 else runs_large
-        render_s, python_s, floor_s = interleaved(
+        subjects += [
             cold_render(thread, container),
             minimal,
             functools.partial(encode_body, rendered.request),
-            runs=runs,
-        )
-        results[records] = {
-            "render": render_s,
-            "python": python_s,
-            "floor": floor_s,
-            "items": len(rendered.rendered.input),
-            "bytes": len(rendered.body),
-        }
+        ]
+        shapes[records] = (len(rendered.rendered.input), len(rendered.body))
         bodies[records] = rendered.json
-        if records == 10_000:
-            turnwire.render(thread, container=container, model="gpt-5")
-            warm_s, warm_floor_s = interleaved(
-                functools.partial(turnwire.render, thread, container=container, model="gpt-5"),
-                functools.partial(encode_body, rendered.request),
-                runs=runs,
-            )
+        requests[records] = rendered.request
+    # Both sizes in the same rounds: the 10k/1k scaling is paired like the other ratios.
+    samples = interleaved(*subjects, runs=runs)
+    results: dict[int, dict[str, float]] = {}
+    for position, records in enumerate(sizes):
+        render_s, python_s, floor_s = samples[3 * position : 3 * position + 3]
+        results[records] = {
+            "render": statistics.median(render_s),
+            "python": statistics.median(python_s),
+            "floor": statistics.median(floor_s),
+            "render/floor": paired(render_s, floor_s),
+            "render/python": paired(render_s, python_s),
+            "python/floor": paired(python_s, floor_s),
+        }
+    scaling = paired(samples[3], samples[0])
 
-    print(f"turnwire render benchmark (Python {sys.version.split()[0]}, median of runs)")
+    warm = functools.partial(turnwire.render, threads[10_000], container=container, model="gpt-5")
+    warm()
+    warm_samples, warm_floor_samples = interleaved(
+        warm, functools.partial(encode_body, requests[10_000]), runs=runs
+    )
+    warm_s = statistics.median(warm_samples)
+
+    print(
+        f"turnwire render benchmark (Python {sys.version.split()[0]}; {runs} rounds, each "
+        "subject alternated with its floors; ms are medians, ratios medians of each round's)"
+    )
     print("records never seen before (an empty render memo per render):")
     print(
         f"{'records':>8} {'items':>7} {'body':>9} {'render ms':>10} {'python ms':>10} "
         f"{'floor ms':>9} {'render/floor':>13} {'render/python':>14}"
     )
     for records, r in results.items():
+        items, size = shapes[records]
         print(
-            f"{records:>8} {r['items']:>7} {r['bytes'] / 1e6:>8.2f}M {r['render'] * 1e3:>10.2f}"
+            f"{records:>8} {items:>7} {size / 1e6:>8.2f}M {r['render'] * 1e3:>10.2f}"
             f" {r['python'] * 1e3:>10.2f} {r['floor'] * 1e3:>9.2f}"
-            f" {r['render'] / r['floor']:>12.1f}x {r['render'] / r['python']:>13.2f}x"
+            f" {r['render/floor']:>12.1f}x {r['render/python']:>13.2f}x"
         )
-    scaling = results[10_000]["render"] / results[1_000]["render"]
     print(f"scaling 10k/1k: {scaling:.1f}x (linear is about 10; target within 11)")
     ten = results[10_000]
     print(
-        f"10k render within {ten['render'] / ten['floor']:.1f}x of the encode floor (target 22x)"
-        f" and {ten['render'] / ten['python']:.2f}x the minimal Python renderer (target 1.2x);"
-        f" the minimal renderer itself is {ten['python'] / ten['floor']:.1f}x the floor"
+        f"10k render within {ten['render/floor']:.1f}x of the encode floor (target 22x)"
+        f" and {ten['render/python']:.2f}x the minimal Python renderer (target 1.2x);"
+        f" the minimal renderer itself is {ten['python/floor']:.1f}x the floor"
     )
     print(
         f"the same 10k thread again through the warm memo: {warm_s * 1e3:.2f} ms, "
-        f"{warm_s / warm_floor_s:.2f}x the encode floor"
+        f"{paired(warm_samples, warm_floor_samples):.2f}x the encode floor"
     )
 
     sdk = sdk_prepare(bodies[1_000])
@@ -510,7 +535,7 @@ def main() -> int:
     if peer is None:
         print("pydantic-ai: not installed (uv sync --group bench) - skipped")
     else:
-        peer_s = timed(peer, runs_small)
+        peer_s = timed(peer, runs)
         print(
             f"pydantic-ai OpenAIResponsesModel._map_messages, 1k records: "
             f"{peer_s * 1e3:.1f} ms -> turnwire is {peer_s / results[1_000]['render']:.1f}x "

@@ -140,8 +140,10 @@ class StageRelay:
         calls = tuple((fn, names, set(names) == spec_names) for fn, names in target)
         if len(calls) == 1 and calls[0][2]:
             # One implementation taking every argument: a partial merges the injected
-            # options in C, the cheapest call there is (call keywords win over a partial's).
-            return functools.partial(calls[0][0], **injected)
+            # options in C, the cheapest call there is (call keywords win over a partial's);
+            # with no option to inject, the implementation itself.
+            only: _Caller = calls[0][0]
+            return only if not injected else functools.partial(only, **injected)
 
         def direct(**kwargs: Any) -> Any:
             merged = {**injected, **kwargs}
