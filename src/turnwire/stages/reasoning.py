@@ -17,8 +17,9 @@ __all__ = ["filter_thoughts", "render_reasoning_item"]
 
 @hookimpl(trylast=True)
 def render_reasoning_item(
-    thought: Thought, reasoning_replay: ReasoningReplay, replay_compatibility: tuple[str, ...]
+    reasoning_replay: ReasoningReplay, replay_compatibility: tuple[str, ...], thought: Thought
 ) -> ReasoningItem | None:
+    # The options first, the thought last: see stages.timeline.render_timeline_message.
     if reasoning_replay != "encrypted" or thought.payload is None:
         return None
     if thought.replay_compatibility not in replay_compatibility:

@@ -50,8 +50,10 @@ def _media_item(message: Message, stages: Any) -> InputMessage | None:
 
 @hookimpl(trylast=True)
 def render_timeline_message(
-    message: Message, self_identity: str, envelope_nonce: EnvelopeNonce, stages: Any
+    self_identity: str, envelope_nonce: EnvelopeNonce, stages: Any, message: Message
 ) -> tuple[InputItem, ...]:
+    # The options first, the record last: the relay calls a per-record stage as a partial of
+    # its options (in C), with the record by position (see _relay.positional_caller).
     identity = message.identity
     role = message.role
     # The nonce only where an envelope is built: the agent's own output goes out unwrapped.

@@ -47,13 +47,14 @@ def _media_result(
 
 @hookimpl(trylast=True)
 def render_tool_call_result(
-    tool_call: ToolCall,
-    tool: Tool | None,
     tool_result_inline_max_bytes: int,
     envelope_nonce: EnvelopeNonce,
     warn: Warn,
     stages: Any,
+    tool_call: ToolCall,
+    tool: Tool | None,
 ) -> str | tuple[InputContent, ...]:
+    # The options first, the call last: see render_timeline_message.
     result = tool_call.result
     if result is None:
         raise ValueError(f"tool call {tool_call.id} has no result to render")
@@ -93,4 +94,5 @@ def render_tool_call_result(
             wrap(content=artifact.body, attrs=EnvelopeAttrs(nonce=nonce, kind=plain, tool=name))
         )
     text = result.text or ""
-    return str(wrap(content=text, attrs=EnvelopeAttrs(nonce=nonce, kind=plain, tool=name)) or "")
+    wrapped = wrap(content=text, attrs=EnvelopeAttrs(nonce=nonce, kind=plain, tool=name))
+    return wrapped if type(wrapped) is str else str(wrapped or "")
