@@ -223,3 +223,43 @@ def test_the_response_accumulator_is_an_overridable_seam_the_client_uses():
     answer = result.records.messages[0].content
     assert answer == answer.upper() and any(c.isalpha() for c in answer)
     assert container.response_accumulator() is ResponseAccumulator
+
+
+def test_the_stage_plan_is_kept_until_a_plugin_or_a_stage_provider_changes():
+    """A container builds its stage plan again only when what it is built from changed: a
+    plugin registered or unregistered, a stage provider overridden or restored."""
+    from types import SimpleNamespace
+
+    from turnwire.hookspecs import hookimpl
+
+    @hookimpl(tryfirst=True)
+    def render_thought(thought):
+        return "LOUD " + (thought.content or "")
+
+    container = make_container()
+    thoughtful = thread(
+        thoughts=[{"id": "t1", "content": "aside", "created_at": at(0)}], messages=[user()]
+    )
+
+    def rendered_text() -> str:
+        return json.dumps(turnwire.render(thoughtful, container=container, model="m").json)
+
+    first = container.stage_plan()
+    assert container.stage_plan() is first
+    assert "LOUD" not in rendered_text()
+
+    plugin = SimpleNamespace(render_thought=render_thought)
+    container.plugin_manager().register(plugin)
+    with_plugin = container.stage_plan()
+    assert with_plugin is not first and container.stage_plan() is with_plugin
+    assert "LOUD aside" in rendered_text()
+
+    with container.render_thought.override(providers.Object(lambda thought: "QUIET")):
+        overridden = container.stage_plan()
+        assert overridden is not with_plugin
+        assert "QUIET" in rendered_text() and "LOUD" not in rendered_text()
+    assert "LOUD aside" in rendered_text()  # the override is gone: the plugin again
+
+    container.plugin_manager().unregister(plugin)
+    assert container.stage_plan() is not with_plugin
+    assert "LOUD" not in rendered_text()

@@ -56,6 +56,23 @@ class StagePlan:
     :param trace: call every stage through pluggy so hook-call monitoring sees it.
     """
 
+    @staticmethod
+    def inputs(
+        plugin_manager: pluggy.PluginManager,
+        overrides: Mapping[str, Any] | None = None,
+        *,
+        trace: bool = False,
+    ) -> tuple[Any, ...]:
+        """What a plan is built from, as objects to compare by identity: the plugin manager,
+        the flag, and each stage's override and registered implementations."""
+        overrides = overrides or {}
+        hook = plugin_manager.hook
+        return (
+            plugin_manager,
+            trace,
+            *((overrides.get(name, HOOK), *getattr(hook, name).get_hookimpls()) for name in STAGES),
+        )
+
     def __init__(
         self,
         plugin_manager: pluggy.PluginManager,
@@ -89,6 +106,25 @@ class StagePlan:
                 self.targets[name] = ("direct", ordered)
 
 
+_STAGE_NAMES = frozenset(STAGES)
+
+
+class _Injected(dict[str, dict[str, Any]]):
+    """Stage name → the options injected into it by name, each worked out on first use."""
+
+    __slots__ = ("_argnames", "_options")
+
+    def __init__(self, options: dict[str, Any], argnames: Mapping[str, tuple[str, ...]]) -> None:
+        super().__init__()
+        self._options, self._argnames = options, argnames
+
+    def __missing__(self, name: str) -> dict[str, Any]:
+        options = self._options
+        injected = {a: options[a] for a in self._argnames[name] if a in options}
+        self[name] = injected
+        return injected
+
+
 class StageRelay:
     """Calls the render stages with injected options; passed to composites as ``stages``.
 
@@ -100,16 +136,17 @@ class StageRelay:
         self.plan = plan
         self.options = dict(options)
         self.options["stages"] = self
-        self.injected: dict[str, dict[str, Any]] = {}
-        for name in STAGES:
-            argnames = plan.argnames[name]
-            injected = {a: self.options[a] for a in argnames if a in self.options}
-            self.injected[name] = injected
-            kind, target = plan.targets[name]
-            setattr(self, name, self._bind(name, kind, target, argnames, injected))
+        # Each stage is bound when it is first called (a render calls about half of them).
+        self.injected: dict[str, dict[str, Any]] = _Injected(self.options, plan.argnames)
 
-    def __getattr__(self, name: str) -> _Caller:  # pragma: no cover - typing aid only
-        raise AttributeError(f"no stage named {name!r}")
+    def __getattr__(self, name: str) -> _Caller:
+        """Stage ``name``, bound on first use and kept as an attribute (so this runs once)."""
+        if name not in _STAGE_NAMES:
+            raise AttributeError(f"no stage named {name!r}")
+        kind, target = self.plan.targets[name]
+        bound = self._bind(name, kind, target, self.plan.argnames[name], self.injected[name])
+        setattr(self, name, bound)
+        return bound
 
     @staticmethod
     def _bind(

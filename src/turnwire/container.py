@@ -115,8 +115,34 @@ def _plugin_manager(settings: Settings, extra_plugins: tuple[Any, ...]) -> Any:
     )
 
 
-def _stage_plan(plugin_manager: Any, trace: bool, **overrides: Any) -> StagePlan:
-    return StagePlan(plugin_manager, overrides, trace=trace)
+class _PlanCache:
+    """The last stage plan a container built and what it was built from: the plugin manager's
+    implementations of each stage, the stage providers' values and the tracing flag."""
+
+    __slots__ = ("inputs", "plan")
+
+    def __init__(self) -> None:
+        self.inputs: tuple[Any, ...] | None = None
+        self.plan: StagePlan | None = None
+
+
+def _stage_plan(plugin_manager: Any, trace: bool, cache: _PlanCache, **overrides: Any) -> StagePlan:
+    """The stage plan, the last one again while nothing it was built from changed (a plugin
+    registered or unregistered, a stage provider overridden, tracing switched)."""
+    inputs = StagePlan.inputs(plugin_manager, overrides, trace=trace)
+    if cache.plan is not None and cache.inputs is not None and _same_inputs(cache.inputs, inputs):
+        return cache.plan
+    plan = StagePlan(plugin_manager, overrides, trace=trace)
+    cache.inputs, cache.plan = inputs, plan
+    return plan
+
+
+def _same_inputs(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
+    """Element by element the same objects (implementations and overrides by identity)."""
+    return len(old) == len(new) and all(
+        a is b or (type(a) is tuple and type(b) is tuple and _same_inputs(a, b))
+        for a, b in zip(old, new, strict=True)
+    )
 
 
 class Container(containers.DeclarativeContainer):
@@ -199,10 +225,12 @@ class Container(containers.DeclarativeContainer):
     tools_to_wire = providers.Object(HOOK)
     description_to_json_schema = providers.Object(HOOK)
 
+    stage_plan_cache = providers.Singleton(_PlanCache)
     stage_plan = providers.Factory(
         _stage_plan,
         plugin_manager,
         providers.Callable(lambda s: s.plugins.trace, settings),
+        stage_plan_cache,
         render_untrusted_content=render_untrusted_content,
         render_trusted_content=render_trusted_content,
         render_standing_instructions=render_standing_instructions,
