@@ -63,15 +63,16 @@ class StagePlan:
         *,
         trace: bool = False,
     ) -> tuple[Any, ...]:
-        """What a plan is built from, as objects to compare by identity: the plugin manager,
-        the flag, and each stage's override and registered implementations."""
+        """What a plan is built from, as one flat tuple of objects to compare by identity: the
+        plugin manager, the flag, and for each stage its override, how many implementations
+        are registered, and those."""
         overrides = overrides or {}
         hook = plugin_manager.hook
-        return (
-            plugin_manager,
-            trace,
-            *((overrides.get(name, HOOK), *getattr(hook, name).get_hookimpls()) for name in STAGES),
-        )
+        flat: list[Any] = [plugin_manager, trace]
+        for name in STAGES:
+            impls = getattr(hook, name).get_hookimpls()
+            flat += (overrides.get(name, HOOK), len(impls), *impls)
+        return tuple(flat)
 
     def __init__(
         self,

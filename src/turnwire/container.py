@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import operator
 import os
 import sys
 import threading
@@ -139,10 +140,7 @@ def _stage_plan(plugin_manager: Any, trace: bool, cache: _PlanCache, **overrides
 
 def _same_inputs(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
     """Element by element the same objects (implementations and overrides by identity)."""
-    return len(old) == len(new) and all(
-        a is b or (type(a) is tuple and type(b) is tuple and _same_inputs(a, b))
-        for a, b in zip(old, new, strict=True)
-    )
+    return len(old) == len(new) and all(map(operator.is_, old, new))
 
 
 class Container(containers.DeclarativeContainer):
