@@ -13,10 +13,10 @@ earlier render produced for the same inputs. What is kept, and what each part is
 * the last timeline per combination of stage keys, so a thread that only grew is rendered by
   appending (records in the same order, nothing re-sorted);
 * per sweep key (instructions, tools, model, the sweep's options), the last pairing sweep with a
-  checkpoint after each reasoning candidate: the SHA-256 state of the canonical prefix hashed so
-  far, so the next sweep resumes after the last checkpoint whose inputs are unchanged. Only the
-  built-in ``fingerprint_prefix`` (``prefix`` binding) is resumed this way; any other
-  implementation is called as usual;
+  checkpoint after each reasoning candidate (where the sweep stood, and at some of them the
+  SHA-256 state of the canonical prefix hashed so far), so the next sweep resumes after the last
+  checkpoint whose inputs are unchanged. Only the built-in ``fingerprint_prefix`` (``prefix``
+  binding) is resumed this way; any other implementation is called as usual;
 * the last request body's encoded items and the preflight state over them, reused for the
   longest unchanged prefix of ``input``.
 
