@@ -279,14 +279,12 @@ def _fast_pass(items: Sequence[Any], *, stateless: bool) -> _Fast | None:
     call_item_ids: list[str] = []
     reasoning_ids: list[str] = []
     hosted_ids: list[str] = []
-    add_message_id, add_call_item_id = message_ids.append, call_item_ids.append
-    add_reasoning_id, add_hosted_id = reasoning_ids.append, hosted_ids.append
     call_count = 0
     partnered = False  # the item before is a reasoning item: this one must carry an id
     # Local names: a global or builtin read per item would cost as much as a rule.
     input_message, output_message, hosted_item = InputMessage, OutputMessage, HostedInputItem
     call, output, reasoning = FunctionCall, FunctionCallOutput, ReasoningItem
-    string, type_of = str, type
+    string, type_of, passive = str, type, _PASSIVE_TYPES
     for index, item in enumerate(items):
         kind = type_of(item)  # exact types, as in _facts_of; by frequency
         if kind is input_message:
@@ -296,65 +294,46 @@ def _fast_pass(items: Sequence[Any], *, stateless: bool) -> _Fast | None:
                 and _input_message_facts(item)[3]
             ):
                 return None
-        elif kind is output:
+            continue
+        if kind is output:
             call_id = item.call_id
             if partnered or type_of(call_id) is not string or call_id not in calls:
                 return None  # (not yet called: the loop says which rule)
             if call_id not in answered:
                 answered[call_id] = index
-        elif kind is call:
-            item_id = item.id
-            if type_of(item_id) is string:
-                seen_ids[item_id] = index
-                add_call_item_id(item_id)
-            elif item_id is not None:
-                return None
-            if partnered:
-                if not item_id:
-                    return None
-                partnered = False
+            continue
+        # The kinds with an id: what each rule of its own asks, then the id rules they share.
+        if kind is call:
             call_id = item.call_id
             if type_of(call_id) is not string or len(call_id) > 64:  # the loop reads None as ""
                 return None
             calls[call_id] = index
             call_count += 1
+            ids = call_item_ids
         elif kind is reasoning:
             if partnered or (stateless and not item.encrypted_content):
                 return None
-            item_id = item.id
-            if type_of(item_id) is string:
-                seen_ids[item_id] = index
-                add_reasoning_id(item_id)
-            elif item_id is not None:
-                return None
-            partnered = True
+            ids = reasoning_ids
         elif kind is output_message:
-            item_id = item.id
-            if type_of(item_id) is string:
-                seen_ids[item_id] = index
-                add_message_id(item_id)
-            elif item_id is not None:
-                return None
-            if partnered:
-                if not item_id:
-                    return None
-                partnered = False
+            ids = message_ids
         elif kind is hosted_item:
-            hosted = item.type
-            if hosted in _CHECKED_TYPES:  # the rules of that type would apply: let the loop
+            if item.type in _CHECKED_TYPES:  # the rules of that type would apply: the loop
                 return None
-            item_id = item.id
-            if type_of(item_id) is string:
-                seen_ids[item_id] = index
-                add_hosted_id(item_id)
-            elif item_id is not None:
-                return None
-            if partnered:
-                if not item_id or hosted in _PASSIVE_TYPES:
-                    return None
-                partnered = False
+            ids = hosted_ids
         else:
             return None
+        item_id = item.id
+        if type_of(item_id) is string:
+            seen_ids[item_id] = index
+            ids.append(item_id)
+        elif item_id is not None:
+            return None
+        if kind is reasoning:
+            partnered = True
+        elif partnered:
+            if not item_id or (kind is hosted_item and item.type in passive):
+                return None
+            partnered = False
     named = len(message_ids) + len(call_item_ids) + len(reasoning_ids) + len(hosted_ids)
     if partnered or len(seen_ids) != named:
         return None  # the last item is a reasoning item, or an id is used twice
