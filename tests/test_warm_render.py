@@ -850,3 +850,39 @@ def test_a_long_sweep_resumes_and_fingerprints_where_a_checkpoint_kept_its_hash(
             warm.rendered, container=container, model="gpt-5", through_item=through
         )
         assert got == expected, through
+
+
+def test_a_thread_the_memo_never_saw_is_rendered_in_bulk_beside_others():
+    """A long-lived memo meeting a new thread (none of its record ids kept) renders it kind by
+    kind, as a first render does; a thread sharing records with a kept one goes record by
+    record and reuses them. Both give a cold render's bytes and warnings."""
+
+    def cycles(first: int, count: int) -> turnwire.Thread:
+        records: dict[str, list[Any]] = {
+            "messages": [],
+            "thoughts": [],
+            "tool_calls": [],
+            "hosted_items": [],
+        }
+        for n in range(first, first + count):
+            for field, values in _cycle(n, 10 + n, {"q": n}, None).items():
+                records[field] += values
+        return turnwire.load_thread({"version": 1, "model": "gpt-5", "tools": TOOLS, **records})
+
+    container = make_container(REPLAY)
+    bulk: list[int] = []
+    real_bulk = pipeline._timeline_in_bulk
+
+    def spy(entries: Any, *args: Any, **kwargs: Any) -> Any:
+        bulk.append(len(entries))
+        return real_bulk(entries, *args, **kwargs)
+
+    first, other, overlapping = cycles(0, 5), cycles(40, 5), cycles(3, 5)
+    with mock.patch.object(pipeline, "_timeline_in_bulk", spy):
+        for thread, in_bulk in ((first, True), (other, True), (overlapping, False)):
+            bulk.clear()
+            warm = turnwire.api.render(thread, container=container)
+            assert bool(bulk) == in_bulk
+            with overriding(container.render_memo, None):
+                cold = turnwire.api.render(thread, container=container)  # in bulk, always
+            assert warm.body == cold.body and warm.rendered.warnings == cold.rendered.warnings

@@ -501,6 +501,12 @@ def _in_bulk(
     return outputs, said
 
 
+def _unseen(table: RecordTable | None, records: tuple[Any, ...]) -> bool:
+    """Whether ``table`` holds none of ``records`` by id (a thread the memo never rendered, in
+    a memo that may hold others): then they are all rendered in bulk."""
+    return table is None or not table.entries or table.entries.keys().isdisjoint(map(_ID, records))
+
+
 def _as_tuples(outputs: list[Any]) -> list[tuple[Any, ...]]:
     """Each stage output as a tuple (a stage may return any iterable, or ``None``)."""
     if all(type(output) is tuple for output in outputs):
@@ -703,7 +709,7 @@ def _timeline(
     render_result = positional_caller(stages, "render_tool_call_result", ("tool_call", "tool"))
     tables = (message_table, thought_table, call_table, hosted_table)
     one_by_one = entries
-    if base is None and _BULK and not any(t.entries for t in tables if t is not None):
+    if base is None and _BULK and all(map(_unseen, tables, sources)):
         _timeline_in_bulk(
             entries,
             sources,
