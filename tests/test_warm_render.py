@@ -886,3 +886,27 @@ def test_a_thread_the_memo_never_saw_is_rendered_in_bulk_beside_others():
             with overriding(container.render_memo, None):
                 cold = turnwire.api.render(thread, container=container)  # in bulk, always
             assert warm.body == cold.body and warm.rendered.warnings == cold.rendered.warnings
+
+
+def test_a_stage_that_returns_a_list_or_nothing_renders_alike_in_bulk_and_one_by_one():
+    """An override may return any iterable, or ``None`` (no items): a first render, which
+    renders each kind in bulk, lays out the same items as a record-by-record render, and keeps
+    tuples in its memo."""
+    from turnwire.wire import InputMessage
+
+    def listed(message: Any) -> Any:
+        if message.role != "user":
+            return None
+        return [InputMessage(role="user", content=f"said: {message.content}")]
+
+    container = make_container(REPLAY)
+    thread = _growing_thread(3)
+    with overriding(container.render_timeline_message, listed):
+        with overriding(container.render_memo, None):
+            bulk = _outcome(container, thread, False)
+            with mock.patch.object(pipeline, "_BULK", False):
+                one_by_one = _outcome(container, thread, False)
+        assert bulk == one_by_one and b"said: question 1" in bulk[0]
+        turnwire.api.render(thread, container=container)
+        tables = container.render_memo().records["message"]._data.values()
+        assert all(type(entry.rendered) is tuple for t in tables for entry in t.entries.values())

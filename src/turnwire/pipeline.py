@@ -509,7 +509,7 @@ def _unseen(table: RecordTable | None, records: tuple[Any, ...]) -> bool:
 
 def _as_tuples(outputs: list[Any]) -> list[tuple[Any, ...]]:
     """Each stage output as a tuple (a stage may return any iterable, or ``None``)."""
-    if all(type(output) is tuple for output in outputs):
+    if not any(map(is_not, map(type, outputs), repeat(tuple))):  # the usual: all are (no step)
         return outputs
     return [output if type(output) is tuple else tuple(output or ()) for output in outputs]
 
@@ -615,10 +615,11 @@ def _timeline_in_bulk(
     said = (message_said, thought_said, call_said, hosted_said)
     warned = any(said)
     warnings = sink.warnings
+    add_index, add_thought = indexes.append, thoughts.append
     for _, _, rank, position, record in entries:
         if rank == 1 and candidates[position]:
-            indexes.append(len(items))
-            thoughts.append(record)  # type: ignore[arg-type]  # rank 1: a thought
+            add_index(len(items))
+            add_thought(record)  # type: ignore[arg-type]  # rank 1: a thought
         extend(outputs[rank][position])
         if warned and position in said[rank]:
             warnings.extend(said[rank][position])
