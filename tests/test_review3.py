@@ -10,7 +10,7 @@ from turnwire.container import overriding
 from turnwire.hookspecs import hookimpl
 from turnwire.wire import InputMessage
 
-from .conftest import REPLAY, at, make_container
+from .conftest import at, make_container
 
 AUDIO = base64.b64encode(b"RIFF0000WAVE").decode()
 
@@ -47,8 +47,13 @@ def _audio_message(mid: str, second: int, name: str) -> dict[str, Any]:
         "content": "listen",
         "created_at": at(second),
         "attachments": [
-            {"id": f"a_{mid}", "kind": "audio", "mime_type": "audio/wav", "filename": name,
-             "data_base64": AUDIO}
+            {
+                "id": f"a_{mid}",
+                "kind": "audio",
+                "mime_type": "audio/wav",
+                "filename": name,
+                "data_base64": AUDIO,
+            }
         ],
     }
 
@@ -59,8 +64,17 @@ def _audio_call(cid: str, second: int, name: str) -> dict[str, Any]:
         "tool": "lookup",
         "args": {},
         "created_at": at(second),
-        "result": {"media": [{"id": f"a_{cid}", "kind": "audio", "mime_type": "audio/wav",
-                              "filename": name, "data_base64": AUDIO}]},
+        "result": {
+            "media": [
+                {
+                    "id": f"a_{cid}",
+                    "kind": "audio",
+                    "mime_type": "audio/wav",
+                    "filename": name,
+                    "data_base64": AUDIO,
+                }
+            ]
+        },
     }
 
 
@@ -107,8 +121,13 @@ class _CallWarner:
 def _mixed(n: int) -> turnwire.Thread:
     messages = [_audio_message(f"u{i}", 2 * i, f"m{i}.wav") for i in range(n)]
     calls = [
-        {"id": f"c{i}", "tool": "lookup", "args": {}, "created_at": at(2 * i + 1),
-         "result": {"text": "r"}}
+        {
+            "id": f"c{i}",
+            "tool": "lookup",
+            "args": {},
+            "created_at": at(2 * i + 1),
+            "result": {"text": "r"},
+        }
         for i in range(n)
     ]
     return _thread(messages, calls)
@@ -132,7 +151,17 @@ def test_a_generator_stage_keeps_its_warnings_in_the_memo():
     _outcome(container, thread)
     early = {"id": "u_early", "role": "user", "content": "first", "created_at": at(0), "seq": -1}
     raw = [_audio_message(f"u{i}", 2 * i, f"m{i}.wav") for i in range(3)]
-    grown = _thread([early, *raw], [
-        {"id": f"c{i}", "tool": "lookup", "args": {}, "created_at": at(2 * i + 1),
-         "result": {"text": "r"}} for i in range(3)])
+    grown = _thread(
+        [early, *raw],
+        [
+            {
+                "id": f"c{i}",
+                "tool": "lookup",
+                "args": {},
+                "created_at": at(2 * i + 1),
+                "result": {"text": "r"},
+            }
+            for i in range(3)
+        ],
+    )
     assert _outcome(container, grown) == _cold(container, grown)
