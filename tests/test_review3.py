@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from types import SimpleNamespace
 from typing import Any
 
 import turnwire
@@ -165,3 +166,39 @@ def test_a_generator_stage_keeps_its_warnings_in_the_memo():
         ],
     )
     assert _outcome(container, grown) == _cold(container, grown)
+
+
+def test_a_plugin_registered_while_a_plan_is_built_is_not_kept_past_its_unregistration():
+    """Another thread registers a plugin between the moment the container reads what a stage
+    plan is built from and the moment it builds it (simulated here by registering it from
+    inside the build). Once that plugin is unregistered again, the container's plan must not
+    still call it."""
+    from unittest import mock
+
+    from turnwire._relay import StagePlan
+
+    container = make_container()
+    manager = container.plugin_manager()
+    plugin = SimpleNamespace(render_tool_call_result=_warning_result)
+    real_init = StagePlan.__init__
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        if not manager.is_registered(plugin):
+            manager.register(plugin)  # "another thread", between the inputs and the build
+        real_init(self, *args, **kwargs)
+
+    with mock.patch.object(StagePlan, "__init__", init):
+        container.stage_plan()
+    manager.unregister(plugin)
+    plan = container.stage_plan()
+    functions = [function for function, _ in plan.targets["render_tool_call_result"][1]]
+    assert _warning_result not in functions
+    thread = _mixed(1)
+    assert _outcome(container, thread) == _cold(container, thread)
+    assert not any("warned" in w for w in _outcome(container, thread)[1])
+
+
+@hookimpl(tryfirst=True)
+def _warning_result(tool_call: Any, warn: Any) -> Any:
+    warn(f"warned {tool_call.id}")
+    return None

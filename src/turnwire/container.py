@@ -131,11 +131,15 @@ class _PlanCache:
 def _stage_plan(plugin_manager: Any, trace: bool, cache: _PlanCache, **overrides: Any) -> StagePlan:
     """The stage plan, the last one again while nothing it was built from changed (a plugin
     registered or unregistered, a stage provider overridden, tracing switched)."""
-    inputs = StagePlan.inputs(plugin_manager, overrides, trace=trace)
+    # One snapshot of the implementations for both the inputs and the plan: a plugin
+    # registered on another thread between the two would leave a plan kept under inputs it was
+    # not built from (stale until the plugins change again).
+    impls = StagePlan.hookimpls(plugin_manager)
+    inputs = StagePlan.inputs(plugin_manager, overrides, trace=trace, hookimpls=impls)
     last = cache.last
     if last is not None and _same_inputs(last[0], inputs):
         return last[1]
-    plan = StagePlan(plugin_manager, overrides, trace=trace)
+    plan = StagePlan(plugin_manager, overrides, trace=trace, hookimpls=impls)
     cache.last = (inputs, plan)
     return plan
 
