@@ -57,20 +57,32 @@ class StagePlan:
     """
 
     @staticmethod
+    def hookimpls(plugin_manager: pluggy.PluginManager) -> dict[str, list[Any]]:
+        """Stage name → its registered implementations, as the plugin manager holds them now:
+        one snapshot to build a plan and its :meth:`inputs` from (a plugin registered on
+        another thread meanwhile is in neither, so the plan is never kept under inputs it was
+        not built from)."""
+        hook = plugin_manager.hook
+        return {name: getattr(hook, name).get_hookimpls() for name in STAGES}
+
+    @staticmethod
     def inputs(
         plugin_manager: pluggy.PluginManager,
         overrides: Mapping[str, Any] | None = None,
         *,
         trace: bool = False,
+        hookimpls: Mapping[str, list[Any]] | None = None,
     ) -> tuple[Any, ...]:
         """What a plan is built from, as one flat tuple of objects to compare by identity: the
         plugin manager, the flag, and for each stage its override, how many implementations
-        are registered, and those."""
+        are registered, and those (from ``hookimpls`` when given, see :meth:`hookimpls`)."""
         overrides = overrides or {}
         hook = plugin_manager.hook
         flat: list[Any] = [plugin_manager, trace]
         for name in STAGES:
-            impls = getattr(hook, name).get_hookimpls()
+            impls = (
+                hookimpls[name] if hookimpls is not None else getattr(hook, name).get_hookimpls()
+            )
             flat += (overrides.get(name, HOOK), len(impls), *impls)
         return tuple(flat)
 
@@ -80,6 +92,7 @@ class StagePlan:
         overrides: Mapping[str, Any] | None = None,
         *,
         trace: bool = False,
+        hookimpls: Mapping[str, list[Any]] | None = None,
     ) -> None:
         self.plugin_manager = plugin_manager
         self.argnames: dict[str, tuple[str, ...]] = {}
@@ -97,7 +110,7 @@ class StagePlan:
                     raise TypeError(f"the override of stage {name} is not callable")
                 self.targets[name] = ("override", (override, _parameter_names(override)))
                 continue
-            impls = caller.get_hookimpls()
+            impls = hookimpls[name] if hookimpls is not None else caller.get_hookimpls()
             if trace or any(i.hookwrapper or i.wrapper for i in impls):
                 self.targets[name] = ("pluggy", caller)
             else:

@@ -120,21 +120,27 @@ class _PlanCache:
     """The last stage plan a container built and what it was built from: the plugin manager's
     implementations of each stage, the stage providers' values and the tracing flag."""
 
-    __slots__ = ("inputs", "plan")
+    __slots__ = ("last",)
 
     def __init__(self) -> None:
-        self.inputs: tuple[Any, ...] | None = None
-        self.plan: StagePlan | None = None
+        # (inputs, plan) as one object: two renders on two threads never leave the inputs of
+        # one beside the plan of the other
+        self.last: tuple[tuple[Any, ...], StagePlan] | None = None
 
 
 def _stage_plan(plugin_manager: Any, trace: bool, cache: _PlanCache, **overrides: Any) -> StagePlan:
     """The stage plan, the last one again while nothing it was built from changed (a plugin
     registered or unregistered, a stage provider overridden, tracing switched)."""
-    inputs = StagePlan.inputs(plugin_manager, overrides, trace=trace)
-    if cache.plan is not None and cache.inputs is not None and _same_inputs(cache.inputs, inputs):
-        return cache.plan
-    plan = StagePlan(plugin_manager, overrides, trace=trace)
-    cache.inputs, cache.plan = inputs, plan
+    # One snapshot of the implementations for both the inputs and the plan: a plugin
+    # registered on another thread between the two would leave a plan kept under inputs it was
+    # not built from (stale until the plugins change again).
+    impls = StagePlan.hookimpls(plugin_manager)
+    inputs = StagePlan.inputs(plugin_manager, overrides, trace=trace, hookimpls=impls)
+    last = cache.last
+    if last is not None and _same_inputs(last[0], inputs):
+        return last[1]
+    plan = StagePlan(plugin_manager, overrides, trace=trace, hookimpls=impls)
+    cache.last = (inputs, plan)
     return plan
 
 

@@ -480,17 +480,31 @@ _BULK = _extend_is_incremental()
 
 
 def _in_bulk(
-    render: Callable[..., Any], columns: tuple[Iterable[Any], ...], sink: _WarnSink
+    render: Callable[..., Any],
+    columns: tuple[Iterable[Any], ...],
+    sink: _WarnSink,
+    as_tuples: bool = False,
 ) -> tuple[list[Any], dict[int, tuple[str, ...]]]:
     """``render`` of each row of ``columns`` (one call per record, in order), and the
     warnings each record's call gave, by row (taken out of the render's warnings: they are
-    put back in timeline order)."""
+    put back in timeline order).
+
+    ``as_tuples``: each output made a tuple (a stage may return any iterable, or ``None``),
+    with the warnings a lazy output gives as it is consumed still noted against its row.
+    """
     outputs: list[Any] = []
     warnings = sink.warnings
     before = len(warnings)
     sink.batch, sink.positions = outputs, []
     try:
         outputs.extend(map(render, *columns))
+        if as_tuples and any(map(is_not, map(type, outputs), repeat(tuple))):
+            # a generator warns as it is consumed: consumed here, row by row, as a record
+            # rendered on its own would be
+            converted: list[Any] = []
+            sink.batch = converted
+            converted.extend(map(_as_tuple, outputs))
+            outputs = converted
     finally:
         sink.batch = None
     said: dict[int, tuple[str, ...]] = {}
@@ -507,11 +521,9 @@ def _unseen(table: RecordTable | None, records: tuple[Any, ...]) -> bool:
     return table is None or not table.entries or table.entries.keys().isdisjoint(map(_ID, records))
 
 
-def _as_tuples(outputs: list[Any]) -> list[tuple[Any, ...]]:
-    """Each stage output as a tuple (a stage may return any iterable, or ``None``)."""
-    if not any(map(is_not, map(type, outputs), repeat(tuple))):  # the usual: all are (no step)
-        return outputs
-    return [output if type(output) is tuple else tuple(output or ()) for output in outputs]
+def _as_tuple(output: Any) -> tuple[Any, ...]:
+    """A stage output as a tuple (a stage may return any iterable, or ``None``)."""
+    return output if type(output) is tuple else tuple(output or ())
 
 
 _ID = attrgetter("id")
@@ -580,8 +592,7 @@ def _timeline_in_bulk(
     """
     messages, surfaced, calls, hosted = sources
     render_message, render_result, render_reasoning = renderers
-    message_out, message_said = _in_bulk(render_message, (messages,), sink)
-    message_out = _as_tuples(message_out)
+    message_out, message_said = _in_bulk(render_message, (messages,), sink, as_tuples=True)
     thought_out, candidates, thought_said = _thoughts_in_bulk(
         surfaced, replay, render_reasoning, stages, sink
     )
@@ -711,18 +722,26 @@ def _timeline(
     tables = (message_table, thought_table, call_table, hosted_table)
     one_by_one = entries
     if base is None and _BULK and all(map(_unseen, tables, sources)):
-        _timeline_in_bulk(
-            entries,
-            sources,
-            tools,
-            (render_message, render_result, render_reasoning),
-            stages,
-            replay,
-            tables,
-            sink,
-            (items, indexes, thoughts),
-        )
-        one_by_one = []
+        before_bulk = len(warnings)
+        try:
+            _timeline_in_bulk(
+                entries,
+                sources,
+                tools,
+                (render_message, render_result, render_reasoning),
+                stages,
+                replay,
+                tables,
+                sink,
+                (items, indexes, thoughts),
+            )
+            one_by_one = []
+        except Exception:
+            # A record failed: kind by kind is not timeline order, and the error must be the
+            # one of the first record in the timeline that fails (as record by record): the
+            # bulk pass left nothing in the memo or the lists; render record by record.
+            del warnings[before_bulk:]
+            del items[:], indexes[:], thoughts[:]
     extend = items.extend
     for entry in one_by_one:
         record: Any = entry[4]  # dispatched on its exact type below
