@@ -910,3 +910,22 @@ def test_a_stage_that_returns_a_list_or_nothing_renders_alike_in_bulk_and_one_by
         turnwire.api.render(thread, container=container)
         tables = container.render_memo().records["message"]._data.values()
         assert all(type(entry.rendered) is tuple for t in tables for entry in t.entries.values())
+
+
+def test_a_growing_thread_keeps_hash_states_as_sparse_as_a_sweep_from_the_start():
+    """Each render of a thread grown by one exchange resumes the last sweep; the hash states
+    its new candidates push out of the dense tail are dropped again, so what is kept stays
+    every eighth candidate plus the last sixteen."""
+    container = make_container(REPLAY)
+    full = _growing_thread(30)
+    per_cycle = {"messages": 2, "thoughts": 4, "tool_calls": 1, "hosted_items": 0}
+    for cycles in range(5, 31):
+        grown = msgspec.structs.replace(
+            full, **{field: getattr(full, field)[: n * cycles] for field, n in per_cycle.items()}
+        )
+        turnwire.api.render(grown, container=container)
+        (state,) = container.render_memo().sweeps._data.values()
+        candidates = len(state.candidates[0])
+        for checkpoint in state.checkpoints:
+            dense = checkpoint.position % 8 == 0 or checkpoint.position >= candidates - 16
+            assert (checkpoint.hasher is not None) == dense, (cycles, checkpoint.position)

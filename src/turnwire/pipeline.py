@@ -1053,6 +1053,7 @@ def _sweep(
             else prefix_tail(options.model, instructions, tools)
         )
     dense_from = len(indexes) - _DENSE_TAIL
+    resumed_checkpoints = len(checkpoints)
     add_checkpoint, add_index = checkpoints.append, checkpoint_indexes.append
     add_hashed, add = checkpoint_hashed.append, out.append
     for at in range(position, len(indexes)):
@@ -1131,6 +1132,8 @@ def _sweep(
         add_index(index)
         add_hashed(hashed)
     _strip_ids(out, items, done, count, reasoned, governing)
+    if hashing and resumed_checkpoints:
+        _thin(checkpoints, resumed_checkpoints, dense_from)
     if key is None:
         memo.swept = object()
     else:
@@ -1149,6 +1152,20 @@ def _sweep(
         memo.swept = kept_state.run
         memo.sweeps.put(key, kept_state)
     return out, resumed_from
+
+
+def _thin(checkpoints: list[Checkpoint], kept: int, dense_from: int) -> None:
+    """Drop the hash states that a resumed sweep's new candidates pushed out of the dense tail
+    (those of candidates before ``dense_from``, all but every :data:`_SNAPSHOT_EVERY`-th), so
+    the kept states are those a sweep from the start would keep; ``kept``: how many
+    checkpoints the sweep resumed with (only the last :data:`_DENSE_TAIL` of those can hold a
+    state to drop)."""
+    for index in range(max(0, kept - _DENSE_TAIL), len(checkpoints)):
+        checkpoint = checkpoints[index]
+        if checkpoint.position >= dense_from:
+            return
+        if checkpoint.hasher is not None and checkpoint.position % _SNAPSHOT_EVERY:
+            checkpoints[index] = msgspec.structs.replace(checkpoint, hasher=None)
 
 
 def _same_responses(old: dict[Any, int], new: dict[Any, int]) -> bool:
