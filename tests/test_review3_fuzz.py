@@ -11,13 +11,11 @@ import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
-from unittest import mock
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import turnwire
-from turnwire import pipeline
 from turnwire.container import overriding
 from turnwire.context import MediaPolicy
 from turnwire.hookspecs import hookimpl
@@ -27,7 +25,7 @@ from turnwire.wire import InputMessage
 
 from .conftest import REPLAY, at, make_container
 from .test_review3 import AUDIO
-from .test_warm_render import CHANGES, EDITS, _apply, _outcome, _Scenario
+from .test_warm_render import CHANGES, EDITS, _apply, _Scenario, check_step
 
 
 @hookimpl(tryfirst=True)
@@ -251,20 +249,7 @@ def _run(start: Any, steps: Any, trace: bool) -> None:
                 _own(step, container, stack, active)
             else:
                 scenario.edit(*step)
-            thread = scenario.thread()
-            roots = (scenario.folder,)
-            pending = frozenset(scenario.pending)
-            warm = _outcome(container, thread, scenario.replay_off, roots, pending)
-            with overriding(container.render_memo, None):
-                cold = _outcome(container, thread, scenario.replay_off, roots, pending)
-                with mock.patch.object(pipeline, "_BULK", False):
-                    one_by_one = _outcome(container, thread, scenario.replay_off, roots, pending)
-            # a fresh container: no stage plan kept
-            assert one_by_one == cold, step
-            assert warm == cold, step
-            assert _outcome(container, thread, scenario.replay_off, roots, pending) == cold
-            if pending and cold[0] != "error":
-                scenario.stamp(cold[3])
+            check_step(container, scenario, step)
 
 
 FUZZ = {

@@ -488,21 +488,27 @@ def test_a_warm_render_is_a_cold_render(start, steps):
                 _apply(step, container, scenario, stack, active)
             else:
                 scenario.edit(*step)
-            thread = scenario.thread()
-            roots = (scenario.folder,)
-            pending = frozenset(scenario.pending)
-            warm = _outcome(container, thread, scenario.replay_off, roots, pending)
-            with overriding(container.render_memo, None):
-                cold = _outcome(container, thread, scenario.replay_off, roots, pending)
-                # a first render lays out records rendered kind by kind: as one by one
-                with mock.patch.object(pipeline, "_BULK", False):
-                    one_by_one = _outcome(container, thread, scenario.replay_off, roots, pending)
-            assert warm == cold, step
-            assert one_by_one == cold, step
-            # and once more: the memo now holds exactly this render
-            assert _outcome(container, thread, scenario.replay_off, roots, pending) == cold
-            if pending and cold[0] != "error":
-                scenario.stamp(cold[3])  # the next step renders the stamped thread
+            check_step(container, scenario, step)
+
+
+def check_step(container: turnwire.Container, scenario: _Scenario, step: Any) -> None:
+    """The scenario's thread rendered warm, cold and cold record by record: the same outcome;
+    then what a client stores of it (the stamped fingerprints) goes into the scenario."""
+    thread = scenario.thread()
+    roots = (scenario.folder,)
+    pending = frozenset(scenario.pending)
+    warm = _outcome(container, thread, scenario.replay_off, roots, pending)
+    with overriding(container.render_memo, None):
+        cold = _outcome(container, thread, scenario.replay_off, roots, pending)
+        # a first render lays out records rendered kind by kind: as one by one
+        with mock.patch.object(pipeline, "_BULK", False):
+            one_by_one = _outcome(container, thread, scenario.replay_off, roots, pending)
+    assert warm == cold, step
+    assert one_by_one == cold, step
+    # and once more: the memo now holds exactly this render
+    assert _outcome(container, thread, scenario.replay_off, roots, pending) == cold
+    if pending and cold[0] != "error":
+        scenario.stamp(cold[3])  # the next step renders the stamped thread
 
 
 def _growing_thread(cycles: int) -> turnwire.Thread:
