@@ -25,7 +25,14 @@ from turnwire.wire import InputMessage
 
 from .conftest import REPLAY, at, make_container
 from .test_review3 import AUDIO
-from .test_warm_render import CHANGES, EDITS, _apply, _Scenario, check_step
+from .test_warm_render import (
+    CHANGES,
+    EDITS,
+    _apply,
+    _Scenario,
+    assert_stage_fingerprints,
+    check_step,
+)
 
 
 @hookimpl(tryfirst=True)
@@ -287,9 +294,6 @@ FP_STEPS = st.one_of(
 @settings(**{**FUZZ, "max_examples": max(5, FUZZ["max_examples"] // 2)})
 @given(st.integers(10, 40), st.lists(FP_STEPS, min_size=1, max_size=6))
 def test_review3_long_sweeps_and_prefix_fingerprints(cycles, steps):
-    from turnwire.context import Endpoint
-    from turnwire.stages.fingerprint import fingerprint_prefix
-
     container = make_container(REPLAY)
     with tempfile.TemporaryDirectory() as folder:
         scenario = _Review(Path(folder))
@@ -302,26 +306,11 @@ def test_review3_long_sweeps_and_prefix_fingerprints(cycles, steps):
                 if not renders:
                     continue
                 rendered = renders[0] if older else renders[-1]
-                items = rendered.rendered.input
-                for fraction in fractions:
-                    through = int(fraction * len(items))
-                    expected = fingerprint_prefix(
-                        model=rendered.json["model"],
-                        instructions=rendered.rendered.instructions,
-                        tools=rendered.rendered.tools,
-                        input=items,
-                        through_item=through,
-                        fingerprint_binding="prefix",
-                        endpoint=Endpoint(),
-                        scratch={},
-                    )
-                    got = turnwire.api.prefix_fingerprint(
-                        rendered.rendered,
-                        container=container,
-                        model=rendered.json["model"],
-                        through_item=through,
-                    )
-                    assert got == expected, (through, older)
+                size = len(rendered.rendered.input)
+                throughs = [int(fraction * size) for fraction in fractions]
+                assert_stage_fingerprints(
+                    rendered, container, throughs, model=rendered.json["model"]
+                )
                 continue
             if scenario.cycles >= 48 and step[0] == "append":
                 continue

@@ -606,11 +606,39 @@ def test_the_incremental_preflight_raises_what_preflight_raises():
         assert bytes(checked_body(good, memo)) == encode_body(good)  # the memo survived the failure
 
 
-@pytest.mark.parametrize("binding", ["prefix", "model"])
-def test_prefix_fingerprints_from_checkpoints_equal_the_stage(binding):
+def assert_stage_fingerprints(
+    rendered: Any,
+    container: turnwire.Container,
+    throughs: Any,
+    *,
+    model: str = "gpt-5",
+    binding: str = "prefix",
+) -> None:
+    """``prefix_fingerprint`` (resumed from the memo's checkpoints) equals the built-in stage's
+    fingerprint of ``rendered``'s input at each of ``throughs``."""
     from turnwire.context import Endpoint
     from turnwire.stages.fingerprint import fingerprint_prefix
 
+    items = rendered.rendered.input
+    for through in throughs:
+        expected = fingerprint_prefix(
+            model=model,
+            instructions=rendered.rendered.instructions,
+            tools=rendered.rendered.tools,
+            input=items,
+            through_item=through,
+            fingerprint_binding=binding,
+            endpoint=Endpoint(),
+            scratch={},
+        )
+        got = turnwire.api.prefix_fingerprint(
+            rendered.rendered, container=container, model=model, through_item=through
+        )
+        assert got == expected, through
+
+
+@pytest.mark.parametrize("binding", ["prefix", "model"])
+def test_prefix_fingerprints_from_checkpoints_equal_the_stage(binding):
     settings = {"render": {**REPLAY["render"], "fingerprint_binding": binding}}
     container = make_container(settings)
     thread = _growing_thread(4)
@@ -619,22 +647,9 @@ def test_prefix_fingerprints_from_checkpoints_equal_the_stage(binding):
     with overriding(container.fingerprint_prefix, lambda: wildcard):
         accepted = turnwire.api.render(thread, container=container)
     for rendered in (first, accepted):
-        items = rendered.rendered.input
-        for through in {0, 1, 3, len(items) // 2, rendered.fingerprintable_length}:
-            expected = fingerprint_prefix(
-                model="gpt-5",
-                instructions=rendered.rendered.instructions,
-                tools=rendered.rendered.tools,
-                input=items,
-                through_item=through,
-                fingerprint_binding=binding,
-                endpoint=Endpoint(),
-                scratch={},
-            )
-            got = turnwire.api.prefix_fingerprint(
-                rendered.rendered, container=container, model="gpt-5", through_item=through
-            )
-            assert got == expected
+        size = len(rendered.rendered.input)
+        throughs = {0, 1, 3, size // 2, rendered.fingerprintable_length}
+        assert_stage_fingerprints(rendered, container, throughs, binding=binding)
     assert turnwire.api.prefix_fingerprint(
         first.rendered, container=container, model="gpt-5"
     ) == turnwire.api.prefix_fingerprint(
@@ -808,9 +823,6 @@ def test_a_long_sweep_resumes_and_fingerprints_where_a_checkpoint_kept_its_hash(
     sixteen): a render resumed in the middle, and prefix fingerprints at any item, start from
     the nearest one before that kept it, and give the cold render's bytes and the stage's
     fingerprints."""
-    from turnwire.context import Endpoint
-    from turnwire.stages.fingerprint import fingerprint_prefix
-
     container = make_container(REPLAY)
     thread = _growing_thread(40)
     turnwire.api.render(thread, container=container)
@@ -840,22 +852,7 @@ def test_a_long_sweep_resumes_and_fingerprints_where_a_checkpoint_kept_its_hash(
     assert warm.body == cold.body and warm.rendered.warnings == cold.rendered.warnings
     assert resumed[0] is not None and 0 < resumed[0][1] < len(cold.rendered.input) // 2
 
-    items = warm.rendered.input
-    for through in range(0, len(items) + 1, 7):
-        expected = fingerprint_prefix(
-            model="gpt-5",
-            instructions=warm.rendered.instructions,
-            tools=warm.rendered.tools,
-            input=items,
-            through_item=through,
-            fingerprint_binding="prefix",
-            endpoint=Endpoint(),
-            scratch={},
-        )
-        got = turnwire.api.prefix_fingerprint(
-            warm.rendered, container=container, model="gpt-5", through_item=through
-        )
-        assert got == expected, through
+    assert_stage_fingerprints(warm, container, range(0, len(warm.rendered.input) + 1, 7))
 
 
 def test_a_thread_the_memo_never_saw_is_rendered_in_bulk_beside_others():

@@ -401,18 +401,22 @@ class Client:
         start_hosted = len(thread.hosted_items)
         if decided:  # part of this run's records, so stored and saved with them
             thread = msgspec.structs.replace(thread, hosted_items=thread.hosted_items + decided)
-        ran_pending: tuple[ToolCall, ...] = ()
-        waiting = [call for call in thread.tool_calls if call.result is None]
-        if waiting and not once:  # calls a run before this one left without results
-            thread = await execute(
+
+        async def run_calls(thread: Thread, calls: list[ToolCall]) -> Thread:
+            return await execute(
                 thread,
-                waiting,
+                calls,
                 on_tool_result,
                 files,
                 executor=self.executor,
                 telemetry=self.telemetry,
                 emit=self._emit,
             )
+
+        ran_pending: tuple[ToolCall, ...] = ()
+        waiting = [call for call in thread.tool_calls if call.result is None]
+        if waiting and not once:  # calls a run before this one left without results
+            thread = await run_calls(thread, waiting)
             pending = {call.id for call in waiting}
             ran_pending = tuple(c for c in thread.tool_calls[:start_calls] if c.id in pending)
         compaction = await self._auto_compact(thread, resolved, allowed)
@@ -449,15 +453,7 @@ class Client:
             self._observe("on_raw_generation", generation=generation, model=resolved)
             runnable = [call for call in calls if call.result is None]
             if runnable and not once:
-                thread = await execute(
-                    thread,
-                    runnable,
-                    on_tool_result,
-                    files,
-                    executor=self.executor,
-                    telemetry=self.telemetry,
-                    emit=self._emit,
-                )
+                thread = await run_calls(thread, runnable)
             # The next request's render stamps this response's reasoning; a run that stops
             # here renders once more to stamp it.
             if not calls or once:
