@@ -819,18 +819,23 @@ def test_a_thread_without_file_pointers_keeps_its_own_tuples():
 
 
 def test_a_long_sweep_resumes_and_fingerprints_where_a_checkpoint_kept_its_hash():
-    """Only some checkpoints of a long sweep keep their hash state (every eighth, and the last
-    sixteen): a render resumed in the middle, and prefix fingerprints at any item, start from
-    the nearest one before that kept it, and give the cold render's bytes and the stage's
-    fingerprints."""
+    """A long sweep keeps checkpoints, each with its hash state, at some candidates only
+    (every eighth, and the last sixteen): a render resumed in the middle, and prefix
+    fingerprints at any item, start from the nearest one before, and give the cold render's
+    bytes and the stage's fingerprints."""
     container = make_container(REPLAY)
     thread = _growing_thread(40)
     turnwire.api.render(thread, container=container)
     memo = container.render_memo()
     (state,) = memo.sweeps._data.values()
-    kept = [checkpoint.hasher is not None for checkpoint in state.checkpoints]
-    assert len(kept) == 80 and kept[-16:] == [True] * 16
-    assert kept[:64] == [position % 8 == 0 for position in range(64)]
+    assert len(state.candidates[0]) == 80
+    assert [checkpoint.position for checkpoint in state.checkpoints] == [
+        *range(0, 64, 8),
+        *range(64, 80),
+    ]
+    assert all(checkpoint.hasher is not None for checkpoint in state.checkpoints)
+    assert state.indexes == [checkpoint.index for checkpoint in state.checkpoints]
+    assert state.hashed == [checkpoint.hashed for checkpoint in state.checkpoints]
 
     # an answer in the middle changes: the sweep resumes before it, from a kept hash state
     messages = list(thread.messages)
@@ -916,9 +921,10 @@ def test_a_stage_that_returns_a_list_or_nothing_renders_alike_in_bulk_and_one_by
 
 
 def test_a_growing_thread_keeps_hash_states_as_sparse_as_a_sweep_from_the_start():
-    """Each render of a thread grown by one exchange resumes the last sweep; the hash states
+    """Each render of a thread grown by one exchange resumes the last sweep; the checkpoints
     its new candidates push out of the dense tail are dropped again, so what is kept stays
-    every eighth candidate plus the last sixteen."""
+    every eighth candidate plus the last sixteen, each with its hash state, and the bisection
+    lists stay those of the kept checkpoints."""
     container = make_container(REPLAY)
     full = _growing_thread(30)
     per_cycle = {"messages": 2, "thoughts": 4, "tool_calls": 1, "hosted_items": 0}
@@ -929,6 +935,8 @@ def test_a_growing_thread_keeps_hash_states_as_sparse_as_a_sweep_from_the_start(
         turnwire.api.render(grown, container=container)
         (state,) = container.render_memo().sweeps._data.values()
         candidates = len(state.candidates[0])
-        for checkpoint in state.checkpoints:
-            dense = checkpoint.position % 8 == 0 or checkpoint.position >= candidates - 16
-            assert (checkpoint.hasher is not None) == dense, (cycles, checkpoint.position)
+        expected = [p for p in range(candidates) if p % 8 == 0 or p >= candidates - 16]
+        assert [c.position for c in state.checkpoints] == expected, cycles
+        assert all(checkpoint.hasher is not None for checkpoint in state.checkpoints)
+        assert state.indexes == [checkpoint.index for checkpoint in state.checkpoints]
+        assert state.hashed == [checkpoint.hashed for checkpoint in state.checkpoints]

@@ -126,14 +126,14 @@ class EnvelopeNonce:
         self._inner, self._outer = _hmac_pad_states(key)
 
     def __call__(self, record_id: str) -> str:
-        nonce = self._cache.get(record_id)
+        cache = self._cache
+        nonce = cache.get(record_id)
         if nonce is None:
             inner = self._inner.copy()
             inner.update(record_id.encode())
             outer = self._outer.copy()
             outer.update(inner.digest())
-            nonce = outer.digest()[:8].hex()
-            cache = self._cache
+            nonce = outer.hexdigest()[:16]  # the first 8 bytes, in hex
             if len(cache) >= NONCE_CACHE_SIZE:  # a long-lived container sees ids without end
                 cache.clear()
             cache[record_id] = nonce

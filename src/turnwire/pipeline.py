@@ -64,7 +64,7 @@ from turnwire.stages.fingerprint import fingerprint_prefix as _fingerprint_prefi
 from turnwire.stages.reasoning import filter_thoughts as _filter_thoughts
 from turnwire.stages.system_prompt import render_bucket
 from turnwire.stages.thoughts import thought_text
-from turnwire.stages.timeline import valid_item_id
+from turnwire.stages.timeline import item_id_matcher
 from turnwire.wire import (
     FunctionCall,
     FunctionCallOutput,
@@ -95,6 +95,9 @@ render (with the thought's id in ``pending``) keeps it as fresh and computes its
 
 _MAX_CALL_ID = 64
 _CARRIERS = frozenset((OutputMessage, FunctionCall, HostedInputItem))  # the types with an item id
+_STRIPPED = frozenset((OutputMessage, FunctionCall))  # the carriers stripped of their id
+_CALL_ITEM_ID = item_id_matcher("fc_")  # valid_item_id(item_id, "fc_"), without the lookup
+_STALE = "the request prefix changed since it was produced (stale fingerprint)"
 _ENCODER = msgspec.json.Encoder()
 
 
@@ -185,7 +188,7 @@ def _tool_call_items(
     ``render_tool_call_result``."""
     raw_call_id, raw_item_id = call.split_id()
     call_id = raw_call_id if len(raw_call_id) <= _MAX_CALL_ID else short_call_id(raw_call_id)
-    item_id = valid_item_id(raw_item_id, "fc_")
+    item_id = raw_item_id if raw_item_id and _CALL_ITEM_ID(raw_item_id) else None
     function_call = FunctionCall(
         call_id=call_id, name=call.tool, arguments=_arguments(call), id=item_id
     )
@@ -247,9 +250,11 @@ _BISECTED_DIFFERENCES = 8
 # it renders from the start.
 _REWRITTEN_MAX = 16
 _POSITION = attrgetter("position")
-# Which sweep checkpoints keep the hash state of their prefix: every eighth, and every one of
-# the last sixteen candidates (where the next render of a growing thread resumes). A resume
-# or a prefix fingerprint at a checkpoint without one starts from the one before that has one.
+# Which candidates the sweep keeps a checkpoint of when it hashes with the built-in stage (a
+# checkpoint then holds the hash state of its prefix): every eighth, and every one of the last
+# sixteen (where the next render of a growing thread resumes). A resume or a prefix
+# fingerprint between two starts from the one before. Any other fingerprint stage keeps a
+# checkpoint of every candidate.
 _SNAPSHOT_EVERY = 8
 _DENSE_TAIL = 16
 
@@ -1019,9 +1024,8 @@ def _sweep(
         if last >= 0 and state.pending_from is not None:
             # A marked candidate is decided by the pending ids and stamps its fingerprint in
             # this render's `stamped`: resume before it.
-            last = min(last, state.pending_from - 1)
-        while hashing and last >= 0 and state.checkpoints[last].hasher is None:
-            last -= 1  # a checkpoint that kept no hash state (see _SNAPSHOT_EVERY)
+            before = bisect.bisect_left(state.checkpoints, state.pending_from, key=_POSITION)
+            last = min(last, before - 1)
         if last >= 0:
             # The state's own lists, cut back to the checkpoint and grown from there: the
             # state leaves the memo now (a sweep that fails leaves none) and a new one is
@@ -1056,36 +1060,30 @@ def _sweep(
     resumed_checkpoints = len(checkpoints)
     add_checkpoint, add_index = checkpoints.append, checkpoint_indexes.append
     add_hashed, add = checkpoint_hashed.append, out.append
+    type_of, stripped_kinds = type, _STRIPPED
     for at in range(position, len(indexes)):
         index = indexes[at] + offset
         if index < done:  # the partner of the previous kept candidate
             continue
         if index > done:
-            _strip_ids(out, items, done, index, reasoned, governing)
+            if reasoned:
+                _strip_ids(out, items, done, index, reasoned, governing)
+            else:  # _strip_ids without hosted items to decide on, inline
+                for item in items[done:index]:
+                    add(strip_item_id(item) if type_of(item) in stripped_kinds else item)
         thought = thoughts[at]
         payload = thought.payload
         assert payload is not None
         recorded_fingerprint = payload.prefix_fingerprint
-        marked = recorded_fingerprint == PENDING_FINGERPRINT
-        if marked and pending_from is None:
-            pending_from = at  # decided by `pending`: the next sweep resumes before it
         partner: Any = items[index + 1] if index + 1 < count else None
         partner_id = partner.id if type(partner) in _CARRIERS else output_item_id(partner)
         recorded = payload.paired_item_id
         reason = None
-        if partner is None:
-            reason = "no output item follows it"
-        elif partner_id is None:
-            reason = "the item after it carries no id the API can pair"
-        elif recorded is not None and recorded != partner_id:
-            reason = f"the item after it is {partner_id}, not its recorded partner {recorded}"
-        elif recorded_fingerprint is None:
-            if options.unfingerprinted_reasoning != "trust":
-                reason = (
-                    "it has no prefix_fingerprint (imported reasoning: run `turnwire "
-                    "fingerprint`, or set render.unfingerprinted_reasoning: trust)"
-                )
-        else:
+        if (
+            partner_id is not None
+            and (recorded is None or recorded == partner_id)
+            and recorded_fingerprint is not None
+        ):
             if hashing:
                 through = len(out)
                 if through > hashed:
@@ -1093,7 +1091,7 @@ def _sweep(
                         hasher.update(b",")
                     hasher.update(canonical_items(out[hashed:through]))
                     hashed = through
-                    snapshot = None  # taken below if this checkpoint keeps one
+                    snapshot = None  # taken below if this candidate keeps a checkpoint
                 final = hasher.copy()
                 final.update(tail)
                 fingerprint = final.hexdigest()
@@ -1105,35 +1103,52 @@ def _sweep(
                     input=out,
                     through_item=len(out),
                 )
-            if marked and thought.id in pending:
-                stamped[thought.id] = str(fingerprint)  # its prefix: what the next render checks
+            if recorded_fingerprint == PENDING_FINGERPRINT:
+                if pending_from is None:
+                    pending_from = at  # decided by `pending`: the next sweep resumes before it
+                if thought.id in pending:
+                    # its prefix: what the next render checks
+                    stamped[thought.id] = str(fingerprint)
+                elif recorded_fingerprint != fingerprint:
+                    reason = _STALE
             elif recorded_fingerprint != fingerprint:
-                reason = "the request prefix changed since it was produced (stale fingerprint)"
-        if reason is not None:
+                reason = _STALE
+        else:
+            if recorded_fingerprint == PENDING_FINGERPRINT and pending_from is None:
+                pending_from = at
+            reason = _unpaired(partner, partner_id, recorded, recorded_fingerprint, options)
+        if reason is None:
+            add(items[index])
+            add(partner)
+            done = index + 2
+            governing = thought.created_at
+        else:
             message = f"dropping the reasoning item of thought {thought.id}: {reason}"
             warnings.append(message)
             sweep_warnings.append(message)
             done = index + 1
             governing = None
-        else:
-            assert partner is not None
-            add(items[index])
-            add(partner)
-            done = index + 2
-            governing = thought.created_at
-        kept_hash = None
-        if hashing and (at >= dense_from or not at % _SNAPSHOT_EVERY):
-            if snapshot is None:
+        # With the built-in hasher a checkpoint is of use only with its hash state: those of
+        # every eighth candidate and of the last sixteen are kept (see _SNAPSHOT_EVERY).
+        if not hashing or at >= dense_from or not at % _SNAPSHOT_EVERY:
+            if hashing and snapshot is None:
                 snapshot = hasher.copy()  # the state over out[:hashed]
-            kept_hash = snapshot
-        add_checkpoint(
-            Checkpoint(at, index, done, len(out), len(sweep_warnings), kept_hash, hashed)
-        )
-        add_index(index)
-        add_hashed(hashed)
+            add_checkpoint(
+                Checkpoint(
+                    at,
+                    index,
+                    done,
+                    len(out),
+                    len(sweep_warnings),
+                    snapshot if hashing else None,
+                    hashed,
+                )
+            )
+            add_index(index)
+            add_hashed(hashed)
     _strip_ids(out, items, done, count, reasoned, governing)
     if hashing and resumed_checkpoints:
-        _thin(checkpoints, resumed_checkpoints, dense_from)
+        _thin(checkpoints, checkpoint_indexes, checkpoint_hashed, resumed_checkpoints, dense_from)
     if key is None:
         memo.swept = object()
     else:
@@ -1154,18 +1169,52 @@ def _sweep(
     return out, resumed_from
 
 
-def _thin(checkpoints: list[Checkpoint], kept: int, dense_from: int) -> None:
-    """Drop the hash states that a resumed sweep's new candidates pushed out of the dense tail
-    (those of candidates before ``dense_from``, all but every :data:`_SNAPSHOT_EVERY`-th), so
-    the kept states are those a sweep from the start would keep; ``kept``: how many
-    checkpoints the sweep resumed with (only the last :data:`_DENSE_TAIL` of those can hold a
-    state to drop)."""
-    for index in range(max(0, kept - _DENSE_TAIL), len(checkpoints)):
-        checkpoint = checkpoints[index]
-        if checkpoint.position >= dense_from:
-            return
-        if checkpoint.hasher is not None and checkpoint.position % _SNAPSHOT_EVERY:
-            checkpoints[index] = msgspec.structs.replace(checkpoint, hasher=None)
+def _thin(
+    checkpoints: list[Checkpoint],
+    indexes: list[int],
+    hashed: list[int],
+    kept: int,
+    dense_from: int,
+) -> None:
+    """Drop the checkpoints (and their entries in the bisection lists ``indexes`` and
+    ``hashed``) that a resumed sweep's new candidates pushed out of the dense tail: those of
+    candidates before ``dense_from``, all but every :data:`_SNAPSHOT_EVERY`-th, so the kept
+    ones are those a sweep from the start would keep. ``kept``: how many checkpoints the sweep
+    resumed with (only the last :data:`_DENSE_TAIL` of those can be in the dense tail)."""
+    first = max(0, kept - _DENSE_TAIL)
+    keep = [
+        at
+        for at in range(first, kept)
+        if checkpoints[at].position >= dense_from or not checkpoints[at].position % _SNAPSHOT_EVERY
+    ]
+    if len(keep) == kept - first:
+        return
+    keep += range(kept, len(checkpoints))  # the new ones are kept by the sweep's own rule
+    for column in (checkpoints, indexes, hashed):
+        column[first:] = [column[at] for at in keep]
+
+
+def _unpaired(
+    partner: Any,
+    partner_id: str | None,
+    recorded: str | None,
+    recorded_fingerprint: str | None,
+    options: RenderOptions,
+) -> str | None:
+    """Why a candidate whose pairing or fingerprint the sweep cannot check is dropped (or
+    ``None``: it has no fingerprint, and the options trust such reasoning)."""
+    if partner is None:
+        return "no output item follows it"
+    if partner_id is None:
+        return "the item after it carries no id the API can pair"
+    if recorded is not None and recorded != partner_id:
+        return f"the item after it is {partner_id}, not its recorded partner {recorded}"
+    if options.unfingerprinted_reasoning != "trust":
+        return (
+            "it has no prefix_fingerprint (imported reasoning: run `turnwire "
+            "fingerprint`, or set render.unfingerprinted_reasoning: trust)"
+        )
+    return None
 
 
 def _same_responses(old: dict[Any, int], new: dict[Any, int]) -> bool:
@@ -1375,8 +1424,6 @@ def prefix_fingerprint(
             if state is not None and state.checkpoints:
                 shared = min(common_prefix(state.out, items), through_item)
                 last = bisect.bisect_right(state.hashed, shared) - 1
-                while last >= 0 and state.checkpoints[last].hasher is None:
-                    last -= 1  # it kept no hash state: the one before that did
                 if last >= 0:
                     hasher = state.checkpoints[last].hasher.copy()
                     hashed = state.hashed[last]

@@ -9,10 +9,13 @@ import msgspec
 from turnwire.context import ReasoningReplay, ThoughtSurfacing
 from turnwire.hookspecs import hookimpl
 from turnwire.model import Thought
-from turnwire.stages.timeline import valid_item_id
+from turnwire.stages.timeline import item_id_matcher
 from turnwire.wire import ReasoningItem
 
 __all__ = ["filter_thoughts", "render_reasoning_item"]
+
+
+_REASONING_ID = item_id_matcher("rs_")
 
 
 @hookimpl(trylast=True)
@@ -27,7 +30,7 @@ def render_reasoning_item(
     item = thought.payload.item
     if not item.encrypted_content:
         return None
-    if item.id is not None and valid_item_id(item.id, "rs_") is None:
+    if item.id is not None and not _REASONING_ID(item.id):  # valid_item_id(item.id, "rs_")
         return msgspec.structs.replace(item, id=None)
     return item
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from turnwire.context import EnvelopeNonce
@@ -19,7 +20,7 @@ from turnwire.wire import (
     Refusal,
 )
 
-__all__ = ["render_timeline_message", "valid_item_id"]
+__all__ = ["item_id_matcher", "render_timeline_message", "valid_item_id"]
 
 _ITEM_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # One pattern per item type, prefix included: one match per id, no separate prefix test.
@@ -27,6 +28,15 @@ _ITEM_IDS = {
     prefix: re.compile(re.escape(prefix) + rf"[A-Za-z0-9_-]{{0,{64 - len(prefix)}}}").fullmatch
     for prefix in ("msg_", "fc_", "rs_")
 }
+
+
+def item_id_matcher(prefix: str) -> Callable[[str], object]:
+    """The test of :func:`valid_item_id` for one of its prefixes, to call without the lookup
+    (a match object when the API would accept ``item_id``, else ``None``; ``""`` fails)."""
+    return _ITEM_IDS[prefix]
+
+
+_MESSAGE_ID = _ITEM_IDS["msg_"]
 
 
 def valid_item_id(item_id: str | None, prefix: str) -> str | None:
@@ -77,8 +87,8 @@ def render_timeline_message(
         text = neutralise(message.content or "")
         refusal = neutralise(message.refusal) if message.refusal else ""
         if text or refusal:
-            item_id = valid_item_id(message.id, "msg_")
-            if item_id is not None:
+            item_id = message.id
+            if _MESSAGE_ID(item_id):  # valid_item_id(item_id, "msg_")
                 parts: tuple[OutputText | Refusal, ...] = ()
                 if text:
                     parts = (
