@@ -14,7 +14,8 @@ medians, and each ratio is the median over rounds of the two subjects' times in 
 * ms per render and the ratio to the floor: msgspec-encoding the finished body alone;
 * the ratio to the Python floor: a hand-written minimal renderer of this thread's shapes
   (nonces, envelopes, items, the sweep's SHA-256 prefix fingerprints, the body) producing the
-  same bytes, without stages, plugins, memo or preflight;
+  same bytes with turnwire's own primitives (nonce deriver, text helpers, hashing), without
+  stages, plugins, memo or preflight;
 * the 10k/1k time ratio (linear scaling is about 10);
 * a re-render of the same 10k thread through the warm memo, against the encode floor;
 * the ratio to the official SDK's request preparation (``maybe_transform`` + its JSON dump) of
@@ -183,15 +184,17 @@ def with_valid_fingerprints(thread: Thread, settings: turnwire.Settings) -> Thre
 def minimal_renderer(thread: Thread, reference: Any, secret: str) -> Callable[[], bytes]:
     """A hand-written renderer of this benchmark's thread shapes, producing turnwire's bytes.
 
-    The Python floor of a from-scratch render: the same text helpers, wire Structs, nonce
-    derivation and prefix hashing, none of the plugin relay, memo or preflight. The leading
-    instructions and tool declarations are taken from ``reference`` (they cost O(1)).
+    The Python floor of a from-scratch render: turnwire's own text helpers, wire Structs,
+    nonce deriver (:class:`~turnwire.context.EnvelopeNonce`, a fresh one each render, as the
+    cold render gets) and prefix hashing, so that the ratio measures what the architecture
+    adds (stages, relay, memo, the separate sweep and preflight passes), not a slower
+    primitive on either side. The leading instructions and tool declarations are taken from
+    ``reference`` (they cost O(1)).
     """
     import base64
     import hashlib
-    import hmac
 
-    from turnwire.context import EnvelopeAttrs
+    from turnwire.context import EnvelopeAttrs, EnvelopeNonce
     from turnwire.stages._text import escape_attr, iso, neutralise
     from turnwire.stages.envelopes import envelope
     from turnwire.stages.fingerprint import canonical_items, prefix_tail
@@ -206,16 +209,13 @@ def minimal_renderer(thread: Thread, reference: Any, secret: str) -> Callable[[]
         OutputText,
     )
 
-    key = secret.encode()
     instructions = reference.rendered.instructions
     tools = reference.rendered.tools
     plain = msgspec.json.Encoder()
     tail = prefix_tail("gpt-5", instructions, tools)
 
-    def nonce(record_id: str) -> str:
-        return hmac.digest(key, record_id.encode(), "sha256")[:8].hex()
-
     def render() -> bytes:
+        nonce = EnvelopeNonce(secret)
         entries = [
             (r.created_at, r.seq, rank, i, r)
             for rank, records in enumerate((thread.messages, thread.thoughts, thread.tool_calls))

@@ -940,3 +940,86 @@ def test_a_growing_thread_keeps_hash_states_as_sparse_as_a_sweep_from_the_start(
         assert all(checkpoint.hasher is not None for checkpoint in state.checkpoints)
         assert state.indexes == [checkpoint.index for checkpoint in state.checkpoints]
         assert state.hashed == [checkpoint.hashed for checkpoint in state.checkpoints]
+
+
+def _cycles(first: int, count: int, extra: list[dict[str, Any]] = ()) -> turnwire.Thread:  # type: ignore[assignment]
+    """Exchanges ``first`` to ``first + count - 1`` (ids of their own), and ``extra`` messages."""
+    records: dict[str, list[Any]] = {
+        "messages": [],
+        "thoughts": [],
+        "tool_calls": [],
+        "hosted_items": [],
+    }
+    for n in range(first, first + count):
+        for field, values in _cycle(n, 10 + n, {"q": n}, None).items():
+            records[field] += values
+    records["messages"] += extra
+    return turnwire.load_thread({"version": 1, "model": "gpt-5", "tools": TOOLS, **records})
+
+
+def test_a_first_render_leaves_columns_that_the_next_render_to_look_a_record_up_reads():
+    """A first render hands its records to the memo as columns and makes no entry per record;
+    a later render that looks records up (here: a question inserted among the old records,
+    so the timeline is laid out again record by record) makes the entries from the columns
+    and reuses them: only the new question is rendered, and the bytes and warnings are a
+    cold render's."""
+    calls: list[str] = []
+
+    @hookimpl(tryfirst=True)
+    def render_timeline_message(message):
+        calls.append(message.id)
+
+    container = make_container(
+        REPLAY, extra_plugins=[SimpleNamespace(render_timeline_message=render_timeline_message)]
+    )
+    thread = _cycles(0, 4)
+    turnwire.api.render(thread, container=container)
+    assert calls == ["u0", "msg_0", "u1", "msg_1", "u2", "msg_2", "u3", "msg_3"]
+    (table,) = container.render_memo().records["message"]._data.values()
+    assert table._columns and not table._entries and len(table) == 8
+
+    question = {"id": "u_late", "role": "user", "content": "late", "created_at": at(11)}
+    inserted = _cycles(0, 4, [question])
+    calls.clear()
+    warm = turnwire.api.render(inserted, container=container)
+    assert calls == ["u_late"]
+    assert not table._columns and len(table.entries) == 9
+    assert table.entries["u0"].record is thread.messages[0]  # made from the columns
+    with overriding(container.render_memo, None):
+        cold = turnwire.api.render(inserted, container=container)
+    assert warm.body == cold.body and warm.rendered.warnings == cold.rendered.warnings
+
+
+def test_a_long_lived_memo_forgets_the_records_of_other_threads_without_making_them():
+    """Rendering thread after thread (none sharing a record id), a table keeps at most about
+    twice the current thread's records (and a spare number, none here); when it forgets the
+    others, those kept as columns go without their entries being made."""
+    container = make_container(REPLAY)
+    threads = [_cycles(first, 10) for first in (0, 10, 20)]
+    made: list[int] = []
+    real_entry = turnwire._memo.Entry
+
+    def counting(*args: Any) -> Any:
+        made.append(1)
+        return real_entry(*args)
+
+    with (
+        mock.patch.object(turnwire._memo, "Entry", counting),
+        mock.patch.object(pipeline, "_SPARE_RECORDS", 0),
+    ):
+        for thread in threads:
+            turnwire.api.render(thread, container=container)
+        assert made == []  # renders in bulk make no entry
+        (table,) = container.render_memo().records["message"]._data.values()
+        last = threads[-1].messages
+        assert len(table) == len(last) == 20
+        # the others went unmade: what is left is the last thread's columns
+        assert not table._entries and len(table._columns) == 1
+        assert list(table._columns[0][0]) == list(last)
+        assert set(table.entries) == {m.id for m in last}
+        assert len(made) == len(last)  # made when read, and only the kept thread's
+    for thread in (threads[0], threads[-1]):
+        warm = turnwire.api.render(thread, container=container)
+        with overriding(container.render_memo, None):
+            cold = turnwire.api.render(thread, container=container)
+        assert warm.body == cold.body and warm.rendered.warnings == cold.rendered.warnings

@@ -28,7 +28,9 @@ calls :meth:`RenderMemo.clear`.
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from itertools import repeat
+from operator import attrgetter
 from typing import Any, Generic, TypeVar
 
 import msgspec
@@ -38,6 +40,7 @@ from turnwire._identity import first_difference
 __all__ = ["Entry", "RenderMemo", "common_prefix", "stage_key"]
 
 K = TypeVar("K", bound=Hashable)
+_ID = attrgetter("id")
 V = TypeVar("V")
 
 
@@ -151,12 +154,75 @@ class Entry(msgspec.Struct, frozen=True, gc=False):
 
 
 class RecordTable:
-    """Rendered records of one kind under one stage key: record id → (record, ..., output)."""
+    """Rendered records of one kind under one stage key: record id → (record, ..., output).
 
-    __slots__ = ("entries",)
+    A first render hands its records over as columns (:meth:`add_columns`); their entries are
+    made when the table is first read (:attr:`entries`), so a render that no later render
+    consults (a thread rendered once) makes none.
+    """
+
+    __slots__ = ("_columns", "_entries")
 
     def __init__(self) -> None:
-        self.entries: dict[str, Entry] = {}
+        self._entries: dict[str, Entry] = {}
+        self._columns: list[tuple[Sequence[Any], Iterable[Any], Sequence[Any], Any, Any]] = []
+
+    @property
+    def entries(self) -> dict[str, Entry]:
+        """Record id → entry (the columns handed over so far made entries first)."""
+        if self._columns:
+            columns, self._columns = self._columns, []
+            for records, tools, rendered, candidates, said in columns:
+                warned: Any = (
+                    [said.get(row, ()) for row in range(len(records))] if said else repeat(())
+                )
+                entries = map(Entry, records, tools, rendered, candidates, warned)
+                self._entries.update(zip(map(_ID, records), entries, strict=True))
+        return self._entries
+
+    @entries.setter
+    def entries(self, entries: dict[str, Entry]) -> None:
+        self._entries, self._columns = entries, []
+
+    def add_columns(
+        self,
+        records: Sequence[Any],
+        tools: Iterable[Any],
+        rendered: Sequence[tuple[Any, ...]],
+        candidates: Iterable[bool],
+        said: Mapping[int, tuple[str, ...]],
+    ) -> None:
+        """Keep rendered records, none of which the table holds (:meth:`holds_none_of`),
+        column by column: ``tools``, ``rendered`` and ``candidates`` give each record's in
+        order (``tools`` and ``candidates`` may repeat without end), ``said`` the warnings by
+        row (rows without warnings left out). The columns are read later and must not
+        change."""
+        self._columns.append((records, tools, rendered, candidates, said))
+
+    def __len__(self) -> int:
+        """How many records the table holds, entries not made yet counted (an id handed over
+        twice counts twice)."""
+        return len(self._entries) + sum(len(columns[0]) for columns in self._columns)
+
+    def holds_none_of(self, records: Sequence[Any]) -> bool:
+        """Whether the table holds no record with the id of one of ``records`` (its columns
+        are looked into without making their entries)."""
+        if self._entries and not self._entries.keys().isdisjoint(map(_ID, records)):
+            return False
+        if not self._columns:
+            return True
+        ids = set(map(_ID, records))
+        return all(ids.isdisjoint(map(_ID, columns[0])) for columns in self._columns)
+
+    def keep_only(self, records: Sequence[Any]) -> None:
+        """Forget every record whose id is not one of ``records``'s. When the last columns
+        are ``records`` themselves, handed over by a render that found none of them here,
+        everything else is of other ids and goes without its entries being made."""
+        if self._columns and self._columns[-1][0] is records:
+            self._entries, self._columns = {}, self._columns[-1:]
+            return
+        entries = self.entries
+        self._entries = {r.id: entries[r.id] for r in records if r.id in entries}
 
 
 class TimelineState(msgspec.Struct, kw_only=True, gc=False):
@@ -371,5 +437,5 @@ class RenderMemo:
             self.head = None
 
     def __repr__(self) -> str:
-        kept = sum(len(t.entries) for k in self.records.values() for t in k._data.values())
+        kept = sum(len(t) for k in self.records.values() for t in k._data.values())
         return f"RenderMemo(records={kept}, sweeps={len(self.sweeps)})"

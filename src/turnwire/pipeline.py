@@ -249,6 +249,9 @@ _BISECTED_DIFFERENCES = 8
 # How many rewritten thoughts a timeline takes over in place (re-rendered and compared) before
 # it renders from the start.
 _REWRITTEN_MAX = 16
+# A record table forgets the records of other threads once it holds more than twice the
+# current thread's records and this many.
+_SPARE_RECORDS = 256
 _POSITION = attrgetter("position")
 # Which candidates the sweep keeps a checkpoint of when it hashes with the built-in stage (a
 # checkpoint then holds the hash state of its prefix): every eighth, and every one of the last
@@ -523,7 +526,7 @@ def _in_bulk(
 def _unseen(table: RecordTable | None, records: tuple[Any, ...]) -> bool:
     """Whether ``table`` holds none of ``records`` by id (a thread the memo never rendered, in
     a memo that may hold others): then they are all rendered in bulk."""
-    return table is None or not table.entries or table.entries.keys().isdisjoint(map(_ID, records))
+    return table is None or table.holds_none_of(records)
 
 
 def _as_tuple(output: Any) -> tuple[Any, ...]:
@@ -531,21 +534,7 @@ def _as_tuple(output: Any) -> tuple[Any, ...]:
     return output if type(output) is tuple else tuple(output or ())
 
 
-_ID = attrgetter("id")
 _TOOL = attrgetter("tool")
-
-
-def _entries_of(
-    records: Sequence[Any],
-    tools: Any,
-    rendered: list[tuple[Any, ...]],
-    candidates: Any,
-    said: dict[int, tuple[str, ...]],
-) -> Iterator[tuple[str, Entry]]:
-    """(record id, memo entry) of each record rendered in bulk."""
-    warned: Any = repeat(()) if not said else [said.get(i, ()) for i in range(len(records))]
-    entries = map(Entry, records, tools, rendered, candidates, warned)
-    return zip(map(_ID, records), entries, strict=False)  # `tools`... may repeat without end
 
 
 def _thoughts_in_bulk(
@@ -609,21 +598,13 @@ def _timeline_in_bulk(
 
     message_table, thought_table, call_table, hosted_table = tables
     if message_table is not None:
-        message_table.entries.update(
-            _entries_of(messages, repeat(None), message_out, repeat(False), message_said)
-        )
+        message_table.add_columns(messages, repeat(None), message_out, repeat(False), message_said)
     if thought_table is not None:
-        thought_table.entries.update(
-            _entries_of(surfaced, repeat(None), thought_out, candidates, thought_said)
-        )
+        thought_table.add_columns(surfaced, repeat(None), thought_out, candidates, thought_said)
     if call_table is not None:
-        call_table.entries.update(
-            _entries_of(calls, call_tools, call_out, repeat(False), call_said)
-        )
+        call_table.add_columns(calls, call_tools, call_out, repeat(False), call_said)
     if hosted_table is not None:
-        hosted_table.entries.update(
-            _entries_of(hosted, repeat(None), hosted_out, repeat(False), hosted_said)
-        )
+        hosted_table.add_columns(hosted, repeat(None), hosted_out, repeat(False), hosted_said)
 
     items, indexes, thoughts = timeline
     extend = items.extend
@@ -688,14 +669,13 @@ def _timeline(
             entries = _entries(sources, tuple(len(records) for records in old))
             if entries and state.last_key is not None and entries[0][:4] <= state.last_key:
                 entries = None  # a new record sorts among the old ones
-    thought_entries = thought_table.entries if thought_table is not None else None
     render_reasoning = positional_caller(stages, "render_reasoning_item", ("thought",))
     replay = options.reasoning_replay != "off"
     rewritten: dict[int, Thought] | None = {}
     if entries is not None and state is not None and changed:
         rewritten = _rerendered(
             [(state.surfaced[i], surfaced[i]) for i in changed],
-            thought_entries,
+            thought_table.entries if thought_table is not None else None,
             warnings,
             lambda thought: _thought_items(thought, replay, render_reasoning, stages),
         )
@@ -719,9 +699,6 @@ def _timeline(
         last_key = None
 
     tools = {tool.name: tool for tool in thread.tools}
-    message_entries = message_table.entries if message_table is not None else None
-    call_entries = call_table.entries if call_table is not None else None
-    hosted_entries = hosted_table.entries if hosted_table is not None else None
     render_message = positional_caller(stages, "render_timeline_message", ("message",))
     render_result = positional_caller(stages, "render_tool_call_result", ("tool_call", "tool"))
     tables = (message_table, thought_table, call_table, hosted_table)
@@ -748,6 +725,11 @@ def _timeline(
             del warnings[before_bulk:]
             del items[:], indexes[:], thoughts[:]
     extend = items.extend
+    # Read only now: a table's entries are made from its columns when first read (see
+    # RecordTable), and a render in bulk reads none.
+    message_entries, thought_entries, call_entries, hosted_entries = (
+        table.entries if table is not None and one_by_one else None for table in tables
+    )
     for entry in one_by_one:
         record: Any = entry[4]  # dispatched on its exact type below
         before = len(warnings)
@@ -807,8 +789,8 @@ def _timeline(
 
     kinds: tuple[tuple[Any, ...], ...] = sources
     for table, records in zip(tables, kinds, strict=True):
-        if table is not None and len(table.entries) > 2 * len(records) + 256:
-            table.entries = {r.id: table.entries[r.id] for r in records if r.id in table.entries}
+        if table is not None and len(table) > 2 * len(records) + _SPARE_RECORDS:
+            table.keep_only(records)
     if timeline_key is not None:
         memo.timelines.put(
             timeline_key,
@@ -1190,8 +1172,9 @@ def _thin(
     if len(keep) == kept - first:
         return
     keep += range(kept, len(checkpoints))  # the new ones are kept by the sweep's own rule
-    for column in (checkpoints, indexes, hashed):
-        column[first:] = [column[at] for at in keep]
+    checkpoints[first:] = [checkpoints[at] for at in keep]
+    indexes[first:] = [indexes[at] for at in keep]
+    hashed[first:] = [hashed[at] for at in keep]
 
 
 def _unpaired(
