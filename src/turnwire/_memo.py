@@ -9,12 +9,14 @@ earlier render produced for the same inputs. What is kept, and what each part is
   implementations of the stages that kind renders through (plugin functions, container
   overrides) and the values of the options those implementations and the pipeline read. A
   stage that runs through pluggy (a wrapper, tracing) or asks for ``scratch`` disables the table
-  of every kind that renders through it;
+  of every kind that renders through it. A first render keeps its records as columns, made
+  into entries when a later render first reads the table (:class:`RecordTable`);
 * the last timeline per combination of stage keys, so a thread that only grew is rendered by
   appending (records in the same order, nothing re-sorted);
-* per sweep key (instructions, tools, model, the sweep's options), the last pairing sweep with a
-  checkpoint after each reasoning candidate (where the sweep stood, and at some of them the
-  SHA-256 state of the canonical prefix hashed so far), so the next sweep resumes after the last
+* per sweep key (instructions, tools, model, the sweep's options), the last pairing sweep with
+  checkpoints of where it stood after some reasoning candidates (with the built-in hasher:
+  every eighth and the last sixteen, each with the SHA-256 state of the canonical prefix
+  hashed so far; else after every candidate), so the next sweep resumes after the last
   checkpoint whose inputs are unchanged. Only the built-in ``fingerprint_prefix`` (``prefix``
   binding) is resumed this way; any other implementation is called as usual;
 * the last request body's encoded items and the preflight state over them, reused for the
@@ -256,9 +258,9 @@ class Checkpoint(msgspec.Struct, frozen=True, gc=False):
     :ivar done: items before this index are settled.
     :ivar out_length: how many output items there were.
     :ivar warning_count: how many sweep warnings there were.
-    :ivar hasher: the SHA-256 state of the canonical prefix over ``out[:hashed]`` (or ``None``
-        when fingerprints do not come from the built-in hasher, or when this checkpoint keeps
-        none: see ``pipeline._SNAPSHOT_EVERY``).
+    :ivar hasher: the SHA-256 state of the canonical prefix over ``out[:hashed]`` (``None``
+        when fingerprints do not come from the built-in hasher; with it, only some
+        candidates have a checkpoint: see ``pipeline._SNAPSHOT_EVERY``).
     :ivar hashed: how many output items ``hasher`` covers.
     """
 
