@@ -263,3 +263,42 @@ def test_the_stage_plan_is_kept_until_a_plugin_or_a_stage_provider_changes():
     container.plugin_manager().unregister(plugin)
     assert container.stage_plan() is not with_plugin
     assert "LOUD" not in rendered_text()
+
+
+def test_threads_first_using_a_container_share_its_single_instances():
+    """A container's plugin manager is built once however many threads ask for it first at
+    the same moment (a server sharing one container between request threads), so a plugin
+    registered through it is the one every thread sees; the nonce deriver, the stage plan
+    cache and the render memo are held by the same kind of provider (their builds are too
+    quick to race reliably in a test)."""
+    import threading
+    import time
+
+    slow: list[int] = []
+
+    class SlowToRegister:
+        """A plugin whose registration takes a while (pluggy lists its attributes), which
+        holds the plugin manager's build open while the other threads arrive."""
+
+        def __dir__(self) -> list[str]:
+            slow.append(1)
+            time.sleep(0.05)
+            return []
+
+    container = make_container(extra_plugins=[SlowToRegister()])
+    start = threading.Barrier(6)
+    seen: list[int] = []
+
+    def first_use() -> None:
+        start.wait()
+        seen.append(id(container.plugin_manager()))
+
+    threads = [threading.Thread(target=first_use) for _ in range(6)]
+    for worker in threads:
+        worker.start()
+    for worker in threads:
+        worker.join()
+    assert slow  # the slow plugin did hold the build open
+    assert len(seen) == 6 and len(set(seen)) == 1
+    for name in ("plugin_manager", "envelope_nonce", "stage_plan_cache", "render_memo"):
+        assert type(getattr(Container, name)) is providers.ThreadSafeSingleton, name

@@ -154,7 +154,7 @@ class Container(containers.DeclarativeContainer):
 
     settings = providers.Dependency(instance_of=Settings)
     extra_plugins = providers.Object(())
-    plugin_manager = providers.Singleton(_plugin_manager, settings, extra_plugins)
+    plugin_manager = providers.ThreadSafeSingleton(_plugin_manager, settings, extra_plugins)
 
     # ---------------------------------------------------------------- render options
     model = providers.Callable(lambda s: s.request.model, settings)
@@ -195,7 +195,7 @@ class Container(containers.DeclarativeContainer):
         ),
         settings,
     )
-    envelope_nonce = providers.Singleton(_envelope_nonce, settings)
+    envelope_nonce = providers.ThreadSafeSingleton(_envelope_nonce, settings)
 
     # ---------------------------------------------------------------- client seams
     # The output-slot state machine, as a factory: the client calls it once per streamed
@@ -229,7 +229,7 @@ class Container(containers.DeclarativeContainer):
     tools_to_wire = providers.Object(HOOK)
     description_to_json_schema = providers.Object(HOOK)
 
-    stage_plan_cache = providers.Singleton(_PlanCache)
+    stage_plan_cache = providers.ThreadSafeSingleton(_PlanCache)
     stage_plan = providers.Factory(
         _stage_plan,
         plugin_manager,
@@ -279,7 +279,7 @@ class Container(containers.DeclarativeContainer):
         endpoint=endpoint,
         envelope_nonce=envelope_nonce,
     )
-    render_memo = providers.Singleton(RenderMemo)
+    render_memo = providers.ThreadSafeSingleton(RenderMemo)
     build_input = providers.Factory(
         functools.partial,
         pipeline.build_input,
