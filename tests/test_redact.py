@@ -8,9 +8,11 @@ import logging
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 import turnwire
-from turnwire._redact import MARK, redact, remember_secret
+from turnwire._redact import _PATTERNS, MARK, redact, remember_secret
 from turnwire.errors import ConfigError, HttpError, StreamError, TurnwireError
 
 from .client.server import Reply, ScriptedServer, recorded
@@ -195,3 +197,81 @@ def test_every_error_message_is_one_line():
         error = TurnwireError(f"value {text} is bad")
         assert len(str(error).splitlines()) == 1, repr(str(error))
     assert str(ThreadFileError("$.a: bad\nvalue", path="$.a")) == "$.a: bad\\x0avalue"
+
+
+_FRAGMENTS = st.sampled_from(
+    [
+        "api_key",
+        "API-KEY",
+        "x-api-key",
+        "access_token",
+        "AUTH-token",
+        "secret",
+        "Password",
+        "sk-",
+        "sess-",
+        "Bearer",
+        "basic",
+        "://",
+        "user:pw@",
+        "=",
+        ": ",
+        '"',
+        "'",
+        " ",
+        ",",
+        "abcdefgh1234",
+        "0123456789",
+        "{",
+        "}",
+        "\n",
+        "ſecret",
+        "\u212aey",
+        "apİ_key",
+        "ı",
+        "TOKEN",
+        "kEy",
+        "plain words",
+        "é",
+    ]
+)
+
+
+def _every_pattern(text: str) -> str:
+    """The credential patterns applied to ``text`` with no prefilter (how redaction ran before
+    each pattern was given the texts a match must contain)."""
+    for pattern, replacement, _, _ in _PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+@settings(max_examples=400, deadline=None, database=None)
+@given(st.lists(_FRAGMENTS, max_size=14).map("".join))
+# case-insensitive matches that lowering does not show: the long s, the Kelvin sign
+@example("ſecret: abcdefgh1234")
+@example("api_\u212aey=abcdefgh1234")
+@example("PASSWORD=abcdefgh1234")
+def test_a_pattern_left_out_by_its_prefilter_would_have_matched_nothing(text):
+    """Each credential pattern runs only on a text holding one of the strings every match
+    contains (case-insensitively on ASCII text, always on other text): the result is what
+    running every pattern gives."""
+    assert redact(text) == _every_pattern(text)
+    if text in ("ſecret: abcdefgh1234", "api_\u212aey=abcdefgh1234"):
+        assert MARK in redact(text)  # what the examples are for
+
+
+def test_a_secret_put_in_the_environment_later_is_redacted_and_a_removed_one_is_not():
+    """The environment's secrets are read again whenever the environment changed since the
+    last reading (set, changed, deleted), and only then."""
+    import os
+
+    name = "TURNWIRE_TEST_LATE_TOKEN"
+    assert redact("early value-0000") == "early value-0000"
+    os.environ[name] = "late-value-0000"
+    try:
+        assert redact("x late-value-0000 y") == f"x {MARK} y"
+        os.environ[name] = "later-value-0000"
+        assert redact("late-value-0000 later-value-0000") == f"late-value-0000 {MARK}"
+    finally:
+        del os.environ[name]
+    assert redact("later-value-0000") == "later-value-0000"

@@ -31,10 +31,19 @@ _MIN_SECRET = 8
 _remembered: set[str] = set()
 
 _SECRET_NAME = re.compile(r"(?:^|_)(?:API_?KEY|KEY|SECRET|TOKEN|PASSWORD|PASSWD)$", re.IGNORECASE)
+# Each pattern with the texts one of which any match contains: the pattern is run only on a
+# text holding one. Case-insensitive patterns are looked for in the lowered text, and are
+# always run on a text that is not ASCII (where case-insensitive matching has more
+# equivalences than lowering shows: the Kelvin sign, the long s, ...).
 _PATTERNS = (
-    (re.compile(r"\b(?:sk|sess)-[A-Za-z0-9_\-]{8,}"), MARK),
-    (re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/\-]{4,}=*", re.IGNORECASE), r"\1 " + MARK),
-    (re.compile(r"(://)[^/\s:@]+:[^/\s@]+@"), r"\1" + MARK + "@"),  # a URL's user:password
+    (re.compile(r"\b(?:sk|sess)-[A-Za-z0-9_\-]{8,}"), MARK, ("sk-", "sess-"), False),
+    (
+        re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/\-]{4,}=*", re.IGNORECASE),
+        r"\1 " + MARK,
+        ("bearer", "basic"),
+        True,
+    ),
+    (re.compile(r"(://)[^/\s:@]+:[^/\s@]+@"), r"\1" + MARK + "@", ("://",), False),  # user:password
     (
         re.compile(
             r"""(\b(?:api[-_ ]?key|x-api-key|access[-_]?token|auth[-_]?token|secret|password)"""
@@ -42,6 +51,8 @@ _PATTERNS = (
             re.IGNORECASE,
         ),
         r"\1" + MARK,
+        ("key", "token", "secret", "password"),
+        True,
     ),
 )
 
@@ -52,12 +63,31 @@ def remember_secret(value: str | None) -> None:
         _remembered.add(value)
 
 
+# The secrets the environment held when it was last read, and what it held then (a copy of
+# ``os.environ``'s underlying mapping): read again only when that changed. Every change made
+# through ``os.environ`` (setting, deleting, ``monkeypatch``, ``mock.patch.dict``) changes it.
+_from_environment: list[tuple[dict[bytes, bytes] | None, frozenset[str]]] = [(None, frozenset())]
+
+
+def _environment_secrets() -> frozenset[str]:
+    """The values of the environment variables whose names say they hold a secret."""
+    raw = getattr(os.environ, "_data", None)  # CPython's os._Environ keeps the encoded pairs
+    seen, secrets = _from_environment[0]
+    if raw is not None and seen is not None and raw == seen:
+        return secrets
+    secrets = frozenset(
+        value
+        for name, value in os.environ.items()
+        if len(value) >= _MIN_SECRET and _SECRET_NAME.search(name)
+    )
+    _from_environment[0] = (dict(raw) if type(raw) is dict else None, secrets)
+    return secrets
+
+
 def _known(extra: tuple[str | None, ...]) -> list[str]:
     values = {value for value in extra if value and len(value) >= _MIN_SECRET}
     values |= _remembered
-    for name, value in os.environ.items():
-        if len(value) >= _MIN_SECRET and _SECRET_NAME.search(name):
-            values.add(value)
+    values |= _environment_secrets()
     return sorted(values, key=len, reverse=True)  # a secret containing another goes first
 
 
@@ -69,8 +99,13 @@ def redact(text: str, *secrets: str | None) -> str:
     for value in _known(secrets):
         if value in text:
             text = text.replace(value, MARK)
-    for pattern, replacement in _PATTERNS:
-        text = pattern.sub(replacement, text)
+    lowered = text.lower() if text.isascii() else None
+    for pattern, replacement, needles, folded in _PATTERNS:
+        within = text if not folded else lowered
+        if within is None or any(needle in within for needle in needles):
+            text = pattern.sub(replacement, text)
+            if folded and lowered is not None:
+                lowered = text.lower()
     return text
 
 
