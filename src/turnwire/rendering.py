@@ -173,11 +173,10 @@ def render_input(
         overrides["unfingerprinted_reasoning"] = unfingerprinted_reasoning
     if render_context:
         overrides["render_context"] = dict(render_context)
-    build_input = container.build_input()
     options = container.render_options(**overrides)
-    rendered: RenderedInput = build_input(
-        loaded, options=options, pending=frozenset(pending_reasoning)
-    )
+    # The options given, so the provider's own `options` injection is not built as well.
+    build_input = container.build_input(options=options)
+    rendered: RenderedInput = build_input(loaded, pending=frozenset(pending_reasoning))
     return rendered
 
 
