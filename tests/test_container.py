@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+from typing import Any
 
 import pytest
 from dependency_injector import providers
@@ -225,9 +226,26 @@ def test_the_response_accumulator_is_an_overridable_seam_the_client_uses():
     assert container.response_accumulator() is ResponseAccumulator
 
 
-def test_the_stage_plan_is_kept_until_a_plugin_or_a_stage_provider_changes():
+def _plain_plugin_manager() -> Any:
+    """A pluggy manager of turnwire's hookspecs and built-ins that does not count its changes
+    (as a deployment may hand a container one of its own)."""
+    import pluggy
+
+    from turnwire import hookspecs
+    from turnwire.stages import DEFAULT_PLUGINS
+
+    manager = pluggy.PluginManager("turnwire")
+    manager.add_hookspecs(hookspecs)
+    for plugin in DEFAULT_PLUGINS:
+        manager.register(plugin)
+    return manager
+
+
+@pytest.mark.parametrize("manager", ["turnwire", "plain pluggy"])
+def test_the_stage_plan_is_kept_until_a_plugin_or_a_stage_provider_changes(manager):
     """A container builds its stage plan again only when what it is built from changed: a
-    plugin registered or unregistered, a stage provider overridden or restored."""
+    plugin registered or unregistered, a stage provider overridden or restored. turnwire's
+    own manager counts its changes; any other is looked into on every render."""
     from types import SimpleNamespace
 
     from turnwire.hookspecs import hookimpl
@@ -237,6 +255,9 @@ def test_the_stage_plan_is_kept_until_a_plugin_or_a_stage_provider_changes():
         return "LOUD " + (thought.content or "")
 
     container = make_container()
+    if manager != "turnwire":
+        container.plugin_manager.override(providers.Object(_plain_plugin_manager()))
+        assert not hasattr(container.plugin_manager(), "generation")
     thoughtful = thread(
         thoughts=[{"id": "t1", "content": "aside", "created_at": at(0)}], messages=[user()]
     )

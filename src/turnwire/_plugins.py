@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import metadata
+from types import ModuleType
 from typing import Any
 
 import msgspec
@@ -41,12 +42,34 @@ class PluginInfo(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class TurnwirePluginManager(pluggy.PluginManager):
-    """A pluggy manager that remembers where each plugin came from."""
+    """A pluggy manager that remembers where each plugin came from, and counts the changes to
+    what it holds (``generation``: one more on every plugin registered or unregistered and
+    every hookspec added), so a stage plan built from it is known current without listing
+    every stage's implementations again."""
 
     def __init__(self) -> None:
         super().__init__("turnwire")
         self.origins: dict[str, tuple[str, str]] = {}
         self.skipped: dict[str, str] = {}
+        self.generation = 0
+
+    def register(self, plugin: object, name: str | None = None) -> str | None:
+        try:
+            return super().register(plugin, name)
+        finally:
+            self.generation += 1
+
+    def unregister(self, plugin: object | None = None, name: str | None = None) -> Any:
+        try:
+            return super().unregister(plugin, name)
+        finally:
+            self.generation += 1
+
+    def add_hookspecs(self, module_or_class: ModuleType | type) -> None:
+        try:
+            super().add_hookspecs(module_or_class)
+        finally:
+            self.generation += 1
 
     def describe(self) -> list[PluginInfo]:
         """Every registered plugin with its distribution, version and implemented hooks."""

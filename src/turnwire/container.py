@@ -131,16 +131,24 @@ class _PlanCache:
 def _stage_plan(plugin_manager: Any, trace: bool, cache: _PlanCache, **overrides: Any) -> StagePlan:
     """The stage plan, the last one again while nothing it was built from changed (a plugin
     registered or unregistered, a stage provider overridden, tracing switched)."""
+    # A manager that counts its changes (TurnwirePluginManager) is current when its count is:
+    # the plugins, the flag and the overrides, compared by identity, are then the inputs.
+    generation = getattr(plugin_manager, "generation", None)
+    last = cache.last
+    if generation is not None:
+        counted = (plugin_manager, generation, trace, *overrides.values())
+        if last is not None and _same_inputs(last[0], counted):
+            return last[1]
     # One snapshot of the implementations for both the inputs and the plan: a plugin
     # registered on another thread between the two would leave a plan kept under inputs it was
-    # not built from (stale until the plugins change again).
+    # not built from (stale until the plugins change again). The count is read before the
+    # snapshot, so a change made meanwhile leaves a plan kept under an older count.
     impls = StagePlan.hookimpls(plugin_manager)
     inputs = StagePlan.inputs(plugin_manager, overrides, trace=trace, hookimpls=impls)
-    last = cache.last
-    if last is not None and _same_inputs(last[0], inputs):
+    if generation is None and last is not None and _same_inputs(last[0], inputs):
         return last[1]
     plan = StagePlan(plugin_manager, overrides, trace=trace, hookimpls=impls)
-    cache.last = (inputs, plan)
+    cache.last = (counted if generation is not None else inputs, plan)
     return plan
 
 
