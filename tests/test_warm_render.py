@@ -1023,3 +1023,31 @@ def test_a_long_lived_memo_forgets_the_records_of_other_threads_without_making_t
         with overriding(container.render_memo, None):
             cold = turnwire.api.render(thread, container=container)
         assert warm.body == cold.body and warm.rendered.warnings == cold.rendered.warnings
+
+
+def test_a_stage_key_reads_the_option_values_each_time_and_the_plan_once():
+    """What a stage key takes from the plan is worked out once per plan; the option values
+    are read on every call, so a changed option changes the key, and the keys are those of a
+    plan that keeps nothing."""
+    container = make_container(REPLAY)
+    plan = container.stage_plan()
+    options = container.render_options().injectable()
+    groups = [
+        (pipeline._MESSAGE_STAGES, ()),
+        (pipeline._THOUGHT_STAGES, ("reasoning_replay",)),
+        (("filter_thoughts",), ()),
+        (("fingerprint_prefix",), ()),  # asks for scratch: no key
+    ]
+    bare = SimpleNamespace(targets=plan.targets)  # no stage_keys of its own to keep
+    for stages, read in groups:
+        first = stage_key(plan, stages, options, read)
+        assert (
+            stage_key(plan, stages, options, read)
+            == first
+            == stage_key(bare, stages, options, read)
+        )
+    assert plan.stage_keys  # kept with the plan
+    changed = {**options, "self_identity": "someone else", "reasoning_replay": "off"}
+    for stages, read in groups[:2]:
+        assert stage_key(plan, stages, changed, read) != stage_key(plan, stages, options, read)
+        assert stage_key(plan, stages, changed, read) == stage_key(bare, stages, changed, read)

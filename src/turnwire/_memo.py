@@ -105,6 +105,29 @@ def stage_key(
     :param options: the injectable option values by name.
     :param read_options: options the pipeline itself reads for this output.
     """
+    stages, read_options = tuple(stages), tuple(read_options)
+    # What depends on the plan alone (the implementations, the option names they read) is
+    # worked out once per plan and kept with it; the option values are read each time.
+    kept: dict[Any, Any] | None = getattr(plan, "stage_keys", None)
+    shape: Any = kept.get((stages, read_options), _UNSEEN) if kept is not None else _UNSEEN
+    if shape is _UNSEEN:
+        shape = _key_shape(plan, stages, read_options)
+        if kept is not None:
+            kept[stages, read_options] = shape
+    if shape is None:
+        return None
+    parts, names = shape
+    return (*parts, *[(name, _option_token(options[name])) for name in names if name in options])
+
+
+_UNSEEN = object()
+
+
+def _key_shape(
+    plan: Any, stages: tuple[str, ...], read_options: tuple[str, ...]
+) -> tuple[tuple[Hashable, ...], tuple[str, ...]] | None:
+    """The implementations part of :func:`stage_key` and the option names whose values it
+    adds (sorted), or ``None`` when the output must not be memoised."""
     parts: list[Hashable] = []
     names: set[str] = set(read_options)
     for stage in stages:
@@ -123,10 +146,7 @@ def stage_key(
                     return None
                 names.update(arguments)
             parts.append((stage, tuple(function for function, _ in target)))
-    for name in sorted(names):
-        if name in options and name not in ("stages", "warn"):
-            parts.append((name, _option_token(options[name])))
-    return tuple(parts)
+    return tuple(parts), tuple(sorted(names - {"stages", "warn"}))
 
 
 def common_prefix(old: Any, new: Any, known: int = 0, size: int | None = None) -> int:

@@ -97,6 +97,8 @@ class StagePlan:
         self.plugin_manager = plugin_manager
         self.argnames: dict[str, tuple[str, ...]] = {}
         self.targets: dict[str, tuple[str, Any]] = {}
+        # memo.stage_key's work that depends on the plan alone, by the stages asked about
+        self.stage_keys: dict[Any, Any] = {}
         overrides = overrides or {}
         for name in STAGES:
             caller = getattr(plugin_manager.hook, name)
