@@ -178,9 +178,9 @@ class Entry(msgspec.Struct, frozen=True, gc=False):
 class RecordTable:
     """Rendered records of one kind under one stage key: record id → (record, ..., output).
 
-    A first render hands its records over as columns (:meth:`add_columns`); their entries are
-    made when the table is first read (:attr:`entries`), so a render that no later render
-    consults (a thread rendered once) makes none.
+    A first render hands its records over as columns (:meth:`add_columns`); the entries of
+    every column held are made when the table is next read (:attr:`entries`), so a first
+    render makes none itself, and columns dropped unread (:meth:`keep_only`) are never made.
     """
 
     __slots__ = ("_columns", "_entries")

@@ -1160,9 +1160,12 @@ def _thin(
 ) -> None:
     """Drop the checkpoints (and their entries in the bisection lists ``indexes`` and
     ``hashed``) that a resumed sweep's new candidates pushed out of the dense tail: those of
-    candidates before ``dense_from``, all but every :data:`_SNAPSHOT_EVERY`-th, so the kept
-    ones are those a sweep from the start would keep. ``kept``: how many checkpoints the sweep
-    resumed with (only the last :data:`_DENSE_TAIL` of those can be in the dense tail)."""
+    candidates before ``dense_from``, all but every :data:`_SNAPSHOT_EVERY`-th. After growth
+    the kept ones are those a sweep from the start would keep; after a thread lost
+    candidates, the new dense tail may lack some a sweep from the start would have (only
+    ever dropped, never added back: a later resume then starts from an earlier one).
+    ``kept``: how many checkpoints the sweep resumed with (only the last :data:`_DENSE_TAIL`
+    of those can be in the dense tail)."""
     first = max(0, kept - _DENSE_TAIL)
     keep = [
         at
