@@ -48,6 +48,7 @@ from .test_warm_render import (
     _outcome,
     assert_stage_fingerprints,
     check_step,
+    compaction,
 )
 
 _EPOCH = datetime(2026, 1, 1, 10, 0, 0)
@@ -126,18 +127,8 @@ class _Long(_Review):
             self._thought(*values)
         elif kind == "compact":
             after = self.first + values[0] % max(1, self.cycles - self.first)
-            n = self.compactions
+            self.records["hosted_items"].append(compaction(self.compactions, _when(after, 500)))
             self.compactions += 1
-            item = {"type": "compaction", "id": f"cmp_{n}", "encrypted_content": f"gAAAA{n}"}
-            self.records["hosted_items"].append(
-                {
-                    "id": f"cmp_{n}",
-                    "type": "compaction",
-                    "item": item,
-                    "created_at": _when(after, 500),
-                    "seq": 9,
-                }
-            )
         else:
             super().edit(kind, *values)
 

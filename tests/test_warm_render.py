@@ -238,6 +238,18 @@ def _untrusted_override(content: str, attrs: Any) -> str:
     return f"<<{attrs.nonce}:{attrs.kind}>>{content}<</{attrs.nonce}>>"
 
 
+def compaction(n: int, created_at: str) -> dict[str, Any]:
+    """The ``n``-th compaction record of a scenario, at ``created_at``."""
+    item = {"type": "compaction", "id": f"cmp_{n}", "encrypted_content": f"gAAAA{n}"}
+    return {
+        "id": f"cmp_{n}",
+        "type": "compaction",
+        "item": item,
+        "created_at": created_at,
+        "seq": 9,
+    }
+
+
 class _Scenario:
     """A thread (as thread-file records) and the stage and option changes now in effect."""
 
@@ -302,18 +314,8 @@ class _Scenario:
             # A compaction after one of the exchanges (or before them all): the render cuts
             # everything before the latest one.
             after = values[0] % (self.cycles + 1)
-            n = self.compactions
+            self.records["hosted_items"].append(compaction(self.compactions, at(9 + after)))
             self.compactions += 1
-            item = {"type": "compaction", "id": f"cmp_{n}", "encrypted_content": f"gAAAA{n}"}
-            self.records["hosted_items"].append(
-                {
-                    "id": f"cmp_{n}",
-                    "type": "compaction",
-                    "item": item,
-                    "created_at": at(9 + after),
-                    "seq": 9,
-                }
-            )
         elif flat:
             field, index = flat[values[0] % len(flat)]
             record = dict(self.records[field][index])
@@ -511,30 +513,41 @@ def check_step(container: turnwire.Container, scenario: _Scenario, step: Any) ->
         scenario.stamp(cold[3])  # the next step renders the stamped thread
 
 
-def _growing_thread(cycles: int) -> turnwire.Thread:
+def _cycles(first: int, count: int, extra: list[dict[str, Any]] = ()) -> turnwire.Thread:  # type: ignore[assignment]
+    """Exchanges ``first`` to ``first + count - 1`` (ids of their own), and ``extra`` messages."""
     records: dict[str, list[Any]] = {
         "messages": [],
         "thoughts": [],
         "tool_calls": [],
         "hosted_items": [],
     }
-    for n in range(cycles):
+    for n in range(first, first + count):
         for field, values in _cycle(n, 10 + n, {"q": n}, None).items():
             records[field] += values
+    records["messages"] += extra
     return turnwire.load_thread({"version": 1, "model": "gpt-5", "tools": TOOLS, **records})
 
 
-def test_a_grown_thread_reuses_the_records_it_rendered_before():
-    """The memo is used, not only harmless: a grown thread's old records are not re-rendered."""
-    calls: list[str] = []
+def _growing_thread(cycles: int) -> turnwire.Thread:
+    return _cycles(0, cycles)
+
+
+def _noting_messages(calls: list[str]) -> turnwire.Container:
+    """A container whose message stage first notes the id of each message it renders."""
 
     @hookimpl(tryfirst=True)
     def render_timeline_message(message):
         calls.append(message.id)
 
-    container = make_container(
+    return make_container(
         REPLAY, extra_plugins=[SimpleNamespace(render_timeline_message=render_timeline_message)]
     )
+
+
+def test_a_grown_thread_reuses_the_records_it_rendered_before():
+    """The memo is used, not only harmless: a grown thread's old records are not re-rendered."""
+    calls: list[str] = []
+    container = _noting_messages(calls)
     full = _growing_thread(3)
     first = msgspec.structs.replace(
         full,
@@ -864,19 +877,7 @@ def test_a_thread_the_memo_never_saw_is_rendered_in_bulk_beside_others():
     """A long-lived memo meeting a new thread (none of its record ids kept) renders it kind by
     kind, as a first render does; a thread sharing records with a kept one goes record by
     record and reuses them. Both give a cold render's bytes and warnings."""
-
-    def cycles(first: int, count: int) -> turnwire.Thread:
-        records: dict[str, list[Any]] = {
-            "messages": [],
-            "thoughts": [],
-            "tool_calls": [],
-            "hosted_items": [],
-        }
-        for n in range(first, first + count):
-            for field, values in _cycle(n, 10 + n, {"q": n}, None).items():
-                records[field] += values
-        return turnwire.load_thread({"version": 1, "model": "gpt-5", "tools": TOOLS, **records})
-
+    cycles = _cycles
     container = make_container(REPLAY)
     bulk: list[int] = []
     real_bulk = pipeline._timeline_in_bulk
@@ -942,21 +943,6 @@ def test_a_growing_thread_keeps_hash_states_as_sparse_as_a_sweep_from_the_start(
         assert state.hashed == [checkpoint.hashed for checkpoint in state.checkpoints]
 
 
-def _cycles(first: int, count: int, extra: list[dict[str, Any]] = ()) -> turnwire.Thread:  # type: ignore[assignment]
-    """Exchanges ``first`` to ``first + count - 1`` (ids of their own), and ``extra`` messages."""
-    records: dict[str, list[Any]] = {
-        "messages": [],
-        "thoughts": [],
-        "tool_calls": [],
-        "hosted_items": [],
-    }
-    for n in range(first, first + count):
-        for field, values in _cycle(n, 10 + n, {"q": n}, None).items():
-            records[field] += values
-    records["messages"] += extra
-    return turnwire.load_thread({"version": 1, "model": "gpt-5", "tools": TOOLS, **records})
-
-
 def test_a_first_render_leaves_columns_that_the_next_render_to_look_a_record_up_reads():
     """A first render hands its records to the memo as columns and makes no entry per record;
     a later render that looks records up (here: a question inserted among the old records,
@@ -964,14 +950,7 @@ def test_a_first_render_leaves_columns_that_the_next_render_to_look_a_record_up_
     and reuses them: only the new question is rendered, and the bytes and warnings are a
     cold render's."""
     calls: list[str] = []
-
-    @hookimpl(tryfirst=True)
-    def render_timeline_message(message):
-        calls.append(message.id)
-
-    container = make_container(
-        REPLAY, extra_plugins=[SimpleNamespace(render_timeline_message=render_timeline_message)]
-    )
+    container = _noting_messages(calls)
     thread = _cycles(0, 4)
     turnwire.api.render(thread, container=container)
     assert calls == ["u0", "msg_0", "u1", "msg_1", "u2", "msg_2", "u3", "msg_3"]
