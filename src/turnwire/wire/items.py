@@ -10,6 +10,7 @@ never decoded as one union.
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Literal, NoReturn
 
 from turnwire.wire.content import (
@@ -22,6 +23,8 @@ from turnwire.wire.content import (
 )
 
 __all__ = [
+    "FrozenDict",
+    "FrozenList",
     "FunctionCall",
     "FunctionCallOutput",
     "HostedInputItem",
@@ -29,6 +32,7 @@ __all__ = [
     "InputMessage",
     "OutputMessage",
     "ReasoningItem",
+    "frozen_tree",
 ]
 
 
@@ -75,21 +79,87 @@ class ReasoningItem(WireStruct, frozen=True, kw_only=True, tag="reasoning"):
     encrypted_content: str | None = None
 
 
+def _read_only(self: object, *args: object, **kwargs: object) -> NoReturn:
+    raise TypeError(f"a {type(self).__name__} is read-only")
+
+
+class FrozenList(list[Any]):
+    """A list that refuses to change: a nested array of a :class:`HostedInputItem`.
+
+    It is a ``list`` (it compares equal to one and encodes as a JSON array); a copy made with
+    :mod:`copy` or :mod:`pickle` is a plain, mutable ``list``.
+    """
+
+    __slots__ = ()
+
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only
+    append = extend = insert = pop = remove = clear = sort = reverse = _read_only
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (list, (list(self),))
+
+    def __copy__(self) -> list[Any]:
+        return list(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
+        return copy.deepcopy(list(self), memo)
+
+
+class FrozenDict(dict[str, Any]):
+    """A dict that refuses to change: a nested object of a :class:`HostedInputItem`.
+
+    It is a ``dict`` (it compares equal to one and encodes as a JSON object, in its order); a
+    copy made with :mod:`copy` or :mod:`pickle` is a plain, mutable ``dict``.
+    """
+
+    __slots__ = ()
+
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (dict(self),))
+
+    def __copy__(self) -> dict[str, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        return copy.deepcopy(dict(self), memo)
+
+
+def frozen_tree(value: Any) -> Any:
+    """``value`` with every list (or tuple) and dict in it copied as a :class:`FrozenList` or
+    :class:`FrozenDict`: JSON values no one can change in place, the same on the wire."""
+    kind = type(value)
+    if kind is dict or kind is FrozenDict:
+        return FrozenDict({key: frozen_tree(item) for key, item in value.items()})
+    if kind is list or kind is tuple or kind is FrozenList:
+        return FrozenList([frozen_tree(item) for item in value])
+    if isinstance(value, dict):
+        return FrozenDict({key: frozen_tree(item) for key, item in value.items()})
+    if isinstance(value, list | tuple):
+        return FrozenList([frozen_tree(item) for item in value])
+    return value
+
+
 class HostedInputItem(dict[str, Any]):
     """A hosted item (web search, code interpreter, MCP, compaction ...) replayed as the API
     emitted it, restricted to the fields its input shape allows (see :mod:`turnwire.hosted`).
 
-    It encodes as the mapping itself, in the emitted field order. It is read-only: it is shared
-    between renders and its bytes feed the prefix fingerprint. ``unpaired`` is what is sent in
-    its place when a reasoning item of its response came before it and that reasoning is not
-    sent (the API refuses such an item without its reasoning); ``None``: nothing is sent then.
-    ``recorded`` is the ``(created_at, seq)`` of the record it renders, set by the pipeline.
+    It encodes as the mapping itself, in the emitted field order. It is read-only, nested
+    values too (copied as :class:`FrozenDict` and :class:`FrozenList`, so the record it came
+    from is not shared either): it is shared between renders and its bytes feed the prefix
+    fingerprint. ``unpaired`` is what is sent in its place when a reasoning item of its
+    response came before it and that reasoning is not sent (the API refuses such an item
+    without its reasoning); ``None``: nothing is sent then. ``recorded`` is the
+    ``(created_at, seq)`` of the record it renders, set by the pipeline. A copy made with
+    :mod:`copy` or :mod:`pickle` is a plain ``dict`` of plain values.
     """
 
     __slots__ = ("recorded", "unpaired")
 
     def __init__(self, fields: dict[str, Any], unpaired: InputItem | None = None) -> None:
-        super().__init__(fields)
+        super().__init__({key: frozen_tree(value) for key, value in fields.items()})
         self.unpaired = unpaired
         self.recorded: tuple[Any, int] | None = None
 
@@ -102,12 +172,17 @@ class HostedInputItem(dict[str, Any]):
         value = self.get("id")
         return value if isinstance(value, str) else None
 
-    def _read_only(self, *args: object, **kwargs: object) -> NoReturn:
-        raise TypeError("a HostedInputItem is read-only")
-
-    __setitem__ = __delitem__ = _read_only
+    __setitem__ = __delitem__ = __ior__ = _read_only
     clear = pop = popitem = setdefault = update = _read_only
-    __ior__ = _read_only
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (dict(self),))
+
+    def __copy__(self) -> dict[str, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        return copy.deepcopy(dict(self), memo)
 
     def __repr__(self) -> str:
         return f"HostedInputItem(type={self.get('type')!r}, id={self.get('id')!r})"
