@@ -82,3 +82,93 @@ def test_a_failed_tool_call_marks_its_span_as_an_error():
 def test_telemetry_off_makes_no_spans():
     _, spans, _ = _spans({"client": {"telemetry": False}})
     assert spans == ()
+
+
+def _provider():
+    exporter = InMemorySpanExporter()
+    provider = sdk.TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return exporter, provider
+
+
+def test_a_compaction_is_a_client_span_with_its_response_and_usage(tmp_path):
+    from .test_compaction import compact_answer, history
+
+    exporter, provider = _provider()
+    with ScriptedServer([Reply.json(200, compact_answer("cmp_9"))]) as server:
+        turnwire.compact(
+            history(),
+            container=make_container(),
+            base_url=server.base_url,
+            tracer_provider=provider,
+        )
+        port = server.port
+    (span,) = exporter.get_finished_spans()
+    assert span.name == "compact gpt-4o-mini"
+    assert span.kind is SpanKind.CLIENT
+    attributes = dict(span.attributes)
+    assert attributes["gen_ai.operation.name"] == "compact"
+    assert attributes["gen_ai.provider.name"] == "openai"
+    assert attributes["gen_ai.request.model"] == "gpt-4o-mini"
+    assert attributes["gen_ai.response.id"] == "resp_cmp_9"
+    assert attributes["gen_ai.usage.input_tokens"] == 154
+    assert attributes["gen_ai.usage.output_tokens"] == 177
+    assert attributes["server.address"] == "127.0.0.1" and attributes["server.port"] == port
+    assert span.status.status_code is not StatusCode.ERROR
+
+
+def test_a_compaction_the_server_answers_wrongly_marks_its_span_as_an_error():
+    from turnwire.errors import StreamError
+
+    from .test_compaction import history
+
+    exporter, provider = _provider()
+    with (
+        ScriptedServer([Reply.json(200, {"object": "response", "output": []})]) as server,
+        pytest.raises(StreamError),
+    ):
+        turnwire.compact(
+            history(),
+            container=make_container(),
+            base_url=server.base_url,
+            tracer_provider=provider,
+        )
+    (span,) = exporter.get_finished_spans()
+    assert span.name == "compact gpt-4o-mini"
+    assert span.status.status_code is StatusCode.ERROR
+    assert "gen_ai.response.id" not in dict(span.attributes)
+
+
+def test_an_automatic_compaction_is_a_span_inside_its_run(tmp_path):
+    from turnwire.store import open_store
+
+    from .test_compaction import ANSWER, compact_answer, history
+
+    exporter, provider = _provider()
+    store = open_store(str(tmp_path / "threads.db"))
+    thread_id = store.import_thread(history())
+    settings = {"context": {"window": {"compact": {"threshold": 10}}}}
+    try:
+        with ScriptedServer(
+            [Reply.json(200, compact_answer("cmp_auto")), Reply.sse(ANSWER)]
+        ) as server:
+            turnwire.api.run_thread(
+                thread_id,
+                store=store,
+                prompt="And 5+5?",
+                container=make_container(settings),
+                base_url=server.base_url,
+                tracer_provider=provider,
+            )
+    finally:
+        store.close()
+    spans = exporter.get_finished_spans()
+    assert sorted(s.name for s in spans) == [
+        "chat gpt-4o-mini",
+        "compact gpt-4o-mini",
+        "invoke_agent turnwire",
+    ]
+    run = next(s for s in spans if s.name == "invoke_agent turnwire")
+    compaction = next(s for s in spans if s.name.startswith("compact"))
+    assert compaction.parent is not None and compaction.parent.span_id == run.context.span_id
+    assert dict(compaction.attributes)["gen_ai.response.id"] == "resp_cmp_auto"

@@ -577,10 +577,12 @@ class Client:
         body = compact_body(rendered.body)
         self._observe("on_prompt_assembled", body=body, model=model, attempt_kind="compact")
         self.requests += 1
-        async with self.transport.exchange(body, stream=False, path="/compact") as answer:
-            raw = b"".join([chunk async for chunk in answer.chunks])
-        decoded = decoded_answer(raw, "a response.compaction object")
-        compacted = parse_compacted(decoded)
+        with self.telemetry.compaction(model) as span:
+            async with self.transport.exchange(body, stream=False, path="/compact") as answer:
+                raw = b"".join([chunk async for chunk in answer.chunks])
+            decoded = decoded_answer(raw, "a response.compaction object")
+            compacted = parse_compacted(decoded)
+            self.telemetry.compacted(span, compacted.id, compacted.usage)
         record = compaction_record(compacted, timeline(part), self.clock(), before=before)
         if record is None:
             logger.warning(

@@ -2,9 +2,11 @@
 
 With ``opentelemetry-api`` installed and ``client.telemetry`` on (the default), a run is one
 ``invoke_agent turnwire`` span; inside it each request actually sent is a ``chat {model}``
-client span (model, response id and model, finish reason, token usage, server address), and
-each tool call an ``execute_tool {name}`` span. Without a configured tracer provider the API's
-no-op tracer makes this free; without the package it is not imported at all.
+client span (model, response id and model, finish reason, token usage, server address), each
+call of the compact endpoint a ``compact {model}`` client span (model, response id, token
+usage, server address), and each tool call an ``execute_tool {name}`` span. Without a
+configured tracer provider the API's no-op tracer makes this free; without the package it is
+not imported at all.
 
 No content reaches a span (no prompt, answer, arguments or results) unless
 ``client.telemetry_content`` is set.
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -83,6 +85,26 @@ class Telemetry:
             **self._server,
         }
         return self._span(f"chat {model}", "CLIENT", attributes)
+
+    def compaction(self, model: str) -> contextlib.AbstractContextManager[Any]:
+        """The span of one call of the compact endpoint (``compact``: the conventions name no
+        operation for it, so it has a name of its own)."""
+        attributes = {
+            "gen_ai.operation.name": "compact",
+            "gen_ai.provider.name": _PROVIDER,
+            "gen_ai.request.model": model,
+            **self._server,
+        }
+        return self._span(f"compact {model}", "CLIENT", attributes)
+
+    def compacted(self, span: Any, response_id: str, usage: Mapping[str, Any]) -> None:
+        """Put a compaction's response id and token usage on its span."""
+        if span is None:
+            return
+        from turnwire.usage import Usage
+
+        span.set_attribute("gen_ai.response.id", response_id)
+        _usage(span, Usage.from_api(usage))
 
     def tool(self, call: ToolCall) -> contextlib.AbstractContextManager[Any]:
         """The span of one tool call (``execute_tool``)."""
