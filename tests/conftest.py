@@ -16,7 +16,7 @@ import turnwire.rendering
 from turnwire import build_container, load_settings
 from turnwire.settings import merge
 
-from .oracle import validate_body, validate_open_responses
+from .oracle import validate_body, validate_open_responses, validate_openapi
 
 # The recorded traffic the tests read, kept in the repository (origins and licences:
 # tests/data/conformance/SOURCES.md).
@@ -45,15 +45,16 @@ def _render_checked(*args: Any, **kwargs: Any) -> turnwire.RenderedRequest:
     rendered = _REAL_RENDER(*args, **kwargs)
     validate_body(rendered.json)
     validate_open_responses(rendered.json)
+    validate_openapi(rendered.json)
     return rendered
 
 
 @pytest.fixture(autouse=True)
 def _every_render_is_checked_by_the_oracle(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every body any test renders in-process validates against the official SDK types and
-    against the Open Responses specification's types. The client renders through
-    ``turnwire.rendering.render`` (looked up on the module at each call), so its requests are
-    checked too."""
+    """Every body any test renders in-process validates against the official SDK types,
+    against the Open Responses specification's types and against the API's OpenAPI
+    description. The client renders through ``turnwire.rendering.render`` (looked up on the
+    module at each call), so its requests are checked too."""
     monkeypatch.setattr(turnwire, "render", _render_checked)
     monkeypatch.setattr(turnwire.api, "render", _render_checked)
     monkeypatch.setattr(turnwire.rendering, "render", _render_checked)

@@ -1,5 +1,6 @@
-"""Two independent oracles for what we send: the official ``openai`` package's request types,
-and the Open Responses specification's (``openresponses-types``, :func:`validate_open_responses`).
+"""Three independent oracles for what we send: the official ``openai`` package's request types,
+the Open Responses specification's (``openresponses-types``, :func:`validate_open_responses`),
+and the API's own OpenAPI description (:func:`validate_openapi`).
 
 Each input item is validated only against the TypedDicts that carry its ``type`` tag, with
 unknown keys forbidden (the SDK's own smart union would accept typos and report 100 errors for
@@ -8,8 +9,10 @@ one mistake). The body's top level is validated the same way, minus ``input``.
 
 from __future__ import annotations
 
+import functools
 import typing
 from collections import defaultdict
+from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
 from openai.types.responses import response_compact_params, response_create_params
@@ -22,10 +25,12 @@ __all__ = [
     "OPENAI_ONLY_INCLUDES",
     "OPENAI_ONLY_ITEMS",
     "OPENAI_ONLY_TOOLS",
+    "OPENAPI_RELAXED",
     "OracleError",
     "validate_body",
     "validate_compact_body",
     "validate_open_responses",
+    "validate_openapi",
 ]
 
 _STRICT = ConfigDict(extra="forbid")
@@ -64,6 +69,19 @@ _TOOLS = _build(ToolParam)
 _BODY = TypeAdapter(response_create_params.ResponseCreateParamsStreaming)
 
 
+def _drained(value: Any) -> Any:
+    """``value`` (what an SDK type adapter returned) with every lazy iterable consumed: the SDK
+    types most arrays as ``Iterable[...]``, whose elements pydantic validates only as they are
+    read, so without this a content part, a source or a summary would go unchecked."""
+    if type(value).__name__ == "ValidatorIterator":
+        return [_drained(element) for element in value]
+    if isinstance(value, dict):
+        return {key: _drained(element) for key, element in value.items()}
+    if isinstance(value, list | tuple):
+        return [_drained(element) for element in value]
+    return value
+
+
 def validate_body(body: dict[str, Any]) -> None:
     """Raise :class:`OracleError` naming ``input[i]`` when the SDK types reject ``body``."""
     for index, item in enumerate(body.get("input", [])):
@@ -72,16 +90,9 @@ def validate_body(body: dict[str, Any]) -> None:
         if adapter is None:
             raise OracleError(f"input[{index}]: unknown input item type {tag!r}")
         try:
-            adapter.validate_python([item])
+            _drained(adapter.validate_python([item]))
         except ValidationError as err:
             raise OracleError(f"input[{index}] ({tag}): {err}") from err
-    top = {key: value for key, value in body.items() if key != "input"}
-    top["input"] = []
-    top["stream"] = True
-    try:
-        _BODY.validate_python(top)
-    except ValidationError as err:
-        raise OracleError(f"body: {err}") from err
     for index, tool in enumerate(body.get("tools") or []):
         if tool.get("type") != "function":
             # A hosted tool: against the SDK's declaration of its type, unknown keys
@@ -90,7 +101,7 @@ def validate_body(body: dict[str, Any]) -> None:
             if adapter is None:
                 raise OracleError(f"tools[{index}]: unknown tool type {tool.get('type')!r}")
             try:
-                adapter.validate_python([tool])
+                _drained(adapter.validate_python([tool]))
             except ValidationError as err:
                 raise OracleError(f"tools[{index}] ({tool.get('type')}): {err}") from err
             continue
@@ -98,6 +109,14 @@ def validate_body(body: dict[str, Any]) -> None:
         extra = set(tool) - allowed
         if extra:
             raise OracleError(f"tools[{index}]: unexpected keys {sorted(extra)}")
+    # the top level last: a tool's own check names it more precisely
+    top = {key: value for key, value in body.items() if key != "input"}
+    top["input"] = []
+    top["stream"] = True
+    try:
+        _drained(_BODY.validate_python(top))
+    except ValidationError as err:
+        raise OracleError(f"body: {err}") from err
 
 
 # ---------------------------------------------------------------------- Open Responses
@@ -266,6 +285,184 @@ def validate_compact_body(body: dict[str, Any]) -> None:
     if unknown:
         raise OracleError(f"compact body: unknown keys {sorted(unknown)}")
     try:
-        _COMPACT_BODY.validate_python(body)
+        _drained(_COMPACT_BODY.validate_python(body))
     except ValidationError as err:
         raise OracleError(f"compact body: {err}") from err
+
+
+# ---------------------------------------------------------------------- OpenAPI
+# The API's own OpenAPI description (openai/openai-openapi, MIT; tests/data/conformance/
+# openapi/openapi.yaml, see its SOURCES.md) as a third oracle, read with jsonschema: each
+# input item against the description's `InputItem`, then the whole body against
+# `CreateResponse` (required fields, value types, enums, lengths). Its unions are `oneOf`
+# with a discriminator, and some members overlap (the easy message and the input message
+# both describe a user message), so a strict `oneOf` would call a valid item ambiguous. A
+# union is read as the API reads it: the members the discriminator's value selects (the
+# members whose `type` enum holds it; all of them when it selects none), and the value is
+# valid under one of them. Unknown keys are the other two oracles' business (the description
+# does not forbid them).
+
+_OPENAPI = Path(__file__).parent / "data" / "conformance" / "openapi" / "openapi.yaml"
+_MEMBER_VALUES: dict[int, tuple[Any, ...] | None] = {}
+
+
+def _selectable(validator: Any, member: dict[str, Any], name: str) -> tuple[Any, ...] | None:
+    """The discriminator values ``member`` declares for property ``name`` (its enum, const or
+    default), ``()`` when it does not require the property, ``None`` when it says nothing."""
+    key = id(member)
+    if key not in _MEMBER_VALUES:
+        target = member
+        if "$ref" in member:
+            target = validator._resolver.lookup(member["$ref"]).contents
+        declared = (target.get("properties") or {}).get(name)
+        values: tuple[Any, ...] | None = None
+        if isinstance(declared, dict):
+            if "enum" in declared:
+                values = tuple(declared["enum"])
+            elif "const" in declared:
+                values = (declared["const"],)
+        if values is not None and name not in (target.get("required") or ()):
+            values = (*values, _ABSENT)
+        _MEMBER_VALUES[key] = values
+    return _MEMBER_VALUES[key]
+
+
+_ABSENT = object()  # the discriminator property left out: members that do not require it
+
+
+def _one_of(validator: Any, members: list[Any], instance: Any, schema: dict[str, Any]) -> Any:
+    from jsonschema.exceptions import ValidationError as SchemaError
+
+    chosen = list(enumerate(members))
+    discriminator = schema.get("discriminator")
+    if discriminator and isinstance(instance, dict):
+        name = discriminator["propertyName"]
+        value = instance.get(name, _ABSENT)
+        picked = []
+        for index, member in chosen:
+            values = _selectable(validator, member, name)
+            if values is None or value in values:
+                picked.append((index, member))
+        chosen = picked or chosen
+    errors = []
+    for index, member in chosen:
+        found = list(validator.descend(instance, member, schema_path=index))
+        if not found:
+            return
+        errors.extend(found)
+    if len(chosen) == 1:
+        yield from errors  # the one member its discriminator selects: its own errors
+    else:
+        yield SchemaError(
+            f"{instance!r} is not valid under any of the given schemas", context=errors
+        )
+
+
+def _logprobs_optional(schemas: dict[str, Any]) -> None:
+    schemas["OutputTextContent"]["required"].remove("logprobs")
+
+
+def _call_status_nullable(schemas: dict[str, Any]) -> None:
+    status = schemas["FunctionToolCall"]["properties"]["status"]
+    status["type"] = ["string", "null"]
+    status["enum"] = [*status["enum"], None]
+
+
+def _approval_needs_no_request_id(schemas: dict[str, Any]) -> None:
+    schemas["MCPApprovalResponse"]["required"].remove("request_id")
+
+
+OPENAPI_RELAXED: dict[str, tuple[str, Any]] = {
+    "output_text without logprobs": (
+        "reasoning_replay_multi_turn_text_gpt-5.json",  # accepted: an answer replayed as input
+        _logprobs_optional,
+    ),
+    "function_call with status null": (
+        "reasoning_replay_function_call_status_null_gpt-5.json",
+        _call_status_nullable,
+    ),
+    "mcp_approval_response without request_id": (
+        # The description requires a `request_id` its properties do not define (they, the
+        # SDK's McpApprovalResponse and the API's docs name it approval_request_id).
+        "",
+        _approval_needs_no_request_id,
+    ),
+}
+"""Where the description is stricter than the API: each rule relaxed, with the recorded
+request the API accepted that the unrelaxed description rejects (tests/data/conformance/
+requests; the description reuses its output shapes for the input items that replay them), or
+none when the description contradicts itself."""
+
+
+@functools.cache
+def _openapi_validators(relaxed: frozenset[str] = frozenset(OPENAPI_RELAXED)) -> tuple[Any, Any]:
+    import yaml
+    from jsonschema import Draft202012Validator, validators
+    from referencing import Registry, Resource
+    from referencing.jsonschema import DRAFT202012
+
+    with _OPENAPI.open("rb") as file:
+        document = yaml.load(file, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    components = document["components"]["schemas"]
+    for name in relaxed:
+        OPENAPI_RELAXED[name][1](components)
+    schemas = {"components": {"schemas": components}}
+    Discriminating = validators.extend(Draft202012Validator, {"oneOf": _one_of})
+    registry: Registry[Any] = Registry().with_resource(
+        "urn:openai-openapi", Resource.from_contents(schemas, DRAFT202012)
+    )
+
+    def validator(name: str) -> Any:
+        schema = {"$ref": f"urn:openai-openapi#/components/schemas/{name}"}
+        return Discriminating(schema, registry=registry)
+
+    return validator("InputItem"), validator("CreateResponse")
+
+
+def _openapi_problem(validator: Any, value: Any, name: str) -> str | None:
+    """``name`` and the path inside it of the error jsonschema ranks first, and its message;
+    ``None`` when ``value`` is valid."""
+    from jsonschema.exceptions import best_match
+
+    error = best_match(validator.iter_errors(value))
+    if error is None:
+        return None
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    return f"{name}{where}: {error.message[:300]}"
+
+
+def validate_openapi(
+    body: dict[str, Any], relaxed: frozenset[str] = frozenset(OPENAPI_RELAXED)
+) -> None:
+    """Raise :class:`OracleError` naming ``input[i]`` (or the body) when the API's OpenAPI
+    description, with the ``relaxed`` rules of :data:`OPENAPI_RELAXED`, rejects ``body``."""
+    item_validator, body_validator = _openapi_validators(relaxed)
+    passed = _OPENAPI_PASSED.setdefault(relaxed, set())
+    if len(passed) > 100_000:  # the suite renders the same items again and again
+        passed.clear()
+    for index, item in enumerate(body.get("input") or ()):
+        key = _encode(item)
+        if key in passed:
+            continue
+        problem = _openapi_problem(item_validator, item, f"input[{index}]")
+        if problem is not None:
+            raise OracleError(f"OpenAPI ({item.get('type', 'message')}): {problem}")
+        passed.add(key)
+    rest = {**body, "input": []}
+    key = _encode(rest)
+    if key not in passed:
+        problem = _openapi_problem(body_validator, rest, "body")
+        if problem is not None:
+            raise OracleError(f"OpenAPI: {problem}")
+        passed.add(key)
+
+
+# What passed already, by relaxation set: the JSON text of an item, or of a body without its
+# input (a verdict depends on nothing else).
+_OPENAPI_PASSED: dict[frozenset[str], set[bytes]] = {}
+
+
+def _encode(value: Any) -> bytes:
+    import msgspec
+
+    return msgspec.json.encode(value)

@@ -2,20 +2,30 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from .conftest import render_body, thread, user
-from .oracle import OPENAI_ONLY, OracleError, validate_body, validate_open_responses
+from .conftest import CONFORMANCE, render_body, thread, user
+from .oracle import (
+    OPENAI_ONLY,
+    OPENAPI_RELAXED,
+    OracleError,
+    validate_body,
+    validate_open_responses,
+    validate_openapi,
+)
 
 
 def _body() -> dict:
     return render_body(thread(model="gpt-5", messages=[user()], tools=[{"name": "lookup"}]))
 
 
-def test_a_rendered_body_passes_both():
+def test_a_rendered_body_passes_all_three():
     body = _body()
     validate_body(body)
     validate_open_responses(body)
+    validate_openapi(body)
 
 
 def test_open_responses_rejects_a_message_without_its_type():
@@ -99,3 +109,78 @@ def test_hosted_tools_the_specification_lacks_are_listed_with_a_reason():
     body["tools"][0]["x"] = 1
     with pytest.raises(OracleError, match="x"):
         validate_open_responses(body)
+
+
+def test_the_sdk_oracle_checks_the_elements_of_the_sdks_iterables():
+    # The SDK types most arrays as Iterable[...], which pydantic checks only as they are read.
+    body = _body()
+    body["input"][0]["content"].append({"type": "input_text"})  # no text
+    with pytest.raises(OracleError, match=r"input\[0\] \(message\)"):
+        validate_body(body)
+    search = {
+        "type": "web_search_call",
+        "id": "ws_1",
+        "status": "completed",
+        "action": {"type": "search", "query": "q", "sources": [{"type": "api", "name": "w"}]},
+    }
+    with pytest.raises(OracleError, match=r"input\[1\] \(web_search_call\)"):
+        validate_body({**_body(), "input": [*_body()["input"], search]})
+
+
+def _openapi_rejects(body: dict, where: str) -> None:
+    with pytest.raises(OracleError, match="OpenAPI") as caught:
+        validate_openapi(body)
+    assert where in str(caught.value), str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("change", "where"),
+    [
+        (lambda b: b["input"][0].__setitem__("role", "robot"), "input[0]"),
+        (lambda b: b["input"][0]["content"][0].pop("text"), "input[0]"),
+        (lambda b: b["input"].append({"type": "function_call", "name": "f"}), "input[1]"),
+        (lambda b: b["input"].append({"type": "reasoning", "id": "rs_1"}), "input[1]"),
+        (
+            lambda b: b["input"].append(
+                {"type": "web_search_call", "id": "ws", "status": "done", "action": {}}
+            ),
+            "input[1]",
+        ),
+        (lambda b: b.__setitem__("store", "no"), "body.store"),
+        (lambda b: b.__setitem__("tools", [{"type": "function"}]), "body.tools[0]"),
+    ],
+)
+def test_the_openapi_oracle_rejects_what_the_description_forbids(change, where):
+    body = _body()
+    validate_openapi(body)
+    change(body)
+    _openapi_rejects(body, where)
+
+
+def _recorded_requests() -> list:
+    folder = CONFORMANCE / "requests"
+    return sorted(folder.glob("*.json"))
+
+
+@pytest.mark.parametrize("path", _recorded_requests(), ids=lambda p: p.name)
+def test_every_request_the_api_accepted_passes_the_openapi_oracle(path):
+    validate_openapi(json.loads(path.read_text()))
+
+
+@pytest.mark.parametrize("name", sorted(OPENAPI_RELAXED))
+def test_each_relaxation_of_the_description_is_needed(name):
+    recording, _ = OPENAPI_RELAXED[name]
+    others = frozenset(OPENAPI_RELAXED) - {name}
+    if recording:
+        body = json.loads((CONFORMANCE / "requests" / recording).read_text())
+    else:  # the description contradicts itself: a rendered decision stands for the API's
+        body = {
+            **_body(),
+            "input": [
+                {"type": "mcp_approval_response", "approval_request_id": "mcpr_1", "approve": True}
+            ],
+        }
+        validate_body(body)  # the SDK's type takes it
+    validate_openapi(body)
+    with pytest.raises(OracleError, match="OpenAPI"):
+        validate_openapi(body, relaxed=others)

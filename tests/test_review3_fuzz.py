@@ -12,7 +12,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import turnwire
@@ -269,6 +269,8 @@ START = st.lists(st.tuples(st.sampled_from([{"x": 1}, {"q": "a"}]), st.booleans(
 
 @settings(**FUZZ)
 @given(START, st.lists(st.one_of(MORE_EDITS, MORE_CHANGES), min_size=1, max_size=12))
+# a plain thought sharing the id of a pending one (the harness once stamped it)
+@example([({"x": 1}, False)], [("dup", 333, "thoughts", 1), ("pend-all", False)])
 def test_review3_warm_is_cold(start, steps):
     _run(start, steps, trace=False)
 

@@ -351,7 +351,9 @@ class _Scenario:
         fingerprint, else none (it did not pair)."""
         found = dict(stamped)
         for index, record in enumerate(self.records["thoughts"]):
-            if record["id"] in self.pending:
+            # (a record without a payload may share a pending thought's id: the fuzzers make
+            # duplicate ids; only the recorded reasoning is stamped)
+            if record["id"] in self.pending and "payload" in record:
                 payload = {**record["payload"], "prefix_fingerprint": found.get(record["id"])}
                 self.records["thoughts"][index] = {**record, "payload": payload}
         self.pending = set()

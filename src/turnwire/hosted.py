@@ -92,7 +92,8 @@ def is_sealed(record: HostedItem, nonce: Any) -> bool:
 def input_item(item: dict[str, Any]) -> dict[str, Any] | None:
     """The input item that replays ``item``, or ``None`` when its type is not replayable.
 
-    The fields keep the emitted order; only those :data:`INPUT_FIELDS` lists are kept. A
+    The fields keep the emitted order; only those :data:`INPUT_FIELDS` lists are kept, and of
+    a web search's ``action.sources`` only those the input shape allows. A
     ``tool_search_*`` item the client ran (``execution: client``) is not replayable here: its
     answer would have to come from the client.
     """
@@ -101,7 +102,35 @@ def input_item(item: dict[str, Any]) -> dict[str, Any] | None:
         return None
     if item.get("type", "").startswith("tool_search") and item.get("execution") == "client":
         return None
-    return {key: value for key, value in item.items() if key in fields}
+    kept = {key: value for key, value in item.items() if key in fields}
+    action = kept.get("action")
+    if kept.get("type") == "web_search_call" and isinstance(action, dict) and "sources" in action:
+        kept["action"] = _web_search_action(action)
+    return kept
+
+
+def _web_search_action(action: dict[str, Any]) -> dict[str, Any]:
+    """``action`` with only the sources the input shape allows: ``{type: url, url}``.
+
+    The API also emits sources of other types (``{type: api, name: oai-weather}`` for its
+    own data feeds), which neither its input schema nor the official types accept back; a
+    search whose sources are all of those goes back without ``sources``.
+    """
+    sources = action["sources"]
+    if not isinstance(sources, list):
+        return action  # the input shape check decides (a list is what it takes)
+    kept = [
+        {"type": "url", "url": source["url"]}
+        for source in sources
+        if isinstance(source, dict)
+        and source.get("type") == "url"
+        and isinstance(source.get("url"), str)
+    ]
+    return {
+        key: (kept if key == "sources" else value)
+        for key, value in action.items()
+        if key != "sources" or kept
+    }
 
 
 # ---------------------------------------------------------------- the input shapes

@@ -68,7 +68,11 @@ WEB = {
     "id": "ws_1",
     "type": "web_search_call",
     "status": "completed",
-    "action": {"type": "search", "query": "weather", "sources": [{"type": "api", "name": "w"}]},
+    "action": {
+        "type": "search",
+        "query": "weather",
+        "sources": [{"type": "url", "url": "https://w.example"}],
+    },
 }
 COMPACTION = {"id": "cmp_1", "type": "compaction", "encrypted_content": "gAAA", "created_by": "x"}
 
@@ -410,3 +414,42 @@ def test_every_recorded_hosted_item_fits_its_input_shape():
                 assert input_problem(input_item(item)) is None, (path.name, item)
                 seen += 1
     assert seen >= 12
+
+
+def test_a_web_search_goes_back_with_the_sources_its_input_shape_allows():
+    item = {
+        "id": "ws_7",
+        "type": "web_search_call",
+        "status": "completed",
+        "action": {
+            "type": "search",
+            "query": "weather",
+            "sources": [
+                {"type": "api", "name": "oai-weather"},  # what the API emits for its own feeds
+                {"type": "url", "url": "https://a.example", "title": "A"},
+                {"type": "url"},
+            ],
+            "queries": ["weather"],
+        },
+    }
+    (replayed,) = replay(sealed(hosted(item)))
+    assert replayed["action"] == {
+        "type": "search",
+        "query": "weather",
+        "sources": [{"type": "url", "url": "https://a.example"}],
+        "queries": ["weather"],
+    }
+    assert list(replayed["action"]) == ["type", "query", "sources", "queries"]  # emitted order
+    only_feeds = {**item, "action": {**item["action"], "sources": [item["action"]["sources"][0]]}}
+    (replayed,) = replay(sealed(hosted(only_feeds)))
+    assert "sources" not in replayed["action"]
+    assert replayed["action"]["query"] == "weather"
+    assert item["action"]["sources"][0] == {"type": "api", "name": "oai-weather"}  # untouched
+
+
+def test_a_web_search_whose_sources_are_not_a_list_goes_as_text():
+    item = {**WEB, "action": {"type": "search", "query": "q", "sources": "everywhere"}}
+    said: list[str] = []
+    (sent,) = replay(sealed(hosted(item)), warnings=said)
+    assert isinstance(sent, InputMessage)
+    assert any("input shape" in w for w in said)
