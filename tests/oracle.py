@@ -279,7 +279,7 @@ _COMPACT_BODY = TypeAdapter(response_compact_params.ResponseCompactParams)
 def validate_compact_body(body: dict[str, Any]) -> None:
     """Raise :class:`OracleError` when the SDK's ``responses.compact`` types reject ``body``:
     each input item as :func:`validate_body` checks it, and the top level with unknown keys
-    forbidden."""
+    forbidden; then the OpenAPI description's compact body (:func:`validate_openapi`)."""
     validate_body({"model": body.get("model"), "input": body.get("input", [])})
     unknown = set(body) - set(response_compact_params.ResponseCompactParams.__annotations__)
     if unknown:
@@ -288,6 +288,7 @@ def validate_compact_body(body: dict[str, Any]) -> None:
         _drained(_COMPACT_BODY.validate_python(body))
     except ValidationError as err:
         raise OracleError(f"compact body: {err}") from err
+    validate_openapi(body, compact=True)
 
 
 # ---------------------------------------------------------------------- OpenAPI
@@ -395,7 +396,9 @@ none when the description contradicts itself."""
 
 
 @functools.cache
-def _openapi_validators(relaxed: frozenset[str] = frozenset(OPENAPI_RELAXED)) -> tuple[Any, Any]:
+def _openapi_validators(
+    relaxed: frozenset[str] = frozenset(OPENAPI_RELAXED),
+) -> tuple[Any, Any, Any]:
     import yaml
     from jsonschema import Draft202012Validator, validators
     from referencing import Registry, Resource
@@ -416,7 +419,11 @@ def _openapi_validators(relaxed: frozenset[str] = frozenset(OPENAPI_RELAXED)) ->
         schema = {"$ref": f"urn:openai-openapi#/components/schemas/{name}"}
         return Discriminating(schema, registry=registry)
 
-    return validator("InputItem"), validator("CreateResponse")
+    return (
+        validator("InputItem"),
+        validator("CreateResponse"),
+        validator("CompactResponseMethodPublicBody"),
+    )
 
 
 def _openapi_problem(validator: Any, value: Any, name: str) -> str | None:
@@ -432,11 +439,15 @@ def _openapi_problem(validator: Any, value: Any, name: str) -> str | None:
 
 
 def validate_openapi(
-    body: dict[str, Any], relaxed: frozenset[str] = frozenset(OPENAPI_RELAXED)
+    body: dict[str, Any],
+    relaxed: frozenset[str] = frozenset(OPENAPI_RELAXED),
+    *,
+    compact: bool = False,
 ) -> None:
     """Raise :class:`OracleError` naming ``input[i]`` (or the body) when the API's OpenAPI
-    description, with the ``relaxed`` rules of :data:`OPENAPI_RELAXED`, rejects ``body``."""
-    item_validator, body_validator = _openapi_validators(relaxed)
+    description, with the ``relaxed`` rules of :data:`OPENAPI_RELAXED`, rejects ``body`` (a
+    ``POST /responses`` body, or with ``compact`` a ``POST /responses/compact`` one)."""
+    item_validator, body_validator, compact_validator = _openapi_validators(relaxed)
     passed = _OPENAPI_PASSED.setdefault(relaxed, set())
     if len(passed) > 100_000:  # the suite renders the same items again and again
         passed.clear()
@@ -449,9 +460,10 @@ def validate_openapi(
             raise OracleError(f"OpenAPI ({item.get('type', 'message')}): {problem}")
         passed.add(key)
     rest = {**body, "input": []}
-    key = _encode(rest)
+    key = (b"compact:" if compact else b"") + _encode(rest)
     if key not in passed:
-        problem = _openapi_problem(body_validator, rest, "body")
+        whole = compact_validator if compact else body_validator
+        problem = _openapi_problem(whole, rest, "compact body" if compact else "body")
         if problem is not None:
             raise OracleError(f"OpenAPI: {problem}")
         passed.add(key)

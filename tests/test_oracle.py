@@ -184,3 +184,12 @@ def test_each_relaxation_of_the_description_is_needed(name):
     validate_openapi(body)
     with pytest.raises(OracleError, match="OpenAPI"):
         validate_openapi(body, relaxed=others)
+
+
+def test_the_openapi_oracle_reads_a_compact_body_as_the_compact_endpoints():
+    body = {"model": "gpt-5", "input": _body()["input"]}
+    validate_openapi(body, compact=True)
+    with pytest.raises(OracleError, match=r"OpenAPI: compact body\.model"):
+        validate_openapi({**body, "model": 5}, compact=True)
+    with pytest.raises(OracleError, match=r"OpenAPI \(message\): input\[0\]"):
+        validate_openapi({**body, "input": [{"role": "robot", "content": "x"}]}, compact=True)
