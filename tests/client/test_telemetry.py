@@ -19,10 +19,15 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E4
 from opentelemetry.trace import SpanKind, StatusCode  # noqa: E402
 
 
-def _spans(settings=None, handlers=None, script=None):
+def _provider():
     exporter = InMemorySpanExporter()
     provider = sdk.TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return exporter, provider
+
+
+def _spans(settings=None, handlers=None, script=None):
+    exporter, provider = _provider()
     with ScriptedServer(script or [Reply.sse(CALL), Reply.sse(AFTER_CALL)]) as server:
         result = turnwire.api.run(
             turnwire.load_thread(yaml.safe_load(THREAD)),
@@ -82,13 +87,6 @@ def test_a_failed_tool_call_marks_its_span_as_an_error():
 def test_telemetry_off_makes_no_spans():
     _, spans, _ = _spans({"client": {"telemetry": False}})
     assert spans == ()
-
-
-def _provider():
-    exporter = InMemorySpanExporter()
-    provider = sdk.TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    return exporter, provider
 
 
 def test_a_compaction_is_a_client_span_with_its_response_and_usage(tmp_path):

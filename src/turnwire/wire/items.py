@@ -130,11 +130,6 @@ class FrozenDict(dict[str, Any]):
 def frozen_tree(value: Any) -> Any:
     """``value`` with every list (or tuple) and dict in it copied as a :class:`FrozenList` or
     :class:`FrozenDict`: JSON values no one can change in place, the same on the wire."""
-    kind = type(value)
-    if kind is dict or kind is FrozenDict:
-        return FrozenDict({key: frozen_tree(item) for key, item in value.items()})
-    if kind is list or kind is tuple or kind is FrozenList:
-        return FrozenList([frozen_tree(item) for item in value])
     if isinstance(value, dict):
         return FrozenDict({key: frozen_tree(item) for key, item in value.items()})
     if isinstance(value, list | tuple):
@@ -142,7 +137,7 @@ def frozen_tree(value: Any) -> Any:
     return value
 
 
-class HostedInputItem(dict[str, Any]):
+class HostedInputItem(FrozenDict):
     """A hosted item (web search, code interpreter, MCP, compaction ...) replayed as the API
     emitted it, restricted to the fields its input shape allows (see :mod:`turnwire.hosted`).
 
@@ -153,7 +148,8 @@ class HostedInputItem(dict[str, Any]):
     response came before it and that reasoning is not sent (the API refuses such an item
     without its reasoning); ``None``: nothing is sent then. ``recorded`` is the
     ``(created_at, seq)`` of the record it renders, set by the pipeline. A copy made with
-    :mod:`copy` or :mod:`pickle` is a plain ``dict`` of plain values.
+    :mod:`copy` or :mod:`pickle` is a plain ``dict`` of plain values (as of any
+    :class:`FrozenDict`).
     """
 
     __slots__ = ("recorded", "unpaired")
@@ -171,18 +167,6 @@ class HostedInputItem(dict[str, Any]):
     def id(self) -> str | None:
         value = self.get("id")
         return value if isinstance(value, str) else None
-
-    __setitem__ = __delitem__ = __ior__ = _read_only
-    clear = pop = popitem = setdefault = update = _read_only
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (dict, (dict(self),))
-
-    def __copy__(self) -> dict[str, Any]:
-        return dict(self)
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
-        return copy.deepcopy(dict(self), memo)
 
     def __repr__(self) -> str:
         return f"HostedInputItem(type={self.get('type')!r}, id={self.get('id')!r})"
