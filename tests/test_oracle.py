@@ -193,3 +193,17 @@ def test_the_openapi_oracle_reads_a_compact_body_as_the_compact_endpoints():
         validate_openapi({**body, "model": 5}, compact=True)
     with pytest.raises(OracleError, match=r"OpenAPI \(message\): input\[0\]"):
         validate_openapi({**body, "input": [{"role": "robot", "content": "x"}]}, compact=True)
+
+
+def test_the_openapi_verdicts_kept_for_items_do_not_stand_for_bodies():
+    # (review 7) the same JSON text, valid as an item and invalid as a body without input
+    twin = {"role": "user", "content": "hi", "model": 5, "input": []}
+    validate_openapi({"model": "gpt-5", "input": [dict(twin)]})
+    with pytest.raises(OracleError, match=r"body\.model"):
+        validate_openapi(dict(twin))
+
+
+def test_the_openapi_oracle_takes_a_string_input():
+    validate_openapi({"model": "gpt-5", "input": "hello"})
+    with pytest.raises(OracleError, match=r"body\.input"):
+        validate_openapi({"model": "gpt-5", "input": 5})

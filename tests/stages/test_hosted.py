@@ -182,6 +182,23 @@ def test_the_frozen_item_encodes_and_compares_as_its_fields():
     assert ordered.encode(item) == ordered.encode(fields)
 
 
+def test_the_frozen_containers_refuse_to_be_made_again():
+    # (review 7) list.__init__ empties a list and dict.__init__ merges into a dict
+    (item,) = replay(sealed(hosted(WEB)))
+    action = item["action"]
+    for again in (
+        lambda: action["sources"].__init__([]),
+        lambda: action.__init__(query="x"),
+        lambda: item.__init__({"id": "ws_evil"}),
+        lambda: FrozenList([1]).__init__([]),
+        lambda: FrozenDict(a=1).__init__(b=2),
+    ):
+        with pytest.raises(TypeError, match="read-only"):
+            again()
+    assert item == {k: v for k, v in WEB.items() if k in INPUT_FIELDS["web_search_call"]}
+    assert FrozenDict({"a": 1}, b=2) == {"a": 1, "b": 2} and FrozenList((1, 2)) == [1, 2]
+
+
 def test_a_copy_of_the_item_form_is_plain_and_mutable():
     import copy
     import pickle
@@ -194,6 +211,8 @@ def test_a_copy_of_the_item_form_is_plain_and_mutable():
         assert item["status"] == "completed"
     deep = copy.deepcopy(item)
     assert type(deep["action"]) is dict and type(deep["action"]["sources"]) is list
+    shallow = copy.copy(item)  # as documented: only its top level is plain
+    assert type(shallow) is dict and type(shallow["action"]) is FrozenDict
     deep["action"]["sources"].append({"type": "url"})
     assert len(item["action"]["sources"]) == 1
 

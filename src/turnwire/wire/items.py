@@ -11,6 +11,7 @@ never decoded as one union.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal, NoReturn
 
 from turnwire.wire.content import (
@@ -86,11 +87,26 @@ def _read_only(self: object, *args: object, **kwargs: object) -> NoReturn:
 class FrozenList(list[Any]):
     """A list that refuses to change: a nested array of a :class:`HostedInputItem`.
 
-    It is a ``list`` (it compares equal to one and encodes as a JSON array); a copy made with
-    :mod:`copy` or :mod:`pickle` is a plain, mutable ``list``.
+    It is a ``list`` (it compares equal to one and encodes as a JSON array). Its elements are
+    set when it is made, never after (not even by calling ``__init__`` again). A copy made
+    with :func:`copy.deepcopy` or :mod:`pickle` is a plain, mutable ``list`` of plain values;
+    :func:`copy.copy` makes the top level plain only.
     """
 
-    __slots__ = ()
+    __slots__ = ("_made",)
+    _made: bool
+
+    def __new__(cls, values: Iterable[Any] = ()) -> FrozenList:
+        made = super().__new__(cls)
+        list.extend(made, values)
+        made._made = False
+        return made
+
+    def __init__(self, values: Iterable[Any] = ()) -> None:
+        # list.__init__ would empty the list: filled in __new__, refused when called again
+        if self._made:
+            _read_only(self)
+        self._made = True
 
     __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only
     append = extend = insert = pop = remove = clear = sort = reverse = _read_only
@@ -108,11 +124,25 @@ class FrozenList(list[Any]):
 class FrozenDict(dict[str, Any]):
     """A dict that refuses to change: a nested object of a :class:`HostedInputItem`.
 
-    It is a ``dict`` (it compares equal to one and encodes as a JSON object, in its order); a
-    copy made with :mod:`copy` or :mod:`pickle` is a plain, mutable ``dict``.
+    It is a ``dict`` (it compares equal to one and encodes as a JSON object, in its order).
+    Its entries are set when it is made, never after (not even by calling ``__init__``
+    again). A copy made with :func:`copy.deepcopy` or :mod:`pickle` is a plain, mutable
+    ``dict`` of plain values; :func:`copy.copy` makes the top level plain only.
     """
 
-    __slots__ = ()
+    __slots__ = ("_made",)
+    _made: bool
+
+    def __new__(cls, fields: Mapping[str, Any] | None = None, /, **entries: Any) -> Any:
+        made = super().__new__(cls)
+        dict.update(made, fields or {}, **entries)
+        made._made = False
+        return made
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if self._made:
+            _read_only(self)
+        self._made = True
 
     __setitem__ = __delitem__ = __ior__ = _read_only
     clear = pop = popitem = setdefault = update = _read_only
@@ -147,15 +177,18 @@ class HostedInputItem(FrozenDict):
     fingerprint. ``unpaired`` is what is sent in its place when a reasoning item of its
     response came before it and that reasoning is not sent (the API refuses such an item
     without its reasoning); ``None``: nothing is sent then. ``recorded`` is the
-    ``(created_at, seq)`` of the record it renders, set by the pipeline. A copy made with
-    :mod:`copy` or :mod:`pickle` is a plain ``dict`` of plain values (as of any
-    :class:`FrozenDict`).
+    ``(created_at, seq)`` of the record it renders, set by the pipeline. Copies are as a
+    :class:`FrozenDict`'s: plain all the way down from :func:`copy.deepcopy` and
+    :mod:`pickle`, plain at the top only from :func:`copy.copy`.
     """
 
     __slots__ = ("recorded", "unpaired")
 
-    def __init__(self, fields: dict[str, Any], unpaired: InputItem | None = None) -> None:
-        super().__init__({key: frozen_tree(value) for key, value in fields.items()})
+    def __new__(cls, fields: Mapping[str, Any], unpaired: InputItem | None = None) -> Any:
+        return super().__new__(cls, {key: frozen_tree(value) for key, value in fields.items()})
+
+    def __init__(self, fields: Mapping[str, Any], unpaired: InputItem | None = None) -> None:
+        super().__init__()  # refused when called again
         self.unpaired = unpaired
         self.recorded: tuple[Any, int] | None = None
 
