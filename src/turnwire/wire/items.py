@@ -88,8 +88,10 @@ class FrozenList(list[Any]):
     """A list that refuses to change: a nested array of a :class:`HostedInputItem`.
 
     It is a ``list`` (it compares equal to one and encodes as a JSON array). Its elements are
-    set when it is made, never after (not even by calling ``__init__`` again). A copy made
-    with :func:`copy.deepcopy` or :mod:`pickle` is a plain, mutable ``list`` of plain values;
+    set when it is made; every method of its own refuses a change after (``__init__`` called
+    again too). This guards against a mistake, not against code set on a change: ``list``'s
+    methods called on it directly (``list.append(value, x)``) still work. A copy made with
+    :func:`copy.deepcopy` or :mod:`pickle` is a plain, mutable ``list`` of plain values;
     :func:`copy.copy` makes the top level plain only.
     """
 
@@ -125,9 +127,10 @@ class FrozenDict(dict[str, Any]):
     """A dict that refuses to change: a nested object of a :class:`HostedInputItem`.
 
     It is a ``dict`` (it compares equal to one and encodes as a JSON object, in its order).
-    Its entries are set when it is made, never after (not even by calling ``__init__``
-    again). A copy made with :func:`copy.deepcopy` or :mod:`pickle` is a plain, mutable
-    ``dict`` of plain values; :func:`copy.copy` makes the top level plain only.
+    Its entries are set when it is made; every method of its own refuses a change after, as a
+    :class:`FrozenList`'s do (with the same limit). A copy made with :func:`copy.deepcopy` or
+    :mod:`pickle` is a plain, mutable ``dict`` of plain values; :func:`copy.copy` makes the top
+    level plain only.
     """
 
     __slots__ = ("_made",)
