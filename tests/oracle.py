@@ -243,6 +243,19 @@ def _without_known(raw: Any, path: str = "") -> Any:
 def validate_open_responses(body: dict[str, Any]) -> None:
     """Raise :class:`OracleError` when the Open Responses types reject ``body`` or find a key
     the specification does not define (beyond :data:`OPENAI_ONLY`)."""
+    key = _encode(body)  # the verdict depends on the value alone: a body seen passing, passes
+    if key in _OPEN_RESPONSES_PASSED:
+        return
+    _open_responses(body)
+    if len(_OPEN_RESPONSES_PASSED) > 20_000:
+        _OPEN_RESPONSES_PASSED.clear()
+    _OPEN_RESPONSES_PASSED.add(key)
+
+
+_OPEN_RESPONSES_PASSED: set[bytes] = set()
+
+
+def _open_responses(body: dict[str, Any]) -> None:
     from openresponses_types import CreateResponseBody, ToolChoiceParam
 
     if any(item.get("type") in OPENAI_ONLY_ITEMS for item in body.get("input") or ()):
