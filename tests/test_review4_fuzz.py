@@ -109,16 +109,6 @@ class _Long(_Review):
         other.replay_off = self.replay_off
         return other
 
-    def stamp(self, stamped: tuple[tuple[str, str], ...]) -> None:
-        """As the scenario's, but a thought that took a pending one's id (``dup``) and has no
-        payload is left as it is."""
-        found = dict(stamped)
-        for index, record in enumerate(self.records["thoughts"]):
-            if record["id"] in self.pending and "payload" in record:
-                payload = {**record["payload"], "prefix_fingerprint": found.get(record["id"])}
-                self.records["thoughts"][index] = {**record, "payload": payload}
-        self.pending = set()
-
     def edit(self, kind: str, *values: Any) -> None:
         if kind == "grow":
             for _ in range(values[0]):
