@@ -252,6 +252,9 @@ require_approval: {never: {tool_names: [read_wiki_structure]}}
     "ImageGenerationTool": """\
 {type: image_generation, quality: low, size: 1024x1024, output_format: webp}
 """,
+    "ProgrammaticToolCallingTool": """\
+{type: programmatic_tool_calling}
+""",
     "OutputSchema": """\
 name: invoice
 schema:

@@ -105,7 +105,7 @@ def validate_body(body: dict[str, Any]) -> None:
             except ValidationError as err:
                 raise OracleError(f"tools[{index}] ({tool.get('type')}): {err}") from err
             continue
-        allowed = {"type", "name", "description", "parameters", "strict"}
+        allowed = {"type", "name", "description", "parameters", "strict", "allowed_callers"}
         extra = set(tool) - allowed
         if extra:
             raise OracleError(f"tools[{index}]: unexpected keys {sorted(extra)}")
@@ -134,6 +134,18 @@ OPENAI_ONLY: dict[str, str] = {
         "(file pointers render as file_data or image_url unless a thread names a file_id)"
     ),
     "input[*].output[*].file_id": "the same Files API id, inside a tool result's content",
+    "input[*].caller": (
+        "OpenAI's programmatic tool calling: the program that made a function call, sent "
+        "back with the call and its output; the specification has no programs"
+    ),
+    "input[*].namespace": (
+        "OpenAI's tool search: the namespace of a function it loaded, which the API needs "
+        "back with the call; the specification has no tool search"
+    ),
+    "tools[*].allowed_callers": (
+        "OpenAI's programmatic tool calling: whether the model, a program or both may call "
+        "a function"
+    ),
 }
 """Keys the specification does not define that turnwire may send, by path (``[*]`` = any)."""
 
@@ -162,6 +174,9 @@ OPENAI_ONLY_ITEMS: dict[str, str] = {
     "mcp_approval_response": "the user's decision on an MCP approval request",
     "tool_search_call": _HOSTED_CALL.format("tool search"),
     "tool_search_output": "the tools an OpenAI-hosted tool search loaded",
+    "program": "a program the model wrote for OpenAI's programmatic tool calling",
+    "program_output": "what such a program returned",
+    "additional_tools": "tools OpenAI made available from this point of the input on",
 }
 """Input item types the specification does not define, each with its reason; the Open
 Responses check skips them (the official types check them, field for field)."""
@@ -175,6 +190,7 @@ OPENAI_ONLY_TOOLS: dict[str, str] = {
     "code_interpreter": _HOSTED_TOOL.format("code interpreter"),
     "mcp": _HOSTED_TOOL.format("remote MCP servers and connectors"),
     "image_generation": _HOSTED_TOOL.format("image generation"),
+    "programmatic_tool_calling": _HOSTED_TOOL.format("programs that call functions"),
 }
 """Tool types of ``tools`` the specification does not define, each with its reason; the Open
 Responses check skips them (the official types check them, key for key)."""
@@ -270,6 +286,10 @@ def _open_responses(body: dict[str, Any]) -> None:
             body["tools"] = tools
         elif "tool_choice" in body and not isinstance(body["tool_choice"], str):
             del body["tool_choice"]
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("type") in OPENAI_ONLY_TOOLS:
+        # forcing an OpenAI-hosted tool (a program): checked by the official types
+        body = {key: value for key, value in body.items() if key != "tool_choice"}
     try:
         model = CreateResponseBody.model_validate(_without_known(body))
         if "tool_choice" in body:

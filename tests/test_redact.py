@@ -275,3 +275,41 @@ def test_a_secret_put_in_the_environment_later_is_redacted_and_a_removed_one_is_
     finally:
         del os.environ[name]
     assert redact("later-value-0000") == "later-value-0000"
+
+
+def test_the_configurations_own_credentials_stay_out_of_reprs_logs_and_the_printed_settings(
+    tmp_path, caplog
+):
+    """A password in ``client.base_url`` and credential headers of ``client.headers``."""
+    import yaml
+
+    from turnwire.cli import _printable
+    from turnwire.client.dispatch import Client
+    from turnwire.client.transport import Transport
+
+    password, header, subscription = "pw-secret-1234", "hdrsecretVALUE999", "subkey-0a1b2c3d"
+    tree = {
+        "plugins": {"load_entrypoints": False},
+        "client": {
+            "base_url": f"https://user:{password}@gateway.example/v1",
+            "headers": {
+                "X-Custom-Auth": header,
+                "Ocp-Apim-Subscription-Key": subscription,
+                "OpenAI-Beta": "responses=v1",
+            },
+        },
+    }
+    settings = turnwire.load_settings(overrides=tree)
+    transport = Transport(base_url=settings.client.base_url)
+    client = Client(make_container(tree))
+    printed = yaml.safe_dump(_printable(settings))
+    with caplog.at_level(logging.DEBUG, logger="turnwire"):
+        logging.getLogger("turnwire").warning("sent %s to %s", header, settings.client.base_url)
+    seen = "\n".join(
+        [repr(settings), str(settings.client), repr(transport), repr(client), printed]
+        + [record.getMessage() for record in caplog.records]
+    )
+    for secret in (password, header, subscription):
+        assert secret not in seen, secret
+    assert "responses=v1" in printed  # a header that is no credential is still shown there
+    assert str(HttpError(status=401, body=f"bad key {subscription}", attempts=1)).count(MARK)

@@ -292,11 +292,31 @@ def test_a_whole_float_counts_as_a_number_and_a_fraction_does_not():
     )
 
 
-def test_a_model_sent_1e400_is_clamped_end_to_end():
-    args, error = parse_arguments('{"callId": "call_log", "n": 1e400}')
+def test_a_huge_but_finite_count_is_clamped_end_to_end():
+    args, error = parse_arguments('{"callId": "call_log", "n": 1e300}')
     assert error is None
     finished = artifact("artifact_tail", **{k: v for k, v in args.items() if k != "callId"})
     assert finished.result.text == "\n".join(LINES) and not finished.is_error
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        ('{"n": 1e400}', "1e400 is beyond the range of a float"),
+        ('{"n": NaN}', "NaN is not a JSON number"),
+        ('{"n": -Infinity}', "-Infinity is not a JSON number"),
+        ('{"n": 1' + "0" * 100 + "}", "outside the 64-bit range"),
+        ('{"a": ' * 70 + "1" + "}" * 70, "nested deeper than 64 levels"),
+    ],
+)
+def test_arguments_a_thread_file_could_not_hold_are_an_error_result_never_recorded(raw, problem):
+    """A value JSON has not (Python's json reads NaN and turns 1e400 into inf) or one the
+    thread file refuses on load: recorded, the thread could never be read again."""
+    args, error = parse_arguments(raw)
+    assert args == {}
+    reason, _, shown = error.partition("). Raw value: ")
+    assert reason.startswith("Tool arguments are out of bounds (") and problem in reason
+    assert shown == raw[:2000]
 
 
 def test_artifact_cat_clamps_its_range():

@@ -8,6 +8,7 @@ import pytest
 
 import turnwire
 from turnwire import ThreadFileError, dump_thread, load_thread
+from turnwire.model import HostedItem
 
 from .conftest import REPO_EXAMPLES, at
 
@@ -235,3 +236,33 @@ def test_a_checked_name_refuses_a_trailing_newline(field, extra):
         load_thread(thread)
     assert caught.value.path == field
     assert str(caught.value).startswith(field)
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+def test_a_saved_thread_keeps_every_character_of_its_text(tmp_path, suffix):
+    """Each code point up to U+3000 and a few beyond, in a message, a tool call's arguments
+    and a hosted item: PyYAML, left alone, writes U+0085 raw and reads it back as a space."""
+    points = [
+        cp
+        for cp in [*range(1, 0x3000), 0xFEFF, 0xFFFE, 0x1F600, 0x10FFFF]
+        if not 0xD800 <= cp <= 0xDFFF
+    ]
+    text = "".join(f"a{chr(cp)}b" for cp in points)
+    thread = turnwire.Thread(
+        messages=(turnwire.Message(id="u1", role="user", content=text, created_at=at(0)),),
+        tool_calls=(turnwire.ToolCall(id="c1", tool="f", args={"q": text}, created_at=at(1)),),
+        hosted_items=(
+            HostedItem(
+                id="ws_1",
+                type="web_search_call",
+                item={"type": "web_search_call", "id": "ws_1", "q": text},
+                created_at=at(2),
+            ),
+        ),
+    )
+    path = tmp_path / f"t{suffix}"
+    turnwire.save_thread(thread, path)
+    loaded = load_thread(path)
+    assert loaded.messages[0].content == text
+    assert loaded.tool_calls[0].args == {"q": text}
+    assert loaded.hosted_items[0].item["q"] == text

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         RenderOptions,
     )
     from turnwire.errors import (
+        AnswerTooLargeError,
         ApprovalNotPendingError,
         ClientError,
         ConfigError,
@@ -101,6 +102,7 @@ logging.getLogger("turnwire").addHandler(logging.NullHandler())
 _EXPORTS: dict[str, str] = {
     "HOOK": "turnwire._relay",
     "REPLAY_TAG": "turnwire.model",
+    "AnswerTooLargeError": "turnwire.errors",
     "Approval": "turnwire.approvals",
     "ApprovalNotPendingError": "turnwire.errors",
     "Artifact": "turnwire.model",
@@ -195,6 +197,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "HOOK",
     "REPLAY_TAG",
+    "AnswerTooLargeError",
     "Approval",
     "ApprovalNotPendingError",
     "Artifact",

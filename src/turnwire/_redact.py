@@ -20,7 +20,15 @@ import logging
 import os
 import re
 
-__all__ = ["MARK", "RedactingFilter", "install_log_filter", "redact", "remember_secret"]
+__all__ = [
+    "MARK",
+    "RedactingFilter",
+    "install_log_filter",
+    "is_secret_header",
+    "redact",
+    "remember_secret",
+    "remember_url_secrets",
+]
 
 MARK = "[redacted]"
 _MIN_SECRET = 8
@@ -61,6 +69,27 @@ def remember_secret(value: str | None) -> None:
     """Redact ``value`` everywhere from now on (ignored when shorter than 8 characters)."""
     if value and len(value) >= _MIN_SECRET:
         _remembered.add(value)
+
+
+_SECRET_HEADER = re.compile(
+    r"auth|key|token|secret|cookie|passw|signature|credential|session", re.IGNORECASE
+)
+
+
+def is_secret_header(name: str) -> bool:
+    """Whether an HTTP header's name says its value is a credential (``Authorization``,
+    ``X-Api-Key``, ``Ocp-Apim-Subscription-Key``, ``X-Custom-Auth``, ``Cookie``, ...)."""
+    return _SECRET_HEADER.search(name) is not None
+
+
+def remember_url_secrets(url: str) -> None:
+    """Remember the password (and a long user name) of ``url``'s ``user:password@``."""
+    _, found, rest = url.partition("://")
+    userinfo, at, _rest = rest.partition("@") if found else ("", "", "")
+    if at and "/" not in userinfo:
+        user, _, password = userinfo.partition(":")
+        remember_secret(password)
+        remember_secret(user)
 
 
 # The secrets the environment held when it was last read, and what it held then (a copy of

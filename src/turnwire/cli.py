@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -599,11 +600,16 @@ def _run(args: argparse.Namespace) -> int:
         logging.getLogger("turnwire").setLevel(logging.WARNING)
         logging.getLogger().setLevel(logging.WARNING)
 
+    streamed: list[bool] = []  # whether any text delta arrived
+
     def on_text(delta: str) -> None:
-        sys.stdout.write(delta)
+        if not streamed:
+            streamed.append(True)
+        sys.stdout.write(_terminal_text(delta))
         sys.stdout.flush()
 
     def on_tool_result(call: object) -> None:
+        from turnwire._redact import redact
         from turnwire.model import ToolCall
 
         assert isinstance(call, ToolCall)
@@ -612,8 +618,9 @@ def _run(args: argparse.Namespace) -> int:
         mark = "error" if call.is_error else "ok"
         if not args.quiet:
             show.end_line()
-            args_text = msgspec.json.encode(call.args).decode()
-            line = f"{_plain(call.tool)}({_plain(args_text)}) {mark}: {_plain(shown[:200])}"
+            # A progress line, like a log record: no secret in it (a tool may return one).
+            args_text = redact(msgspec.json.encode(call.args).decode())
+            line = f"{_plain(call.tool)}({_plain(args_text)}) {mark}: {_plain(redact(shown)[:200])}"
             print(f"[tool {line}]", file=sys.stderr)
 
     show = _Progress(sys.stderr)
@@ -685,6 +692,11 @@ def _run(args: argparse.Namespace) -> int:
             }
         print(msgspec.json.encode(payload).decode())
     else:
+        if not streamed:
+            # A server that sends its items whole (no text deltas, or the items only in its
+            # terminal response): the answer is printed once it is known.
+            answer = "\n\n".join(m.content for m in result.records.messages if m.content)
+            sys.stdout.write(_terminal_text(answer))
         print()
         if result.refusal is not None:
             # The answer itself, never a summary line: shown even with --quiet.
@@ -703,6 +715,17 @@ def _run(args: argparse.Namespace) -> int:
 # Control (Cc: escape sequences, breaks), format (Cf: bidi overrides and isolates, zero-width
 # characters), line and paragraph separators (Zl, Zp) and lone surrogates (Cs).
 _UNSAFE = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+
+
+# C0 and C1 controls but line feed and tab: what starts a terminal escape sequence (a window
+# title, a cleared screen, OSC 52's clipboard write) or moves the cursor.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _terminal_text(text: str) -> str:
+    """Streamed text from the server for a terminal: line breaks and tabs kept, every other
+    control character left out (the stored record keeps the text as it came)."""
+    return text if text.isprintable() else _CONTROLS.sub("", text)
 
 
 def _plain(value: object) -> str:
@@ -771,7 +794,8 @@ class _Progress:
                 self.end_line()
                 self.stream.write(self.DIM if self.tty else self.PREFIX)
                 self._open = key
-            delta = event.delta if self.tty else event.delta.replace("\n", "\n" + self.PREFIX)
+            text = _terminal_text(event.delta)
+            delta = text if self.tty else text.replace("\n", "\n" + self.PREFIX)
             self.stream.write(delta)
             self.stream.flush()
         elif isinstance(event, ToolStartedEvent):
@@ -903,16 +927,16 @@ def _demo(args: argparse.Namespace) -> int:
     return int(run_demo(db=args.db))
 
 
-_SECRET_HEADER = ("authorization", "api-key", "apikey", "cookie", "token", "secret")
-
-
 def _printable(settings: Any) -> dict[str, Any]:
     import msgspec
 
+    from turnwire._redact import is_secret_header, redact
+
     tree: dict[str, Any] = msgspec.to_builtins(settings)
+    tree["client"]["base_url"] = redact(tree["client"]["base_url"])  # user:password@
     headers = tree["client"]["headers"]
     for name in headers:
-        if any(mark in name.lower() for mark in _SECRET_HEADER):
+        if is_secret_header(name):
             headers[name] = "[redacted]"
     for tool in tree["tools"].get("hosted", ()):  # an MCP server's: every value
         if tool.get("headers"):

@@ -26,6 +26,7 @@ TurnwireError
     │   └── ReasoningReplayRejectedError E_OPENAI_RESPONSES_REASONING_REPLAY_REJECTED (item_id)
     ├── RequestTimeoutError             E_OPENAI_RESPONSES_REQUEST_TIMEOUT (seconds)
     ├── StreamError                     E_OPENAI_RESPONSES_STREAM_ERROR (message; event, field)
+    │   └── AnswerTooLargeError         the answer passed its byte limit (limit, setting)
     └── StreamStalledError              E_OPENAI_RESPONSES_STREAM_STALLED (idle seconds, partial)
 OutputValidationError                   E_OUTPUT_INVALID ($.path in the answer, text, result)
 
@@ -49,6 +50,7 @@ import re
 from turnwire._redact import redact
 
 __all__ = [
+    "AnswerTooLargeError",
     "ApprovalNotPendingError",
     "ClientError",
     "ConfigError",
@@ -463,6 +465,24 @@ class StreamError(ClientError):
         self.error_code = error_code
         self.event = event
         self.field = field
+
+
+class AnswerTooLargeError(StreamError):
+    """The answer's decoded body passed its limit (``client.max_stream_bytes`` for an event
+    stream); it was not read further and nothing of it was recorded (unlike a connection
+    that drops mid-stream, whose partial answer is kept).
+
+    :ivar limit: the limit, in bytes.
+    :ivar setting: what sets it.
+    """
+
+    def __init__(self, *, limit: int, setting: str) -> None:
+        super().__init__(
+            f"the answer's body is larger than {limit} bytes ({setting}); it was not read "
+            "further and nothing of it was recorded"
+        )
+        self.limit = limit
+        self.setting = setting
 
 
 class StreamStalledError(ClientError):

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "INPUT_FIELDS",
     "UNSEALED_REPLAY",
+    "AdditionalTools",
     "CodeInterpreterCall",
     "Compaction",
     "FileSearchCall",
@@ -34,6 +35,8 @@ __all__ = [
     "McpApprovalResponse",
     "McpCall",
     "McpListTools",
+    "Program",
+    "ProgramOutput",
     "ToolSearchCall",
     "ToolSearchOutput",
     "WebSearchCall",
@@ -66,6 +69,9 @@ INPUT_FIELDS: dict[str, tuple[str, ...]] = {
     "tool_search_call": ("type", "id", "call_id", "execution", "arguments", "status"),
     "tool_search_output": ("type", "id", "call_id", "execution", "tools", "status"),
     "compaction": ("type", "id", "encrypted_content"),
+    "program": ("type", "id", "call_id", "code", "fingerprint"),
+    "program_output": ("type", "id", "call_id", "result", "status"),
+    "additional_tools": ("type", "id", "role", "tools"),
 }
 """For each replayable type, the fields of the emitted item that go back as input."""
 
@@ -233,6 +239,25 @@ class _CompactionIn(msgspec.Struct, frozen=True, kw_only=True):
     encrypted_content: str
 
 
+class _ProgramIn(_In, frozen=True, kw_only=True):
+    call_id: str
+    code: str
+    fingerprint: str
+
+
+class _ProgramOutputIn(_In, frozen=True, kw_only=True):
+    call_id: str
+    result: str
+    status: Literal["completed", "incomplete"]
+
+
+class _AdditionalToolsIn(msgspec.Struct, frozen=True, kw_only=True):
+    type: str
+    id: str | None = None
+    role: Literal["developer"]
+    tools: list[dict[str, Any]]
+
+
 _INPUT_SHAPES: dict[str, type[msgspec.Struct]] = {
     "web_search_call": _WebSearchIn,
     "file_search_call": _FileSearchIn,
@@ -245,6 +270,9 @@ _INPUT_SHAPES: dict[str, type[msgspec.Struct]] = {
     "tool_search_call": _ToolSearchCallIn,
     "tool_search_output": _ToolSearchOutputIn,
     "compaction": _CompactionIn,
+    "program": _ProgramIn,
+    "program_output": _ProgramOutputIn,
+    "additional_tools": _AdditionalToolsIn,
 }
 
 
@@ -364,6 +392,30 @@ class Compaction(_View, frozen=True, kw_only=True):
     encrypted_content: str = ""
 
 
+class Program(_View, frozen=True, kw_only=True):
+    """A program the model wrote (programmatic tool calling): JavaScript the API runs, whose
+    calls of the client's functions come back as function calls with this ``call_id`` as
+    their ``caller``. ``fingerprint`` is opaque replay state, sent back as it came."""
+
+    call_id: str | None = None
+    code: str = ""
+    fingerprint: str | None = None
+
+
+class ProgramOutput(_View, frozen=True, kw_only=True):
+    """What a program returned, when it ended (``completed`` or ``incomplete``)."""
+
+    call_id: str | None = None
+    result: str = ""
+
+
+class AdditionalTools(_View, frozen=True, kw_only=True):
+    """Tools made available from this point of the conversation on."""
+
+    role: str | None = None
+    tools: tuple[dict[str, Any], ...] = ()
+
+
 _VIEWS: dict[str, type[_View]] = {
     "web_search_call": WebSearchCall,
     "file_search_call": FileSearchCall,
@@ -376,6 +428,9 @@ _VIEWS: dict[str, type[_View]] = {
     "tool_search_call": ToolSearchCall,
     "tool_search_output": ToolSearchOutput,
     "compaction": Compaction,
+    "program": Program,
+    "program_output": ProgramOutput,
+    "additional_tools": AdditionalTools,
 }
 
 

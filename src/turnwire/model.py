@@ -33,6 +33,7 @@ from turnwire.wire.tools import (
     McpApprovalFilter,
     McpTool,
     McpToolFilter,
+    ProgrammaticToolCallingTool,
     WebSearchFilters,
     WebSearchLocation,
     WebSearchTool,
@@ -59,6 +60,7 @@ __all__ = [
     "Memory",
     "Message",
     "ModalityHazard",
+    "ProgrammaticToolCallingTool",
     "ReasoningPayload",
     "Retrievable",
     "StashEntry",
@@ -66,6 +68,7 @@ __all__ = [
     "Thread",
     "Tool",
     "ToolCall",
+    "ToolCaller",
     "ToolResult",
     "TrustTier",
     "WebSearchFilters",
@@ -87,6 +90,7 @@ NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 Unit = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 ToolName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}(?!\n)$")]
 ItemType = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_]{0,63}(?!\n)$")]
+ToolCaller = Literal["direct", "programmatic"]
 
 
 class _Record(
@@ -322,6 +326,9 @@ class ToolCall(_Record, frozen=True, kw_only=True):
     call an item id (``fc_...``). ``tool`` follows the API's rule for function names, like
     :class:`Tool`'s ``name``: a call with any other name could never be replayed, so a server
     that answers with one gets a stream error rather than a thread that no request can send.
+    ``caller`` is the ``call_id`` of the ``program`` item that made the call (programmatic
+    tool calling); a call the model made directly has none. ``namespace`` is the namespace
+    the API put the function in (a function a tool search loaded), sent back with the call.
     """
 
     id: NonEmpty
@@ -331,6 +338,8 @@ class ToolCall(_Record, frozen=True, kw_only=True):
     inline: bool | None = None
     result: ToolResult | None = None
     checksum: str | None = None
+    caller: NonEmpty | None = None
+    namespace: NonEmpty | None = None
     created_at: AwareDatetime
     seq: int = 0
 
@@ -436,7 +445,10 @@ class Tool(_Record, frozen=True, kw_only=True):
     ``name`` follows the API's rule for function names: 1 to 64 letters, digits, ``_`` or
     ``-``. ``parameters`` is a JSON Schema object. ``trusted`` selects the trusted envelope for
     its results; ``hidden`` tools are callable but not declared to the model. ``handler`` names
-    the Python callable (``module:function``) that runs it.
+    the Python callable (``module:function``) that runs it. ``allowed_callers`` says who may
+    call it (programmatic tool calling): the model itself (``direct``), a program the model
+    wrote (``programmatic``), or both; unset, the model itself only, and the declaration
+    leaves the field out.
     """
 
     name: ToolName
@@ -446,6 +458,16 @@ class Tool(_Record, frozen=True, kw_only=True):
     hidden: bool = False
     strict: bool | None = None
     handler: str | None = None
+    allowed_callers: Annotated[tuple[ToolCaller, ...], msgspec.Meta(min_length=1)] | None = None
+
+    def __post_init__(self) -> None:
+        callers = self.allowed_callers
+        if callers is not None and len(set(callers)) != len(callers):
+            raise ValueError(f"tool {self.name}: `allowed_callers` names a caller twice")
+
+    def allows(self, caller: ToolCaller) -> bool:
+        """Whether a call from ``caller`` may run this tool."""
+        return caller in (self.allowed_callers or ("direct",))
 
 
 class Thread(_Record, frozen=True, kw_only=True):

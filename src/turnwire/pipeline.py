@@ -74,6 +74,7 @@ from turnwire.wire import (
     InputText,
     OutputMessage,
     OutputText,
+    ProgramCaller,
     WireTool,
 )
 
@@ -189,13 +190,19 @@ def _tool_call_items(
     raw_call_id, raw_item_id = call.split_id()
     call_id = raw_call_id if len(raw_call_id) <= _MAX_CALL_ID else short_call_id(raw_call_id)
     item_id = raw_item_id if raw_item_id and _CALL_ITEM_ID(raw_item_id) else None
+    caller = None if call.caller is None else ProgramCaller(caller_id=call.caller)
     function_call = FunctionCall(
-        call_id=call_id, name=call.tool, arguments=_arguments(call), id=item_id
+        call_id=call_id,
+        name=call.tool,
+        arguments=_arguments(call),
+        id=item_id,
+        caller=caller,
+        namespace=call.namespace,
     )
     if call.result is None:
         return (function_call,)
     output = render_result(call, tool) or ""
-    return (function_call, FunctionCallOutput(call_id=call_id, output=output))
+    return (function_call, FunctionCallOutput(call_id=call_id, output=output, caller=caller))
 
 
 def _hosted_items(record: HostedItem, stages: Any) -> tuple[InputItem, ...]:
@@ -905,6 +912,28 @@ def _strip_ids(
             append(strip_item_id(item))
 
 
+def _check_programs(items: Sequence[InputItem], warnings: list[str]) -> None:
+    """Warn about the calls whose ``caller`` names a program that ``items`` do not hold as a
+    ``program`` item (it went as its text form: not sealed, or its reasoning not sent)."""
+    sent = {
+        item.get("call_id")
+        for item in items
+        if type(item) is HostedInputItem and item.get("type") == "program"
+    }
+    missing: dict[str, None] = {}
+    for item in items:
+        if type(item) is FunctionCall or type(item) is FunctionCallOutput:
+            caller = item.caller
+            if caller is not None and caller.caller_id not in sent:
+                missing[caller.caller_id] = None
+    for program in missing:
+        warnings.append(
+            f"the calls of program {program!r} go with their caller, but the program is not "
+            "sent as an item (it is not sealed, or its reasoning is not sent): the API may "
+            "refuse the request"
+        )
+
+
 def _sweep_key(
     plan: StagePlan,
     injectable: dict[str, Any],
@@ -1343,6 +1372,8 @@ def _build_input(
         stamped=stamped,
     )
     fingerprintable_length = len(swept)
+    if thread.hosted_items and any(h.type == "program" for h in thread.hosted_items):
+        _check_programs(swept, warnings)
 
     position = options.bucket_order.index("timeline")
     trailing = [

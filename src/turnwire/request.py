@@ -64,6 +64,9 @@ PREFLIGHT_RULES: dict[str, str] = {
     "assistant-input-text": "assistant-role messages take output_text parts or string content, "
     "never input_text",
     "json-object-needs-json": "text.format json_object needs the word 'json' in the input",
+    "programmatic-tools": "a function that only a program may call, and a tool_choice that "
+    "forces a program, need the programmatic_tool_calling tool, which needs a function a "
+    "program may call",
 }
 
 _ID_PREFIX = {"function_call": "fc_", "reasoning": "rs_", "message": "msg_"}
@@ -399,6 +402,50 @@ def _text_of(item: Any) -> str:
     return ""
 
 
+_PROGRAMMATIC = "programmatic_tool_calling"
+
+
+def _check_programmatic(tools: Sequence[Any] | None, tool_choice: Any) -> None:
+    """The ``programmatic-tools`` rule over a body's ``tools`` and ``tool_choice`` (Structs
+    or decoded JSON)."""
+
+    def field(value: Any, name: str) -> Any:
+        return value.get(name) if isinstance(value, Mapping) else getattr(value, name, None)
+
+    def kind(value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return value.get("type")
+        return getattr(getattr(value, "__struct_config__", None), "tag", None)
+
+    declared = any(kind(tool) == _PROGRAMMATIC for tool in tools or ())
+    eligible = only = None
+    for tool in tools or ():
+        callers = field(tool, "allowed_callers")
+        if kind(tool) != "function" or not isinstance(callers, Sequence):
+            continue
+        if "programmatic" in callers:
+            eligible = eligible or field(tool, "name")
+            if "direct" not in callers:
+                only = only or field(tool, "name")
+    if not declared and only is not None:
+        raise _fail(
+            "programmatic-tools",
+            f"function {only!r} may be called by a program only, and no "
+            "programmatic_tool_calling tool is declared",
+        )
+    if not declared and kind(tool_choice) == _PROGRAMMATIC:
+        raise _fail(
+            "programmatic-tools",
+            "tool_choice forces a program, and no programmatic_tool_calling tool is declared",
+        )
+    if declared and eligible is None:
+        raise _fail(
+            "programmatic-tools",
+            "the programmatic_tool_calling tool is declared, and no function lists "
+            "programmatic in its allowed_callers",
+        )
+
+
 def preflight(body: RequestBody | Mapping[str, Any]) -> None:
     """Check ``body`` against the wire rules; raise the first violation, in input order.
 
@@ -409,12 +456,15 @@ def preflight(body: RequestBody | Mapping[str, Any]) -> None:
     passed = False  # the items passed the fast check: every per-item rule holds
     store: object
     max_tokens: object
+    tools: Sequence[Any] | None
+    tool_choice: Any
     if isinstance(body, RequestBody):
         items: Sequence[Any] = body.input
         passed = _fast_state(items, stateless=body.store is False) is not None
         facts = [] if passed else _facts_of(items)
         max_tokens, store = body.max_output_tokens, body.store
         format_type = body.text.format.get("type") if body.text and body.text.format else None
+        tools, tool_choice = body.tools, body.tool_choice
     else:
         raw = body.get("input")
         text_input = isinstance(raw, str) and bool(raw)
@@ -424,12 +474,16 @@ def preflight(body: RequestBody | Mapping[str, Any]) -> None:
         text = body.get("text")
         format_ = text.get("format") if isinstance(text, Mapping) else None
         format_type = format_.get("type") if isinstance(format_, Mapping) else None
+        raw_tools = body.get("tools")
+        tools = raw_tools if isinstance(raw_tools, list) else None
+        tool_choice = body.get("tool_choice")
     if not items and not text_input:
         raise _fail("non-empty-input", "input is empty")
     if isinstance(max_tokens, int) and max_tokens < 16:
         raise _fail("max-output-tokens", f"max_output_tokens is {max_tokens}")
     if not passed:
         _check_items(facts, stateless=store is False)
+    _check_programmatic(tools, tool_choice)
     if format_type == "json_object" and not any("json" in _text_of(i).lower() for i in items):
         raise _fail("json-object-needs-json", "no input item mentions JSON")
 
@@ -595,6 +649,8 @@ def _checked_body(body: RequestBody, memo: RenderMemo) -> EncodedBody:
             facts, seen_ids, calls, answered = _facts_of(items), {}, {}, {}
             _check_from(facts, 0, seen_ids, calls, answered, stateless=stateless)
             _check_answered(calls, answered)
+    if body.tools is not None or body.tool_choice is not None:
+        _check_programmatic(body.tools, body.tool_choice)
     text = body.text
     format_type = text.format.get("type") if text and text.format else None
     if format_type == "json_object" and not any("json" in _text_of(i).lower() for i in items):

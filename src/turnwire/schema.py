@@ -177,6 +177,11 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "input_fidelity": "How closely edits keep the input images' features: `high` or `low`.",
         "partial_images": "Partial images streamed before the final one, 0 to 3.",
     },
+    "ProgrammaticToolCallingTool": {
+        "type": "`programmatic_tool_calling`: the model may answer with a program that the "
+        "API runs and that calls the functions whose `allowed_callers` include "
+        "`programmatic`; the client runs those calls as it runs the model's own.",
+    },
     "Tool": {
         "name": "The function name the model calls.",
         "description": "What the tool does, as the model reads it.",
@@ -187,6 +192,10 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "(false when that is null too).",
         "handler": "The Python callable that runs the tool, `module:function` "
         "(async functions too); used by `turnwire run`.",
+        "allowed_callers": "Who may call it: `direct` (the model), `programmatic` (a "
+        "program the model wrote, which needs the `programmatic_tool_calling` hosted tool), "
+        "or both; null: the model only. A call from a caller not listed gets an error "
+        "result and does not run.",
     },
     "Memory": {
         "id": "A stable id, unique within the thread (it seeds the envelope nonce).",
@@ -308,6 +317,11 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "result": "The result, once the call ran; a call without one is run by the next "
         "`turnwire run`.",
         "checksum": "SHA-256 of the canonical JSON of `{tool, args}`; computed when absent.",
+        "caller": "The `call_id` of the `program` item that made the call (programmatic "
+        "tool calling); null when the model made it directly. Sent back with the call and "
+        "its output.",
+        "namespace": "The namespace the API put the function in (one a tool search loaded); "
+        "sent back with the call, which the API refuses without it.",
         "created_at": "When the model made the call.",
         "seq": "Breaks ties between records with the same `created_at`.",
     },
@@ -381,7 +395,8 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "prompt_cache_retention": "How long a cached prompt is kept.",
         "safety_identifier": "A stable, non-identifying id of the end user.",
         "metadata": "String key-value pairs stored with the response.",
-        "tool_choice": "`none`, `auto`, `required`, or one function by name.",
+        "tool_choice": "`none`, `auto`, `required`, one function by name, or "
+        "`{type: programmatic_tool_calling}` (a program).",
         "text": "Output format and verbosity.",
         "output_schema": "The JSON Schema every answer must follow (structured outputs); "
         "it replaces `text.format` in the body, keeping `text.verbosity`. A thread's own "
@@ -404,6 +419,9 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "type": "Always `function`.",
         "name": "The function the model must call.",
     },
+    "ProgrammaticToolChoice": {
+        "type": "Always `programmatic_tool_calling`: the model must answer with a program.",
+    },
     "ClientSettings": {
         "base_url": "The Responses API endpoint (`--base-url` overrides it); by default "
         "`$OPENAI_BASE_URL`, else `https://api.openai.com/v1`.",
@@ -416,6 +434,9 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "connect_timeout_s": "Seconds to open the connection.",
         "stream_idle_timeout_s": "Seconds a stream may stay silent before it counts as "
         "stalled (0: no limit).",
+        "max_stream_bytes": "The most bytes of one streamed answer, decoded (256 MiB); past "
+        "it the stream is dropped with `E_OPENAI_RESPONSES_STREAM_ERROR` and nothing of it is "
+        "recorded, so a server that never ends its answer cannot exhaust memory.",
         "retry": "The retry policy.",
         "max_iterations": "The most requests one run sends while the model keeps calling tools.",
         "strict_tool_choice": "Fail, instead of warning, when `request.tool_choice` "

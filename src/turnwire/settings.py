@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from turnwire._loading import DocumentKind, format_for
+from turnwire._redact import MARK, is_secret_header, redact, remember_secret, remember_url_secrets
 from turnwire.context import (
     BUCKETS,
     DEFAULT_STASH_KEYS,
@@ -36,10 +37,10 @@ from turnwire.errors import ConfigError, validation_location
 from turnwire.structured import OutputSchema
 from turnwire.windows import Window
 from turnwire.wire.request import (
-    FunctionToolChoice,
     ReasoningOptions,
     StreamOptions,
     TextOptions,
+    ToolChoice,
 )
 from turnwire.wire.tools import HostedTool, check_hosted_tools
 
@@ -139,7 +140,7 @@ class RequestSettings(_Section, frozen=True, kw_only=True):
     prompt_cache_retention: Literal["in_memory", "24h"] | None = None
     safety_identifier: str | None = None
     metadata: dict[str, str] | None = None
-    tool_choice: Literal["none", "auto", "required"] | FunctionToolChoice | None = None
+    tool_choice: ToolChoice | None = None
     text: TextOptions | None = None
     output_schema: OutputSchema | None = None
     background: Literal[False] | None = None
@@ -169,11 +170,34 @@ class ClientSettings(_Section, frozen=True, kw_only=True):
     request_timeout_s: NonNegative = 600.0
     connect_timeout_s: NonNegative = 5.0
     stream_idle_timeout_s: NonNegative = 0.0
+    max_stream_bytes: Annotated[int, msgspec.Meta(ge=1)] = 256 << 20
     retry: RetrySettings = msgspec.field(default_factory=RetrySettings)
     max_iterations: Annotated[int, msgspec.Meta(ge=1)] = 8
     strict_tool_choice: bool = False
     telemetry: bool = True
     telemetry_content: bool = False
+
+    def __post_init__(self) -> None:
+        # Credentials in the configuration: no log record or error shows them from now on.
+        remember_url_secrets(self.base_url)
+        for name, value in self.headers.items():
+            if is_secret_header(name):
+                remember_secret(value)
+                remember_secret(value.rpartition(" ")[2])  # the token after a scheme
+
+    def __repr__(self) -> str:
+        """The fields, with every header value and the URL's password ``[redacted]``."""
+        shown = []
+        for name in self.__struct_fields__:
+            value = getattr(self, name)
+            if name == "headers":
+                value = dict.fromkeys(value, MARK)
+            elif name == "base_url":
+                value = redact(value)
+            shown.append(f"{name}={value!r}")
+        return f"ClientSettings({', '.join(shown)})"
+
+    __str__ = __repr__
 
 
 class ContextSettings(_Section, frozen=True, kw_only=True):

@@ -257,6 +257,26 @@ def _relative(pointer: str | None, base: Path) -> str | None:
         return pointer
 
 
+class _Dumper(yaml.SafeDumper):
+    """PyYAML's safe dumper, with a string holding a character YAML reads as a line break
+    double-quoted: PyYAML writes U+0085 raw into a plain or single-quoted scalar, which
+    reads back as a space (the text, and the prefix fingerprints over it, would change)."""
+
+
+def _represent_text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if "\x85" in value or "\u2028" in value or "\u2029" in value:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
+    return dumper.represent_str(value)
+
+
+_Dumper.add_representer(str, _represent_text)
+
+
+def dump_yaml(tree: Any) -> str:
+    """``tree`` as YAML that reads back as the same values (keys in their order)."""
+    return yaml.dump(tree, Dumper=_Dumper, sort_keys=False, allow_unicode=True)
+
+
 def save_thread(thread: Thread, path: str | os.PathLike[str]) -> None:
     """Write ``thread`` to ``path`` (YAML for ``.yaml``/``.yml``, else JSON), atomically.
 
@@ -273,7 +293,7 @@ def save_thread(thread: Thread, path: str | os.PathLike[str]) -> None:
     )
     tree = thread_to_builtins(portable)
     if target.suffix.lower() in (".yaml", ".yml"):
-        data = yaml.safe_dump(tree, sort_keys=False, allow_unicode=True).encode()
+        data = dump_yaml(tree).encode()
     else:
         data = msgspec.json.format(msgspec.json.encode(tree), indent=2) + b"\n"
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")

@@ -139,12 +139,10 @@ class ScriptedServer:
             if reply.reset:
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 return
-            head = [
-                f"HTTP/1.1 {reply.status} X",
-                f"Content-Type: {reply.content_type}",
-                "Transfer-Encoding: chunked",
-                "Connection: close",
-            ]
+            head = [f"HTTP/1.1 {reply.status} X"]
+            if reply.content_type:  # "" sends no Content-Type at all
+                head.append(f"Content-Type: {reply.content_type}")
+            head += ["Transfer-Encoding: chunked", "Connection: close"]
             head += [f"{name}: {value}" for name, value in reply.headers.items()]
             conn.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
             for index, chunk in enumerate(reply.chunks):

@@ -17,7 +17,16 @@ from turnwire.client.transport import ACCEPT_ENCODING, ERROR_BODY_LIMIT
 from turnwire.errors import HttpError, StreamError
 
 from ..conftest import CONFORMANCE, make_container
-from .server import Reply, ScriptedServer, encode, encoded, endless, gzip_bomb, recorded
+from .server import (
+    Lazy,
+    Reply,
+    ScriptedServer,
+    encode,
+    encoded,
+    endless,
+    gzip_bomb,
+    recorded,
+)
 from .streams import payloads
 
 STREAM = "text_simple_gpt-4o-mini.sse"
@@ -192,6 +201,47 @@ def test_a_gzip_bomb_as_an_event_stream_is_one_endless_event_refused_with_memory
     assert isinstance(outcome, StreamError)
     assert "an event larger than 67108864 bytes" in str(outcome)
     assert peak < BOUND, f"peak {peak / MiB:.1f} MiB"
+
+
+def _endless_deltas(kind: str) -> Reply:
+    """A valid event stream that never ends: one item, then 60 KB deltas of ``kind`` (text or
+    function-call arguments) forever, as a hostile or broken server sends them."""
+    item = (
+        {"type": "message", "id": "msg_1", "role": "assistant", "content": []}
+        if kind == "text"
+        else {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "add"}
+    )
+    delta_type = (
+        "response.output_text.delta" if kind == "text" else "response.function_call_arguments.delta"
+    )
+    head = [
+        {"type": "response.created", "response": {"id": "resp_1", "status": "in_progress"}},
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+    ]
+    delta = {"type": delta_type, "output_index": 0, "item_id": item["id"], "delta": "y" * 60_000}
+    frame = f"event: {delta_type}\ndata: {json.dumps(delta)}\n\n".encode()
+
+    def chunks():
+        for event in head:
+            yield f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+        for _ in range(1 << 20):  # 60 GB: it ends only because the client stops reading
+            yield frame
+
+    return Reply(chunks=Lazy(chunks))
+
+
+@pytest.mark.parametrize("kind", ["text", "arguments"])
+def test_an_endless_stream_of_deltas_ends_at_max_stream_bytes_with_memory_bounded(
+    thread_file, kind
+):
+    with ScriptedServer([_endless_deltas(kind)]) as server:
+        outcome, peak = peak_while(
+            lambda: run(server, thread_file, settings={"max_stream_bytes": 32 * MiB})
+        )
+    assert isinstance(outcome, StreamError), outcome
+    assert f"larger than {32 * MiB} bytes (client.max_stream_bytes)" in str(outcome)
+    assert peak < 3 * 32 * MiB, f"peak {peak / MiB:.1f} MiB"
+    assert thread_file.read_text() == THREAD
 
 
 def test_a_corrupt_gzip_stream_is_a_stream_error(thread_file, caplog):

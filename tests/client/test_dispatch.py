@@ -105,6 +105,56 @@ def test_retry_after_ms_wins_over_retry_after(thread_file):
     assert sleeps == [1.5]
 
 
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"retry-after": "soon"},
+        {"retry-after": "inf"},
+        {"retry-after": "nan"},
+        {"retry-after-ms": "NaN"},
+        {"retry-after-ms": "Infinity", "retry-after": "-inf"},
+        {"retry-after": "Tue, 99 Foo 2026 99:99:99 GMT"},
+    ],
+)
+def test_a_retry_after_that_is_no_finite_delay_falls_back_to_the_backoff(thread_file, headers):
+    """As the SDK reads it: a value that parses as no number or date, or as an infinite one,
+    asks for no delay, and the exponential backoff applies."""
+    sleeps = Sleeps()
+    script = [Reply.json(429, ERROR_400, headers=headers), Reply.sse(TEXT)]
+    with ScriptedServer(script) as s:
+        result = run(s, thread_file, sleeps=sleeps)
+    assert sleeps == [0.5]
+    assert len(s.requests) == 2
+    assert result.response.finish_reason == "stop"
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        "%a, %d %b %Y %H:%M:%S GMT",  # IMF-fixdate
+        "%A, %d-%b-%y %H:%M:%S GMT",  # RFC 850
+        "%a %b %d %H:%M:%S %Y",  # asctime: no zone, and UTC all the same
+        "%a, %d %b %Y %H:%M:%S -0000",
+    ],
+)
+def test_a_retry_after_date_is_utc_in_every_form_whatever_the_local_zone(monkeypatch, form):
+    import time
+    from datetime import UTC, datetime, timedelta
+
+    from turnwire.client.transport import RetryPolicy
+
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        now = datetime(2026, 12, 1, 23, 42, 0, tzinfo=UTC)
+        value = (now + timedelta(seconds=5)).strftime(form)
+        delay = RetryPolicy().server_delay({"retry-after": value}, now=now.timestamp())
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    assert delay == pytest.approx(5.0)
+
+
 def test_honor_retry_after_off_uses_the_backoff_alone(thread_file):
     sleeps = Sleeps()
     headers = {"retry-after": "900"}  # past max_retry_after_s: honoured, it stops the retries
@@ -256,6 +306,22 @@ def test_malformed_frames_are_skipped(thread_file, caplog):
     assert result.response.status == "completed"
 
 
+def test_a_malformed_frame_that_echoes_the_key_is_logged_redacted_before_it_is_cut(
+    thread_file, caplog
+):
+    """The log shows the first 120 characters of such a frame: a key cut at that boundary
+    would no longer match the redaction, so the frame is redacted whole first."""
+    key = "azureKEY0123456789abcdef0123456789"  # no recognisable prefix: known only as the key
+    cut = TEXT.index(b"event: response.output_text.delta")
+    frame = b"data: {" + b"x" * 100 + key.encode() + b"\n\n"
+    with ScriptedServer([Reply.sse(TEXT[:cut] + frame + TEXT[cut:])]) as server:
+        with caplog.at_level(logging.WARNING, logger="turnwire"):
+            run(server, thread_file, api_key=key)
+    (logged,) = [r.getMessage() for r in caplog.records if r.kind == "sse-parse-failure"]
+    assert "[redacted]" in logged or "[red" in logged
+    assert key[:8] not in logged
+
+
 def test_a_failed_stream_is_a_stream_error_and_records_nothing(thread_file):
     failing = recorded("error_then_failed_insufficient_quota_gpt-5-nano.jsonl")
     with ScriptedServer([Reply.sse(failing)]) as server, pytest.raises(StreamError) as caught:
@@ -395,6 +461,9 @@ PHRASES = [
     "Item 'msg_1' of type 'message' was provided without its required preceding item of type "
     "'reasoning'.",
     "Item with id 'rs_1' not found. Items are not persisted when `store` is set to false.",
+    "Item 'msg_1' of type 'message' was provided without its required 'reasoning' item: 'rs_1'.",
+    "Item 'fc_1' of type 'function_call' was provided without its required 'reasoning' item: "
+    "'rs_1'.",
 ]
 
 

@@ -347,3 +347,19 @@ def test_a_citation_nested_past_the_thread_file_limit_is_refused(tmp_path):
             path, container=make_container(REPLAY), base_url=server.base_url, save=True, once=True
         )
     assert caught.value.field == "$.messages[+0].annotations[0]"
+
+
+def test_a_function_a_tool_search_loaded_goes_back_with_its_namespace(tmp_path):
+    """The API refuses such a call without it ("Missing namespace for function_call ...
+    Round-trip the model's function_call item with its namespace field included")."""
+    name = "tool_search_function_call_gpt-5.4.sse"
+    (emitted,) = [item for item in _done_items(name) if item["type"] == "function_call"]
+    assert emitted["namespace"] == "get_exchange_rate"
+    path = _question(tmp_path)
+    requests = _run(path, recorded(name))
+    (call,) = turnwire.load_thread(path).tool_calls
+    assert call.namespace == "get_exchange_rate"
+    (sent,) = [i for i in requests[1].json["input"] if i["type"] == "function_call"]
+    assert sent["call_id"] == emitted["call_id"]
+    assert sent["namespace"] == "get_exchange_rate"
+    validate_body(requests[1].json)

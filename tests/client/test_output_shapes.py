@@ -374,3 +374,39 @@ def test_a_hostile_shape_leaves_a_stored_thread_as_it_was_and_showable(tmp_path)
         assert store.turns(thread_id) == []
     shown = turnwire_process("threads", "show", thread_id, "--db", str(db))
     assert shown.returncode == 0, shown.stderr
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        '{"country":"France","n":1' + "0" * 100 + "}",
+        '{"country":NaN}',
+        '{"a":' * 70 + "1" + "}" * 70,
+    ],
+)
+def test_arguments_the_thread_file_could_not_hold_are_answered_as_an_error_and_never_stored(
+    tmp_path, arguments
+):
+    """The call is answered with an error result the model can act on; the saved thread file
+    loads and renders again, and holds no trace of the value."""
+    path = tmp_path / "thread.yaml"
+    path.write_text(THREAD)
+    call = {**CALL, "arguments": arguments}
+    replies = [Reply.sse(streamed([call])), Reply.sse(streamed([MESSAGE]))]
+    with ScriptedServer(replies) as server:
+        turnwire.api.run(
+            path,
+            container=make_container({"client": {"retry": {"max_retries": 0}}}),
+            base_url=server.base_url,
+            handlers={"get_capital": lambda **kw: pytest.fail("the tool must not run")},
+            save=True,
+        )
+    saved = turnwire.load_thread(path)
+    (stored,) = saved.tool_calls
+    assert stored.args == {} and stored.is_error
+    assert stored.result.text.startswith("Tool arguments are out of bounds (")
+    (answered,) = [
+        item for item in server.requests[1].json["input"] if item["type"] == "function_call_output"
+    ]
+    assert "out of bounds" in answered["output"]
+    turnwire.render(saved, container=make_container())

@@ -259,3 +259,77 @@ def test_run_shows_retries_as_they_happen(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "retrying (http-429) in 0.01 s" in done.stderr
     assert done.stdout.startswith("Hi in Portuguese")
+
+
+def _answer_stream(text: str, summary: str = "") -> bytes:
+    from .test_output_shapes import REASONING, streamed
+
+    message = {
+        "type": "message",
+        "id": "msg_1",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+    thought = {**REASONING, "summary": [{"type": "summary_text", "text": summary}]}
+    return streamed([thought, message] if summary else [message])
+
+
+def test_the_answer_reaches_the_terminal_without_escape_sequences_and_is_stored_whole(tmp_path):
+    """A window title, a cleared screen and OSC 52's clipboard write, in the answer and in a
+    reasoning summary: the terminal sees the text only; the thread keeps what came."""
+    hostile = "Hi\x1b]0;owned\x07 there\x1b[2J\n\x1b]52;c;ZWNobyBvd25lZA==\x07done\x9b31m\tok"
+    thread = tmp_path / "t.yaml"
+    thread.write_text(THREAD)
+    with ScriptedServer([Reply.sse(_answer_stream(hostile, summary=hostile))]) as server:
+        done = turnwire_run(thread, server.base_url, "--save")
+    assert done.returncode == 0, done.stderr
+    for shown in (done.stdout, done.stderr):
+        assert not any(
+            (0 <= ord(c) < 32 and c not in "\n\t") or 0x7F <= ord(c) <= 0x9F for c in shown
+        )
+    assert "Hi]0;owned there[2J\n]52;c;ZWNobyBvd25lZA==done31m\tok" in done.stdout
+    assert hostile in thread.read_text() or hostile == _saved_answer(thread)
+
+
+def _saved_answer(thread: Path) -> str:
+    import turnwire
+
+    return turnwire.load_thread(thread).messages[-1].content
+
+
+def test_a_tool_result_holding_a_secret_is_shown_redacted(tmp_path):
+    from .test_output_shapes import CALL, MESSAGE, streamed
+
+    module = tmp_path / "leaky.py"
+    module.write_text(
+        "import os\n"
+        "def get_capital(country):\n"
+        "    return 'key=' + os.environ['OPENAI_API_KEY'] + ' for ' + country\n"
+    )
+    thread = tmp_path / "t.yaml"
+    thread.write_text(
+        THREAD + "tools:\n  - {name: get_capital, parameters: {type: object, properties: "
+        "{country: {type: string}}}}\n"
+    )
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "plugins: {load_entrypoints: false}\nclient: {retry: {max_retries: 0}}\n"
+        "tools: {handlers: {get_capital: 'leaky:get_capital'}}\n"
+    )
+    key = "sk-test-SECRET1234567890"
+    replies = [Reply.sse(streamed([CALL])), Reply.sse(streamed([MESSAGE]))]
+    with ScriptedServer(replies) as server:
+        done = turnwire_process(
+            "run",
+            str(thread),
+            "--base-url",
+            server.base_url,
+            "--config",
+            str(config),
+            env={"OPENAI_API_KEY": key, "PYTHONPATH": str(tmp_path)},
+        )
+    assert done.returncode == 0, done.stderr
+    (line,) = [line for line in done.stderr.splitlines() if line.startswith("[tool get_capital(")]
+    assert "[redacted] for France" in line
+    assert key not in done.stderr and "SECRET1234" not in done.stderr

@@ -49,6 +49,10 @@ REASONING_PHRASES = (
     "invalid_encrypted_content",
     "of type 'reasoning' was provided without",
     "was provided without its required preceding item of type 'reasoning'",
+    # the API's most common wording (pydantic-ai's, openai-agents' and LangChain's users
+    # quote it): "Item 'fc_1' of type 'function_call' was provided without its required
+    # 'reasoning' item: 'rs_1'."
+    "without its required 'reasoning' item",
     "items are not persisted when store is set to false",
 )
 PAIRING_PHRASES = REASONING_PHRASES[1:]

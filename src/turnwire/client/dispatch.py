@@ -30,6 +30,7 @@ from typing import Any
 
 import msgspec
 
+from turnwire._redact import redact
 from turnwire.approvals import ApprovalDecision
 from turnwire.client.assembly import (
     PAIRING_PHRASES,
@@ -204,6 +205,7 @@ class Client:
                 request_timeout_s=client.request_timeout_s,
                 connect_timeout_s=client.connect_timeout_s,
                 stream_idle_timeout_s=client.stream_idle_timeout_s,
+                max_stream_bytes=client.max_stream_bytes,
                 retry=RetryPolicy(
                     max_retries=retry.max_retries,
                     initial_delay_s=retry.initial_delay_s,
@@ -236,7 +238,7 @@ class Client:
         self._credentials = (base_url, api_key, organization, project)
 
     def __repr__(self) -> str:
-        return f"Client(url={self.transport.url!r})"
+        return f"Client(url={redact(self.transport.url)!r})"
 
     async def __aenter__(self) -> Client:
         return self

@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from turnwire._redact import redact
 from turnwire.client.progress import ItemDoneEvent, ProgressEvent, from_wire
 from turnwire.client.slots import (
     Generation,
@@ -27,7 +28,7 @@ from turnwire.client.slots import (
 )
 from turnwire.client.sse import SSEDecoder
 from turnwire.client.transport import Transport
-from turnwire.errors import StreamError, StreamStalledError
+from turnwire.errors import AnswerTooLargeError, StreamError, StreamStalledError
 from turnwire.request import EncodedBody
 from turnwire.wire.events import TextDelta, decode_event
 
@@ -136,9 +137,11 @@ async def read_stream(
                 event = decode_event(raw)
             except msgspec.DecodeError:
                 malformed += 1
+                # Redacted whole, then cut: a secret cut in two is no longer recognisable.
+                shown = redact(bytes(raw).decode("utf-8", "replace"))
                 logger.warning(
                     "skipping an event whose data is not JSON: %r",
-                    raw[:120],
+                    shown[:120],
                     extra={"kind": "sse-parse-failure"},
                 )
                 continue
@@ -162,6 +165,8 @@ async def read_stream(
         except StreamStalledError as err:
             err.partial = accumulator.partial()
             raise
+        except AnswerTooLargeError:
+            raise  # not a disconnect: what arrived is not kept
         except StreamError as err:
             logger.warning(
                 "the connection dropped mid-stream (%s); keeping what arrived",

@@ -159,6 +159,8 @@ def record_generation(
                 id=chosen,
                 tool=output.name or "(unnamed tool call)",
                 args=args,
+                caller=output.caller,
+                namespace=output.namespace,
                 created_at=stamp,
                 seq=seq,
             )
@@ -281,6 +283,9 @@ def check_records(kind: str, records: Iterable[Message | Thought | ToolCall | Ho
         trees: list[tuple[str, Any, int]] = []
         if isinstance(record, HostedItem):
             trees.append((f"{root}.item", record.item, 4))
+        elif isinstance(record, ToolCall):
+            if record.args:
+                trees.append((f"{root}.args", record.args, 4))
         elif isinstance(record, Message):
             for field in ("annotations", "logprobs"):
                 for at, tree in enumerate(getattr(record, field) or ()):

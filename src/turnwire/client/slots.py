@@ -37,7 +37,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 
@@ -116,6 +116,8 @@ class ToolCallOutput(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     arguments: str
     status: str | None = None
+    caller: str | None = None  # the call_id of the program that made it (programmatic calls)
+    namespace: str | None = None  # the namespace of a function a tool search loaded
 
 
 class HostedOutput(msgspec.Struct, frozen=True, kw_only=True):
@@ -227,12 +229,28 @@ class _ReasoningItem(_Shape, frozen=True, kw_only=True):
     encrypted_content: str | None = None
 
 
+class _DirectCaller(_Shape, frozen=True, kw_only=True, tag="direct", tag_field="type"):
+    pass
+
+
+class _ProgramCaller(_Shape, frozen=True, kw_only=True, tag="program", tag_field="type"):
+    caller_id: Annotated[str, msgspec.Meta(min_length=1)]
+
+
 class _CallItem(_Shape, frozen=True, kw_only=True):
     id: str | None = None
     status: ItemStatus | None = None
     call_id: str | None = None
     name: str | None = None
     arguments: str | None = None
+    caller: _DirectCaller | _ProgramCaller | None = None
+    namespace: str | None = None
+
+    @property
+    def program(self) -> str | None:
+        """The ``call_id`` of the program that made the call, if a program did."""
+        caller = self.caller
+        return caller.caller_id if type(caller) is _ProgramCaller else None
 
 
 class _ErrorObject(_Shape, frozen=True, kw_only=True):
@@ -435,9 +453,11 @@ class _Call:
     __slots__ = (
         "arguments",
         "call_id",
+        "caller",
         "finalised",
         "item_id",
         "name",
+        "namespace",
         "parts",
         "source",
         "status",
@@ -450,6 +470,8 @@ class _Call:
         self.parts: list[str] = [item.arguments] if item.arguments else []
         self.arguments: str | None = None
         self.status: str | None = item.status
+        self.caller = item.program
+        self.namespace = item.namespace or None
         self.source = source
         self.finalised = False
 
@@ -464,6 +486,8 @@ class _Call:
         self.call_id = item.call_id or self.call_id
         self.name = item.name or self.name
         self.status = item.status if item.status is not None else self.status
+        self.caller = item.program if item.caller is not None else self.caller
+        self.namespace = item.namespace or self.namespace
         self.source = source
         self.finalised = True
 
@@ -482,6 +506,8 @@ class _Call:
             name=self.name,
             arguments=arguments,
             status=self.status,
+            caller=self.caller,
+            namespace=self.namespace,
         )
 
 
@@ -538,7 +564,14 @@ def _comparable(output: Output) -> tuple[Any, ...]:
         return ("reasoning", output.item_id, output.summary)
     if isinstance(output, HostedOutput):
         return (output.type, output.item_id)
-    return ("function_call", output.item_id, output.call_id, output.name, output.arguments)
+    return (
+        "function_call",
+        output.item_id,
+        output.call_id,
+        output.name,
+        output.arguments,
+        output.caller,
+    )
 
 
 class ResponseAccumulator:

@@ -57,9 +57,11 @@ from turnwire.errors import (
     HandlerNotAllowedError,
     InvalidToolCallArgs,
     RenderError,
+    ThreadFileError,
 )
-from turnwire.model import Artifact, Media, Thread, Tool, ToolCall, ToolResult
+from turnwire.model import Artifact, Media, Thread, Tool, ToolCall, ToolCaller, ToolResult
 from turnwire.stages.artifacts import ARTIFACT_TOOLS
+from turnwire.thread_file import THREAD_FILES
 from turnwire.turns import ContextAssembler, located_pointers
 
 if TYPE_CHECKING:
@@ -75,16 +77,48 @@ MAX_PATTERN = 1_000
 _IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 
 
+class _NotJson(ValueError):
+    """A value Python's ``json`` reads and JSON has not: ``NaN``, ``Infinity``, ``1e999``."""
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotJson(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise _NotJson(f"{text} is beyond the range of a float")
+    return number
+
+
 def parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
-    """``(arguments, None)`` or ``({}, error text)`` for arguments the model got wrong."""
+    """``(arguments, None)`` or ``({}, error text)`` for arguments the model got wrong, or
+    that the thread file could not hold (an integer outside the 64-bit range, a number
+    beyond a float's, nesting past the thread file's limit): those are never recorded."""
     if not raw.strip():
         return {}, None
     try:
-        value = json.loads(raw)
+        value = json.loads(raw, parse_constant=_no_constant, parse_float=_finite_float)
     except (ValueError, RecursionError) as err:  # JSONDecodeError, a 5,000-digit integer
-        reason = "not valid JSON" if isinstance(err, json.JSONDecodeError) else "out of bounds"
+        reason = (
+            "not valid JSON"
+            if isinstance(err, json.JSONDecodeError)
+            else f"out of bounds ({err})"
+            if isinstance(err, _NotJson)
+            else "out of bounds"
+        )
         error = InvalidToolCallArgs(f"Tool arguments are {reason}. Raw value: {raw[:2000]}")
         return {}, error.message
+    if isinstance(value, dict):
+        try:  # where a thread file keeps them: $.tool_calls[i].args
+            THREAD_FILES.check_tree(value, name="arguments", data=b"", path="$", depth=4)
+        except ThreadFileError as err:
+            problem = str(err).partition(": ")[2] or str(err)
+            error = InvalidToolCallArgs(
+                f"Tool arguments are out of bounds ({problem}). Raw value: {raw[:2000]}"
+            )
+            return {}, error.message
     if not isinstance(value, dict):
         kind = {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
             type(value), "number"
@@ -98,6 +132,15 @@ def parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
 
 class _Unserialisable(Exception):
     pass
+
+
+def _refused_caller(name: str, caller: ToolCaller, allowed: tuple[ToolCaller, ...]) -> str:
+    """The error result of a call from a ``caller`` that tool ``name`` does not allow."""
+    by = "a program" if caller == "programmatic" else "the model directly"
+    return (
+        f"Tool {name} cannot be called by {by}: its allowed_callers are "
+        f"{', '.join(allowed)}. It did not run."
+    )
 
 
 def _as_text(value: Any) -> str:
@@ -391,7 +434,10 @@ class ToolExecutor:
         :param files: reads artifact pointers (default: one that allows no pointer).
         """
         name = call.tool
+        caller: ToolCaller = "direct" if call.caller is None else "programmatic"
         if name in dict(ARTIFACT_TOOLS):
+            if caller != "direct":
+                return self._done(call, _refused_caller(name, caller, ("direct",)), True)
             text, failed = self._artifact(name, call.args, thread, files or ContextAssembler())
             if len(text.encode("utf-8", "surrogatepass")) > self.max_result_bytes:
                 text, failed = (
@@ -409,6 +455,9 @@ class ToolExecutor:
                 else f"Tool not found: {name}. No tools are available this turn."
             )
             return self._done(call, text, True)
+        if not tool.allows(caller):
+            allowed = tool.allowed_callers or ("direct",)
+            return self._done(call, _refused_caller(name, caller, allowed), True)
         try:
             handler = self._handler(tool)
         except (ImportError, AttributeError, LookupError) as err:

@@ -16,7 +16,9 @@ Answers are decoded here (``Content-Encoding`` gzip and deflate; br with ``brotl
 zstd with ``zstandard`` installed), and ``Accept-Encoding`` offers exactly what can be decoded.
 Memory stays bounded whatever the server sends: decoders hand out at most 64 KiB at a time
 (zstd: a few MiB), an error body is read up to 1 MiB of decoded bytes (8 MiB on the wire) and
-summarised, and a body that is not an event stream is refused past ``max_body_bytes``.
+summarised, a body that is not an event stream is refused past ``max_body_bytes``, and an
+event stream past ``max_stream_bytes`` (``client.max_stream_bytes``: the answer's text,
+arguments and items are held until it ends, so an endless stream of deltas must end).
 """
 
 from __future__ import annotations
@@ -36,8 +38,14 @@ from typing import Any
 import httpx
 import msgspec
 
-from turnwire._redact import redact, remember_secret
-from turnwire.errors import HttpError, RequestTimeoutError, StreamError, StreamStalledError
+from turnwire._redact import redact, remember_secret, remember_url_secrets
+from turnwire.errors import (
+    AnswerTooLargeError,
+    HttpError,
+    RequestTimeoutError,
+    StreamError,
+    StreamStalledError,
+)
 from turnwire.request import EncodedBody
 
 __all__ = ["Answer", "RetryPolicy", "Transport"]
@@ -49,6 +57,7 @@ _DEFAULT_STATUSES = frozenset({408, 409, 429})
 ERROR_BODY_LIMIT = 1 << 20  # decoded bytes of an error body that are read
 ERROR_WIRE_LIMIT = 8 << 20  # bytes on the wire read for one error body, however little they inflate
 MAX_BODY_BYTES = 64 << 20  # default limit of a body that is not an event stream
+MAX_STREAM_BYTES = 256 << 20  # default limit of a whole event stream, decoded
 _PIECE = 64 << 10  # the most a decoder hands out at once (zstd aside)
 
 
@@ -246,23 +255,25 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
         when ``honor_retry_after`` is off)."""
         if not self.honor_retry_after:
             return None
-        value = headers.get("retry-after-ms")
-        if value is not None:
-            try:
-                return float(value) / 1000
-            except ValueError:
-                pass
+        milliseconds = _finite(headers.get("retry-after-ms"))
+        if milliseconds is not None:
+            return milliseconds / 1000
         value = headers.get("retry-after")
-        if value is None:
+        if not value:
             return None
-        try:
-            return float(value)
-        except ValueError:
-            pass
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        seconds = _finite(value)
+        if seconds is not None:
+            return seconds
+        # An HTTP date (IMF-fixdate, RFC 850 or asctime): always UTC, with or without a zone.
+        # A value that parses as neither is no delay: the backoff applies.
+        parsed = email.utils.parsedate_tz(value)
         if parsed is None:
             return None
-        return parsed.timestamp() - (time.time() if now is None else now)
+        try:
+            when = email.utils.mktime_tz(parsed)
+        except (OverflowError, ValueError):
+            return None
+        return when - (time.time() if now is None else now)
 
     def decide(
         self, status: int, headers: Mapping[str, str], retries_taken: int, jitter: float
@@ -271,7 +282,7 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
         if retries_taken >= self.max_retries:
             return None
         server = self.server_delay(headers)
-        if server is not None and (server > self.max_retry_after_s or math.isnan(server)):
+        if server is not None and server > self.max_retry_after_s:
             return None
         verdict = headers.get("x-should-retry")
         if verdict == "false":
@@ -288,6 +299,17 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
         return float(delay * (1 - 0.25 * jitter))
 
 
+def _finite(value: str | None) -> float | None:
+    """``value`` as a finite number, else ``None`` (absent, not a number, ``inf``, ``nan``)."""
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 class Answer:
     """A 2xx answer whose body has not been read yet (see :meth:`Transport.exchange`)."""
 
@@ -297,8 +319,16 @@ class Answer:
 
     @property
     def is_event_stream(self) -> bool:
-        content_type = str(self.response.headers.get("content-type", ""))
-        return content_type.startswith("text/event-stream")
+        """Whether the body is read as server-sent events: unless the answer says it is JSON,
+        as the official SDK reads every answer to a streaming request (media types compare
+        without case, and a missing ``Content-Type`` is no reason to drop the stream)."""
+        media = media_type(self.response.headers)
+        return not (media == "application/json" or media.endswith("+json"))
+
+
+def media_type(headers: Mapping[str, str]) -> str:
+    """The ``Content-Type`` media type, lower case and without parameters ("" when absent)."""
+    return str(headers.get("content-type", "")).partition(";")[0].strip().lower()
 
 
 Sleep = Callable[[float], Awaitable[Any]]
@@ -330,8 +360,10 @@ class Transport:
         jitter: Callable[[], float] = random.random,
         user_agent: str = "turnwire",
         max_body_bytes: int = MAX_BODY_BYTES,
+        max_stream_bytes: int = MAX_STREAM_BYTES,
     ) -> None:
         self.url = base_url.rstrip("/") + "/responses"
+        remember_url_secrets(self.url)
         self._api_key = api_key
         remember_secret(api_key)  # an error raised far from here (a stream's error) hides it too
         self.organization = organization
@@ -347,10 +379,11 @@ class Transport:
         self._jitter = jitter
         self.user_agent = user_agent
         self.max_body_bytes = max_body_bytes
+        self.max_stream_bytes = max_stream_bytes
 
     def __repr__(self) -> str:
         key = "set" if self._api_key else "none"
-        return f"Transport(url={self.url!r}, api_key={key})"
+        return f"Transport(url={redact(self.url)!r}, api_key={key})"
 
     def headers(self, *, stream: bool) -> dict[str, str]:
         headers = {
@@ -538,8 +571,9 @@ class Transport:
     ) -> AsyncIterator[bytes]:
         """The answer's decoded bytes, under the idle watchdog and the request deadline."""
         idle = self.stream_idle_timeout_s or None
-        content_type = str(response.headers.get("content-type", ""))
-        limit_total = None if content_type.startswith("text/event-stream") else self.max_body_bytes
+        streamed = media_type(response.headers) == "text/event-stream"
+        limit_total = self.max_stream_bytes if streamed else self.max_body_bytes
+        limit_name = "client.max_stream_bytes" if streamed else "the transport's max_body_bytes"
         total = 0
         iterator = response.aiter_raw().__aiter__()
         while True:
@@ -578,17 +612,17 @@ class Transport:
                 raise StreamError(
                     f"the connection failed mid-answer: {type(err).__name__}: {err}"
                 ) from err
-            if decoder.identity and limit_total is None:
+            if decoder.identity:  # no decoder to go through: the chunk is the piece
+                total += len(chunk)
+                if total > limit_total:
+                    raise AnswerTooLargeError(limit=limit_total, setting=limit_name)
                 yield chunk
                 continue
             try:
                 for piece in decoder.feed(chunk):
                     total += len(piece)
-                    if limit_total is not None and total > limit_total:
-                        raise StreamError(
-                            f"the answer's body is larger than {limit_total} bytes "
-                            "(the transport's max_body_bytes); it was not read further"
-                        )
+                    if total > limit_total:
+                        raise AnswerTooLargeError(limit=limit_total, setting=limit_name)
                     yield piece
             except _Undecodable as err:
                 raise StreamError(f"the answer cannot be decoded: {err}") from err

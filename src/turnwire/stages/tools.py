@@ -39,6 +39,7 @@ def tools_to_wire(
                 description=tool.description or None,
                 parameters=stages.description_to_json_schema(description=tool.parameters),
                 strict=flag,
+                allowed_callers=tool.allowed_callers,
             )
         )
     declared.extend(hosted_tools)

@@ -17,10 +17,12 @@ from turnwire.wire.items import (
     InputItem,
     InputMessage,
     OutputMessage,
+    ProgramCaller,
     ReasoningItem,
 )
 from turnwire.wire.request import (
     FunctionToolChoice,
+    ProgrammaticToolChoice,
     ReasoningOptions,
     RequestBody,
     StreamOptions,
@@ -43,6 +45,8 @@ __all__ = [
     "InputText",
     "OutputMessage",
     "OutputText",
+    "ProgramCaller",
+    "ProgrammaticToolChoice",
     "ReasoningItem",
     "ReasoningOptions",
     "ReasoningText",

@@ -166,10 +166,24 @@ _TAGS = frozenset(str(event.__struct_config__.tag) for event in get_args(StreamE
 _UNKNOWN = msgspec.json.Decoder(UnknownEvent)
 
 
+class _Untyped(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    error: Any = None
+
+
+# What a gateway sends for a failure mid-stream, in the shape of an HTTP error body and with no
+# ``type``: ``{"error": {"message": ..., "type": ..., "code": ...}}``. The official SDK raises
+# on any event whose data has a top-level ``error``; here it reads as an ``error`` event.
+_UNTYPED = msgspec.json.Decoder(_Untyped)
+
+
 def decode_event(data: bytes | str) -> StreamEvent | UnknownEvent:
     """Decode one event's ``data``; unknown types fall back to :class:`UnknownEvent`.
 
-    :raises msgspec.DecodeError: the data is not JSON, or lacks a string ``type``.
+    Data without a ``type`` whose top level holds an ``error`` object (a gateway's error body
+    sent as an event) decodes as an :class:`ErrorEvent`.
+
+    :raises msgspec.DecodeError: the data is not JSON, or lacks a string ``type`` (and is no
+        error body).
     :raises turnwire.errors.StreamError: the data is JSON nested too deeply to decode (a value
         no schema turnwire reads can hold, like any other value of the wrong shape).
     """
@@ -177,7 +191,13 @@ def decode_event(data: bytes | str) -> StreamEvent | UnknownEvent:
         try:
             return _TYPED.decode(data)
         except msgspec.ValidationError as err:
-            unknown = _UNKNOWN.decode(data)
+            try:
+                unknown = _UNKNOWN.decode(data)
+            except msgspec.ValidationError:
+                error = _UNTYPED.decode(data).error
+                if isinstance(error, dict):
+                    return ErrorEvent(error=error)
+                raise
             if unknown.type in _TAGS:
                 return msgspec.structs.replace(unknown, invalid=str(err))
             return unknown

@@ -32,6 +32,7 @@ __all__ = [
     "InputItem",
     "InputMessage",
     "OutputMessage",
+    "ProgramCaller",
     "ReasoningItem",
     "frozen_tree",
 ]
@@ -55,6 +56,13 @@ class OutputMessage(WireStruct, frozen=True, kw_only=True, tag="message"):
     phase: str | None = None
 
 
+class ProgramCaller(WireStruct, frozen=True, kw_only=True, tag="program"):
+    """Who made a call that a program made (programmatic tool calling): the ``call_id`` of
+    the ``program`` item. A call the model made directly carries no caller."""
+
+    caller_id: str
+
+
 class FunctionCall(WireStruct, frozen=True, kw_only=True, tag="function_call"):
     """A call the model made; ``id`` (``fc_...``) is sent only when its reasoning precedes it."""
 
@@ -62,13 +70,17 @@ class FunctionCall(WireStruct, frozen=True, kw_only=True, tag="function_call"):
     name: str
     arguments: str
     id: str | None = None
+    caller: ProgramCaller | None = None
+    namespace: str | None = None
 
 
 class FunctionCallOutput(WireStruct, frozen=True, kw_only=True, tag="function_call_output"):
-    """The result of a call, as text or content blocks."""
+    """The result of a call, as text or content blocks; a program's call is answered with
+    its ``caller`` too."""
 
     call_id: str
     output: str | tuple[InputContent, ...]
+    caller: ProgramCaller | None = None
 
 
 class ReasoningItem(WireStruct, frozen=True, kw_only=True, tag="reasoning"):

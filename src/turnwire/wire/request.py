@@ -13,7 +13,15 @@ import msgspec
 from turnwire.wire.items import InputItem
 from turnwire.wire.tools import WireTool
 
-__all__ = ["FunctionToolChoice", "ReasoningOptions", "RequestBody", "StreamOptions", "TextOptions"]
+__all__ = [
+    "FunctionToolChoice",
+    "ProgrammaticToolChoice",
+    "ReasoningOptions",
+    "RequestBody",
+    "StreamOptions",
+    "TextOptions",
+    "ToolChoice",
+]
 
 
 class _Options(
@@ -40,6 +48,16 @@ class FunctionToolChoice(_Options, frozen=True, kw_only=True, tag="function", ta
     name: str
 
 
+class ProgrammaticToolChoice(
+    _Options, frozen=True, kw_only=True, tag="programmatic_tool_calling", tag_field="type"
+):
+    """The model must answer with a program (programmatic tool calling)."""
+
+
+ToolChoice = Literal["none", "auto", "required"] | FunctionToolChoice | ProgrammaticToolChoice
+"""What ``tool_choice`` may say: a mode, one function by name, or a program."""
+
+
 class RequestBody(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
     """The exact body turnwire POSTs."""
 
@@ -64,5 +82,5 @@ class RequestBody(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True,
     text: TextOptions | None = None
     background: bool | None = None
     stream_options: StreamOptions | None = None
-    tool_choice: Literal["none", "auto", "required"] | FunctionToolChoice | None = None
+    tool_choice: ToolChoice | None = None
     tools: tuple[WireTool, ...] | None = None

@@ -1,5 +1,6 @@
 """Tool declarations of the Responses wire: function tools, and the hosted tools the API runs
-itself (web search, file search, code interpreter, remote MCP servers, image generation).
+itself (web search, file search, code interpreter, remote MCP servers, image generation,
+programmatic tool calling).
 
 A hosted tool's declaration is the same Struct in a thread file (``hosted_tools``), in the
 configuration (``tools.hosted``) and on the wire: its fields are the API's, typed, and an
@@ -32,6 +33,7 @@ __all__ = [
     "McpApprovalFilter",
     "McpTool",
     "McpToolFilter",
+    "ProgrammaticToolCallingTool",
     "WebSearchFilters",
     "WebSearchLocation",
     "WebSearchTool",
@@ -51,6 +53,7 @@ class FunctionTool(WireStruct, frozen=True, kw_only=True, tag="function"):
     parameters: dict[str, Any]
     strict: bool
     description: str | None = None
+    allowed_callers: tuple[Literal["direct", "programmatic"], ...] | None = None
 
 
 class _Declared(
@@ -214,7 +217,22 @@ class ImageGenerationTool(_HostedTool, frozen=True, kw_only=True, tag="image_gen
     partial_images: Annotated[int, msgspec.Meta(ge=0, le=3)] | None = None
 
 
-HostedTool = WebSearchTool | FileSearchTool | CodeInterpreterTool | McpTool | ImageGenerationTool
+class ProgrammaticToolCallingTool(
+    _HostedTool, frozen=True, kw_only=True, tag="programmatic_tool_calling"
+):
+    """The model may answer with a program (a ``program`` item) that the API runs and that
+    calls the functions whose ``allowed_callers`` include ``programmatic``; the calls it
+    makes come back as function calls with a ``caller``, for the client to answer."""
+
+
+HostedTool = (
+    WebSearchTool
+    | FileSearchTool
+    | CodeInterpreterTool
+    | McpTool
+    | ImageGenerationTool
+    | ProgrammaticToolCallingTool
+)
 """A hosted tool declaration, by its ``type``."""
 
 WireTool = FunctionTool | HostedTool
@@ -226,6 +244,7 @@ HOSTED_TOOL_TYPES: dict[str, type[Any]] = {
     "code_interpreter": CodeInterpreterTool,
     "mcp": McpTool,
     "image_generation": ImageGenerationTool,
+    "programmatic_tool_calling": ProgrammaticToolCallingTool,
 }
 """The hosted tool types turnwire declares, by their ``type``."""
 
