@@ -575,7 +575,10 @@ def _argument_row(action: argparse.Action) -> str | None:
         details.append("repeatable")
     if action.nargs == "+":
         details.append("one or more")
-    elif action.required or (not action.option_strings and action.nargs not in ("?", "*")):
+    elif action.nargs == "*":
+        details.append("zero or more")
+    elif action.nargs != "?" and (action.required or not action.option_strings):
+        # argparse marks a positional `*` required; only a value that must be given is
         details.append("required")
     if isinstance(action, argparse._VersionAction):
         help_text = "print the version and exit"

@@ -79,7 +79,10 @@ def test_a_preflight_violation_exits_2_naming_the_item(tmp_path):
     )
     done = run("render", str(thread))
     assert done.returncode == 2
-    assert done.stderr.startswith("error: E_OPENAI_RESPONSES_PREFLIGHT: input[1]: ")
+    # a call with no result yet (recorded by run --once): named where the thread holds it
+    assert done.stderr.startswith(
+        "error: E_OPENAI_RESPONSES_PREFLIGHT: $.tool_calls[0]: tool call 'c1' (t) has no result"
+    )
     assert "call-output-pairing" in done.stderr
 
 

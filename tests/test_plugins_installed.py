@@ -172,6 +172,16 @@ def test_a_plugin_missing_from_the_allow_list_does_not_load(installed):
     assert body["instructions"].startswith("<memories>")
 
 
+@pytest.mark.parametrize("listed", ["allow", "block"])
+def test_a_misspelled_plugin_name_in_allow_or_block_is_reported(installed, listed):
+    """The redaction plugin misspelled in plugins.allow would be silently off."""
+    (installed / "profile.yaml").write_text(f"plugins: {{{listed}: [redcat]}}\n")
+    done = turnwire_cmd(installed, "-v", "render", "thread.yaml", "--config", "profile.yaml")
+    assert done.returncode == 0, done.stderr
+    assert f"plugins.{listed} names 'redcat', which is no installed plugin" in done.stderr
+    assert "redact" in done.stderr.partition("which is no installed plugin (installed: ")[2]
+
+
 def test_plugin_settings_apply_and_bad_ones_fail_at_load_time(installed):
     body = render(
         installed,
@@ -193,6 +203,17 @@ def test_tracing_logs_every_stage_call(installed):
     done = turnwire_cmd(installed, "--trace", "render", "thread.yaml", "--config", "profile.yaml")
     assert done.returncode == 0, done.stderr
     assert "render_untrusted_content" in done.stderr and "render_memories" in done.stderr
+
+
+def test_the_trace_flag_alone_or_a_profile_alone_traces(installed):
+    (installed / "plain.yaml").write_text("plugins: {trace: false}\n")
+    flag = turnwire_cmd(installed, "--trace", "render", "thread.yaml", "--config", "plain.yaml")
+    assert flag.returncode == 0 and "render_untrusted_content" in flag.stderr, flag.stderr
+    (installed / "traced.yaml").write_text("plugins: {trace: true}\n")
+    profile = turnwire_cmd(installed, "render", "thread.yaml", "--config", "traced.yaml")
+    assert profile.returncode == 0 and "render_untrusted_content" in profile.stderr
+    quiet = turnwire_cmd(installed, "render", "thread.yaml", "--config", "plain.yaml")
+    assert "render_untrusted_content" not in quiet.stderr
 
 
 def test_check_config_validates_plugin_settings_too(installed):

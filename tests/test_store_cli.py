@@ -142,6 +142,10 @@ def test_a_failed_run_appends_nothing(tmp_path):
 
 def test_the_demo_runs_end_to_end_offline(tmp_path):
     db = tmp_path / "demo" / "threads.db"
+    missing = cli("demo", "--db", str(db), cwd=tmp_path)  # as every --db: no new folder
+    assert missing.returncode == 2 and "does not exist; create it first" in missing.stderr
+    assert not db.parent.exists()
+    db.parent.mkdir()
     done = cli("demo", "--db", str(db), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     out = done.stdout

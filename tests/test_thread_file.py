@@ -127,7 +127,7 @@ def test_cross_field_rules_name_the_record():
         "$.messages[0].attachments[0]",
         "exactly one of `path` or `data_base64`",
     )
-    _fails({"tools": [{"name": "a"}, {"name": "a"}]}, "$", "declared twice")
+    _fails({"tools": [{"name": "a"}, {"name": "a"}]}, "$.tools[1].name", "declared twice")
     _fails(
         {"memories": [{"id": "m", "content": "x", "confidence": 2}]},
         "$.memories[0].confidence",

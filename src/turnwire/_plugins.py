@@ -141,8 +141,9 @@ def build_plugin_manager(
         manager.check_pending()
     except pluggy.PluginValidationError as err:
         name = manager.get_name(err.plugin) or repr(err.plugin)
+        detail = "; ".join(line.strip() for line in str(err).splitlines() if line.strip())
         raise PluginError(
-            f"plugin {name} implements a hook turnwire does not have (misspelled?): {err}",
+            f"plugin {name} implements a hook turnwire does not have (misspelled?): {detail}",
             plugin=name,
         ) from err
     if trace:
@@ -157,8 +158,9 @@ def _register(manager: pluggy.PluginManager, plugin: Any, name: str | None) -> N
         manager.register(plugin, name=name)
     except pluggy.PluginValidationError as err:
         label = name or repr(plugin)
+        detail = "; ".join(line.strip() for line in str(err).splitlines() if line.strip())
         raise PluginError(
-            f"plugin {label} does not match the hookspecs: {err}", plugin=label
+            f"plugin {label} does not match the hookspecs: {detail}", plugin=label
         ) from err
     except ValueError as err:
         label = name or repr(plugin)
@@ -193,7 +195,19 @@ def _load_entrypoints(
     block: set[str],
     settings: Mapping[str, Mapping[str, Any]],
 ) -> None:
-    for entry_point in metadata.entry_points(group=ENTRY_POINT_GROUP):
+    found = metadata.entry_points(group=ENTRY_POINT_GROUP)
+    installed = {entry_point.name for entry_point in found}
+    for listed, names in (("allow", allow or ()), ("block", sorted(block))):
+        for name in names:
+            if name not in installed:  # a typo here would silently drop (or keep) a plugin
+                logger.warning(
+                    "plugins.%s names %r, which is no installed plugin (installed: %s)",
+                    listed,
+                    name,
+                    ", ".join(sorted(installed)) or "none",
+                    extra={"kind": "plugin-name-unknown"},
+                )
+    for entry_point in found:
         name = entry_point.name
         if name in block or (allow is not None and name not in allow):
             reason = "block-listed" if name in block else "not in plugins.allow"

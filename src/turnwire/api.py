@@ -26,7 +26,7 @@ from turnwire.rendering import (
     resolve_model,
     with_declared_tools,
 )
-from turnwire.thread_file import load_thread, save_thread
+from turnwire.thread_file import file_digest, load_thread, save_thread
 from turnwire.turns import HostedPart, Turn, TurnBuilder, file_roots
 
 if TYPE_CHECKING:
@@ -120,6 +120,8 @@ def run(
     if save and path is None:
         raise ConfigError("--save needs a thread file path to write back to", path="$")
     chosen = file_roots(roots, container.settings().files, _folder_of(thread))
+    # What the file held when the run read it: saved only over those same bytes.
+    read_as = file_digest(path) if save and path is not None else None
     loaded = thread if isinstance(thread, Thread) else load_thread(thread)
     client = Client(
         container,
@@ -144,7 +146,7 @@ def run(
         output_type=output_type,
     )
     if save and path is not None:
-        save_thread(result.thread, path)
+        save_thread(result.thread, path, unchanged_since=read_as, result=result)
     if invalid is not None:
         raise invalid
     return result
@@ -316,6 +318,7 @@ def compact(
     if save and path is None:
         raise ConfigError("--save needs a thread file path to write back to", path="$")
     chosen = file_roots(roots, container.settings().files, _folder_of(thread))
+    read_as = file_digest(path) if save and path is not None else None
     loaded = thread if isinstance(thread, Thread) else load_thread(thread)
     result = _compact_once(
         loaded,
@@ -332,7 +335,7 @@ def compact(
         roots=chosen,
     )
     if save and path is not None:
-        save_thread(result.thread, path)
+        save_thread(result.thread, path, unchanged_since=read_as, result=result)
     return result
 
 

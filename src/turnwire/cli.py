@@ -50,7 +50,7 @@ def _logging_options(*, top: bool) -> argparse.ArgumentParser:
         "--trace",
         action="store_true",
         default=default,
-        help="log every stage call to stderr (with plugins.trace: true)",
+        help="log every stage call to stderr (sets plugins.trace: true)",
     )
     return options
 
@@ -310,7 +310,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     export.add_argument("id", help="the thread's id")
     export.add_argument(
-        "file", help="the thread file to write (.yaml/.yml: YAML, else JSON), or - for stdout"
+        "file",
+        help="the thread file to write (.yaml/.yml: YAML, else JSON), the thread's files "
+        "copied beside it into NAME.files/; or - for stdout (pointers into the store)",
     )
     importing = actions.add_parser(
         "import", parents=[logs, store_options], help="store a thread file as a new thread"
@@ -494,8 +496,15 @@ def _config_files(args: argparse.Namespace) -> list[Any]:
 
 def _container(args: argparse.Namespace) -> Any:
     from turnwire.container import build_container
+    from turnwire.settings import merge
 
-    return build_container(_config_files(args), overrides=_overrides(getattr(args, "set", [])))
+    overrides = _overrides(getattr(args, "set", []))
+    if getattr(args, "trace", False):  # --trace turns tracing on, whatever the profile says
+        overrides = merge(overrides, {"plugins": {"trace": True}})
+    container = build_container(_config_files(args), overrides=overrides)
+    if container.settings().plugins.trace:  # and a profile that turns it on is shown too
+        logging.getLogger("turnwire.trace").setLevel(logging.DEBUG)
+    return container
 
 
 def _render_context(args: argparse.Namespace) -> dict[str, str]:
@@ -824,7 +833,7 @@ def _store(args: argparse.Namespace, location: str | None = None) -> Any:
 def _threads(args: argparse.Namespace) -> int:
     import msgspec
 
-    from turnwire.thread_file import dump_thread, load_thread, save_thread
+    from turnwire.thread_file import dump_thread, load_thread
 
     if args.action == "copy":
         return _copy(args)
@@ -854,11 +863,11 @@ def _threads(args: argparse.Namespace) -> int:
                 thread = msgspec.structs.replace(thread, hosted_tools=shown)
                 print(msgspec.json.format(dump_thread(thread)).decode())
         elif args.action == "export":
-            thread = store.export_thread(args.id)
             if args.file == "-":
+                thread = store.export_thread(args.id)
                 print(msgspec.json.format(dump_thread(thread)).decode())
             else:
-                save_thread(thread, args.file)
+                store.export_file(args.id, args.file)
                 if not args.quiet:
                     print(f"exported {args.id} to {args.file}", file=sys.stderr)
         elif args.action == "import":

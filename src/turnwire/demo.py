@@ -171,7 +171,11 @@ def run_demo(
 
     folder = Path(db).parent if db else Path(tempfile.mkdtemp(prefix="turnwire-demo-"))
     store_path = Path(db) if db else folder / "threads.db"
-    folder.mkdir(parents=True, exist_ok=True)
+    if not folder.is_dir():
+        # As every other --db: a typo must not quietly start a store somewhere else.
+        from turnwire.store.sqlite import StoreError
+
+        raise StoreError(f"the store's folder {folder} does not exist; create it first")
     potato = folder / "potato.png"
     potato.write_bytes(_data("potato.png"))
 

@@ -29,6 +29,8 @@ TurnwireError
     │   └── AnswerTooLargeError         the answer passed its byte limit (limit, setting)
     └── StreamStalledError              E_OPENAI_RESPONSES_STREAM_STALLED (idle seconds, partial)
 OutputValidationError                   E_OUTPUT_INVALID ($.path in the answer, text, result)
+ThreadFileChangedError                  E_THREAD_FILE_CONFLICT (409, not fatal: another run saved
+                                        the file; this run's records were not written)
 
 InvalidToolCallArgs (E_OPENAI_RESPONSES_INVALID_TOOL_CALL_ARGS) is never raised: its message
 becomes the error result the model sees on the next iteration.
@@ -71,6 +73,7 @@ __all__ = [
     "RequestTimeoutError",
     "StreamError",
     "StreamStalledError",
+    "ThreadFileChangedError",
     "ThreadFileError",
     "TurnwireError",
     "UnsupportedMediaError",
@@ -130,6 +133,28 @@ class ThreadFileError(InputError):
     def __init__(self, message: str, *, path: str = "$") -> None:
         super().__init__(message)
         self.path = path
+
+
+class ThreadFileChangedError(TurnwireError):
+    """A thread file changed between the read a run started from and its save (another run
+    saved it meanwhile); this run's records were not written. Not fatal: run again.
+
+    :ivar file: the thread file.
+    :ivar result: this run's :class:`~turnwire.client.dispatch.RunResult`, for a caller that
+        wants to keep what it recorded.
+    """
+
+    code = "E_THREAD_FILE_CONFLICT"
+    status = 409
+    fatal = False
+
+    def __init__(self, file: str, *, result: object = None) -> None:
+        super().__init__(
+            f"the thread file {file} changed while this run was in flight (another run saved "
+            "it?); this run's records were not saved: run again on the file as it is now"
+        )
+        self.file = file
+        self.result = result
 
 
 class ConfigError(InputError):
@@ -514,8 +539,11 @@ class InvalidToolCallArgs(TurnwireError):
 
 
 _AT_PATH = re.compile(r" - at `\$([^`]*)`$")
-# A cross-field rule names its field first ("bucket_order: ..."); the path then points at it.
-_FIELD_RULE = re.compile(r"([a-z_]+): ")
+# A cross-field rule names its field first ("bucket_order: ...", "tools[1].name: ..."); the
+# path then points at it.
+_FIELD_RULE = re.compile(r"([a-z_]+(?:\[\d+\])?(?:\.[a-z_]+)*): ")
+# msgspec's message for a mapping key of the wrong value: "... - at `key` in `$.a.b`".
+_AT_KEY = re.compile(r" - at `key` in `\$([^`]*)`$")
 
 
 def validation_location(err: Exception, *, root: str = "$") -> tuple[str, str]:
@@ -525,6 +553,9 @@ def validation_location(err: Exception, *, root: str = "$") -> tuple[str, str]:
     that starts with a field name (``"bucket_order: ..."``) extends the path to that field.
     """
     message = str(err)
+    keyed = _AT_KEY.search(message)
+    if keyed is not None:  # a key of the mapping at that path
+        return root + keyed.group(1), "a key: " + _AT_KEY.sub("", message)
     match = _AT_PATH.search(message)
     path = root + (match.group(1) if match else "")
     detail = _AT_PATH.sub("", message)

@@ -489,9 +489,9 @@ class Thread(_Record, frozen=True, kw_only=True):
 
     def __post_init__(self) -> None:
         seen: set[str] = set()
-        for tool in self.tools:
+        for index, tool in enumerate(self.tools):
             if tool.name in seen:
-                raise ValueError(f"tool name {tool.name!r} is declared twice")
+                raise ValueError(f"tools[{index}].name: tool name {tool.name!r} is declared twice")
             seen.add(tool.name)
         if self.hosted_tools:
             check_hosted_tools(self.hosted_tools)

@@ -18,7 +18,7 @@ from turnwire._identity import first_difference
 from turnwire._memo import InlineState, RenderMemo, common_prefix
 from turnwire.compaction import compacted
 from turnwire.container import Container, ContainerCache, build_container
-from turnwire.errors import ConfigError, TurnwireError
+from turnwire.errors import ConfigError, PreflightError, TurnwireError
 from turnwire.model import Media, Message, Thread, ToolCall
 from turnwire.pipeline import RenderedInput
 from turnwire.pipeline import prefix_fingerprint as pipeline_prefix_fingerprint
@@ -583,8 +583,31 @@ def render(
         reasoning_replay=settings.render.reasoning_replay,
         output_schema=_sent_schema(asked, thread, settings.request),
     )
-    encoded = checked_body(body, container.render_memo())
+    try:
+        encoded = checked_body(body, container.render_memo())
+    except PreflightError as err:
+        raise _pending_calls(thread, err) or err from None
     return RenderedRequest(encoded=encoded, request=body, rendered=rendered)
+
+
+def _pending_calls(thread: Thread, err: PreflightError) -> PreflightError | None:
+    """A clearer ``call-output-pairing`` error when the thread holds tool calls that have
+    not run yet (``run --once`` records them so): where they are, and what runs them."""
+    if err.rule != "call-output-pairing":
+        return None
+    pending = [index for index, call in enumerate(thread.tool_calls) if call.result is None]
+    if not pending:
+        return None
+    first = thread.tool_calls[pending[0]]
+    more = f" and {len(pending) - 1} more" if len(pending) > 1 else ""
+    return PreflightError(
+        f"$.tool_calls[{pending[0]}]: tool call {first.id!r} ({first.tool}){more} has no "
+        "result yet (run --once records calls without running them): `turnwire run` runs "
+        "them first, then sends the request; a render cannot send a call without its output "
+        f"(rule {err.rule})",
+        rule=err.rule,
+        index=err.index,
+    )
 
 
 def _sent_schema(

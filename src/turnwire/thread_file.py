@@ -16,6 +16,8 @@ as a parsed mapping's would.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -33,7 +35,12 @@ from turnwire._loading import (
     format_for,
     looks_like_json,
 )
-from turnwire.errors import InputError, ThreadFileError, validation_location
+from turnwire.errors import (
+    InputError,
+    ThreadFileChangedError,
+    ThreadFileError,
+    validation_location,
+)
 from turnwire.model import HostedItem, Message, Thought, Thread, ToolCall, map_pointers
 
 __all__ = ["dump_thread", "load_thread", "load_thread_bytes", "save_thread", "thread_to_builtins"]
@@ -128,7 +135,7 @@ UNBOUNDED_FIELDS = (
 )
 
 
-def _check_unbounded(thread: Thread, name: str, data: bytes) -> None:
+def check_unbounded(thread: Thread, name: str, data: bytes) -> None:
     """The limits msgspec's typed decoding cannot check (see ``UNBOUNDED_FIELDS``)."""
     check_tree = THREAD_FILES.check_tree
     if thread.output_schema is not None:
@@ -183,7 +190,7 @@ def _decode_json(data: bytes, name: str, *, or_yaml: bool) -> Thread:
         except InputError:
             raise json_error from None
         return _convert(tree)
-    _check_unbounded(thread, name, data)
+    check_unbounded(thread, name, data)
     _check_pointers(thread)
     return thread
 
@@ -277,11 +284,31 @@ def dump_yaml(tree: Any) -> str:
     return yaml.dump(tree, Dumper=_Dumper, sort_keys=False, allow_unicode=True)
 
 
-def save_thread(thread: Thread, path: str | os.PathLike[str]) -> None:
+def file_digest(path: str | os.PathLike[str]) -> str | None:
+    """The SHA-256 of the file's bytes (``None`` when there is no file)."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return None
+
+
+def save_thread(
+    thread: Thread,
+    path: str | os.PathLike[str],
+    *,
+    unchanged_since: str | None = None,
+    result: object = None,
+) -> None:
     """Write ``thread`` to ``path`` (YAML for ``.yaml``/``.yml``, else JSON), atomically.
 
     Pointers inside the file's folder are written relative to it again; the file is replaced
     in one step, so a crash leaves either the old or the new thread, never half of one.
+
+    :param unchanged_since: the :func:`file_digest` the file had when the thread was read:
+        when it has another now (a second run saved it meanwhile), nothing is written and
+        :class:`~turnwire.errors.ThreadFileChangedError` (carrying ``result``) is raised. The
+        check and the replacement hold an exclusive lock on the file being replaced, so of
+        two runs that finish together the second sees the first one's file and stops.
     """
     target = Path(path)
     base = target.resolve().parent
@@ -298,4 +325,31 @@ def save_thread(thread: Thread, path: str | os.PathLike[str]) -> None:
         data = msgspec.json.format(msgspec.json.encode(tree), indent=2) + b"\n"
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     temporary.write_bytes(data)
-    os.replace(temporary, target)
+    if unchanged_since is None:
+        os.replace(temporary, target)
+        return
+    with _locked(target):
+        if file_digest(target) != unchanged_since:
+            temporary.unlink(missing_ok=True)
+            raise ThreadFileChangedError(str(target), result=result)
+        os.replace(temporary, target)
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive advisory lock on the file at ``path`` while the block runs (a waiting
+    locker wakes on the file it opened, replaced meanwhile: what it reads then is the new
+    one); with no file, or no ``fcntl`` (Windows), the block runs unlocked."""
+    try:
+        import fcntl
+
+        handle = open(path, "rb")  # noqa: SIM115 - closed below, after the unlock
+    except (ImportError, FileNotFoundError):
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

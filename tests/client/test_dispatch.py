@@ -823,3 +823,63 @@ def test_a_json_answer_nested_too_deeply_is_a_stream_error(thread_file):
             run(server, thread_file, settings={"client": {"stream": False}})
     if before is not None:
         assert Path(thread_file).read_bytes() == before
+
+
+def test_a_thread_file_saved_by_another_run_meanwhile_is_not_overwritten(thread_file):
+    """Two runs of one file: the one that saves last would drop the other's turn. It finds
+    the file changed since it read it, writes nothing and says so (E_THREAD_FILE_CONFLICT)."""
+    from turnwire.errors import ThreadFileChangedError
+
+    other = (
+        THREAD + '  - {id: u9, role: user, content: "from the other run", created_at: '
+        '"2026-01-01T10:00:09Z"}\n'
+    )
+
+    def get_capital(country="?"):
+        thread_file.write_text(other)  # the other run saves while this one runs its tool
+        return f"the capital of {country}"
+
+    with ScriptedServer([Reply.sse(CALL), Reply.sse(AFTER_CALL)]) as server:
+        with pytest.raises(ThreadFileChangedError) as caught:
+            run(server, thread_file, handlers={"get_capital": get_capital})
+    assert thread_file.read_text() == other
+    assert caught.value.code == "E_THREAD_FILE_CONFLICT" and not caught.value.fatal
+    assert str(thread_file) in str(caught.value)
+    assert caught.value.result.records.tool_calls  # what this run recorded, for the caller
+    assert not list(thread_file.parent.glob(".*.tmp"))
+
+
+def test_a_run_that_saves_over_the_file_it_read_saves(thread_file):
+    with ScriptedServer([Reply.sse(TEXT)]) as server:
+        run(server, thread_file)
+    assert "Hi in Portuguese" in thread_file.read_text()
+
+
+def test_a_thread_saved_by_run_once_renders_to_a_clear_error_until_its_calls_run(thread_file):
+    from turnwire.errors import PreflightError
+
+    with ScriptedServer([Reply.sse(CALL)]) as server:
+        run(server, thread_file, once=True)
+    saved = turnwire.load_thread(thread_file)
+    (pending,) = saved.tool_calls
+    assert pending.result is None
+    with pytest.raises(PreflightError) as caught:
+        turnwire.render(saved, container=make_container())
+    assert caught.value.rule == "call-output-pairing"
+    assert str(caught.value).startswith(f"$.tool_calls[0]: tool call {pending.id!r}")
+    assert "`turnwire run` runs them first" in str(caught.value)
+    with ScriptedServer([Reply.sse(AFTER_CALL)]) as server:  # and the next run runs it
+        result = run(server, thread_file)
+    assert result.resolved and turnwire.render(turnwire.load_thread(thread_file)).body
+
+
+def test_a_transport_option_given_to_run_wins_and_an_unknown_one_is_named(thread_file):
+    reply = Reply.sse(TEXT, chunk=500, delay_s=0.25)
+    with ScriptedServer([reply]) as server, pytest.raises(RequestTimeoutError):
+        run(server, thread_file, request_timeout_s=0.6)  # over client.request_timeout_s
+    with ScriptedServer([Reply.sse(TEXT)]) as server:
+        with pytest.raises(
+            TypeError, match=r"unexpected keyword argument 'temperature'.*request\.temperature"
+        ):
+            run(server, thread_file, temperature=0.2)
+    assert_unchanged(thread_file)

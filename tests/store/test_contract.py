@@ -52,6 +52,18 @@ def query(location: str, sql: str, *params: Any) -> list[tuple[Any, ...]]:
         return db.execute(sql, params).fetchall()
 
 
+def execute(location: str, sql: str, *params: Any) -> None:
+    """A raw statement on the store's own database (an operator's, or a damaging one)."""
+    if location.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(location) as conn:
+            conn.execute(sql.replace("?", "%s").encode(), params)
+        return
+    with sqlite3.connect(location) as db:
+        db.execute(sql, params)
+
+
 def schema_module(location: str) -> Any:
     if location.startswith("postgresql://"):
         from turnwire.store import postgres
@@ -571,3 +583,112 @@ def test_a_thread_changed_during_a_compaction_conflicts(location, open_at):
         store.load = original
         assert len(store.turns(thread_id)) == turns + 1
         assert store.load(thread_id).hosted_items == ()
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "named"),
+    [
+        ("header", '{"version": 7}', "header"),
+        ("parts", '[{"unknown": 1}]', "parts"),
+    ],
+)
+def test_a_damaged_row_is_a_store_error_naming_the_thread_and_the_column(
+    store, location, column, value, named
+):
+    """A row changed outside turnwire: a typed error naming where, never a traceback; the
+    other threads still list and load."""
+    damaged = store.import_thread(turnwire.load_thread(REPO_EXAMPLES / "weather.yaml"))
+    kept = store.import_thread(turnwire.load_thread(REPO_EXAMPLES / "weather.yaml"))
+    table = "threads" if column == "header" else "turns"
+    key = "id" if column == "header" else "thread_id"
+    execute(location, f"UPDATE {table} SET {column} = ? WHERE {key} = ?", value, damaged)
+    with pytest.raises(StoreError) as caught:
+        store.export_thread(damaged)
+    assert repr(damaged) in str(caught.value) and named in str(caught.value)
+    assert "is damaged" in str(caught.value)
+    assert caught.value.code == "E_STORE"
+    assert store.export_thread(kept).messages
+    if column == "header":
+        with pytest.raises(StoreError, match="header of thread"):
+            store.list_threads()
+
+
+def test_a_damaged_row_of_sqlite_text_is_a_store_error_on_the_command_line(tmp_path):
+    from ..conftest import turnwire_process
+
+    db = tmp_path / "c.db"
+    done = turnwire_process(
+        "threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--db", str(db)
+    )
+    assert done.returncode == 0, done.stderr
+    thread_id = done.stdout.strip()
+    for number, sql in enumerate(
+        (
+            "UPDATE threads SET header = '{not json'",
+            "UPDATE turns SET parts = '[{\"kind\"'",
+            "UPDATE turns SET created_at = 'yesterday'",
+        )
+    ):
+        backup = tmp_path / f"b{number}.db"  # a copy of its own (no WAL file of another)
+        backup.write_bytes(db.read_bytes())
+        with sqlite3.connect(backup) as raw:
+            raw.execute(sql)
+        listed = turnwire_process("threads", "list", "--db", str(backup))
+        if "header" in sql:  # what the list reads of each thread
+            assert listed.returncode == 2 and "Traceback" not in listed.stderr, listed.stderr
+        else:
+            assert listed.returncode == 0 and thread_id in listed.stdout, listed.stderr
+        shown = turnwire_process("threads", "show", thread_id, "--db", str(backup))
+        assert shown.returncode == 2, (sql, shown.stdout)  # bad input: exit 2
+        assert "Traceback" not in shown.stderr, shown.stderr
+        last = shown.stderr.strip().splitlines()[-1]
+        assert last.startswith("error: E_STORE: the store's "), last
+        assert thread_id in last and "is damaged" in last
+
+
+def test_a_timestamp_past_what_a_store_keeps_is_refused_at_import_with_nothing_stored(store):
+    thread = turnwire.load_thread(
+        {
+            "version": 1,
+            "messages": [
+                {
+                    "id": "u1",
+                    "role": "user",
+                    "content": "hi",
+                    "created_at": "9999-12-31T23:59:59-23:59",
+                }
+            ],
+        }
+    )
+    with pytest.raises(StoreError, match="past the range a store keeps"):
+        store.import_thread(thread)
+    assert store.list_threads() == []
+
+
+def test_a_programs_calls_keep_their_caller_and_namespace_through_the_store(store):
+    thread = turnwire.load_thread(
+        {
+            "version": 1,
+            "model": "gpt-5",
+            "tools": [{"name": "count_rows", "allowed_callers": ["programmatic"]}],
+            "hosted_tools": [{"type": "programmatic_tool_calling"}],
+            "messages": [
+                {"id": "u1", "role": "user", "content": "hi", "created_at": "2026-01-01T10:00:00Z"}
+            ],
+            "tool_calls": [
+                {
+                    "id": "call_1|fc_1",
+                    "tool": "count_rows",
+                    "caller": "call_prog_1",
+                    "namespace": "rows",
+                    "result": {"text": "42"},
+                    "created_at": "2026-01-01T10:00:01Z",
+                }
+            ],
+        }
+    )
+    back = store.export_thread(store.import_thread(thread))
+    (call,) = back.tool_calls
+    assert (call.caller, call.namespace) == ("call_prog_1", "rows")
+    assert back.tools[0].allowed_callers == ("programmatic",)
+    assert back.hosted_tools == thread.hosted_tools

@@ -191,3 +191,49 @@ def test_threads_copy_between_the_two_kinds_and_back(location, tmp_path):
     assert again.returncode == 2 and "E_STORE" in again.stderr
     missing = cli(tmp_path, "threads", "copy", "--from", other, "--to", location, "thr_nope")
     assert missing.returncode == 2 and "E_THREAD_NOT_FOUND" in missing.stderr
+
+
+def test_an_exported_thread_file_renders_and_imports_again_wherever_it_is_put(tmp_path):
+    """Its files are copied beside it, the pointers relative: the export is self-contained."""
+    import turnwire
+
+    from ..conftest import REPO_EXAMPLES, turnwire_process
+
+    db = tmp_path / "store" / "t.db"
+    db.parent.mkdir()
+    imported = turnwire_process(
+        "threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--db", str(db)
+    )
+    assert imported.returncode == 0, imported.stderr
+    thread_id = imported.stdout.strip()
+    before = turnwire_process("threads", "show", thread_id, "--db", str(db))
+    for target in (tmp_path / "exports" / "w.yaml", tmp_path / "elsewhere" / "sub" / "w.json"):
+        target.parent.mkdir(parents=True)
+        done = turnwire_process("threads", "export", thread_id, str(target), "--db", str(db))
+        assert done.returncode == 0, done.stderr
+        text = target.read_text()
+        assert str(db.parent) not in text  # no pointer back into the store
+        copies = sorted(p.name for p in (target.parent / f"{target.stem}.files").iterdir())
+        assert copies, "the thread's files are copied beside the export"
+        rendered = turnwire_process("render", str(target))
+        assert rendered.returncode == 0, rendered.stderr
+        assert '"input_image"' in rendered.stdout
+        moved = tmp_path / "moved" / target.parent.name
+        moved.parent.mkdir(exist_ok=True)
+        target.parent.rename(moved)  # the export and its files, taken elsewhere together
+        again = turnwire_process("render", str(moved / target.name))
+        assert again.returncode == 0, again.stderr
+        reimported = turnwire_process(
+            "threads",
+            "import",
+            str(moved / target.name),
+            "--db",
+            str(tmp_path / f"{target.stem}.db"),
+        )
+        assert reimported.returncode == 0, reimported.stderr
+    original = turnwire.load_thread(REPO_EXAMPLES / "weather.yaml")
+    exported = turnwire.load_thread(tmp_path / "moved" / "exports" / "w.yaml")
+    assert [m.content for m in exported.messages] == [m.content for m in original.messages]
+    attached = [a for m in exported.messages for a in m.attachments]
+    assert attached and all(a.path and "w.files" in a.path for a in attached)
+    assert before.returncode == 0

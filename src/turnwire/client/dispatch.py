@@ -22,6 +22,7 @@ checked against), :mod:`turnwire.client.reading` (the answer into a generation),
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -102,6 +103,11 @@ class ResponseMeta(msgspec.Struct, frozen=True, kw_only=True):
     model: str | None
     usage: dict[str, Any] | None
     finish_reason: str
+
+
+_TRANSPORT_OPTIONS = frozenset(
+    name for name in inspect.signature(Transport.__init__).parameters if name != "self"
+)
 
 
 class RunResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -196,17 +202,17 @@ class Client:
             if api_key is None and not _is_local(url):
                 self._missing_key = url
             retry = client.retry
-            transport = Transport(
-                base_url=url,
-                api_key=api_key,
-                organization=organization or client.organization,
-                project=project or client.project,
-                headers=client.headers,
-                request_timeout_s=client.request_timeout_s,
-                connect_timeout_s=client.connect_timeout_s,
-                stream_idle_timeout_s=client.stream_idle_timeout_s,
-                max_stream_bytes=client.max_stream_bytes,
-                retry=RetryPolicy(
+            options: dict[str, Any] = {
+                "base_url": url,
+                "api_key": api_key,
+                "organization": organization or client.organization,
+                "project": project or client.project,
+                "headers": client.headers,
+                "request_timeout_s": client.request_timeout_s,
+                "connect_timeout_s": client.connect_timeout_s,
+                "stream_idle_timeout_s": client.stream_idle_timeout_s,
+                "max_stream_bytes": client.max_stream_bytes,
+                "retry": RetryPolicy(
                     max_retries=retry.max_retries,
                     initial_delay_s=retry.initial_delay_s,
                     max_delay_s=retry.max_delay_s,
@@ -214,8 +220,17 @@ class Client:
                     statuses=None if retry.statuses is None else frozenset(retry.statuses),
                     honor_retry_after=retry.honor_retry_after,
                 ),
-                **transport_options,
-            )
+            }
+            unknown = sorted(set(transport_options) - _TRANSPORT_OPTIONS)
+            if unknown:
+                raise TypeError(
+                    f"unexpected keyword argument {unknown[0]!r}: the transport takes "
+                    f"{', '.join(sorted(_TRANSPORT_OPTIONS - {'base_url', 'api_key'}))}; "
+                    "request options (temperature, ...) go in the configuration "
+                    "(request.temperature, --set request.temperature=0.2)"
+                )
+            # The caller's transport options win over the configuration's.
+            transport = Transport(**{**options, **transport_options})
         self.transport = transport
         self.executor = ToolExecutor.from_settings(self.settings, handlers=handlers)
         self.telemetry = Telemetry(

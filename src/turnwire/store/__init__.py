@@ -123,6 +123,8 @@ class ThreadStore(Protocol):
 
     def export_thread(self, thread_id: str) -> Thread: ...
 
+    def export_file(self, thread_id: str, path: str | os.PathLike[str]) -> Thread: ...
+
 
 def open_store(
     location: str | os.PathLike[str] | None = None,

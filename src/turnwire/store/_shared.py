@@ -4,6 +4,7 @@ files an import copies into the store, exporting, and removing a thread's files.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import uuid
 from collections.abc import Sequence
@@ -13,6 +14,7 @@ from typing import Self
 import msgspec
 
 from turnwire.model import Thread
+from turnwire.thread_file import save_thread
 from turnwire.turns import ContextAssembler, Turn, TurnBuilder, located_pointers
 
 __all__ = ["StoreRecords", "folder_key"]
@@ -97,6 +99,50 @@ class StoreRecords:
     def export_thread(self, thread_id: str) -> Thread:
         """The thread with every record and file pointer, as a thread file holds it."""
         return self.load(thread_id, keep_all_files=True)
+
+    def export_file(self, thread_id: str, path: str | os.PathLike[str]) -> Thread:
+        """Write the thread to the thread file ``path`` with the files it keeps in this store
+        copied beside it (``NAME.files/``, pointers relative to the file), so the export
+        renders and runs wherever it is put, and imports again without loss.
+
+        Only files inside :attr:`files_folder` are copied (read under its roots and size
+        limits); a pointer that leads elsewhere is written as it is.
+
+        :returns: the thread as written.
+        """
+        target = Path(path)
+        thread = self.export_thread(thread_id)
+        store_files = self.files_folder.resolve()
+        inside = ContextAssembler(roots=(store_files,), max_request_bytes=2**62)
+        folder = target.parent / f"{target.stem}.files"
+        copied: dict[str, str] = {}
+        replace = msgspec.structs.replace
+
+        def copy(pointer: str, where: str) -> str:
+            if not Path(pointer).resolve().is_relative_to(store_files):
+                return pointer
+            if pointer not in copied:
+                data = inside.read(pointer, where=where, owner=where)
+                folder.mkdir(parents=True, exist_ok=True)
+                name = Path(pointer).name
+                copy_to = folder / name
+                if copy_to.exists() and copy_to.read_bytes() != data:
+                    copy_to = folder / f"{len(copied)}-{name}"
+                copy_to.write_bytes(data)
+                copied[pointer] = str(copy_to.resolve())
+            return copied[pointer]
+
+        exported = located_pointers(
+            thread,
+            lambda where, media: (
+                replace(media, path=copy(media.path, f"{where}.path")) if media.path else media
+            ),
+            lambda where, art: (
+                replace(art, path=copy(art.path, f"{where}.path")) if art.path else art
+            ),
+        )
+        save_thread(exported, target)
+        return exported
 
     def import_thread(
         self,

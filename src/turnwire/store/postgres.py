@@ -32,7 +32,7 @@ import msgspec
 from turnwire.model import Thread
 from turnwire.store import NO_TURNS, StoreConflictError, ThreadSummary, UnknownThreadError
 from turnwire.store._shared import StoreRecords
-from turnwire.store.sqlite import StoreError
+from turnwire.store.sqlite import StoreError, decode_header, stored, utc
 from turnwire.turns import Part, Turn, TurnBuilder
 
 if TYPE_CHECKING:
@@ -91,7 +91,6 @@ SCHEMA_VERSION = MIGRATIONS[-1][0]
 _MIGRATION_LOCK = 0x7475726E77697265  # "turnwire"
 
 _PARTS = msgspec.json.Decoder(tuple[Part, ...])
-_HEADER = msgspec.json.Decoder(Thread)
 _ENCODER = msgspec.json.Encoder()
 
 
@@ -127,8 +126,7 @@ def _one_line(err: BaseException) -> str:
     return " ".join(str(err).split())
 
 
-def _utc(moment: datetime) -> datetime:
-    return moment.astimezone(UTC)
+_utc = utc
 
 
 def _psycopg() -> Any:
@@ -329,7 +327,7 @@ class PostgresStore(StoreRecords):
             row = conn.execute("SELECT header FROM threads WHERE id = %s", (thread_id,)).fetchone()
         if row is None:
             raise UnknownThreadError(thread_id)
-        return _HEADER.decode(row[0])
+        return stored(thread_id, "header", decode_header, row[0])
 
     def update_header(self, thread_id: str, header: Thread) -> None:
         """Replace the thread's header (prompt, tools, memories...), keeping its turns."""
@@ -415,18 +413,21 @@ class PostgresStore(StoreRecords):
                 "FROM turns WHERE thread_id = %s ORDER BY position",
                 (thread_id,),
             ).fetchall()
-        return [self._turn(row) for row in rows]
+        return [self._turn(thread_id, row) for row in rows]
 
     @staticmethod
-    def _turn(row: tuple[Any, ...]) -> Turn:
+    def _turn(thread_id: str, row: tuple[Any, ...]) -> Turn:
         turn_id, role, created, parts, model, usage, fingerprint = row
+        where = f"turn {turn_id!r}"
         return Turn(
             id=turn_id,
             role=role,
             created_at=_utc(created),
-            parts=_PARTS.decode(parts),
+            parts=stored(thread_id, f"{where} parts", _PARTS.decode, parts),
             model=model,
-            usage=None if usage is None else msgspec.json.decode(usage),
+            usage=None
+            if usage is None
+            else stored(thread_id, f"{where} usage", msgspec.json.decode, usage),
             request_fingerprint=fingerprint,
         )
 
@@ -442,7 +443,7 @@ class PostgresStore(StoreRecords):
             ThreadSummary(
                 id=row[0],
                 title=row[1],
-                model=_HEADER.decode(row[2]).model,
+                model=stored(row[0], "header", decode_header, row[2]).model,
                 turns=int(row[5]),
                 created_at=_utc(row[3]),
                 updated_at=_utc(row[4]),

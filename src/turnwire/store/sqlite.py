@@ -13,11 +13,11 @@ from __future__ import annotations
 import os
 import sqlite3
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -25,6 +25,7 @@ from turnwire.errors import InputError
 from turnwire.model import Thread
 from turnwire.store import NO_TURNS, StoreConflictError, ThreadSummary, UnknownThreadError
 from turnwire.store._shared import StoreRecords
+from turnwire.thread_file import check_unbounded
 from turnwire.turns import Part, Turn, TurnBuilder
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SQLiteStore", "default_store_path"]
@@ -77,14 +78,56 @@ def default_store_path() -> Path:
     return Path(base) / "turnwire" / "threads.db"
 
 
+def utc(moment: datetime) -> datetime:
+    """``moment`` in UTC, as a store keeps it; a moment that has none (a thread file may say
+    ``9999-12-31T23:59:59-23:59``, past year 9999 in UTC) is a :class:`StoreError`."""
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise StoreError(
+            f"the timestamp {moment.isoformat()} is past the range a store keeps (in UTC it is "
+            "beyond year 9999); nothing was stored"
+        ) from None
+
+
 def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+    return utc(moment).isoformat(timespec="microseconds")
 
 
 class StoreError(InputError):
-    """The store file cannot be used."""
+    """The store file cannot be used, or what it holds cannot be read (a damaged row)."""
 
     code = "E_STORE"
+
+
+_T = TypeVar("_T")
+_DAMAGE = (msgspec.DecodeError, ValueError, TypeError, OverflowError, RecursionError)
+
+
+def stored(thread_id: str, column: str, decode: Callable[[Any], _T], value: Any) -> _T:
+    """``decode(value)``, the store's ``column`` of thread ``thread_id``: a value that does not
+    decode (a row damaged outside turnwire) is a :class:`StoreError` naming both."""
+    try:
+        return decode(value)
+    except _DAMAGE as err:
+        detail = (str(err).splitlines() or [type(err).__name__])[0][:300]
+        raise StoreError(
+            f"the store's {column} of thread {thread_id!r} is damaged and cannot be read "
+            f"({detail}); restore the store from a backup, or delete the thread"
+        ) from None
+    except InputError as err:  # a header past the thread file's limits
+        raise StoreError(
+            f"the store's {column} of thread {thread_id!r} is past the thread file's limits "
+            f"({err}); restore the store from a backup, or delete the thread"
+        ) from None
+
+
+def decode_header(data: str | bytes) -> Thread:
+    """A stored header, with the limits a thread file is read under."""
+    raw = data.encode() if isinstance(data, str) else data
+    header = _HEADER.decode(raw)
+    check_unbounded(header, "header", raw)
+    return header
 
 
 class SQLiteStore(StoreRecords):
@@ -188,7 +231,7 @@ class SQLiteStore(StoreRecords):
         row = self._db.execute("SELECT header FROM threads WHERE id = ?", (thread_id,)).fetchone()
         if row is None:
             raise UnknownThreadError(thread_id)
-        return _HEADER.decode(row[0])
+        return stored(thread_id, "header", decode_header, row[0])
 
     def update_header(self, thread_id: str, header: Thread) -> None:
         """Replace the thread's header (prompt, tools, memories...), keeping its turns."""
@@ -262,18 +305,21 @@ class SQLiteStore(StoreRecords):
             "WHERE thread_id = ? ORDER BY position",
             (thread_id,),
         ).fetchall()
-        return [self._turn(row) for row in rows]
+        return [self._turn(thread_id, row) for row in rows]
 
     @staticmethod
-    def _turn(row: tuple[Any, ...]) -> Turn:
+    def _turn(thread_id: str, row: tuple[Any, ...]) -> Turn:
         turn_id, role, created, parts, model, usage, fingerprint = row
+        where = f"turn {turn_id!r}"
         return Turn(
             id=turn_id,
             role=role,
-            created_at=datetime.fromisoformat(created),
-            parts=_PARTS.decode(parts),
+            created_at=stored(thread_id, f"{where} created_at", datetime.fromisoformat, created),
+            parts=stored(thread_id, f"{where} parts", _PARTS.decode, parts),
             model=model,
-            usage=None if usage is None else msgspec.json.decode(usage),
+            usage=None
+            if usage is None
+            else stored(thread_id, f"{where} usage", msgspec.json.decode, usage),
             request_fingerprint=fingerprint,
         )
 
@@ -287,10 +333,10 @@ class SQLiteStore(StoreRecords):
             ThreadSummary(
                 id=row[0],
                 title=row[1],
-                model=_HEADER.decode(row[2]).model,
+                model=stored(row[0], "header", decode_header, row[2]).model,
                 turns=row[5],
-                created_at=datetime.fromisoformat(row[3]),
-                updated_at=datetime.fromisoformat(row[4]),
+                created_at=stored(row[0], "created_at", datetime.fromisoformat, row[3]),
+                updated_at=stored(row[0], "updated_at", datetime.fromisoformat, row[4]),
             )
             for row in rows
         ]
