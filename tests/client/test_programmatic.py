@@ -276,3 +276,38 @@ def test_a_program_that_goes_as_text_leaves_a_warning_for_its_calls(tmp_path):
     assert "program" not in [getattr(i, "get", lambda _: None)("type") for i in rendered.input]
     (warning,) = [w for w in rendered.warnings if "call_prog_1" in w]
     assert "the program is not sent as an item" in warning
+
+
+@pytest.mark.parametrize(("role", "replayed"), [("developer", True), ("assistant", False)])
+def test_an_additional_tools_item_replays_when_its_input_shape_allows(tmp_path, role, replayed):
+    """The input shape takes role developer only; another role goes as its text form."""
+    from turnwire.hosted import seal
+    from turnwire.model import HostedItem
+
+    item = {
+        "type": "additional_tools",
+        "id": "at_1",
+        "role": role,
+        "tools": [
+            {
+                "type": "function",
+                "name": "lookup",
+                "parameters": {"type": "object", "properties": {}},
+                "strict": False,
+            }
+        ],
+    }
+    container = make_container(REPLAY)
+    thread = turnwire.load_thread(_thread(tmp_path))
+    record = HostedItem(
+        id="at_1", type="additional_tools", item=item, created_at=thread.messages[0].created_at
+    )
+    record = seal(msgspec.structs.replace(record, seq=1), container.envelope_nonce())
+    sealed = msgspec.structs.replace(thread, hosted_items=(record,))
+    rendered = turnwire.render(sealed, container=container)
+    sent = rendered.json["input"][1]
+    if replayed:
+        assert sent == item
+    else:
+        assert sent["type"] == "message" and sent["role"] == "assistant"
+        assert any("additional_tools" in w for w in rendered.rendered.warnings)
