@@ -153,3 +153,25 @@ def test_set_overrides_one_setting_at_a_time():
     assert bad.returncode == 2 and "$.request.max_output_tokens" in bad.stderr
     malformed = run("render", str(REPO_EXAMPLES / "weather.yaml"), "--set", "temperature")
     assert malformed.returncode == 2 and "KEY=VALUE" in malformed.stderr
+
+
+def test_context_values_nothing_reads_are_reported(tmp_path):
+    thread = tmp_path / "t.yaml"
+    thread.write_text(
+        "version: 1\nmodel: m\nsystem_prompt: 'Help {user}.'\nmessages:\n- {id: u1, role: user, "
+        "content: hi, created_at: '2026-01-01T00:00:00Z'}\n"
+    )
+    unread = run("render", str(thread), "--context", "user=Ana")
+    assert unread.returncode == 0, unread.stderr
+    assert "--context is not used: render.system_prompt_template is off" in unread.stderr
+    assert "Help {user}." in unread.stdout
+    used = run(
+        "render",
+        str(thread),
+        "--context",
+        "user=Ana",
+        "--set",
+        "render.system_prompt_template=true",
+    )
+    assert used.returncode == 0 and "--context" not in used.stderr, used.stderr
+    assert "Help Ana." in used.stdout

@@ -529,12 +529,36 @@ def _summarise_warnings(args: argparse.Namespace, warnings: Sequence[str]) -> No
     print(f"turnwire: warning: {warnings[0]}{more}; -v shows each", file=sys.stderr)
 
 
+def _check_context_read(args: argparse.Namespace, container: Any) -> None:
+    """--context with nothing to read it: the built-in system prompt fills its placeholders
+    only under ``render.system_prompt_template``, and no plugin stage takes the values."""
+    if not getattr(args, "context", None) or args.quiet:
+        return
+    if container.settings().render.system_prompt_template:
+        return
+    hook = container.plugin_manager().hook
+    for name in dir(hook):
+        caller = getattr(hook, name)
+        for impl in getattr(caller, "get_hookimpls", list)():
+            module = getattr(impl.function, "__module__", "") or ""
+            if "render_context" in impl.argnames and not module.startswith("turnwire.stages"):
+                return  # a plugin's stage reads them
+    print(
+        "turnwire: warning: --context is not used: render.system_prompt_template is off and "
+        "no plugin stage reads render_context (--set render.system_prompt_template=true fills "
+        "the prompt's {name} placeholders)",
+        file=sys.stderr,
+    )
+
+
 def _render(args: argparse.Namespace) -> int:
     from turnwire.rendering import render
 
+    container = _container(args)
+    _check_context_read(args, container)
     rendered = render(
         args.thread,
-        container=_container(args),
+        container=container,
         model=args.model,
         render_context=_render_context(args),
         output_type=_output_schema(args),
@@ -637,6 +661,8 @@ def _run(args: argparse.Namespace) -> int:
 
     text_sink = None if args.json else on_text
     output_type = _output_schema(args)
+    container = _container(args)
+    _check_context_read(args, container)
     if args.thread_id:
         from turnwire.api import run_thread
 
@@ -648,7 +674,7 @@ def _run(args: argparse.Namespace) -> int:
                 store=store,
                 prompt=args.prompt,
                 files=args.file,
-                container=_container(args),
+                container=container,
                 base_url=args.base_url,
                 model=args.model,
                 once=args.once,
@@ -666,7 +692,7 @@ def _run(args: argparse.Namespace) -> int:
             raise ConfigError("--prompt and --file go with --thread; add them to the file")
         result = run(
             args.thread,
-            container=_container(args),
+            container=container,
             base_url=args.base_url,
             model=args.model,
             once=args.once,
