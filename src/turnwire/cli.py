@@ -554,13 +554,14 @@ def _check_context_read(args: argparse.Namespace, container: Any) -> None:
 def _render(args: argparse.Namespace) -> int:
     from turnwire.rendering import render
 
+    context = _render_context(args)  # a malformed --context fails before anything else
     container = _container(args)
     _check_context_read(args, container)
     rendered = render(
         args.thread,
         container=container,
         model=args.model,
-        render_context=_render_context(args),
+        render_context=context,
         output_type=_output_schema(args),
     )
     sys.stdout.buffer.write(_without_credentials(rendered) + b"\n")
@@ -661,6 +662,7 @@ def _run(args: argparse.Namespace) -> int:
 
     text_sink = None if args.json else on_text
     output_type = _output_schema(args)
+    context = _render_context(args)
     container = _container(args)
     _check_context_read(args, container)
     if args.thread_id:
@@ -681,7 +683,7 @@ def _run(args: argparse.Namespace) -> int:
                 on_text=text_sink,
                 on_tool_result=on_tool_result,
                 on_event=on_event,
-                render_context=_render_context(args),
+                render_context=context,
                 approvals=_approvals(args),
                 output_type=output_type,
             )
@@ -700,7 +702,7 @@ def _run(args: argparse.Namespace) -> int:
             on_text=text_sink,
             on_tool_result=on_tool_result,
             on_event=on_event,
-            render_context=_render_context(args),
+            render_context=context,
             approvals=_approvals(args),
             output_type=output_type,
         )
