@@ -307,6 +307,7 @@ def test_a_huge_but_finite_count_is_clamped_end_to_end():
         ('{"n": -Infinity}', "-Infinity is not a JSON number"),
         ('{"n": 1' + "0" * 100 + "}", "outside the 64-bit range"),
         ('{"a": ' * 70 + "1" + "}" * 70, "nested deeper than 64 levels"),
+        ('{"a": "\\ud800", "b": 2}', "a lone surrogate"),
     ],
 )
 def test_arguments_a_thread_file_could_not_hold_are_an_error_result_never_recorded(raw, problem):

@@ -266,3 +266,37 @@ def test_a_saved_thread_keeps_every_character_of_its_text(tmp_path, suffix):
     assert loaded.messages[0].content == text
     assert loaded.tool_calls[0].args == {"q": text}
     assert loaded.hosted_items[0].item["q"] == text
+
+
+def test_two_saves_of_one_file_in_one_process_each_get_a_verdict_that_holds(tmp_path):
+    """Each checks the file under the lock: exactly one writes, and the file holds its thread
+    (a temporary file shared between them once let one publish the other's bytes)."""
+    import threading
+
+    from turnwire.errors import ThreadFileChangedError
+    from turnwire.thread_file import file_digest
+
+    path = tmp_path / "t.json"
+    base = load_thread({"version": 1, "messages": []})
+    turnwire.save_thread(base, path)
+    for _ in range(40):
+        turnwire.save_thread(base, path)
+        read_as = file_digest(path)
+        verdicts: dict[str, str] = {}
+
+        def save(name: str) -> None:
+            thread = load_thread({"version": 1, "system_prompt": name})
+            try:
+                turnwire.save_thread(thread, path, unchanged_since=read_as)
+                verdicts[name] = "saved"
+            except ThreadFileChangedError:
+                verdicts[name] = "conflict"
+
+        runs = [threading.Thread(target=save, args=(name,)) for name in ("A", "B")]
+        for run in runs:
+            run.start()
+        for run in runs:
+            run.join()
+        (winner,) = [name for name, verdict in verdicts.items() if verdict == "saved"]
+        assert load_thread(path).system_prompt == winner
+    assert not list(tmp_path.glob(".*.tmp"))

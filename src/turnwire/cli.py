@@ -312,7 +312,7 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument(
         "file",
         help="the thread file to write (.yaml/.yml: YAML, else JSON), the thread's files "
-        "copied beside it into NAME.files/; or - for stdout (pointers into the store)",
+        "copied beside it into FILE.files/; or - for stdout (pointers into the store)",
     )
     importing = actions.add_parser(
         "import", parents=[logs, store_options], help="store a thread file as a new thread"

@@ -912,20 +912,19 @@ def _strip_ids(
             append(strip_item_id(item))
 
 
-def _check_programs(items: Sequence[InputItem], warnings: list[str]) -> None:
+def _check_programs(thread: Thread, items: Sequence[InputItem], warnings: list[str]) -> None:
     """Warn about the calls whose ``caller`` names a program that ``items`` do not hold as a
     ``program`` item (it went as its text form: not sealed, or its reasoning not sent)."""
+    callers = dict.fromkeys(call.caller for call in thread.tool_calls if call.caller is not None)
+    if not callers:
+        return
+    hosted = HostedInputItem
     sent = {
         item.get("call_id")
         for item in items
-        if type(item) is HostedInputItem and item.get("type") == "program"
+        if type(item) is hosted and item.get("type") == "program"
     }
-    missing: dict[str, None] = {}
-    for item in items:
-        if type(item) is FunctionCall or type(item) is FunctionCallOutput:
-            caller = item.caller
-            if caller is not None and caller.caller_id not in sent:
-                missing[caller.caller_id] = None
+    missing = [caller for caller in callers if caller not in sent]
     for program in missing:
         warnings.append(
             f"the calls of program {program!r} go with their caller, but the program is not "
@@ -1373,7 +1372,7 @@ def _build_input(
     )
     fingerprintable_length = len(swept)
     if thread.hosted_items and any(h.type == "program" for h in thread.hosted_items):
-        _check_programs(swept, warnings)
+        _check_programs(thread, swept, warnings)
 
     position = options.bucket_order.index("timeline")
     trailing = [

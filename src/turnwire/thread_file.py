@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import os
 import sys
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -323,8 +324,11 @@ def save_thread(
         data = dump_yaml(tree).encode()
     else:
         data = msgspec.json.format(msgspec.json.encode(tree), indent=2) + b"\n"
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    temporary.write_bytes(data)
+    # A name of its own for each save (two saves of one file in one process never share it).
+    handle, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    temporary = Path(name)
+    with os.fdopen(handle, "wb") as written:
+        written.write(data)
     if unchanged_since is None:
         os.replace(temporary, target)
         return

@@ -203,7 +203,7 @@ def test_a_gzip_bomb_as_an_event_stream_is_one_endless_event_refused_with_memory
     assert peak < BOUND, f"peak {peak / MiB:.1f} MiB"
 
 
-def _endless_deltas(kind: str) -> Reply:
+def _endless_deltas(kind: str, content_type: str = "text/event-stream") -> Reply:
     """A valid event stream that never ends: one item, then 60 KB deltas of ``kind`` (text or
     function-call arguments) forever, as a hostile or broken server sends them."""
     item = (
@@ -227,14 +227,22 @@ def _endless_deltas(kind: str) -> Reply:
         for _ in range(1 << 20):  # 60 GB: it ends only because the client stops reading
             yield frame
 
-    return Reply(chunks=Lazy(chunks))
+    return Reply(chunks=Lazy(chunks), content_type=content_type)
 
 
-@pytest.mark.parametrize("kind", ["text", "arguments"])
+@pytest.mark.parametrize(
+    ("kind", "content_type"),
+    [
+        ("text", "text/event-stream"),
+        ("arguments", "text/event-stream"),
+        ("text", ""),  # no Content-Type: read as events, so held to the stream's limit
+        ("text", "text/plain"),
+    ],
+)
 def test_an_endless_stream_of_deltas_ends_at_max_stream_bytes_with_memory_bounded(
-    thread_file, kind
+    thread_file, kind, content_type
 ):
-    with ScriptedServer([_endless_deltas(kind)]) as server:
+    with ScriptedServer([_endless_deltas(kind, content_type)]) as server:
         outcome, peak = peak_while(
             lambda: run(server, thread_file, settings={"max_stream_bytes": 32 * MiB})
         )

@@ -213,7 +213,7 @@ def test_an_exported_thread_file_renders_and_imports_again_wherever_it_is_put(tm
         assert done.returncode == 0, done.stderr
         text = target.read_text()
         assert str(db.parent) not in text  # no pointer back into the store
-        copies = sorted(p.name for p in (target.parent / f"{target.stem}.files").iterdir())
+        copies = sorted(p.name for p in (target.parent / f"{target.name}.files").iterdir())
         assert copies, "the thread's files are copied beside the export"
         rendered = turnwire_process("render", str(target))
         assert rendered.returncode == 0, rendered.stderr
@@ -235,5 +235,39 @@ def test_an_exported_thread_file_renders_and_imports_again_wherever_it_is_put(tm
     exported = turnwire.load_thread(tmp_path / "moved" / "exports" / "w.yaml")
     assert [m.content for m in exported.messages] == [m.content for m in original.messages]
     attached = [a for m in exported.messages for a in m.attachments]
-    assert attached and all(a.path and "w.files" in a.path for a in attached)
+    assert attached and all(a.path and "w.yaml.files" in a.path for a in attached)
     assert before.returncode == 0
+
+
+def test_an_export_never_writes_through_a_link_and_keeps_each_files_folder_its_own(tmp_path):
+    from ..conftest import REPO_EXAMPLES, turnwire_process
+
+    db = tmp_path / "t.db"
+    done = turnwire_process(
+        "threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--db", str(db)
+    )
+    thread_id = done.stdout.strip()
+    out = tmp_path / "out"
+    out.mkdir()
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (out / "t.json.files").symlink_to(victim)  # planted: the copies must not land there
+    refused = turnwire_process("threads", "export", thread_id, str(out / "t.json"), "--db", str(db))
+    assert refused.returncode == 2 and "is not a folder an export made" in refused.stderr
+    assert list(victim.iterdir()) == [] and not (out / "t.json").exists()
+    (out / "t.json.files").unlink()
+    for name in ("t.json", "t.yaml", "t.json"):  # again over an earlier export: replaced
+        done = turnwire_process("threads", "export", thread_id, str(out / name), "--db", str(db))
+        assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in out.iterdir()) == [
+        "t.json",
+        "t.json.files",
+        "t.yaml",
+        "t.yaml.files",
+    ]
+    for name in ("t.json", "t.yaml"):
+        assert turnwire_process("render", str(out / name)).returncode == 0
+    missing = turnwire_process(
+        "threads", "export", thread_id, str(tmp_path / "nope" / "t.json"), "--db", str(db)
+    )
+    assert missing.returncode == 2 and "does not exist; create it first" in missing.stderr

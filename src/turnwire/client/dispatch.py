@@ -231,6 +231,11 @@ class Client:
                 )
             # The caller's transport options win over the configuration's.
             transport = Transport(**{**options, **transport_options})
+        elif transport_options:  # they would configure a transport this client does not make
+            raise TypeError(
+                f"unexpected keyword argument {sorted(transport_options)[0]!r}: a client given "
+                "its transport= takes no transport options"
+            )
         self.transport = transport
         self.executor = ToolExecutor.from_settings(self.settings, handlers=handlers)
         self.telemetry = Telemetry(

@@ -137,8 +137,9 @@ async def read_stream(
                 event = decode_event(raw)
             except msgspec.DecodeError:
                 malformed += 1
-                # Redacted whole, then cut: a secret cut in two is no longer recognisable.
-                shown = redact(bytes(raw).decode("utf-8", "replace"))
+                # Redacted, then cut: a secret cut in two is no longer recognisable. The first
+                # 4 KiB are redacted (a secret starting in what is shown ends well inside).
+                shown = redact(bytes(raw[:4096]).decode("utf-8", "replace"))
                 logger.warning(
                     "skipping an event whose data is not JSON: %r",
                     shown[:120],

@@ -571,6 +571,7 @@ def _comparable(output: Output) -> tuple[Any, ...]:
         output.name,
         output.arguments,
         output.caller,
+        output.namespace,
     )
 
 

@@ -111,6 +111,14 @@ def parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
         error = InvalidToolCallArgs(f"Tool arguments are {reason}. Raw value: {raw[:2000]}")
         return {}, error.message
     if isinstance(value, dict):
+        try:  # a lone surrogate (`"\\ud800"`): Python's json reads it, no UTF-8 holds it
+            msgspec.json.encode(value)
+        except UnicodeEncodeError:
+            error = InvalidToolCallArgs(
+                "Tool arguments are out of bounds (a string holds a lone surrogate, which no "
+                f"UTF-8 text can). Raw value: {raw[:2000]}"
+            )
+            return {}, error.message
         try:  # where a thread file keeps them: $.tool_calls[i].args
             THREAD_FILES.check_tree(value, name="arguments", data=b"", path="$", depth=4)
         except ThreadFileError as err:

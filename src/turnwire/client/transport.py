@@ -319,11 +319,17 @@ class Answer:
 
     @property
     def is_event_stream(self) -> bool:
-        """Whether the body is read as server-sent events: unless the answer says it is JSON,
-        as the official SDK reads every answer to a streaming request (media types compare
-        without case, and a missing ``Content-Type`` is no reason to drop the stream)."""
-        media = media_type(self.response.headers)
-        return not (media == "application/json" or media.endswith("+json"))
+        """Whether the body of an answer to a streaming request is read as server-sent events
+        (see :func:`reads_as_events`)."""
+        return reads_as_events(self.response.headers)
+
+
+def reads_as_events(headers: Mapping[str, str]) -> bool:
+    """Whether an answer to a streaming request is read as server-sent events: unless it says
+    it is JSON, as the official SDK reads every such answer (media types compare without case,
+    and a missing ``Content-Type`` is no reason to drop the stream)."""
+    media = media_type(headers)
+    return not (media == "application/json" or media.endswith("+json"))
 
 
 def media_type(headers: Mapping[str, str]) -> str:
@@ -493,7 +499,9 @@ class Transport:
             except _Undecodable as err:
                 await response.aclose()
                 raise StreamError(str(err)) from err
-            chunks = self._chunks(response, decoder, deadline)
+            # Read as events (the stream limit) exactly when read_answer reads it as events.
+            events = stream and reads_as_events(response.headers)
+            chunks = self._chunks(response, decoder, deadline, events=events)
             try:
                 yield Answer(response, chunks)
             finally:
@@ -567,13 +575,18 @@ class Transport:
         await self._sleep(delay)
 
     async def _chunks(
-        self, response: httpx.Response, decoder: _Decoder, deadline: float | None
+        self,
+        response: httpx.Response,
+        decoder: _Decoder,
+        deadline: float | None,
+        *,
+        events: bool,
     ) -> AsyncIterator[bytes]:
-        """The answer's decoded bytes, under the idle watchdog and the request deadline."""
+        """The answer's decoded bytes, under the idle watchdog and the request deadline, and
+        the size limit of what they are read as: an event stream (``events``), else one body."""
         idle = self.stream_idle_timeout_s or None
-        streamed = media_type(response.headers) == "text/event-stream"
-        limit_total = self.max_stream_bytes if streamed else self.max_body_bytes
-        limit_name = "client.max_stream_bytes" if streamed else "the transport's max_body_bytes"
+        limit_total = self.max_stream_bytes if events else self.max_body_bytes
+        limit_name = "client.max_stream_bytes" if events else "the transport's max_body_bytes"
         total = 0
         iterator = response.aiter_raw().__aiter__()
         while True:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import tempfile
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Self
 
 import msgspec
 
-from turnwire.model import Thread
+from turnwire.model import Thread, map_pointers
 from turnwire.thread_file import save_thread
 from turnwire.turns import ContextAssembler, Turn, TurnBuilder, located_pointers
 
@@ -102,46 +103,64 @@ class StoreRecords:
 
     def export_file(self, thread_id: str, path: str | os.PathLike[str]) -> Thread:
         """Write the thread to the thread file ``path`` with the files it keeps in this store
-        copied beside it (``NAME.files/``, pointers relative to the file), so the export
-        renders and runs wherever it is put, and imports again without loss.
+        copied beside it, into ``FILE.files/`` (``w.yaml.files/`` for ``w.yaml``), pointers
+        relative to the file: the export renders and runs wherever the two are put, and
+        imports again without loss.
 
-        Only files inside :attr:`files_folder` are copied (read under its roots and size
-        limits); a pointer that leads elsewhere is written as it is.
+        Only regular files inside :attr:`files_folder` are copied; a pointer that leads
+        elsewhere, or to a file the store no longer has, is written as it is. The copies are
+        made in a new folder of their own, which then replaces ``FILE.files/`` (one an earlier
+        export made); a ``FILE.files`` that is not a plain folder is refused, never written
+        through.
 
         :returns: the thread as written.
+        :raises turnwire.store.sqlite.StoreError: the file's folder does not exist, or
+            ``FILE.files`` is a link or a file.
         """
+        from turnwire.store.sqlite import StoreError
+
         target = Path(path)
+        parent = target.parent.resolve()
+        if not parent.is_dir():
+            raise StoreError(f"the folder {target.parent} does not exist; create it first")
+        folder = parent / f"{target.name}.files"
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            raise StoreError(
+                f"{folder} is not a folder an export made (a link or a file): move it away"
+            )
         thread = self.export_thread(thread_id)
         store_files = self.files_folder.resolve()
-        inside = ContextAssembler(roots=(store_files,), max_request_bytes=2**62)
-        folder = target.parent / f"{target.stem}.files"
+        fresh = Path(tempfile.mkdtemp(prefix=f".{target.name}.files.", dir=parent))
         copied: dict[str, str] = {}
+        names: set[str] = set()
         replace = msgspec.structs.replace
 
-        def copy(pointer: str, where: str) -> str:
-            if not Path(pointer).resolve().is_relative_to(store_files):
+        def copy(pointer: str) -> str:
+            source = Path(pointer).resolve()
+            if not source.is_relative_to(store_files) or not source.is_file():
                 return pointer
             if pointer not in copied:
-                data = inside.read(pointer, where=where, owner=where)
-                folder.mkdir(parents=True, exist_ok=True)
-                name = Path(pointer).name
-                copy_to = folder / name
-                if copy_to.exists() and copy_to.read_bytes() != data:
-                    copy_to = folder / f"{len(copied)}-{name}"
-                copy_to.write_bytes(data)
-                copied[pointer] = str(copy_to.resolve())
+                name = source.name
+                if name in names:
+                    name = f"{len(copied)}-{name}"
+                names.add(name)
+                shutil.copyfile(source, fresh / name)  # a new file in a new folder
+                copied[pointer] = str(folder / name)
             return copied[pointer]
 
-        exported = located_pointers(
-            thread,
-            lambda where, media: (
-                replace(media, path=copy(media.path, f"{where}.path")) if media.path else media
-            ),
-            lambda where, art: (
-                replace(art, path=copy(art.path, f"{where}.path")) if art.path else art
-            ),
-        )
-        save_thread(exported, target)
+        try:
+            exported = map_pointers(
+                thread,
+                lambda media: replace(media, path=copy(media.path)) if media.path else media,
+                lambda art: replace(art, path=copy(art.path)) if art.path else art,
+            )
+            if folder.is_dir():
+                shutil.rmtree(folder)
+            if copied:
+                fresh.rename(folder)
+            save_thread(exported, target)
+        finally:
+            shutil.rmtree(fresh, ignore_errors=True)
         return exported
 
     def import_thread(
