@@ -284,7 +284,7 @@ def test_two_saves_of_one_file_in_one_process_each_get_a_verdict_that_holds(tmp_
         read_as = file_digest(path)
         verdicts: dict[str, str] = {}
 
-        def save(name: str) -> None:
+        def save(name: str, read_as: str | None, verdicts: dict[str, str]) -> None:
             thread = load_thread({"version": 1, "system_prompt": name})
             try:
                 turnwire.save_thread(thread, path, unchanged_since=read_as)
@@ -292,7 +292,9 @@ def test_two_saves_of_one_file_in_one_process_each_get_a_verdict_that_holds(tmp_
             except ThreadFileChangedError:
                 verdicts[name] = "conflict"
 
-        runs = [threading.Thread(target=save, args=(name,)) for name in ("A", "B")]
+        runs = [
+            threading.Thread(target=save, args=(name, read_as, verdicts)) for name in ("A", "B")
+        ]
         for run in runs:
             run.start()
         for run in runs:
