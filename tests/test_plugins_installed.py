@@ -180,6 +180,8 @@ def test_a_misspelled_plugin_name_in_allow_or_block_is_reported(installed, liste
     assert done.returncode == 0, done.stderr
     assert f"plugins.{listed} names 'redcat', which is no installed plugin" in done.stderr
     assert "redact" in done.stderr.partition("which is no installed plugin (installed: ")[2]
+    checked = turnwire_cmd(installed, "check-config", "profile.yaml")  # no -v needed there
+    assert checked.returncode == 0 and "which is no installed plugin" in checked.stderr
 
 
 def test_plugin_settings_apply_and_bad_ones_fail_at_load_time(installed):

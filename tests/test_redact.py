@@ -313,3 +313,19 @@ def test_the_configurations_own_credentials_stay_out_of_reprs_logs_and_the_print
         assert secret not in seen, secret
     assert "responses=v1" in printed  # a header that is no credential is still shown there
     assert str(HttpError(status=401, body=f"bad key {subscription}", attempts=1)).count(MARK)
+
+
+@pytest.mark.parametrize(
+    ("headers", "problem"),
+    [
+        ({"X-Auth": "secret-value-1\nX-Evil: 1"}, "holds a character HTTP cannot carry"),
+        ({"X-Auth": "secret-value-1\x00"}, "holds a character HTTP cannot carry"),
+        ({"X-Auth": "Bearer caf\u00e9-secret"}, "holds a character HTTP cannot carry"),
+        ({"X Auth": "v"}, "is not an HTTP header name"),
+    ],
+)
+def test_a_header_http_cannot_carry_is_refused_at_load_without_its_value(headers, problem):
+    with pytest.raises(ConfigError) as caught:
+        turnwire.load_settings(overrides={"client": {"headers": headers}})
+    assert caught.value.path == "$.client.headers" and problem in str(caught.value)
+    assert "secret-value" not in str(caught.value)

@@ -983,10 +983,18 @@ def _printable(settings: Any) -> dict[str, Any]:
     return tree
 
 
+def _show_warnings(args: argparse.Namespace) -> None:
+    """An inspection command shows what loading found (a plugin name no plugin has, a
+    plugin's settings no plugin reads), not only -v."""
+    if not args.quiet:
+        logging.getLogger("turnwire").setLevel(logging.WARNING)
+
+
 def _check_config(args: argparse.Namespace) -> int:
     from turnwire.container import build_container
     from turnwire.settings import load_settings
 
+    _show_warnings(args)
     files = _config_files(args)
     settings = load_settings(files)
     # Loading the plugins validates plugins.settings against each plugin's own schema too.
@@ -1008,6 +1016,7 @@ def _plugins(args: argparse.Namespace) -> int:
 
     from turnwire.container import build_container
 
+    _show_warnings(args)
     manager = build_container(args.config).plugin_manager()
     infos = manager.describe()
     if args.json:

@@ -86,9 +86,16 @@ _EXCERPT = 2000
 
 # Every character str.splitlines() breaks at: a value quoted from a thread or an answer must not
 # turn the one `error: CODE: message` line into two.
+# Line breaks, and every other control character but tab (an escape sequence a server put in
+# its error text must not drive the terminal that prints the error line), written as escapes.
 _LINE_BREAKS = {
     ord(c): f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
-    for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+    for c in (
+        *(chr(code) for code in range(0x20) if code != 0x09),
+        *(chr(code) for code in range(0x7F, 0xA0)),
+        "\u2028",
+        "\u2029",
+    )
 }
 
 
@@ -501,10 +508,11 @@ class AnswerTooLargeError(StreamError):
     :ivar setting: what sets it.
     """
 
-    def __init__(self, *, limit: int, setting: str) -> None:
+    def __init__(self, *, limit: int, setting: str, unit: str = "bytes") -> None:
+        what = f"is larger than {limit} bytes" if unit == "bytes" else f"holds over {limit} {unit}"
         super().__init__(
-            f"the answer's body is larger than {limit} bytes ({setting}); it was not read "
-            "further and nothing of it was recorded"
+            f"the answer's body {what} ({setting}); it was not read further and nothing of it "
+            "was recorded"
         )
         self.limit = limit
         self.setting = setting

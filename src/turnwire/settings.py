@@ -158,6 +158,10 @@ class RetrySettings(_Section, frozen=True, kw_only=True):
     honor_retry_after: bool = True
 
 
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
+
+
 class ClientSettings(_Section, frozen=True, kw_only=True):
     """``client:``: where and how requests are sent."""
 
@@ -184,6 +188,17 @@ class ClientSettings(_Section, frozen=True, kw_only=True):
             if is_secret_header(name):
                 remember_secret(value)
                 remember_secret(value.rpartition(" ")[2])  # the token after a scheme
+        for name, value in self.headers.items():
+            # What HTTP can carry (RFC 9110): a token for the name, visible ASCII, spaces and
+            # tabs for the value. Anything else fails at the first send, with the value in
+            # httpx's message, so it is refused here, without it.
+            if not _HEADER_NAME.fullmatch(name):
+                raise ValueError(f"headers: {name!r} is not an HTTP header name")
+            if not _HEADER_VALUE.fullmatch(value):
+                raise ValueError(
+                    f"headers: the value of {name} holds a character HTTP cannot carry "
+                    "(a line break, a control character, or one outside ASCII)"
+                )
 
     def __repr__(self) -> str:
         """The fields, with every header value and the URL's password ``[redacted]``."""

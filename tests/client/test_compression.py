@@ -252,6 +252,34 @@ def test_an_endless_stream_of_deltas_ends_at_max_stream_bytes_with_memory_bounde
     assert thread_file.read_text() == THREAD
 
 
+def test_a_stream_of_tiny_values_is_held_to_its_values_too_with_memory_bounded(thread_file):
+    """Each {} of an item's annotations is 3 bytes on the wire and about 60 once decoded: a
+    byte limit alone would let 256 MiB of them grow to gigabytes."""
+    message = {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed"}
+    part = {"type": "output_text", "text": "x", "annotations": [{}] * 200_000}
+    done = {
+        "type": "response.output_item.done",
+        "output_index": 0,
+        "item": {**message, "content": [part]},
+    }
+    frame = f"event: response.output_item.done\ndata: {json.dumps(done)}\n\n".encode()
+
+    def chunks():
+        head = {"type": "response.created", "response": {"id": "r", "status": "in_progress"}}
+        yield f"event: response.created\ndata: {json.dumps(head)}\n\n".encode()
+        for _ in range(10_000):
+            yield frame
+
+    with ScriptedServer([Reply(chunks=Lazy(chunks))]) as server:
+        outcome, peak = peak_while(
+            lambda: run(server, thread_file, settings={"max_stream_bytes": 32 * MiB})
+        )
+    assert isinstance(outcome, StreamError), outcome
+    assert f"holds over {32 * MiB // 32} values" in str(outcome)
+    assert peak < 3 * 32 * MiB, f"peak {peak / MiB:.1f} MiB"
+    assert thread_file.read_text() == THREAD
+
+
 def test_a_corrupt_gzip_stream_is_a_stream_error(thread_file, caplog):
     reply = Reply.sse(TEXT, headers={"Content-Encoding": "gzip"})  # plain bytes, wrong header
     with ScriptedServer([reply]) as server, pytest.raises(StreamError):

@@ -74,8 +74,17 @@ def test_a_json_answer_to_a_streaming_request_is_read_whole_in_any_case(thread_f
     assert result.records.messages[0].content == "Paris."
 
 
-@pytest.mark.parametrize("named", [True, False])
-def test_an_error_body_sent_mid_stream_fails_the_turn_and_records_nothing(thread_file, named):
+@pytest.mark.parametrize(
+    ("named", "error"),
+    [
+        (True, {"message": "upstream overloaded", "type": "server_error", "code": None}),
+        (False, {"message": "upstream overloaded", "type": "server_error", "code": None}),
+        (False, "upstream overloaded"),  # a bare string, as the SDK also raises on
+    ],
+)
+def test_an_error_body_sent_mid_stream_fails_the_turn_and_records_nothing(
+    thread_file, named, error
+):
     """A gateway's failure in the middle of an answer, in the shape of its HTTP error body
     (the frame diegosouzapw/OmniRoute#13431 quotes), with or without ``event: error``."""
     before = thread_file.read_text()
@@ -94,10 +103,26 @@ def test_an_error_body_sent_mid_stream_fails_the_turn_and_records_nothing(thread
         },
     ]
     frames = [f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in head]
-    error = {"error": {"message": "upstream overloaded", "type": "server_error", "code": None}}
-    frames.append(("event: error\n" if named else "") + f"data: {json.dumps(error)}\n\n")
+    body = {"error": error}
+    frames.append(("event: error\n" if named else "") + f"data: {json.dumps(body)}\n\n")
     with pytest.raises(StreamError) as caught:
         _run(thread_file, Reply.sse("".join(frames).encode()))
     assert "upstream overloaded" in str(caught.value)
     assert caught.value.code == "E_OPENAI_RESPONSES_STREAM_ERROR"
     assert thread_file.read_text() == before
+
+
+def test_an_error_text_with_escape_sequences_reaches_the_terminal_escaped(thread_file):
+    from turnwire.errors import HttpError
+
+    raw = b"upstream says \x1b]0;pwned\x07\x1b[2J\x1b[31mRED"  # a plain-text error body
+    reply = Reply(status=400, chunks=[raw], content_type="text/plain")
+    with ScriptedServer([reply]) as server, pytest.raises(HttpError) as caught:
+        turnwire.api.run(
+            thread_file,
+            container=make_container({"client": {"retry": {"max_retries": 0}}}),
+            base_url=server.base_url,
+        )
+    shown = str(caught.value)
+    assert "\x1b" not in shown and "\x07" not in shown
+    assert "upstream says \\x1b]0;pwned\\x07\\x1b[2J\\x1b[31mRED" in shown

@@ -95,7 +95,13 @@ async def read_answer(
     request did not stream, or the server answered with JSON)."""
     async with transport.exchange(body, stream=stream) as answer:
         if stream and answer.is_event_stream:
-            generation = await read_stream(answer.chunks, on_text, container=container, emit=emit)
+            generation = await read_stream(
+                answer.chunks,
+                on_text,
+                container=container,
+                emit=emit,
+                max_values=transport.max_stream_bytes // VALUE_BYTES,
+            )
         else:
             raw = b"".join([chunk async for chunk in answer.chunks])
             decoded = decoded_answer(raw, "a response object")
@@ -113,26 +119,48 @@ async def read_answer(
     return generation
 
 
+# Bytes of answer per JSON value an answer may hold: the values an event stream's data decode
+# to are kept until the answer ends, and a small one costs 30 to 60 times its bytes once
+# decoded (``{}``, ``0``, ``""``), so a stream is held to max_stream_bytes / VALUE_BYTES values
+# as well as to its bytes. A real answer holds a value for every 40 bytes or more (the fields
+# of each delta event, prose with its commas).
+VALUE_BYTES = 32
+
+
 async def read_stream(
     chunks: Any,
     on_text: Callable[[str], None] | None,
     *,
     container: Any,
     emit: Callable[[ProgressEvent], None],
+    max_values: int | None = None,
 ) -> Generation:
     """An SSE stream into the :class:`~turnwire.client.slots.Generation` its events build
-    (through the container's response accumulator), each event reported to ``emit``."""
+    (through the container's response accumulator), each event reported to ``emit``.
+
+    :param max_values: the most JSON values the events' data may hold in all (counted as
+        their commas, an upper bound): past it, :class:`~turnwire.errors.AnswerTooLargeError`.
+    """
     decoder = SSEDecoder()
     accumulator: ResponseAccumulator = container.response_accumulator()()
     malformed = 0
+    values = 0
     finished: list[Generation] = []
 
     def apply(raw_events: Iterable[Any]) -> None:
-        nonlocal malformed
+        nonlocal malformed, values
         events = []
         for raw in raw_events:
             if raw == b"[DONE]":
                 continue  # the Chat Completions end marker some bridges (litellm) send
+            if max_values is not None:
+                values += raw.count(b",") + 1
+                if values > max_values:
+                    raise AnswerTooLargeError(
+                        limit=max_values,
+                        setting="JSON values, client.max_stream_bytes / 32",
+                        unit="values",
+                    )
             try:
                 event = decode_event(raw)
             except msgspec.DecodeError:
@@ -141,7 +169,7 @@ async def read_stream(
                 # 4 KiB are redacted (a secret starting in what is shown ends well inside).
                 shown = redact(bytes(raw[:4096]).decode("utf-8", "replace"))
                 logger.warning(
-                    "skipping an event whose data is not JSON: %r",
+                    "skipping an event whose data is no event (not JSON, or no type): %r",
                     shown[:120],
                     extra={"kind": "sse-parse-failure"},
                 )

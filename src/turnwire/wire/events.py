@@ -197,6 +197,8 @@ def decode_event(data: bytes | str) -> StreamEvent | UnknownEvent:
                 error = _UNTYPED.decode(data).error
                 if isinstance(error, dict):
                     return ErrorEvent(error=error)
+                if isinstance(error, str) and error:  # {"error": "upstream overloaded"}
+                    return ErrorEvent(message=error)
                 raise
             if unknown.type in _TAGS:
                 return msgspec.structs.replace(unknown, invalid=str(err))
