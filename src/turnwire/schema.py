@@ -434,9 +434,10 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "connect_timeout_s": "Seconds to open the connection.",
         "stream_idle_timeout_s": "Seconds a stream may stay silent before it counts as "
         "stalled (0: no limit).",
-        "max_stream_bytes": "The most bytes of one streamed answer, decoded (256 MiB); past "
-        "it the stream is dropped with `E_OPENAI_RESPONSES_STREAM_ERROR` and nothing of it is "
-        "recorded, so a server that never ends its answer cannot exhaust memory.",
+        "max_stream_bytes": "The most bytes of one streamed answer, decoded (256 MiB), and a "
+        "thirty-second as many JSON values; past either the stream is dropped with "
+        "`E_OPENAI_RESPONSES_STREAM_ERROR` and nothing of it is recorded, so a server that "
+        "never ends its answer cannot exhaust memory.",
         "retry": "The retry policy.",
         "max_iterations": "The most requests one run sends while the model keeps calling tools.",
         "strict_tool_choice": "Fail, instead of warning, when `request.tool_choice` "
