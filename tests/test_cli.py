@@ -175,3 +175,17 @@ def test_context_values_nothing_reads_are_reported(tmp_path):
     )
     assert used.returncode == 0 and "--context" not in used.stderr, used.stderr
     assert "Help Ana." in used.stdout
+
+
+def test_run_reports_its_own_usage_before_the_configuration(tmp_path):
+    bad_config = ("--set", "client.max_stream_bytes=0")
+    both = run("run", "--thread", "thr_x", "--save", *bad_config)
+    assert both.returncode == 1
+    assert (
+        both.stderr.strip()
+        .splitlines()[-1]
+        .endswith("--thread runs a stored thread: give no THREAD file and no --save")
+    )
+    nothing = run("run", "--context", "a=1", *bad_config)
+    assert "give a THREAD file, or --thread ID" in nothing.stderr
+    assert "--context is not used" not in nothing.stderr

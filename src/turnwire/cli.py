@@ -662,14 +662,19 @@ def _run(args: argparse.Namespace) -> int:
 
     text_sink = None if args.json else on_text
     output_type = _output_schema(args)
+    # What was asked first (the command's own usage), then the configuration it runs under.
+    if args.thread_id and (args.thread or args.save):
+        raise ConfigError("--thread runs a stored thread: give no THREAD file and no --save")
+    if not args.thread_id and not args.thread:
+        raise ConfigError("give a THREAD file, or --thread ID for a stored thread")
+    if not args.thread_id and (args.prompt or args.file):
+        raise ConfigError("--prompt and --file go with --thread; add them to the file")
     context = _render_context(args)
     container = _container(args)
     _check_context_read(args, container)
     if args.thread_id:
         from turnwire.api import run_thread
 
-        if args.thread or args.save:
-            raise ConfigError("--thread runs a stored thread: give no THREAD file and no --save")
         with _store(args) as store:
             result = run_thread(
                 args.thread_id,
@@ -688,10 +693,6 @@ def _run(args: argparse.Namespace) -> int:
                 output_type=output_type,
             )
     else:
-        if not args.thread:
-            raise ConfigError("give a THREAD file, or --thread ID for a stored thread")
-        if args.prompt or args.file:
-            raise ConfigError("--prompt and --file go with --thread; add them to the file")
         result = run(
             args.thread,
             container=container,

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -109,6 +110,9 @@ def _rebase(thread: Thread, base: Path) -> Thread:
         lambda art: replace(art, path=_absolute(art.path, base)) if art.path else art,
     )
 
+
+_UMASK = os.umask(0)  # read once, at import: setting it back at once is then harmless
+os.umask(_UMASK)
 
 THREAD_FILES = DocumentKind(
     "thread file", ThreadFileError, yaml_syntax="neither valid YAML nor JSON"
@@ -328,6 +332,13 @@ def save_thread(
     handle, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     temporary = Path(name)
     with os.fdopen(handle, "wb") as written:
+        # The mode the file had, else the umask's (mkstemp makes it 0600).
+        try:
+            mode = stat.S_IMODE(target.stat().st_mode)
+        except FileNotFoundError:
+            mode = 0o666 & ~_UMASK
+        if hasattr(os, "fchmod"):  # POSIX
+            os.fchmod(written.fileno(), mode)
         written.write(data)
     if unchanged_since is None:
         os.replace(temporary, target)

@@ -27,7 +27,7 @@ from .server import (
     gzip_bomb,
     recorded,
 )
-from .streams import payloads
+from .streams import STREAMS, payloads, wire_bytes
 
 STREAM = "text_simple_gpt-4o-mini.sse"
 TEXT = recorded(STREAM)
@@ -334,3 +334,35 @@ def test_every_gzip_member_and_both_deflate_shapes_are_decoded():
 def test_a_chain_of_encodings_is_undone_right_to_left():
     body = encode(encode(TEXT, "gzip"), "br")
     assert b"".join(decoded("gzip, br", body, 7)) == TEXT
+
+
+@pytest.mark.parametrize("path", STREAMS, ids=lambda p: p.name)
+def test_every_recorded_stream_is_read_under_a_limit_a_little_above_its_size(path):
+    """The value limit counts the items and responses only: a real answer's deltas (some 25
+    bytes a value) never make a stream under max_stream_bytes too large."""
+    import asyncio
+
+    from turnwire.client.reading import VALUE_BYTES, read_stream
+
+    data = wire_bytes(path)
+    limit = int(len(data) * 1.15) + 1024
+
+    async def chunks():
+        for start in range(0, len(data), 4096):
+            yield data[start : start + 4096]
+
+    async def read():
+        return await read_stream(
+            chunks(),
+            None,
+            container=make_container(),
+            emit=lambda event: None,
+            max_values=limit // VALUE_BYTES,
+        )
+
+    try:
+        generation = asyncio.run(read())
+    except StreamError as err:  # a recording of a failure: its own error, never the limit
+        assert "larger than" not in str(err) and "holds over" not in str(err), err
+    else:
+        assert generation is not None

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import turnwire
 from turnwire.store import open_store
 
@@ -271,3 +273,108 @@ def test_an_export_never_writes_through_a_link_and_keeps_each_files_folder_its_o
         "threads", "export", thread_id, str(tmp_path / "nope" / "t.json"), "--db", str(db)
     )
     assert missing.returncode == 2 and "does not exist; create it first" in missing.stderr
+
+
+def test_a_re_export_keeps_the_files_its_thread_points_at_and_a_failed_one_keeps_the_last(
+    tmp_path, monkeypatch
+):
+    import stat
+
+    import turnwire
+    from turnwire.store import open_store
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "x.json.files").mkdir()
+    photo = out / "x.json.files" / "photo.txt"
+    photo.write_text("the only copy")
+    thread = turnwire.load_thread(
+        {
+            "version": 1,
+            "messages": [
+                {
+                    "id": "u1",
+                    "role": "user",
+                    "content": "look",
+                    "created_at": "2026-01-01T10:00:00Z",
+                    "attachments": [
+                        {
+                            "id": "a1",
+                            "kind": "document",
+                            "mime_type": "text/plain",
+                            "path": str(photo),
+                        }
+                    ],
+                }
+            ],
+        }
+    )
+    with open_store(tmp_path / "t.db") as store:
+        thread_id = store.import_thread(thread)  # pointers kept as they are (no files=)
+        store.export_file(thread_id, out / "x.json")
+        assert photo.read_text() == "the only copy"  # copied into the new folder, not lost
+        saved = turnwire.load_thread(out / "x.json")
+        assert Path(saved.messages[0].attachments[0].path).read_text() == "the only copy"
+        assert stat.S_IMODE((out / "x.json.files").stat().st_mode) == 0o777 & ~_umask()
+        assert stat.S_IMODE((out / "x.json").stat().st_mode) == 0o666 & ~_umask()
+
+        before = (out / "x.json").read_bytes()
+        import turnwire.store._shared as shared
+
+        def interrupted(*args, **kwargs):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(shared, "save_thread", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            store.export_file(thread_id, out / "x.json")
+        assert (out / "x.json").read_bytes() == before  # the last export, whole
+        assert photo.read_text() == "the only copy"
+        assert sorted(p.name for p in out.iterdir()) == ["x.json", "x.json.files"]
+
+
+def _umask() -> int:
+    import os
+
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_an_export_gives_each_file_a_copy_of_its_own_whatever_the_names(tmp_path):
+    import turnwire
+    from turnwire.store import open_store
+
+    sources = tmp_path / "src"
+    for folder, name, text in (
+        ("a", "2-0-a.txt", "P1"),
+        ("a", "0-a.txt", "P2"),
+        ("b", "0-a.txt", "P3"),
+    ):
+        (sources / folder).mkdir(parents=True, exist_ok=True)
+        (sources / folder / name).write_text(text)
+    attachments = [
+        {"id": f"m{i}", "kind": "document", "mime_type": "text/plain", "path": str(sources / f / n)}
+        for i, (f, n) in enumerate((("a", "2-0-a.txt"), ("a", "0-a.txt"), ("b", "0-a.txt")))
+    ]
+    thread = turnwire.load_thread(
+        {
+            "version": 1,
+            "messages": [
+                {
+                    "id": "u1",
+                    "role": "user",
+                    "content": "look",
+                    "created_at": "2026-01-01T10:00:00Z",
+                    "attachments": attachments,
+                }
+            ],
+        }
+    )
+    with open_store(tmp_path / "t.db") as store:
+        from turnwire.turns import ContextAssembler
+
+        thread_id = store.import_thread(thread, files=ContextAssembler(roots=[sources]))
+        store.export_file(thread_id, tmp_path / "e.json")
+    saved = turnwire.load_thread(tmp_path / "e.json")
+    texts = [Path(a.path).read_text() for a in saved.messages[0].attachments]
+    assert texts == ["P1", "P2", "P3"]

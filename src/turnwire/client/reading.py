@@ -30,7 +30,14 @@ from turnwire.client.sse import SSEDecoder
 from turnwire.client.transport import Transport
 from turnwire.errors import AnswerTooLargeError, StreamError, StreamStalledError
 from turnwire.request import EncodedBody
-from turnwire.wire.events import TextDelta, decode_event
+from turnwire.wire.events import (
+    ErrorEvent,
+    OutputItemAdded,
+    OutputItemDone,
+    ResponseLifecycle,
+    TextDelta,
+    decode_event,
+)
 
 __all__ = ["decoded_answer", "finish_reason", "raise_unless_answered", "read_answer", "read_stream"]
 
@@ -119,12 +126,23 @@ async def read_answer(
     return generation
 
 
-# Bytes of answer per JSON value an answer may hold: the values an event stream's data decode
-# to are kept until the answer ends, and a small one costs 30 to 60 times its bytes once
-# decoded (``{}``, ``0``, ``""``), so a stream is held to max_stream_bytes / VALUE_BYTES values
-# as well as to its bytes. A real answer holds a value for every 40 bytes or more (the fields
-# of each delta event, prose with its commas).
+# Bytes of answer per JSON value an answer may hold in the items and responses its events
+# carry. Those are kept whole until the answer ends, and a small value costs 30 to 60 times its
+# bytes once decoded (``{}``, ``0``, ``""``), so their values are held to
+# max_stream_bytes / VALUE_BYTES as well as to the bytes. A delta event's fields are not kept
+# (only its text is, which the byte limit bounds), so deltas are not counted. The values are
+# counted as commas, an upper bound; a recorded answer's items and responses hold one for
+# every 11 bytes at the least (top_logprobs 20) and one for every 60 or more as a rule.
 VALUE_BYTES = 32
+_RETAINING = (OutputItemAdded, OutputItemDone, ResponseLifecycle, ErrorEvent)
+
+
+def _too_many(limit: int) -> AnswerTooLargeError:
+    return AnswerTooLargeError(
+        limit=limit,
+        setting="JSON values of its items and responses, client.max_stream_bytes / 32",
+        unit="values",
+    )
 
 
 async def read_stream(
@@ -138,8 +156,9 @@ async def read_stream(
     """An SSE stream into the :class:`~turnwire.client.slots.Generation` its events build
     (through the container's response accumulator), each event reported to ``emit``.
 
-    :param max_values: the most JSON values the events' data may hold in all (counted as
-        their commas, an upper bound): past it, :class:`~turnwire.errors.AnswerTooLargeError`.
+    :param max_values: the most JSON values the items and responses of the events may hold
+        in all, and any one event (counted as commas, an upper bound): past it,
+        :class:`~turnwire.errors.AnswerTooLargeError`.
     """
     decoder = SSEDecoder()
     accumulator: ResponseAccumulator = container.response_accumulator()()
@@ -153,14 +172,11 @@ async def read_stream(
         for raw in raw_events:
             if raw == b"[DONE]":
                 continue  # the Chat Completions end marker some bridges (litellm) send
+            commas = 0
             if max_values is not None:
-                values += raw.count(b",") + 1
-                if values > max_values:
-                    raise AnswerTooLargeError(
-                        limit=max_values,
-                        setting="JSON values, client.max_stream_bytes / 32",
-                        unit="values",
-                    )
+                commas = raw.count(b",")
+                if commas >= max_values:  # one event alone: refused before it is decoded
+                    raise _too_many(max_values)
             try:
                 event = decode_event(raw)
             except msgspec.DecodeError:
@@ -174,6 +190,10 @@ async def read_stream(
                     extra={"kind": "sse-parse-failure"},
                 )
                 continue
+            if max_values is not None and isinstance(event, _RETAINING):
+                values += commas + 1
+                if values > max_values:
+                    raise _too_many(max_values)
             if on_text is not None and type(event) is TextDelta:
                 on_text(event.delta)
             events.append(event)

@@ -20,6 +20,9 @@ from turnwire.turns import ContextAssembler, Turn, TurnBuilder, located_pointers
 
 __all__ = ["StoreRecords", "folder_key"]
 
+_UMASK = os.umask(0)  # read once, at import: setting it back at once is then harmless
+os.umask(_UMASK)
+
 
 def folder_key(thread_id: str) -> str:
     """A thread's name among the store's file folders: a digest, never a path the id spells."""
@@ -107,11 +110,12 @@ class StoreRecords:
         relative to the file: the export renders and runs wherever the two are put, and
         imports again without loss.
 
-        Only regular files inside :attr:`files_folder` are copied; a pointer that leads
-        elsewhere, or to a file the store no longer has, is written as it is. The copies are
-        made in a new folder of their own, which then replaces ``FILE.files/`` (one an earlier
-        export made); a ``FILE.files`` that is not a plain folder is refused, never written
-        through.
+        Regular files inside :attr:`files_folder`, or inside the ``FILE.files/`` an earlier
+        export made, are copied; a pointer that leads elsewhere, or to a file that is gone, is
+        written as it is. The copies are made in a new folder, which replaces ``FILE.files/``
+        only once it is complete; the old folder is kept until the new thread file is written
+        (an export that fails leaves the old export whole). A ``FILE.files`` that is not a
+        plain folder is refused, never written through.
 
         :returns: the thread as written.
         :raises turnwire.store.sqlite.StoreError: the file's folder does not exist, or
@@ -129,38 +133,49 @@ class StoreRecords:
                 f"{folder} is not a folder an export made (a link or a file): move it away"
             )
         thread = self.export_thread(thread_id)
-        store_files = self.files_folder.resolve()
+        sources = (self.files_folder.resolve(), folder)
         fresh = Path(tempfile.mkdtemp(prefix=f".{target.name}.files.", dir=parent))
+        os.chmod(fresh, 0o777 & ~_UMASK)  # as a folder made by mkdir
         copied: dict[str, str] = {}
         names: set[str] = set()
         replace = msgspec.structs.replace
 
         def copy(pointer: str) -> str:
             source = Path(pointer).resolve()
-            if not source.is_relative_to(store_files) or not source.is_file():
+            if not any(source.is_relative_to(root) for root in sources) or not source.is_file():
                 return pointer
             if pointer not in copied:
-                name = source.name
-                if name in names:
-                    name = f"{len(copied)}-{name}"
+                name, number = source.name, 0
+                while name in names:  # each pointer a copy of its own
+                    name, number = f"{number}-{source.name}", number + 1
                 names.add(name)
                 shutil.copyfile(source, fresh / name)  # a new file in a new folder
                 copied[pointer] = str(folder / name)
             return copied[pointer]
 
+        aside: Path | None = None
         try:
             exported = map_pointers(
                 thread,
                 lambda media: replace(media, path=copy(media.path)) if media.path else media,
                 lambda art: replace(art, path=copy(art.path)) if art.path else art,
             )
-            if folder.is_dir():
-                shutil.rmtree(folder)
+            if folder.is_dir():  # the last export's: kept aside until this one is written
+                aside = parent / f".{target.name}.files.old.{uuid.uuid4().hex[:8]}"
+                folder.rename(aside)
             if copied:
                 fresh.rename(folder)
             save_thread(exported, target)
+        except BaseException:
+            if aside is not None:  # the old export back, whole
+                if folder.is_dir():
+                    shutil.rmtree(folder, ignore_errors=True)
+                aside.rename(folder)
+            raise
         finally:
             shutil.rmtree(fresh, ignore_errors=True)
+        if aside is not None:
+            shutil.rmtree(aside, ignore_errors=True)
         return exported
 
     def import_thread(
