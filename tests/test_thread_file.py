@@ -302,3 +302,16 @@ def test_two_saves_of_one_file_in_one_process_each_get_a_verdict_that_holds(tmp_
         (winner,) = [name for name, verdict in verdicts.items() if verdict == "saved"]
         assert load_thread(path).system_prompt == winner
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o600])
+def test_a_saved_thread_file_keeps_its_mode(tmp_path, mode):
+    import os
+    import stat
+
+    path = tmp_path / "t.json"
+    thread = load_thread({"version": 1, "messages": []})
+    turnwire.save_thread(thread, path)
+    os.chmod(path, mode)
+    turnwire.save_thread(thread, path)
+    assert stat.S_IMODE(path.stat().st_mode) == mode
