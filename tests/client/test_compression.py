@@ -242,12 +242,22 @@ def _endless_deltas(kind: str, content_type: str = "text/event-stream") -> Reply
 def test_an_endless_stream_of_deltas_ends_at_max_stream_bytes_with_memory_bounded(
     thread_file, kind, content_type
 ):
-    with ScriptedServer([_endless_deltas(kind, content_type)]) as server:
+    _cut_with_memory_bounded(
+        thread_file,
+        _endless_deltas(kind, content_type),
+        f"larger than {32 * MiB} bytes (client.max_stream_bytes)",
+    )
+
+
+def _cut_with_memory_bounded(thread_file, reply: Reply, expected: str) -> None:
+    """``reply`` under ``max_stream_bytes: 32 MiB``: a stream error saying ``expected``, a
+    peak of memory under three times the limit, and nothing recorded."""
+    with ScriptedServer([reply]) as server:
         outcome, peak = peak_while(
             lambda: run(server, thread_file, settings={"max_stream_bytes": 32 * MiB})
         )
     assert isinstance(outcome, StreamError), outcome
-    assert f"larger than {32 * MiB} bytes (client.max_stream_bytes)" in str(outcome)
+    assert expected in str(outcome)
     assert peak < 3 * 32 * MiB, f"peak {peak / MiB:.1f} MiB"
     assert thread_file.read_text() == THREAD
 
@@ -270,14 +280,9 @@ def test_a_stream_of_tiny_values_is_held_to_its_values_too_with_memory_bounded(t
         for _ in range(10_000):
             yield frame
 
-    with ScriptedServer([Reply(chunks=Lazy(chunks))]) as server:
-        outcome, peak = peak_while(
-            lambda: run(server, thread_file, settings={"max_stream_bytes": 32 * MiB})
-        )
-    assert isinstance(outcome, StreamError), outcome
-    assert f"holds over {32 * MiB // 32} values" in str(outcome)
-    assert peak < 3 * 32 * MiB, f"peak {peak / MiB:.1f} MiB"
-    assert thread_file.read_text() == THREAD
+    _cut_with_memory_bounded(
+        thread_file, Reply(chunks=Lazy(chunks)), f"holds over {32 * MiB // 32} values"
+    )
 
 
 def test_a_corrupt_gzip_stream_is_a_stream_error(thread_file, caplog):

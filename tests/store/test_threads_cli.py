@@ -288,26 +288,8 @@ def test_a_re_export_keeps_the_files_its_thread_points_at_and_a_failed_one_keeps
     (out / "x.json.files").mkdir()
     photo = out / "x.json.files" / "photo.txt"
     photo.write_text("the only copy")
-    thread = turnwire.load_thread(
-        {
-            "version": 1,
-            "messages": [
-                {
-                    "id": "u1",
-                    "role": "user",
-                    "content": "look",
-                    "created_at": "2026-01-01T10:00:00Z",
-                    "attachments": [
-                        {
-                            "id": "a1",
-                            "kind": "document",
-                            "mime_type": "text/plain",
-                            "path": str(photo),
-                        }
-                    ],
-                }
-            ],
-        }
+    thread = _looking_at(
+        [{"id": "a1", "kind": "document", "mime_type": "text/plain", "path": str(photo)}]
     )
     with open_store(tmp_path / "t.db") as store:
         thread_id = store.import_thread(thread)  # pointers kept as they are (no files=)
@@ -330,6 +312,18 @@ def test_a_re_export_keeps_the_files_its_thread_points_at_and_a_failed_one_keeps
         assert (out / "x.json").read_bytes() == before  # the last export, whole
         assert photo.read_text() == "the only copy"
         assert sorted(p.name for p in out.iterdir()) == ["x.json", "x.json.files"]
+
+
+def _looking_at(attachments: list[dict[str, Any]]) -> Any:
+    """A thread of one question with these attachments."""
+    question = {
+        "id": "u1",
+        "role": "user",
+        "content": "look",
+        "created_at": "2026-01-01T10:00:00Z",
+        "attachments": attachments,
+    }
+    return turnwire.load_thread({"version": 1, "messages": [question]})
 
 
 def _umask() -> int:
@@ -356,20 +350,7 @@ def test_an_export_gives_each_file_a_copy_of_its_own_whatever_the_names(tmp_path
         {"id": f"m{i}", "kind": "document", "mime_type": "text/plain", "path": str(sources / f / n)}
         for i, (f, n) in enumerate((("a", "2-0-a.txt"), ("a", "0-a.txt"), ("b", "0-a.txt")))
     ]
-    thread = turnwire.load_thread(
-        {
-            "version": 1,
-            "messages": [
-                {
-                    "id": "u1",
-                    "role": "user",
-                    "content": "look",
-                    "created_at": "2026-01-01T10:00:00Z",
-                    "attachments": attachments,
-                }
-            ],
-        }
-    )
+    thread = _looking_at(attachments)
     with open_store(tmp_path / "t.db") as store:
         from turnwire.turns import ContextAssembler
 
