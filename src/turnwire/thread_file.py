@@ -331,23 +331,25 @@ def save_thread(
     # A name of its own for each save (two saves of one file in one process never share it).
     handle, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     temporary = Path(name)
-    with os.fdopen(handle, "wb") as written:
-        # The mode the file had, else the umask's (mkstemp makes it 0600).
-        try:
-            mode = stat.S_IMODE(target.stat().st_mode)
-        except FileNotFoundError:
-            mode = 0o666 & ~_UMASK
-        if hasattr(os, "fchmod"):  # POSIX
-            os.fchmod(written.fileno(), mode)
-        written.write(data)
-    if unchanged_since is None:
-        os.replace(temporary, target)
-        return
-    with _locked(target):
-        if file_digest(target) != unchanged_since:
-            temporary.unlink(missing_ok=True)
-            raise ThreadFileChangedError(str(target), result=result)
-        os.replace(temporary, target)
+    try:
+        with os.fdopen(handle, "wb") as written:
+            # The mode the file had, else the umask's (mkstemp makes it 0600).
+            try:
+                mode = stat.S_IMODE(target.stat().st_mode)
+            except FileNotFoundError:
+                mode = 0o666 & ~_UMASK
+            if hasattr(os, "fchmod"):  # POSIX
+                os.fchmod(written.fileno(), mode)
+            written.write(data)
+        if unchanged_since is None:
+            os.replace(temporary, target)
+            return
+        with _locked(target):
+            if file_digest(target) != unchanged_since:
+                raise ThreadFileChangedError(str(target), result=result)
+            os.replace(temporary, target)
+    finally:  # a save that failed leaves no temporary file behind (one that worked has none)
+        temporary.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
