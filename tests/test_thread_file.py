@@ -315,3 +315,39 @@ def test_a_saved_thread_file_keeps_its_mode(tmp_path, mode):
     os.chmod(path, mode)
     turnwire.save_thread(thread, path)
     assert stat.S_IMODE(path.stat().st_mode) == mode
+
+
+def test_a_save_goes_through_a_link_and_a_folder_it_cannot_write_is_a_typed_error(tmp_path):
+    real = tmp_path / "data" / "t.yaml"
+    real.parent.mkdir()
+    (real.parent / "photo.png").write_bytes(b"png")
+    thread = load_thread(
+        {
+            "version": 1,
+            "messages": [
+                {
+                    "id": "u1",
+                    "role": "user",
+                    "content": "look",
+                    "created_at": "2026-01-01T10:00:00Z",
+                    "attachments": [
+                        {
+                            "id": "a1",
+                            "kind": "image",
+                            "mime_type": "image/png",
+                            "path": str(real.parent / "photo.png"),
+                        }
+                    ],
+                }
+            ],
+        }
+    )
+    turnwire.save_thread(thread, real)
+    (tmp_path / "links").mkdir()
+    link = tmp_path / "links" / "t.yaml"
+    link.symlink_to(real)
+    turnwire.save_thread(thread, link)
+    assert link.is_symlink()  # the link stays; the file it leads to is written
+    assert load_thread(link).messages[0].attachments[0].path == str(real.parent / "photo.png")
+    with pytest.raises(ThreadFileError, match="cannot be written"):
+        turnwire.save_thread(thread, tmp_path / "missing" / "t.yaml")

@@ -434,9 +434,9 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "connect_timeout_s": "Seconds to open the connection.",
         "stream_idle_timeout_s": "Seconds a stream may stay silent before it counts as "
         "stalled (0: no limit).",
-        "max_stream_bytes": "The most bytes of one streamed answer, decoded (256 MiB), and a "
-        "thirty-second as many JSON values in the items and responses it carries; past either "
-        "the stream is dropped with "
+        "max_stream_bytes": "The most bytes of one streamed answer, decoded (256 MiB); the items "
+        "and responses it carries may decode to four times that (an estimate made before they "
+        "are decoded); past either the stream is dropped with "
         "`E_OPENAI_RESPONSES_STREAM_ERROR` and nothing of it is recorded, so a server that "
         "never ends its answer cannot exhaust memory.",
         "retry": "The retry policy.",

@@ -316,6 +316,8 @@ def save_thread(
         two runs that finish together the second sees the first one's file and stops.
     """
     target = Path(path)
+    if target.is_symlink():  # written through the link: the pointers are the real file's
+        target = target.resolve()
     base = target.resolve().parent
     replace = msgspec.structs.replace
     portable = map_pointers(
@@ -329,7 +331,12 @@ def save_thread(
     else:
         data = msgspec.json.format(msgspec.json.encode(tree), indent=2) + b"\n"
     # A name of its own for each save (two saves of one file in one process never share it).
-    handle, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        handle, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as err:  # no such folder, no permission: nothing was written
+        raise ThreadFileError(
+            f"thread file {target} cannot be written ({err.strerror or err}); nothing was saved"
+        ) from None
     temporary = Path(name)
     try:
         with os.fdopen(handle, "wb") as written:

@@ -359,3 +359,37 @@ def test_an_export_gives_each_file_a_copy_of_its_own_whatever_the_names(tmp_path
     saved = turnwire.load_thread(tmp_path / "e.json")
     texts = [Path(a.path).read_text() for a in saved.messages[0].attachments]
     assert texts == ["P1", "P2", "P3"]
+
+
+def test_exports_of_one_file_from_several_processes_at_once_lose_nothing(tmp_path):
+    import subprocess
+    import sys
+
+    from ..conftest import REPO_EXAMPLES
+
+    db = tmp_path / "t.db"
+    done = turnwire_process(
+        "threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--db", str(db)
+    )
+    thread_id = done.stdout.strip()
+    out = tmp_path / "out"
+    out.mkdir()
+    script = (
+        "import sys\nfrom turnwire.store import open_store\n"
+        "with open_store(sys.argv[1]) as store:\n"
+        "    for _ in range(8):\n"
+        "        store.export_file(sys.argv[2], sys.argv[3])\n"
+    )
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(db), thread_id, str(out / "x.json")],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    for run in runs:
+        _, errors = run.communicate(timeout=120)
+        assert run.returncode == 0, errors
+    assert sorted(p.name for p in out.iterdir()) == ["x.json", "x.json.files"]
+    assert turnwire_process("render", str(out / "x.json")).returncode == 0

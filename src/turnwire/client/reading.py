@@ -107,7 +107,7 @@ async def read_answer(
                 on_text,
                 container=container,
                 emit=emit,
-                max_values=transport.max_stream_bytes // VALUE_BYTES,
+                max_decoded=transport.max_stream_bytes * DECODED_BUDGET,
             )
         else:
             raw = b"".join([chunk async for chunk in answer.chunks])
@@ -126,22 +126,31 @@ async def read_answer(
     return generation
 
 
-# Bytes of answer per JSON value an answer may hold in the items and responses its events
-# carry. Those are kept whole until the answer ends, and a small value costs 30 to 60 times its
-# bytes once decoded (``{}``, ``0``, ``""``), so their values are held to
-# max_stream_bytes / VALUE_BYTES as well as to the bytes. A delta event's fields are not kept
-# (only its text is, which the byte limit bounds), so deltas are not counted. The values are
-# counted as commas, an upper bound; a recorded answer's items and responses hold one for
-# every 11 bytes at the least (top_logprobs 20) and one for every 60 or more as a rule.
-VALUE_BYTES = 32
+# The items and responses an answer's events carry are kept whole until it ends, and decoded
+# they can cost far more than their bytes: ``[]`` or ``{}`` is 2 bytes on the wire and some 60
+# in memory, a 900-deep ``[[[...]]]`` 1,800 bytes with no comma. So, besides its bytes, an
+# answer is held to an estimate of what they decode to: CONTAINER_COST bytes for each ``[`` or
+# ``{`` and VALUE_COST for each value, key or element (each ``,`` or ``:``), DECODED_BUDGET
+# times max_stream_bytes in all, and in any one event. An upper bound (the characters inside
+# strings count too); a delta event's fields are not kept (only its text, which the byte limit
+# bounds), so deltas count only against the one-event bound.
+CONTAINER_COST = 64
+VALUE_COST = 48
+DECODED_BUDGET = 4
 _RETAINING = (OutputItemAdded, OutputItemDone, ResponseLifecycle, ErrorEvent)
+
+
+def decoded_cost(data: bytes) -> int:
+    """The estimate of what ``data``'s JSON costs once decoded, in bytes (an upper bound)."""
+    containers = data.count(b"[") + data.count(b"{")
+    return CONTAINER_COST * containers + VALUE_COST * (data.count(b",") + data.count(b":") + 1)
 
 
 def _too_many(limit: int) -> AnswerTooLargeError:
     return AnswerTooLargeError(
         limit=limit,
-        setting="JSON values of its items and responses, client.max_stream_bytes / 32",
-        unit="values",
+        setting=f"its items and responses decoded, {DECODED_BUDGET} x client.max_stream_bytes",
+        unit="bytes once decoded",
     )
 
 
@@ -151,32 +160,32 @@ async def read_stream(
     *,
     container: Any,
     emit: Callable[[ProgressEvent], None],
-    max_values: int | None = None,
+    max_decoded: int | None = None,
 ) -> Generation:
     """An SSE stream into the :class:`~turnwire.client.slots.Generation` its events build
     (through the container's response accumulator), each event reported to ``emit``.
 
-    :param max_values: the most JSON values the items and responses of the events may hold
-        in all, and any one event (counted as commas, an upper bound): past it,
+    :param max_decoded: the most bytes the items and responses of the events may cost once
+        decoded, in all and in any one event (see :func:`decoded_cost`): past it,
         :class:`~turnwire.errors.AnswerTooLargeError`.
     """
     decoder = SSEDecoder()
     accumulator: ResponseAccumulator = container.response_accumulator()()
     malformed = 0
-    values = 0
+    spent = 0
     finished: list[Generation] = []
 
     def apply(raw_events: Iterable[Any]) -> None:
-        nonlocal malformed, values
+        nonlocal malformed, spent
         events = []
         for raw in raw_events:
             if raw == b"[DONE]":
                 continue  # the Chat Completions end marker some bridges (litellm) send
-            commas = 0
-            if max_values is not None:
-                commas = raw.count(b",")
-                if commas >= max_values:  # one event alone: refused before it is decoded
-                    raise _too_many(max_values)
+            cost = 0
+            if max_decoded is not None:
+                cost = decoded_cost(raw)
+                if cost > max_decoded:  # one event alone: refused before it is decoded
+                    raise _too_many(max_decoded)
             try:
                 event = decode_event(raw)
             except msgspec.DecodeError:
@@ -190,10 +199,10 @@ async def read_stream(
                     extra={"kind": "sse-parse-failure"},
                 )
                 continue
-            if max_values is not None and isinstance(event, _RETAINING):
-                values += commas + 1
-                if values > max_values:
-                    raise _too_many(max_values)
+            if max_decoded is not None and isinstance(event, _RETAINING):
+                spent += cost
+                if spent > max_decoded:
+                    raise _too_many(max_decoded)
             if on_text is not None and type(event) is TextDelta:
                 on_text(event.delta)
             events.append(event)

@@ -3,12 +3,13 @@ files an import copies into the store, exporting, and removing a thread's files.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Self
 
@@ -19,6 +20,24 @@ from turnwire.thread_file import save_thread
 from turnwire.turns import ContextAssembler, Turn, TurnBuilder, located_pointers
 
 __all__ = ["StoreRecords", "folder_key"]
+
+
+@contextlib.contextmanager
+def _folder_locked(folder: Path) -> Iterator[None]:
+    """An exclusive advisory lock on ``folder`` (its directory file) while the block runs;
+    without ``fcntl`` (Windows), the block runs unlocked."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - POSIX only here
+        yield
+        return
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)  # closing it releases the lock
+
 
 _UMASK = os.umask(0)  # read once, at import: setting it back at once is then harmless
 os.umask(_UMASK)
@@ -124,9 +143,17 @@ class StoreRecords:
         from turnwire.store.sqlite import StoreError
 
         target = Path(path)
+        if target.is_symlink():  # written through the link, its files beside the real file
+            target = target.resolve()
         parent = target.parent.resolve()
         if not parent.is_dir():
             raise StoreError(f"the folder {target.parent} does not exist; create it first")
+        with _folder_locked(parent):  # two exports into one folder: one after the other
+            return self._export_file(thread_id, target, parent)
+
+    def _export_file(self, thread_id: str, target: Path, parent: Path) -> Thread:
+        from turnwire.store.sqlite import StoreError
+
         folder = parent / f"{target.name}.files"
         if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
             raise StoreError(
@@ -134,7 +161,13 @@ class StoreRecords:
             )
         thread = self.export_thread(thread_id)
         sources = (self.files_folder.resolve(), folder)
-        fresh = Path(tempfile.mkdtemp(prefix=f".{target.name}.files.", dir=parent))
+        try:
+            fresh = Path(tempfile.mkdtemp(prefix=f".{target.name}.files.", dir=parent))
+        except OSError as err:
+            raise StoreError(
+                f"the export cannot be written in {parent} ({err.strerror or err}); nothing "
+                "was written"
+            ) from None
         os.chmod(fresh, 0o777 & ~_UMASK)  # as a folder made by mkdir
         copied: dict[str, str] = {}
         names: set[str] = set()
