@@ -242,15 +242,9 @@ def test_an_exported_thread_file_renders_and_imports_again_wherever_it_is_put(tm
 
 
 def test_an_export_never_writes_through_a_link_and_keeps_each_files_folder_its_own(tmp_path):
-    from ..conftest import REPO_EXAMPLES, turnwire_process
+    from ..conftest import turnwire_process
 
-    db = tmp_path / "t.db"
-    done = turnwire_process(
-        "threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--db", str(db)
-    )
-    thread_id = done.stdout.strip()
-    out = tmp_path / "out"
-    out.mkdir()
+    db, thread_id, out = _weather_in_a_store(tmp_path)
     victim = tmp_path / "victim"
     victim.mkdir()
     (out / "t.json.files").symlink_to(victim)  # planted: the copies must not land there
@@ -365,15 +359,7 @@ def test_exports_of_one_file_from_several_processes_at_once_lose_nothing(tmp_pat
     import subprocess
     import sys
 
-    from ..conftest import REPO_EXAMPLES
-
-    db = tmp_path / "t.db"
-    done = turnwire_process(
-        "threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--db", str(db)
-    )
-    thread_id = done.stdout.strip()
-    out = tmp_path / "out"
-    out.mkdir()
+    db, thread_id, out = _weather_in_a_store(tmp_path)
     script = (
         "import sys\nfrom turnwire.store import open_store\n"
         "with open_store(sys.argv[1]) as store:\n"
@@ -393,3 +379,17 @@ def test_exports_of_one_file_from_several_processes_at_once_lose_nothing(tmp_pat
         assert run.returncode == 0, errors
     assert sorted(p.name for p in out.iterdir()) == ["x.json", "x.json.files"]
     assert turnwire_process("render", str(out / "x.json")).returncode == 0
+
+
+def _weather_in_a_store(tmp_path: Path) -> tuple[Path, str, Path]:
+    """The example thread imported into a new store; the store, the id, an empty ``out/``."""
+    from ..conftest import REPO_EXAMPLES
+
+    db = tmp_path / "t.db"
+    done = turnwire_process(
+        "threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--db", str(db)
+    )
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "out"
+    out.mkdir()
+    return db, done.stdout.strip(), out
