@@ -629,9 +629,10 @@ def _run(args: argparse.Namespace) -> int:
 
     from turnwire.api import run
 
-    # A run can wait (retries, a slow stream): its warnings are progress the user should see.
+    # A run can wait (retries, a slow stream): its warnings are progress the user should see,
+    # the libraries' own too.
+    _show_warnings(args)
     if not args.quiet:
-        logging.getLogger("turnwire").setLevel(logging.WARNING)
         logging.getLogger().setLevel(logging.WARNING)
 
     streamed: list[bool] = []  # whether any text delta arrived

@@ -465,9 +465,14 @@ class Tool(_Record, frozen=True, kw_only=True):
         if callers is not None and len(set(callers)) != len(callers):
             raise ValueError(f"tool {self.name}: `allowed_callers` names a caller twice")
 
+    @property
+    def callers(self) -> tuple[ToolCaller, ...]:
+        """Who may call it: ``allowed_callers``, the model alone when unset."""
+        return self.allowed_callers or ("direct",)
+
     def allows(self, caller: ToolCaller) -> bool:
         """Whether a call from ``caller`` may run this tool."""
-        return caller in (self.allowed_callers or ("direct",))
+        return caller in self.callers
 
 
 class Thread(_Record, frozen=True, kw_only=True):

@@ -101,7 +101,7 @@ async def read_answer(
     """POST ``body`` and read the answer: an event stream, or one response object (when the
     request did not stream, or the server answered with JSON)."""
     async with transport.exchange(body, stream=stream) as answer:
-        if stream and answer.is_event_stream:
+        if answer.is_event_stream:  # the transport's decision, its size limit with it
             generation = await read_stream(
                 answer.chunks,
                 on_text,

@@ -464,8 +464,7 @@ class ToolExecutor:
             )
             return self._done(call, text, True)
         if not tool.allows(caller):
-            allowed = tool.allowed_callers or ("direct",)
-            return self._done(call, _refused_caller(name, caller, allowed), True)
+            return self._done(call, _refused_caller(name, caller, tool.callers), True)
         try:
             handler = self._handler(tool)
         except (ImportError, AttributeError, LookupError) as err:

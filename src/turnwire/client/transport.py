@@ -313,15 +313,15 @@ def _finite(value: str | None) -> float | None:
 class Answer:
     """A 2xx answer whose body has not been read yet (see :meth:`Transport.exchange`)."""
 
-    def __init__(self, response: httpx.Response, chunks: AsyncIterator[bytes]) -> None:
+    def __init__(
+        self, response: httpx.Response, chunks: AsyncIterator[bytes], *, events: bool
+    ) -> None:
         self.response = response
         self.chunks = chunks
-
-    @property
-    def is_event_stream(self) -> bool:
-        """Whether the body of an answer to a streaming request is read as server-sent events
-        (see :func:`reads_as_events`)."""
-        return reads_as_events(self.response.headers)
+        self.is_event_stream = events
+        """Whether the body is read as server-sent events: the answer to a streaming request
+        that does not say it is JSON (see :func:`reads_as_events`); the size limit of
+        :attr:`chunks` is that reading's."""
 
 
 def reads_as_events(headers: Mapping[str, str]) -> bool:
@@ -503,7 +503,7 @@ class Transport:
             events = stream and reads_as_events(response.headers)
             chunks = self._chunks(response, decoder, deadline, events=events)
             try:
-                yield Answer(response, chunks)
+                yield Answer(response, chunks, events=events)
             finally:
                 await response.aclose()
             return
