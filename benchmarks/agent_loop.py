@@ -36,9 +36,9 @@ import msgspec
 
 import turnwire
 from turnwire.client.assembly import pending_ids, stamp
-from turnwire.model import Thread
-from turnwire.pipeline import PENDING_FINGERPRINT
-from turnwire.request import encode_body
+from turnwire.model.records import Thread
+from turnwire.rendering.body import encode_body
+from turnwire.rendering.pipeline import PENDING_FINGERPRINT
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from render import SETTINGS, synthetic_thread, with_valid_fingerprints

@@ -42,7 +42,7 @@ from typing import Any
 import msgspec
 
 import turnwire
-from turnwire.model import (
+from turnwire.model.records import (
     REPLAY_TAG,
     Media,
     Message,
@@ -53,7 +53,7 @@ from turnwire.model import (
     ToolCall,
     ToolResult,
 )
-from turnwire.request import encode_body
+from turnwire.rendering.body import encode_body
 from turnwire.stages.fingerprint import fingerprint_prefix
 from turnwire.wire import ReasoningItem, SummaryText
 
@@ -185,7 +185,7 @@ def minimal_renderer(thread: Thread, reference: Any, secret: str) -> Callable[[]
     """A hand-written renderer of this benchmark's thread shapes, producing turnwire's bytes.
 
     The Python floor of a from-scratch render: turnwire's own text helpers, wire Structs,
-    nonce deriver (:class:`~turnwire.context.EnvelopeNonce`, a fresh one each render, as the
+    nonce deriver (:class:`~turnwire.config.nonce.EnvelopeNonce`, a fresh one each render, as the
     cold render gets) and prefix hashing, so that the ratio measures what the architecture
     adds (stages, relay, memo, the separate sweep and preflight passes), not a slower
     primitive on either side. The leading instructions and tool declarations are taken from
@@ -194,7 +194,8 @@ def minimal_renderer(thread: Thread, reference: Any, secret: str) -> Callable[[]
     import base64
     import hashlib
 
-    from turnwire.context import EnvelopeAttrs, EnvelopeNonce
+    from turnwire.config.nonce import EnvelopeNonce
+    from turnwire.config.options import EnvelopeAttrs
     from turnwire.stages._text import escape_attr, iso, neutralise
     from turnwire.stages.envelopes import envelope
     from turnwire.stages.fingerprint import canonical_items, prefix_tail
@@ -327,9 +328,9 @@ def paired(subject: list[float], floor: list[float]) -> float:
 def cold_render(thread: Thread, container: Any) -> Callable[[], Any]:
     """``turnwire.render`` with records never seen before: an empty render memo and a nonce
     deriver that has derived no nonce yet (the same secret), each call."""
-    from turnwire._memo import RenderMemo
-    from turnwire.container import overriding
-    from turnwire.context import EnvelopeNonce
+    from turnwire.config.nonce import EnvelopeNonce
+    from turnwire.rendering._incremental.memo import RenderMemo
+    from turnwire.rendering.container import overriding
 
     secret = os.environ["TURNWIRE_ENVELOPE_SECRET"]
 

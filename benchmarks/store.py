@@ -46,7 +46,7 @@ BATCH = 3
 
 def _writer(location: str, thread_id: str, count: int, tag: str) -> None:
     """One writer process: opens the store, says ready, waits for go, appends ``count``."""
-    from turnwire.turns import TurnBuilder
+    from turnwire.store.turns import TurnBuilder
 
     builder = TurnBuilder()
     with open_store(location, folder=tempfile.gettempdir()) as store:
@@ -62,7 +62,7 @@ def _writer(location: str, thread_id: str, count: int, tag: str) -> None:
 
 def _crasher(location: str, thread_id: str) -> None:
     """Appends batches forever, printing the last position after each committed one."""
-    from turnwire.turns import TurnBuilder
+    from turnwire.store.turns import TurnBuilder
 
     builder = TurnBuilder()
     with open_store(location, folder=tempfile.gettempdir()) as store:

@@ -32,9 +32,9 @@ from collections.abc import Callable
 
 import msgspec
 
-from turnwire.client.slots import ResponseAccumulator
 from turnwire.client.sse import SSEDecoder
 from turnwire.wire.events import StreamEvent, UnknownEvent, decode_event
+from turnwire.wire.response import ResponseAccumulator
 
 DELTAS = 49_990
 

@@ -2,10 +2,10 @@
 
 The reference pages are rendered from the code at every build, so they cannot drift from it:
 
-- ``thread-file.md`` and ``configuration.md`` from the JSON Schemas of :mod:`turnwire.schema`
+- ``thread-file.md`` and ``configuration.md`` from the JSON Schemas of :mod:`turnwire.config.schema`
   (themselves generated from the msgspec Structs that validate the files), with one example
   per record and per section, which the test suite validates against the same schemas;
-- ``cli.md`` from the ``argparse`` parser of :mod:`turnwire.cli`;
+- ``cli.md`` from the ``argparse`` parser of :mod:`turnwire.cli.main`;
 - ``hooks.md`` from the hookspecs in :mod:`turnwire.hookspecs`, in pipeline order, each
   rendered from its docstring by mkdocstrings;
 - ``schema/thread.json`` and ``schema/config.json``, the schemas themselves.
@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from turnwire import hookspecs
-from turnwire.cli import _parser
-from turnwire.schema import config_schema, thread_schema
+from turnwire.cli.main import _parser
+from turnwire.config.schema import config_schema, thread_schema
 
 PAGES: dict[str, Callable[[], str]] = {}
 
@@ -296,7 +296,7 @@ _THREAD_INTRO = """\
 A thread file holds one stored conversation: the system prompt, tools, memories, retrieved
 documents and the timeline (messages, thoughts and tool calls). It is YAML or JSON; this page
 describes schema version 1, the only one so far. It is generated from the msgspec Structs of
-`turnwire.model` that validate the file, so it lists exactly what `turnwire.load_thread`
+`turnwire.model.records` that validate the file, so it lists exactly what `turnwire.load_thread`
 accepts.
 
 - Every mapping rejects keys it does not list; every error names its place
@@ -481,7 +481,7 @@ The request options turnwire manages itself cannot be set: `store` (always false
 
 The JSON Schema of a configuration file is printed by `turnwire schema config` (and is
 [`schema/config.json`](schema/config.json) on this site). This page is generated from the
-`turnwire.settings` Structs that validate the configuration.
+`turnwire.config.settings` Structs that validate the configuration.
 """
 
 

@@ -12,9 +12,9 @@ import pytest
 
 import turnwire
 import turnwire.api
-import turnwire.rendering
+import turnwire.rendering.renderer
 from turnwire import build_container, load_settings
-from turnwire.settings import merge
+from turnwire.config.settings import merge
 
 from .oracle import validate_body, validate_open_responses, validate_openapi
 
@@ -38,7 +38,7 @@ def _no_kept_containers() -> Iterator[None]:
     turnwire.api.render_cache.clear()
 
 
-_REAL_RENDER = turnwire.rendering.render
+_REAL_RENDER = turnwire.rendering.renderer.render
 
 
 def _render_checked(*args: Any, **kwargs: Any) -> turnwire.RenderedRequest:
@@ -53,11 +53,11 @@ def _render_checked(*args: Any, **kwargs: Any) -> turnwire.RenderedRequest:
 def _every_render_is_checked_by_the_oracle(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every body any test renders in-process validates against the official SDK types,
     against the Open Responses specification's types and against the API's OpenAPI
-    description. The client renders through ``turnwire.rendering.render`` (looked up on the
+    description. The client renders through ``turnwire.rendering.renderer.render`` (looked up on the
     module at each call), so its requests are checked too."""
     monkeypatch.setattr(turnwire, "render", _render_checked)
     monkeypatch.setattr(turnwire.api, "render", _render_checked)
-    monkeypatch.setattr(turnwire.rendering, "render", _render_checked)
+    monkeypatch.setattr(turnwire.rendering.renderer, "render", _render_checked)
 
 
 def make_container(

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import pytest
 
 import turnwire
-from turnwire.approvals import Approval, approval_records, pending_approvals, with_approvals
 from turnwire.errors import ApprovalNotPendingError
+from turnwire.model.approvals import Approval, approval_records, pending_approvals, with_approvals
 
 
 def _item(kind: str, item_id: str | None, second: int, seq: int = 0, **fields) -> dict:

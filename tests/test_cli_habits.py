@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from turnwire.cli import _parser
+from turnwire.cli.main import _parser
 
 from .conftest import REPO_EXAMPLES, SECRET, turnwire_process
 from .test_fingerprints import IMPORTED
@@ -193,7 +193,7 @@ def test_context_guard_without_the_token_counter_is_a_clear_error(tmp_path: Path
     profile.write_text("context: {token_encoding: o200k_base, context_window: 1000}\n")
     script = (
         "import sys; sys.modules['toktok'] = None\n"
-        "from turnwire.cli import main\n"
+        "from turnwire.cli.main import main\n"
         f"sys.exit(main(['check-config', {str(profile)!r}]))\n"
     )
     done = subprocess.run(

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import msgspec
 
-from turnwire.compaction import compacted, covered, latest_compaction
-from turnwire.windows import apply_window, estimate_request_tokens
+from turnwire.rendering.compaction import compacted, covered, latest_compaction
+from turnwire.rendering.windows import apply_window, estimate_request_tokens
 
 from .conftest import assistant, at, render_body, thread, user
 
@@ -107,7 +107,7 @@ def test_what_an_automatic_compaction_covers_and_the_estimate():
 
 
 def test_a_window_applies_first_then_the_cut():
-    from turnwire.windows import CompactWindow, WindowSettings
+    from turnwire.config.settings import CompactWindow, WindowSettings
 
     full = _thread(_compaction("cmp_1", 2, seq=5))
     kept = apply_window(full, WindowSettings(last_turns=1))

@@ -10,9 +10,9 @@ import pytest
 from dependency_injector import providers
 
 import turnwire
-from turnwire.container import Container
-from turnwire.context import MediaPolicy, RenderOptions
+from turnwire.config.options import MediaPolicy, RenderOptions
 from turnwire.hookspecs import STAGES
+from turnwire.rendering.container import Container
 
 from .conftest import at, make_container, render_body, thread, user
 
@@ -182,8 +182,8 @@ def test_the_response_accumulator_is_an_overridable_seam_the_client_uses():
     import msgspec
     import yaml
 
-    from turnwire.client.slots import MessageOutput, ResponseAccumulator
-    from turnwire.container import overriding
+    from turnwire.rendering.container import overriding
+    from turnwire.wire.response import MessageOutput, ResponseAccumulator
 
     from .client.server import Reply, ScriptedServer
     from .client.test_dispatch import AFTER_CALL, CALL, THREAD

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import turnwire
-from turnwire.container import ContainerCache
+from turnwire.rendering.container import ContainerCache
 
 THREAD = {
     "version": 1,

@@ -20,9 +20,9 @@ from jsonschema import Draft202012Validator
 
 from scripts import docs_pages
 from turnwire import hookspecs, load_settings
-from turnwire.cli import _parser
-from turnwire.schema import config_schema, thread_schema
-from turnwire.settings import Settings
+from turnwire.cli.main import _parser
+from turnwire.config.schema import config_schema, thread_schema
+from turnwire.config.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -157,10 +157,10 @@ def test_each_thread_example_is_valid(name):
     validator = Draft202012Validator(schema)
     document = yaml.safe_load(docs_pages.THREAD_EXAMPLES[name])
     assert [error.message for error in validator.iter_errors(document)] == []
-    import turnwire.model
+    import turnwire.model.records
     import turnwire.wire
 
-    struct = getattr(turnwire.model, name, None) or getattr(turnwire.wire, name)
+    struct = getattr(turnwire.model.records, name, None) or getattr(turnwire.wire, name)
     msgspec.convert(document, struct)
 
 

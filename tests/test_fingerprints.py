@@ -10,7 +10,7 @@ import msgspec
 import yaml
 
 import turnwire
-from turnwire.fingerprints import stamp_fingerprints
+from turnwire.rendering.fingerprints import stamp_fingerprints
 
 from .conftest import REPLAY, make_container, turnwire_process
 from .conftest import thread as make_thread

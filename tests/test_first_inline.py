@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import turnwire
-from turnwire._memo import InlineState, RenderMemo
-from turnwire.model import (
+from turnwire.files.pointers import ContextAssembler
+from turnwire.model.records import (
     Artifact,
     Media,
     Message,
@@ -32,8 +32,8 @@ from turnwire.model import (
     ToolCall,
     ToolResult,
 )
-from turnwire.rendering import _inline, _inline_bytes, _loaded_bytes, _reads_files
-from turnwire.turns import ContextAssembler
+from turnwire.rendering._incremental.memo import InlineState, RenderMemo
+from turnwire.rendering.renderer import _inline, _inline_bytes, _loaded_bytes, _reads_files
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 FILES = {

@@ -27,9 +27,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import turnwire
-from turnwire.cli import main
+from turnwire.cli.main import main
 from turnwire.errors import TurnwireError
-from turnwire.thread_file import thread_to_builtins
+from turnwire.files.thread_file import thread_to_builtins
 
 from .client.streams import STREAMS, payloads
 from .conftest import REPO_EXAMPLES

@@ -10,9 +10,9 @@ import pytest
 
 import turnwire
 from turnwire import hookspecs
-from turnwire.container import Container
-from turnwire.context import RenderOptions
+from turnwire.config.options import RenderOptions
 from turnwire.hookspecs import CLIENT_HOOKS, STAGES
+from turnwire.rendering.container import Container
 from turnwire.stages import DEFAULT_PLUGINS
 
 # Hook → the test module that covers its built-in (names mirror each other).

@@ -268,7 +268,7 @@ MEDIA = {
 def test_no_hostile_field_closes_its_envelope_or_opens_developer_rules(name):
     settings, plugins = CONFIGS[name]
     extra = [redact(None) if plugin == "redact" else markdown(None) for plugin in plugins]
-    container = make_container(turnwire.settings.merge(MEDIA, settings), extra_plugins=extra)
+    container = make_container(turnwire.config.settings.merge(MEDIA, settings), extra_plugins=extra)
     body = turnwire.render(hostile_thread(), container=container, model="gpt-5").json
     envelopes = _assert_no_body_escapes(body)
     assert envelopes >= 15  # the hostile values really sat in envelopes

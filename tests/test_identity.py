@@ -7,8 +7,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from turnwire import _identity
-from turnwire._identity import first_difference
+from turnwire.rendering._incremental import identity as _identity
+from turnwire.rendering._incremental.identity import first_difference
 
 
 def _expected(old: Any, new: Any, start: int, stop: int | None) -> int:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import turnwire
 from turnwire import ConfigError, ThreadFileError, load_settings, load_thread
-from turnwire._loading import (
+from turnwire.files.loading import (
     INT_MAX,
     INT_MIN,
     MAX_BYTES,
@@ -26,8 +26,8 @@ from turnwire._loading import (
     format_for,
     read_regular_file,
 )
-from turnwire.model import Thread
-from turnwire.thread_file import UNBOUNDED_FIELDS, load_thread_bytes
+from turnwire.files.thread_file import UNBOUNDED_FIELDS, load_thread_bytes
+from turnwire.model.records import Thread
 
 from .conftest import REPO_EXAMPLES, at, make_container, turnwire_process
 
@@ -102,7 +102,7 @@ def test_json_loads_into_the_same_thread_as_the_yaml_it_was_dumped_from(tmp_path
     shutil.copy(REPO_EXAMPLES / "weather.yaml", tmp_path / "weather.yaml")
     from_yaml = load_thread(tmp_path / "weather.yaml")
     (tmp_path / "weather.json").write_bytes(
-        turnwire.dump_thread(turnwire.thread_file._rebase(from_yaml, tmp_path))
+        turnwire.dump_thread(turnwire.files.thread_file._rebase(from_yaml, tmp_path))
     )
     from_json = load_thread(tmp_path / "weather.json")
     assert from_json == from_yaml
@@ -764,7 +764,7 @@ def test_a_nul_character_in_a_file_path_fails_naming_it(place: int, form: str) -
 
 def test_every_file_pointer_is_rebased_and_listed(tmp_path: Path) -> None:
     """The NUL check visits every pointer that loading rebases."""
-    from turnwire.thread_file import _pointers
+    from turnwire.files.thread_file import _pointers
 
     names = [f"f{i}.txt" for i in range(len(POINTER_PATHS))]
     loaded = load_thread_bytes(json.dumps(_pointer_everywhere(names)).encode(), base=tmp_path)

@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from turnwire import PreflightError, preflight
-from turnwire import request as request_module
-from turnwire._memo import BodyState, RenderMemo
-from turnwire.request import (
+from turnwire.rendering import body as request_module
+from turnwire.rendering._incremental.memo import BodyState, RenderMemo
+from turnwire.rendering.body import (
     _check_answered,
     _check_from,
     _facts_of,

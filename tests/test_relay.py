@@ -9,8 +9,8 @@ import pytest
 
 import turnwire
 from turnwire import hookimpl, hookspecs
-from turnwire._plugins import TurnwirePluginManager
-from turnwire._relay import StagePlan, StageRelay, positional_caller
+from turnwire.rendering.plugins import TurnwirePluginManager
+from turnwire.rendering.relay import StagePlan, StageRelay, positional_caller
 
 from .conftest import make_container
 

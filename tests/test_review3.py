@@ -7,8 +7,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import turnwire
-from turnwire.container import overriding
 from turnwire.hookspecs import hookimpl
+from turnwire.rendering.container import overriding
 from turnwire.wire import InputMessage
 
 from .conftest import at, make_container
@@ -175,7 +175,7 @@ def test_a_plugin_registered_while_a_plan_is_built_is_not_kept_past_its_unregist
     still call it."""
     from unittest import mock
 
-    from turnwire._relay import StagePlan
+    from turnwire.rendering.relay import StagePlan
 
     container = make_container()
     manager = container.plugin_manager()

@@ -16,11 +16,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import turnwire
-from turnwire.container import overriding
-from turnwire.context import MediaPolicy
+from turnwire.config.options import MediaPolicy
+from turnwire.config.settings import merge
 from turnwire.hookspecs import hookimpl
-from turnwire.pipeline import PENDING_FINGERPRINT
-from turnwire.settings import merge
+from turnwire.rendering.container import overriding
+from turnwire.rendering.pipeline import PENDING_FINGERPRINT
 from turnwire.wire import InputMessage
 
 from .conftest import REPLAY, at, make_container

@@ -32,10 +32,10 @@ from hypothesis import strategies as st
 
 import turnwire
 import turnwire.api
-from turnwire import pipeline
-from turnwire.container import overriding
 from turnwire.hookspecs import hookimpl
-from turnwire.pipeline import PENDING_FINGERPRINT
+from turnwire.rendering import pipeline
+from turnwire.rendering.container import overriding
+from turnwire.rendering.pipeline import PENDING_FINGERPRINT
 from turnwire.stages.fingerprint import PREFIX_HEAD, canonical_items
 
 from .conftest import REPLAY, make_container

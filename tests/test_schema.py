@@ -14,9 +14,9 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from turnwire import ConfigError, ThreadFileError, dump_thread, load_settings, load_thread
-from turnwire.model import Thread
-from turnwire.schema import DIALECT, FIELD_DOCS, config_schema, thread_schema
-from turnwire.settings import Settings
+from turnwire.config.schema import DIALECT, FIELD_DOCS, config_schema, thread_schema
+from turnwire.config.settings import Settings
+from turnwire.model.records import Thread
 
 from .conftest import turnwire_process
 
@@ -120,7 +120,7 @@ def test_every_field_of_every_struct_is_described():
             for field, value in definition.get("properties", {}).items():
                 assert value.get("description"), (
                     f"{name}.{field} has no description: add one to "
-                    f"turnwire.schema.FIELD_DOCS[{name!r}][{field!r}], or document it in "
+                    f"turnwire.config.schema.FIELD_DOCS[{name!r}][{field!r}], or document it in "
                     "the Struct (msgspec.Meta(description=...) or an :ivar: line)"
                 )
 
@@ -140,7 +140,7 @@ class _Documented(msgspec.Struct, kw_only=True):
 
 def test_fields_can_be_described_in_the_struct_itself():
     """Meta(description=...) or an :ivar: line documents a field FIELD_DOCS does not name."""
-    from turnwire.schema import _build
+    from turnwire.config.schema import _build
 
     schema = _build(_Documented, "test")
     assert schema["description"] == "A record documented in the code."

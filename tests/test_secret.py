@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from turnwire import ConfigError, EnvelopeNonce
-from turnwire._secret import envelope_secret
+from turnwire.config.secret import envelope_secret
 
 from .conftest import make_container
 
@@ -142,7 +142,7 @@ def test_a_secret_others_can_read_is_used_with_a_warning(config_home, tmp_path, 
 
 RACER = textwrap.dedent("""
     import logging, sys
-    from turnwire._secret import envelope_secret
+    from turnwire.config.secret import envelope_secret
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     print("ready", flush=True)
@@ -182,11 +182,11 @@ def test_processes_that_race_to_make_the_secret_all_get_the_same_one(config_home
 def test_the_nonce_cache_is_bounded(monkeypatch):
     """A long-lived container derives nonces for every record id it ever sees: the cache
     starts again from none once full, and the nonces stay the same."""
-    from turnwire import context
+    from turnwire.config import nonce as nonces
 
-    monkeypatch.setattr(context, "NONCE_CACHE_SIZE", 8)
-    nonce = context.EnvelopeNonce("s")
+    monkeypatch.setattr(nonces, "NONCE_CACHE_SIZE", 8)
+    nonce = nonces.EnvelopeNonce("s")
     first = [nonce(f"id{i}") for i in range(20)]
     assert len(nonce._cache) <= 8
     assert [nonce(f"id{i}") for i in range(20)] == first
-    assert first == [context.EnvelopeNonce("s")(f"id{i}") for i in range(20)]
+    assert first == [nonces.EnvelopeNonce("s")(f"id{i}") for i in range(20)]

@@ -334,7 +334,7 @@ def test_the_artifact_tools_read_pointers_only_inside_the_roots(tmp_path):
     import asyncio
 
     from turnwire.client.tools import ToolExecutor
-    from turnwire.model import ToolCall
+    from turnwire.model.records import ToolCall
 
     (tmp_path / "out.log").write_text("one\ntwo\nthree\n")
     secret = secret_outside(tmp_path)

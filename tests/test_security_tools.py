@@ -19,7 +19,7 @@ import pytest
 
 import turnwire
 from turnwire.client.tools import ToolExecutor, parse_arguments
-from turnwire.model import ToolCall
+from turnwire.model.records import ToolCall
 
 from .client.server import Reply, ScriptedServer, recorded
 from .conftest import SECRET, at, make_container

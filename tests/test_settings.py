@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from turnwire import ConfigError, load_settings
-from turnwire.settings import default_config_path
+from turnwire.config.settings import default_config_path
 
 REPO = Path(__file__).resolve().parents[1]
 

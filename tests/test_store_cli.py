@@ -25,7 +25,7 @@ def cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
 def _without_paths(thread: turnwire.Thread) -> turnwire.Thread:
     import msgspec
 
-    from turnwire.model import map_pointers
+    from turnwire.model.records import map_pointers
 
     replace = msgspec.structs.replace
     return map_pointers(

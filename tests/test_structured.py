@@ -14,7 +14,7 @@ import pytest
 
 import turnwire
 from turnwire import ConfigError, OutputSchema, OutputSchemaError, ThreadFileError
-from turnwire.structured import (
+from turnwire.model.structured import (
     strict_problems,
     strict_schema,
     structured_output,

@@ -23,7 +23,7 @@ MODEL_BINDING = {
 
 
 def _valid_fingerprint() -> str:
-    from turnwire.context import Endpoint
+    from turnwire.config.options import Endpoint
     from turnwire.stages.fingerprint import fingerprint_prefix
 
     return fingerprint_prefix(

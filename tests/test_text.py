@@ -13,7 +13,7 @@ import re
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from turnwire.context import EnvelopeAttrs
+from turnwire.config.options import EnvelopeAttrs
 from turnwire.text import envelope, neutralise
 
 MAPPINGS = (

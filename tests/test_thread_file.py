@@ -8,7 +8,7 @@ import pytest
 
 import turnwire
 from turnwire import ThreadFileError, dump_thread, load_thread
-from turnwire.model import HostedItem
+from turnwire.model.records import HostedItem
 
 from .conftest import REPO_EXAMPLES, at
 
@@ -176,7 +176,7 @@ def at_dt():
 def test_save_thread_writes_schema_version_1_with_relative_pointers(tmp_path):
     import shutil
 
-    from turnwire.thread_file import save_thread
+    from turnwire.files.thread_file import save_thread
 
     shutil.copy(REPO_EXAMPLES / "photo.png", tmp_path / "photo.png")
     source = (REPO_EXAMPLES / "weather.yaml").read_text()
@@ -274,7 +274,7 @@ def test_two_saves_of_one_file_in_one_process_each_get_a_verdict_that_holds(tmp_
     import threading
 
     from turnwire.errors import ThreadFileChangedError
-    from turnwire.thread_file import file_digest
+    from turnwire.files.thread_file import file_digest
 
     path = tmp_path / "t.json"
     base = load_thread({"version": 1, "messages": []})

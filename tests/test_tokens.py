@@ -11,7 +11,13 @@ import pytest
 
 import turnwire
 from turnwire.errors import ContextOverflowError
-from turnwire.tokens import BUCKETS, check_context_window, estimate, file_tokens, image_tokens
+from turnwire.rendering.tokens import (
+    BUCKETS,
+    check_context_window,
+    estimate,
+    file_tokens,
+    image_tokens,
+)
 
 from .conftest import REPLAY, at, make_container, reasoning_thought, thread, user
 

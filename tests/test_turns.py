@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from turnwire.model import Media, Message, ReasoningPayload, Thought, ToolCall, ToolResult
-from turnwire.turns import (
+from turnwire.model.records import Media, Message, ReasoningPayload, Thought, ToolCall, ToolResult
+from turnwire.store.turns import (
     FilePart,
     MessagePart,
     TextPart,
@@ -152,7 +152,7 @@ def test_text_that_comes_with_calls_stays_in_the_step_its_answer_ends():
 
 
 def test_each_turn_stores_the_summed_usage_of_the_generations_it_holds():
-    from turnwire.usage import GenerationStats, Usage
+    from turnwire.model.usage import GenerationStats, Usage
 
     records = _run()  # thought, call, answer (one step), then a follow-up message
     gens = [
@@ -273,7 +273,7 @@ def test_a_threads_records_as_turns_group_each_run():
 
 
 def _thread(user):
-    from turnwire.model import Thread
+    from turnwire.model.records import Thread
 
     run = _run()
     return Thread(messages=(user, run[2], run[3]), thoughts=(run[0],), tool_calls=(run[1],))

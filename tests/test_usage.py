@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from turnwire.usage import GenerationStats, Usage
+from turnwire.model.usage import GenerationStats, Usage
 
 API = {
     "input_tokens": 1000,

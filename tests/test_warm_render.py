@@ -29,13 +29,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import turnwire
-from turnwire import pipeline
-from turnwire._memo import RenderMemo, stage_key
-from turnwire.container import overriding
-from turnwire.context import EnvelopeNonce
+from turnwire.config.nonce import EnvelopeNonce
 from turnwire.hookspecs import hookimpl
-from turnwire.pipeline import PENDING_FINGERPRINT
-from turnwire.request import checked_body, encode_body, preflight
+from turnwire.rendering import pipeline
+from turnwire.rendering._incremental.memo import RenderMemo, stage_key
+from turnwire.rendering.body import checked_body, encode_body, preflight
+from turnwire.rendering.container import overriding
+from turnwire.rendering.pipeline import PENDING_FINGERPRINT
 
 from .conftest import REPLAY, at, make_container
 
@@ -631,7 +631,7 @@ def assert_stage_fingerprints(
 ) -> None:
     """``prefix_fingerprint`` (resumed from the memo's checkpoints) equals the built-in stage's
     fingerprint of ``rendered``'s input at each of ``throughs``."""
-    from turnwire.context import Endpoint
+    from turnwire.config.options import Endpoint
     from turnwire.stages.fingerprint import fingerprint_prefix
 
     items = rendered.rendered.input
@@ -759,7 +759,7 @@ def test_a_compaction_cuts_the_warm_render_as_the_cold_one(tmp_path):
 def test_a_spliced_body_is_the_encoded_body_in_a_few_pieces(monkeypatch):
     """Hundreds of requests, each growing or rewriting the tail: every body is byte for byte
     the body encoded from scratch, and its pieces stay few (merged, never one per request)."""
-    from turnwire import request as request_module
+    from turnwire.rendering import body as request_module
 
     monkeypatch.setattr(request_module, "SEGMENT_BYTES", 4096)  # full segments early
     good = turnwire.api.render(_growing_thread(2), container=make_container(REPLAY)).request
@@ -784,7 +784,7 @@ def test_a_spliced_body_is_the_encoded_body_in_a_few_pieces(monkeypatch):
 
 
 def test_an_encoded_body_joins_once():
-    from turnwire.request import EncodedBody
+    from turnwire.rendering.body import EncodedBody
 
     body = EncodedBody((b'{"a":', memoryview(b"[1,2,3]")[:4], b"]}"))
     assert bytes(body) == b'{"a":[1,2]}'
@@ -978,14 +978,14 @@ def test_a_long_lived_memo_forgets_the_records_of_other_threads_without_making_t
     container = make_container(REPLAY)
     threads = [_cycles(first, 10) for first in (0, 10, 20)]
     made: list[int] = []
-    real_entry = turnwire._memo.Entry
+    real_entry = turnwire.rendering._incremental.memo.Entry
 
     def counting(*args: Any) -> Any:
         made.append(1)
         return real_entry(*args)
 
     with (
-        mock.patch.object(turnwire._memo, "Entry", counting),
+        mock.patch.object(turnwire.rendering._incremental.memo, "Entry", counting),
         mock.patch.object(pipeline, "_SPARE_RECORDS", 0),
     ):
         for thread in threads:

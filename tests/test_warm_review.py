@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import turnwire
-from turnwire.container import overriding
+from turnwire.rendering.container import overriding
 
 from .conftest import REPLAY, make_container
 from .test_warm_render import CHANGES, EDITS, _apply, _outcome, _rendered, _Scenario

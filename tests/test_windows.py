@@ -9,14 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import turnwire
+from turnwire.config.settings import WindowSettings
 from turnwire.errors import ConfigError
-from turnwire.windows import (
-    WindowSettings,
-    apply_window,
-    estimate_tokens,
-    timeline_turns,
-    transcript,
-)
+from turnwire.rendering.windows import apply_window, estimate_tokens, timeline_turns, transcript
 
 from .conftest import REPLAY, assistant, at, make_container, reasoning_thought, thread, user
 

@@ -17,20 +17,11 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from turnwire._memo import RenderMemo
-    from turnwire._relay import HOOK, StagePlan, StageRelay
     from turnwire.api import compact, compact_thread, run, run_thread
-    from turnwire.approvals import Approval
     from turnwire.client.dispatch import Client, Records, ResponseMeta, RunResult
-    from turnwire.compaction import CompactResult
-    from turnwire.container import Container, ContainerCache, build_container
-    from turnwire.context import (
-        EnvelopeAttrs,
-        EnvelopeNonce,
-        HandleInfo,
-        MediaPolicy,
-        RenderOptions,
-    )
+    from turnwire.config.nonce import EnvelopeNonce
+    from turnwire.config.options import EnvelopeAttrs, HandleInfo, MediaPolicy, RenderOptions
+    from turnwire.config.settings import Settings, load_settings
     from turnwire.errors import (
         AnswerTooLargeError,
         ApprovalNotPendingError,
@@ -51,15 +42,21 @@ if TYPE_CHECKING:
         ReasoningReplayRejectedError,
         RenderError,
         RequestTimeoutError,
+        StoreConflictError,
+        StoreError,
         StreamError,
         StreamStalledError,
         ThreadFileChangedError,
         ThreadFileError,
         TurnwireError,
+        UnknownThreadError,
         UnsupportedMediaError,
     )
+    from turnwire.files.pointers import ContextAssembler
+    from turnwire.files.thread_file import dump_thread, load_thread, save_thread
     from turnwire.hookspecs import hookimpl, hookspec
-    from turnwire.model import (
+    from turnwire.model.approvals import Approval
+    from turnwire.model.records import (
         REPLAY_TAG,
         Artifact,
         Identity,
@@ -75,25 +72,21 @@ if TYPE_CHECKING:
         ToolCall,
         ToolResult,
     )
-    from turnwire.pipeline import RenderedInput, build_input
-    from turnwire.rendering import RenderedRequest, Renderer, prefix_fingerprint, render
-    from turnwire.request import build_body, encode_body, preflight
-    from turnwire.settings import Settings, load_settings
-    from turnwire.store import (
-        StoreConflictError,
-        ThreadStore,
-        ThreadSummary,
-        UnknownThreadError,
-        copy_threads,
-        open_store,
-    )
+    from turnwire.model.structured import OutputSchema
+    from turnwire.model.usage import GenerationStats, Usage
+    from turnwire.rendering._incremental.memo import RenderMemo
+    from turnwire.rendering.body import build_body, encode_body, preflight
+    from turnwire.rendering.compaction import CompactResult
+    from turnwire.rendering.container import Container, ContainerCache, build_container
+    from turnwire.rendering.pipeline import RenderedInput, build_input
+    from turnwire.rendering.relay import HOOK, StagePlan, StageRelay
+    from turnwire.rendering.renderer import RenderedRequest, Renderer, prefix_fingerprint, render
+    from turnwire.rendering.windows import transcript
+    from turnwire.store import ThreadStore, copy_threads, open_store
     from turnwire.store.postgres import PostgresStore
-    from turnwire.store.sqlite import SQLiteStore, StoreError
-    from turnwire.structured import OutputSchema
-    from turnwire.thread_file import dump_thread, load_thread, save_thread
-    from turnwire.turns import ContextAssembler, Turn, TurnBuilder
-    from turnwire.usage import GenerationStats, Usage
-    from turnwire.windows import transcript
+    from turnwire.store.protocol import ThreadSummary
+    from turnwire.store.sqlite import SQLiteStore
+    from turnwire.store.turns import Turn, TurnBuilder
 
 __version__ = "0.1.0"
 
@@ -101,99 +94,99 @@ __version__ = "0.1.0"
 logging.getLogger("turnwire").addHandler(logging.NullHandler())
 
 _EXPORTS: dict[str, str] = {
-    "HOOK": "turnwire._relay",
-    "REPLAY_TAG": "turnwire.model",
+    "HOOK": "turnwire.rendering.relay",
+    "REPLAY_TAG": "turnwire.model.records",
     "AnswerTooLargeError": "turnwire.errors",
-    "Approval": "turnwire.approvals",
+    "Approval": "turnwire.model.approvals",
     "ApprovalNotPendingError": "turnwire.errors",
-    "Artifact": "turnwire.model",
+    "Artifact": "turnwire.model.records",
     "Client": "turnwire.client.dispatch",
-    "CompactResult": "turnwire.compaction",
+    "CompactResult": "turnwire.rendering.compaction",
     "ClientError": "turnwire.errors",
     "ConfigError": "turnwire.errors",
-    "Container": "turnwire.container",
-    "ContainerCache": "turnwire.container",
-    "ContextAssembler": "turnwire.turns",
+    "Container": "turnwire.rendering.container",
+    "ContainerCache": "turnwire.rendering.container",
+    "ContextAssembler": "turnwire.files.pointers",
     "ContextOverflowError": "turnwire.errors",
-    "EnvelopeAttrs": "turnwire.context",
-    "EnvelopeNonce": "turnwire.context",
+    "EnvelopeAttrs": "turnwire.config.options",
+    "EnvelopeNonce": "turnwire.config.nonce",
     "FileNotAllowedError": "turnwire.errors",
-    "GenerationStats": "turnwire.usage",
-    "HandleInfo": "turnwire.context",
+    "GenerationStats": "turnwire.model.usage",
+    "HandleInfo": "turnwire.config.options",
     "HandlerNotAllowedError": "turnwire.errors",
     "HttpError": "turnwire.errors",
-    "Identity": "turnwire.model",
+    "Identity": "turnwire.model.records",
     "InputError": "turnwire.errors",
     "InvalidToolCallArgs": "turnwire.errors",
     "McpServerNotAllowedError": "turnwire.errors",
-    "Media": "turnwire.model",
-    "MediaPolicy": "turnwire.context",
-    "Memory": "turnwire.model",
-    "Message": "turnwire.model",
+    "Media": "turnwire.model.records",
+    "MediaPolicy": "turnwire.config.options",
+    "Memory": "turnwire.model.records",
+    "Message": "turnwire.model.records",
     "MissingApiKeyError": "turnwire.errors",
-    "OutputSchema": "turnwire.structured",
+    "OutputSchema": "turnwire.model.structured",
     "OutputSchemaError": "turnwire.errors",
     "OutputValidationError": "turnwire.errors",
     "PluginError": "turnwire.errors",
     "PostgresStore": "turnwire.store.postgres",
     "PreflightError": "turnwire.errors",
-    "ReasoningPayload": "turnwire.model",
+    "ReasoningPayload": "turnwire.model.records",
     "ReasoningReplayRejectedError": "turnwire.errors",
     "Records": "turnwire.client.dispatch",
     "RenderError": "turnwire.errors",
-    "RenderMemo": "turnwire._memo",
-    "RenderOptions": "turnwire.context",
-    "RenderedInput": "turnwire.pipeline",
-    "RenderedRequest": "turnwire.rendering",
-    "Renderer": "turnwire.rendering",
+    "RenderMemo": "turnwire.rendering._incremental.memo",
+    "RenderOptions": "turnwire.config.options",
+    "RenderedInput": "turnwire.rendering.pipeline",
+    "RenderedRequest": "turnwire.rendering.renderer",
+    "Renderer": "turnwire.rendering.renderer",
     "RequestTimeoutError": "turnwire.errors",
     "ResponseMeta": "turnwire.client.dispatch",
-    "Retrievable": "turnwire.model",
+    "Retrievable": "turnwire.model.records",
     "RunResult": "turnwire.client.dispatch",
     "SQLiteStore": "turnwire.store.sqlite",
-    "Settings": "turnwire.settings",
-    "StagePlan": "turnwire._relay",
-    "StageRelay": "turnwire._relay",
-    "StashEntry": "turnwire.model",
-    "StoreConflictError": "turnwire.store",
-    "StoreError": "turnwire.store.sqlite",
+    "Settings": "turnwire.config.settings",
+    "StagePlan": "turnwire.rendering.relay",
+    "StageRelay": "turnwire.rendering.relay",
+    "StashEntry": "turnwire.model.records",
+    "StoreConflictError": "turnwire.errors",
+    "StoreError": "turnwire.errors",
     "StreamError": "turnwire.errors",
     "StreamStalledError": "turnwire.errors",
     "ThreadFileChangedError": "turnwire.errors",
-    "Thought": "turnwire.model",
-    "Thread": "turnwire.model",
+    "Thought": "turnwire.model.records",
+    "Thread": "turnwire.model.records",
     "ThreadFileError": "turnwire.errors",
     "ThreadStore": "turnwire.store",
-    "ThreadSummary": "turnwire.store",
-    "Tool": "turnwire.model",
-    "ToolCall": "turnwire.model",
-    "ToolResult": "turnwire.model",
-    "Turn": "turnwire.turns",
-    "TurnBuilder": "turnwire.turns",
+    "ThreadSummary": "turnwire.store.protocol",
+    "Tool": "turnwire.model.records",
+    "ToolCall": "turnwire.model.records",
+    "ToolResult": "turnwire.model.records",
+    "Turn": "turnwire.store.turns",
+    "TurnBuilder": "turnwire.store.turns",
     "TurnwireError": "turnwire.errors",
-    "UnknownThreadError": "turnwire.store",
+    "UnknownThreadError": "turnwire.errors",
     "UnsupportedMediaError": "turnwire.errors",
-    "Usage": "turnwire.usage",
-    "build_body": "turnwire.request",
-    "build_container": "turnwire.container",
-    "build_input": "turnwire.pipeline",
+    "Usage": "turnwire.model.usage",
+    "build_body": "turnwire.rendering.body",
+    "build_container": "turnwire.rendering.container",
+    "build_input": "turnwire.rendering.pipeline",
     "compact": "turnwire.api",
     "compact_thread": "turnwire.api",
     "copy_threads": "turnwire.store",
-    "dump_thread": "turnwire.thread_file",
-    "encode_body": "turnwire.request",
+    "dump_thread": "turnwire.files.thread_file",
+    "encode_body": "turnwire.rendering.body",
     "hookimpl": "turnwire.hookspecs",
     "hookspec": "turnwire.hookspecs",
-    "load_settings": "turnwire.settings",
-    "load_thread": "turnwire.thread_file",
+    "load_settings": "turnwire.config.settings",
+    "load_thread": "turnwire.files.thread_file",
     "open_store": "turnwire.store",
-    "prefix_fingerprint": "turnwire.rendering",
-    "preflight": "turnwire.request",
-    "render": "turnwire.rendering",
+    "prefix_fingerprint": "turnwire.rendering.renderer",
+    "preflight": "turnwire.rendering.body",
+    "render": "turnwire.rendering.renderer",
     "run": "turnwire.api",
     "run_thread": "turnwire.api",
-    "save_thread": "turnwire.thread_file",
-    "transcript": "turnwire.windows",
+    "save_thread": "turnwire.files.thread_file",
+    "transcript": "turnwire.rendering.windows",
 }
 
 __all__ = [

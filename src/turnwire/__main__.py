@@ -2,6 +2,6 @@
 
 import sys
 
-from turnwire.cli import main
+from turnwire.cli.main import main
 
 sys.exit(main())

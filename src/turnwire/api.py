@@ -1,4 +1,4 @@
-"""The user-level API: :func:`render` (re-exported from :mod:`turnwire.rendering`), and
+"""The user-level API: :func:`render` (re-exported from :mod:`turnwire.rendering.renderer`), and
 :func:`run`, :func:`run_thread`, :func:`compact` and :func:`compact_thread`, which send
 through :class:`~turnwire.client.dispatch.Client`."""
 
@@ -11,11 +11,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from turnwire.client.dispatch import Client, RunResult
-from turnwire.compaction import CompactResult
-from turnwire.container import Container, build_container
 from turnwire.errors import ConfigError, OutputValidationError
-from turnwire.model import HostedItem, Thread, ToolCall
-from turnwire.rendering import (
+from turnwire.files.pointers import file_roots
+from turnwire.files.thread_file import file_digest, load_thread, save_thread
+from turnwire.model.records import HostedItem, Thread, ToolCall
+from turnwire.rendering.compaction import CompactResult
+from turnwire.rendering.container import Container, build_container
+from turnwire.rendering.renderer import (
     RenderedRequest,
     Renderer,
     _folder_of,
@@ -26,13 +28,12 @@ from turnwire.rendering import (
     resolve_model,
     with_declared_tools,
 )
-from turnwire.thread_file import file_digest, load_thread, save_thread
-from turnwire.turns import HostedPart, Turn, TurnBuilder, file_roots
+from turnwire.store.turns import HostedPart, Turn, TurnBuilder
 
 if TYPE_CHECKING:
-    from turnwire.approvals import ApprovalDecision
     from turnwire.client.progress import ProgressEvent
-    from turnwire.model import Media
+    from turnwire.model.approvals import ApprovalDecision
+    from turnwire.model.records import Media
     from turnwire.store import ThreadStore
 
 __all__ = [
@@ -98,13 +99,13 @@ def run(
     :param render_context: values stages may ask for by name, for every request of the run
         (see :func:`render`).
     :param approvals: decisions on the thread's pending MCP approval requests, by request id
-        (``{"mcpr_...": True}``; see :mod:`turnwire.approvals`), recorded and sent before the
+        (``{"mcpr_...": True}``; see :mod:`turnwire.model.approvals`), recorded and sent before the
         first request.
     :param output_type: the schema the answer must follow: a :class:`msgspec.Struct` class,
-        a JSON Schema dict or a :class:`~turnwire.structured.OutputSchema` (over the thread's
+        a JSON Schema dict or a :class:`~turnwire.model.structured.OutputSchema` (over the thread's
         ``output_schema``, over ``request.output_schema``); the answer is decoded into
         ``RunResult.parsed``, a refusal lands in ``RunResult.refusal`` (see
-        :mod:`turnwire.structured`).
+        :mod:`turnwire.model.structured`).
     :param transport_options: passed to :class:`turnwire.client.transport.Transport`
         (``sleep``, ``jitter``, ``client``...).
     :raises turnwire.errors.TurnwireError: bad input, or the exchange failed; nothing of a
@@ -168,7 +169,7 @@ def media_from_path(path: str | os.PathLike[str], *, media_id: str | None = None
     import mimetypes
     import uuid
 
-    from turnwire.model import Media, MediaKind
+    from turnwire.model.records import Media, MediaKind
 
     file = Path(path).resolve()
     if not file.is_file():
@@ -307,7 +308,7 @@ def compact(
 ) -> CompactResult:
     """Compact a thread (:meth:`turnwire.client.dispatch.Client.compact`): the compact
     endpoint's compaction item is added after every record; later renders send it in place of
-    them (see :mod:`turnwire.compaction`).
+    them (see :mod:`turnwire.rendering.compaction`).
 
     :param save: write the extended thread back to the thread file (paths only).
     The other parameters are :func:`run`'s.
@@ -378,7 +379,7 @@ def compact_thread(
     **transport_options: Any,
 ) -> CompactResult:
     """Compact a stored thread: the compaction is appended as a turn of its own (only when
-    the thread did not change meanwhile: else :class:`~turnwire.store.StoreConflictError`
+    the thread did not change meanwhile: else :class:`~turnwire.errors.StoreConflictError`
     and nothing stored). Older turns stay in the store.
 
     :raises turnwire.errors.InputError: the thread has no turns.

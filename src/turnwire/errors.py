@@ -35,9 +35,9 @@ ThreadFileChangedError                  E_THREAD_FILE_CONFLICT (409, not fatal: 
 InvalidToolCallArgs (E_OPENAI_RESPONSES_INVALID_TOOL_CALL_ARGS) is never raised: its message
 becomes the error result the model sees on the next iteration.
 
-The store's errors live beside its protocol (turnwire.store): UnknownThreadError
-(E_THREAD_NOT_FOUND, an InputError), StoreError (E_STORE) and StoreConflictError
-(E_STORE_CONFLICT, 409, not fatal: the thread changed during the run; nothing was stored).
+The store's errors: UnknownThreadError (E_THREAD_NOT_FOUND, an InputError), StoreError
+(E_STORE, an InputError) and StoreConflictError (E_STORE_CONFLICT, 409, not fatal: the thread
+changed during the run; nothing was stored).
 ```
 
 Messages say what was wrong, where, and what to do instead. They never contain secrets: every
@@ -71,11 +71,14 @@ __all__ = [
     "ReasoningReplayRejectedError",
     "RenderError",
     "RequestTimeoutError",
+    "StoreConflictError",
+    "StoreError",
     "StreamError",
     "StreamStalledError",
     "ThreadFileChangedError",
     "ThreadFileError",
     "TurnwireError",
+    "UnknownThreadError",
     "UnsupportedMediaError",
     "validation_location",
 ]
@@ -355,7 +358,7 @@ class ContextOverflowError(InputError):
 
 class OutputSchemaError(InputError):
     """An output schema (``output_type=``, ``--output-schema``) cannot be sent: not a Struct,
-    a JSON Schema or an :class:`~turnwire.structured.OutputSchema`, or outside the strict
+    a JSON Schema or an :class:`~turnwire.model.structured.OutputSchema`, or outside the strict
     subset. Raised before any request is sent.
 
     :ivar path: where in the schema, such as ``$.properties.items``.
@@ -392,6 +395,44 @@ class OutputValidationError(TurnwireError):
         self.text = text
         self.schema_name = schema_name
         self.result: object = None
+
+
+class StoreError(InputError):
+    """The store file cannot be used, or what it holds cannot be read (a damaged row)."""
+
+    code = "E_STORE"
+
+
+class UnknownThreadError(InputError):
+    """No thread has this id in the store."""
+
+    code = "E_THREAD_NOT_FOUND"
+    status = 404
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__(f"no thread {thread_id!r} in the store (see `turnwire threads list`)")
+        self.thread_id = thread_id
+
+
+class StoreConflictError(TurnwireError):
+    """The thread changed between the read a run started from and its append; nothing was stored.
+
+    Not fatal: load the thread again and re-run the turn.
+    """
+
+    code = "E_STORE_CONFLICT"
+    status = 409
+    fatal = False
+
+    def __init__(self, thread_id: str, *, expected_last: int, actual_last: int) -> None:
+        super().__init__(
+            f"thread {thread_id!r} changed while this run was in flight (its last turn was "
+            f"{expected_last} when the run read it, {actual_last} now); nothing was stored: "
+            "load the thread again and re-run"
+        )
+        self.thread_id = thread_id
+        self.expected_last = expected_last
+        self.actual_last = actual_last
 
 
 class ClientError(TurnwireError):
@@ -521,7 +562,7 @@ class AnswerTooLargeError(StreamError):
 class StreamStalledError(ClientError):
     """No bytes arrived for ``client.stream_idle_timeout_s``; nothing was recorded.
 
-    :ivar partial: what had been received (a :class:`turnwire.client.slots.Generation`), for
+    :ivar partial: what had been received (a :class:`turnwire.wire.response.Generation`), for
         inspection only: it is never persisted as history.
     """
 

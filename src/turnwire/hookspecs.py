@@ -26,14 +26,12 @@ import pluggy
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from turnwire._relay import StageRelay
     from turnwire.client.progress import ProgressEvent
-    from turnwire.client.slots import Generation
     from turnwire.client.text_calls import TextToolCalls
-    from turnwire.context import (
+    from turnwire.config.nonce import EnvelopeNonce
+    from turnwire.config.options import (
         Bucket,
         EnvelopeAttrs,
-        EnvelopeNonce,
         FingerprintBinding,
         HandleInfo,
         HostedReplay,
@@ -42,8 +40,8 @@ if TYPE_CHECKING:
         ThoughtSurfacing,
         Warn,
     )
-    from turnwire.context import Endpoint as EndpointT
-    from turnwire.model import (
+    from turnwire.config.options import Endpoint as EndpointT
+    from turnwire.model.records import (
         HostedItem,
         Media,
         Memory,
@@ -53,7 +51,9 @@ if TYPE_CHECKING:
         Tool,
         ToolCall,
     )
+    from turnwire.rendering.relay import StageRelay
     from turnwire.wire import HostedTool, InputContent, InputItem, ReasoningItem, WireTool
+    from turnwire.wire.response import Generation
 
 __all__ = ["CLIENT_HOOKS", "STAGES", "hookimpl", "hookspec"]
 
@@ -412,7 +412,7 @@ def render_hosted_item(
     :returns: the items to send in its place (empty: send nothing).
 
     Stops at the first non-None result. Runs once per hosted item of the timeline.
-    Default: a type the API accepts as input (:data:`turnwire.hosted.INPUT_FIELDS`) goes back
+    Default: a type the API accepts as input (:data:`turnwire.model.hosted.INPUT_FIELDS`) goes back
     as a :class:`~turnwire.wire.HostedInputItem` holding the fields its input shape allows, in
     the emitted order; when a reasoning item of its response came before it and that reasoning
     is not sent, the pairing sweep sends its text form (an assistant message) instead, since

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from turnwire.client.slots import Generation, ResponseAccumulator
 from turnwire.client.sse import SSEDecoder
 from turnwire.wire.events import decode_event
+from turnwire.wire.response import Generation, ResponseAccumulator
 
 from ..conftest import CONFORMANCE
 

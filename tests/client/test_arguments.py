@@ -10,7 +10,7 @@ import pytest
 
 from turnwire.client._arguments import MAX_SCHEMA_BYTES, ArgumentChecker
 from turnwire.client.tools import ToolExecutor
-from turnwire.model import Thread, Tool, ToolCall
+from turnwire.model.records import Thread, Tool, ToolCall
 
 WEATHER = {
     "type": "object",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from turnwire.client.transport import RetryPolicy, Transport
-from turnwire.request import EncodedBody
+from turnwire.rendering.body import EncodedBody
 
 from .server import Reply, ScriptedServer
 

@@ -13,10 +13,10 @@ import pytest
 
 import turnwire
 from turnwire.api import compact_thread, run_thread
-from turnwire.compaction import COMPACT_FIELDS, compacted
 from turnwire.errors import HttpError, InputError, StreamError
+from turnwire.rendering.compaction import COMPACT_FIELDS, compacted
 from turnwire.store import open_store
-from turnwire.turns import HostedPart
+from turnwire.store.turns import HostedPart
 
 from ..conftest import CONFORMANCE, assistant, make_container, thread, user
 from ..oracle import validate_body, validate_compact_body
@@ -345,7 +345,7 @@ def test_an_answer_that_is_not_json_is_a_stream_error(stored):
 
 
 def test_threads_compact_on_the_command_line(stored, capsys):
-    from turnwire.cli import main
+    from turnwire.cli.main import main
 
     store, thread_id = stored
     location = str(store.path)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from turnwire.client.slots import HostedOutput, MessageOutput, ReasoningOutput, ToolCallOutput
+from turnwire.wire.response import HostedOutput, MessageOutput, ReasoningOutput, ToolCallOutput
 
 from .streams import STREAMS, parse, payloads, wire_bytes
 

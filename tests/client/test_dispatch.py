@@ -751,7 +751,7 @@ def test_observers_see_every_request_sent_and_a_broken_one_never_fails_the_turn(
 
 
 def test_filter_tool_call_id_de_collides_and_keeps_the_fc_half():
-    from turnwire.client.hooks import filter_tool_call_id
+    from turnwire.stages.client_hooks import filter_tool_call_id
 
     assert (
         filter_tool_call_id(tool_call_id="call_1|fc_1", existing_ids=frozenset()) == "call_1|fc_1"

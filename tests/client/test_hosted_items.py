@@ -16,8 +16,8 @@ import msgspec
 import pytest
 
 import turnwire
-from turnwire.hosted import INPUT_FIELDS, input_item
-from turnwire.model import Message
+from turnwire.model.hosted import INPUT_FIELDS, input_item
+from turnwire.model.records import Message
 
 from ..conftest import CONFORMANCE, REPLAY, make_container
 from ..oracle import validate_body
@@ -215,7 +215,7 @@ def test_without_their_reasoning_only_the_items_that_needed_it_go_as_text(
 
 
 def test_what_a_run_records_is_sealed_and_an_edited_copy_is_not(tmp_path):
-    from turnwire.hosted import is_sealed
+    from turnwire.model.hosted import is_sealed
 
     path = _question(tmp_path)
     _run(path, recorded("web_search_reasoning_gpt-5.sse"))

@@ -20,9 +20,9 @@ import pytest
 import yaml
 
 import turnwire
-from turnwire.approvals import Approval, pending_approvals
 from turnwire.errors import ApprovalNotPendingError, ThreadFileError
-from turnwire.model import McpTool
+from turnwire.model.approvals import Approval, pending_approvals
+from turnwire.model.records import McpTool
 
 from ..conftest import make_container, turnwire_process
 from ..oracle import validate_body, validate_open_responses
@@ -486,7 +486,7 @@ def test_a_reason_needs_a_decision_before_it(tmp_path):
 
 
 def test_a_pending_request_shown_by_the_cli_cannot_forge_terminal_output(tmp_path):
-    from turnwire.cli import _print_pending
+    from turnwire.cli.main import _print_pending
 
     hostile = {**APPROVAL_REQUEST, "arguments": '{"q":"\x1b[2J\nerror: fake"}', "name": "x\ry"}
     thread = turnwire.load_thread(

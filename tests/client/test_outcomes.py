@@ -8,8 +8,8 @@ import pytest
 
 import turnwire
 from turnwire.client.dispatch import Client, finish_reason
-from turnwire.client.slots import Generation, ToolCallOutput
 from turnwire.errors import ContextOverflowError
+from turnwire.wire.response import Generation, ToolCallOutput
 
 from ..conftest import make_container, thread, user
 from .server import Reply, ScriptedServer, recorded

@@ -281,8 +281,8 @@ def test_a_program_that_goes_as_text_leaves_a_warning_for_its_calls(tmp_path):
 @pytest.mark.parametrize(("role", "replayed"), [("developer", True), ("assistant", False)])
 def test_an_additional_tools_item_replays_when_its_input_shape_allows(tmp_path, role, replayed):
     """The input shape takes role developer only; another role goes as its text form."""
-    from turnwire.hosted import seal
-    from turnwire.model import HostedItem
+    from turnwire.model.hosted import seal
+    from turnwire.model.records import HostedItem
 
     item = {
         "type": "additional_tools",

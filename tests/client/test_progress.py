@@ -11,7 +11,7 @@ import yaml
 
 import turnwire
 from turnwire import hookimpl
-from turnwire.cli import _Progress
+from turnwire.cli.main import _Progress
 from turnwire.client.progress import (
     ItemDoneEvent,
     ReasoningSummaryDeltaEvent,

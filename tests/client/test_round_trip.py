@@ -166,7 +166,7 @@ def test_the_phase_of_an_assistant_message_is_recorded_and_replayed(tmp_path):
 def test_each_request_is_rendered_once_and_stamps_the_reasoning_before_it(tmp_path, monkeypatch):
     """The render that builds a request also fingerprints the reasoning the last response
     brought: two requests, one more render to stamp the last answer's reasoning, no more."""
-    from turnwire import pipeline
+    from turnwire.rendering import pipeline
 
     renders = []
     real = pipeline._build_input

@@ -134,8 +134,8 @@ def test_run_lists_the_citations_after_the_answer(tmp_path, name, expected):
 def test_citations_are_printed_as_plain_lines():
     from datetime import UTC, datetime
 
-    from turnwire.cli import citations
-    from turnwire.model import Message
+    from turnwire.cli.main import citations
+    from turnwire.model.records import Message
 
     message = Message(
         id="msg_1",
@@ -163,8 +163,8 @@ def test_citations_cannot_reorder_or_hide_text_on_the_terminal():
     a URL cannot display as another."""
     from datetime import UTC, datetime
 
-    from turnwire.cli import citations
-    from turnwire.model import Message
+    from turnwire.cli.main import citations
+    from turnwire.model.records import Message
 
     message = Message(
         id="msg_1",
@@ -183,7 +183,7 @@ def test_citations_cannot_reorder_or_hide_text_on_the_terminal():
 
 def test_pending_approvals_cannot_reorder_or_hide_text_on_the_terminal():
     from turnwire import load_thread
-    from turnwire.cli import _print_pending
+    from turnwire.cli.main import _print_pending
 
     item = {
         "type": "mcp_approval_request",

@@ -13,8 +13,8 @@ import yaml
 
 import turnwire
 from turnwire import OutputSchema, OutputValidationError
+from turnwire.model.structured import strict_schema
 from turnwire.store.sqlite import SQLiteStore
-from turnwire.structured import strict_schema
 
 from ..conftest import make_container
 from .server import Reply, ScriptedServer

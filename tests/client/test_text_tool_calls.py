@@ -10,8 +10,8 @@ import pytest
 
 import turnwire
 from turnwire import hookimpl
-from turnwire.client.slots import Generation, MessageOutput, ToolCallOutput
 from turnwire.client.text_calls import TextToolCall, TextToolCalls, apply_text_tool_calls
+from turnwire.wire.response import Generation, MessageOutput, ToolCallOutput
 
 from ..conftest import make_container, thread, user
 from .server import Reply, ScriptedServer

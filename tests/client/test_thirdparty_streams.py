@@ -23,9 +23,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from turnwire.client.slots import Generation, ResponseAccumulator
 from turnwire.client.sse import SSEDecoder
 from turnwire.wire.events import decode_event
+from turnwire.wire.response import Generation, ResponseAccumulator
 
 from ..conftest import turnwire_process
 from .server import Reply, ScriptedServer

@@ -8,8 +8,9 @@ from collections import Counter
 from types import SimpleNamespace
 
 import turnwire
-from turnwire import hookimpl, pipeline
-from turnwire.container import overriding
+from turnwire import hookimpl
+from turnwire.rendering import pipeline
+from turnwire.rendering.container import overriding
 
 from ..conftest import REPLAY, make_container
 from .server import Reply, ScriptedServer, recorded

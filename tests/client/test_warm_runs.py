@@ -6,8 +6,8 @@ from __future__ import annotations
 import msgspec
 
 import turnwire
-import turnwire.rendering
-from turnwire.container import overriding
+import turnwire.rendering.renderer
+from turnwire.rendering.container import overriding
 
 from ..conftest import REPLAY, make_container
 from .server import Reply, ScriptedServer
@@ -17,7 +17,7 @@ from .test_warm_loop import CALL, TEXT, THREAD, _renamed
 def _two_runs(tmp_path, monkeypatch, container, thread_text, edit) -> None:  # type: ignore[no-untyped-def]
     rendered_bodies: list[bytes] = []
     mismatches: list[int] = []
-    real = turnwire.rendering.render
+    real = turnwire.rendering.renderer.render
 
     def checked(thread, **kwargs):  # type: ignore[no-untyped-def]
         warm = real(thread, **kwargs)
@@ -28,7 +28,7 @@ def _two_runs(tmp_path, monkeypatch, container, thread_text, edit) -> None:  # t
         rendered_bodies.append(warm.body)
         return warm
 
-    monkeypatch.setattr(turnwire.rendering, "render", checked)
+    monkeypatch.setattr(turnwire.rendering.renderer, "render", checked)
     path = tmp_path / "t.yaml"
     path.write_text(thread_text)
     first = [Reply.sse(_renamed(CALL, n)) for n in range(1, 4)] + [Reply.sse(TEXT)]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from turnwire.context import HandleInfo
+from turnwire.config.options import HandleInfo
 from turnwire.stages.artifacts import (
     ARTIFACT_TOOLS,
     render_artifact_handle_body,

@@ -8,7 +8,8 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from turnwire.context import EnvelopeAttrs, EnvelopeNonce
+from turnwire.config.nonce import EnvelopeNonce
+from turnwire.config.options import EnvelopeAttrs
 from turnwire.stages.envelopes import render_trusted_content, render_untrusted_content
 
 NONCE = EnvelopeNonce("secret")("call_1")

@@ -8,8 +8,8 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from turnwire._canonical import UNDEFINED, canonical_item_bytes, canonical_json, js_number
-from turnwire.context import Endpoint
+from turnwire.config.options import Endpoint
+from turnwire.model.canonical import UNDEFINED, canonical_item_bytes, canonical_json, js_number
 from turnwire.stages.fingerprint import fingerprint_prefix
 from turnwire.wire import (
     FunctionCall,

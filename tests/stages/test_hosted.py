@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from turnwire.context import EnvelopeNonce
-from turnwire.hosted import (
+from turnwire.config.nonce import EnvelopeNonce
+from turnwire.model.hosted import (
     INPUT_FIELDS,
     CodeInterpreterCall,
     Compaction,
@@ -23,7 +23,7 @@ from turnwire.hosted import (
     is_sealed,
     seal,
 )
-from turnwire.model import HostedItem
+from turnwire.model.records import HostedItem
 from turnwire.stages.envelopes import render_untrusted_content
 from turnwire.stages.hosted import render_hosted_item, render_hosted_item_text
 from turnwire.wire import HostedInputItem, InputMessage
@@ -412,7 +412,7 @@ def test_an_item_the_input_shape_refuses_goes_as_text(broken, where):
 def test_every_recorded_hosted_item_fits_its_input_shape():
     import json as json_
 
-    from turnwire.hosted import input_problem
+    from turnwire.model.hosted import input_problem
 
     from ..conftest import CONFORMANCE
 

@@ -8,8 +8,9 @@ import logging
 import pytest
 
 import turnwire
-from turnwire.context import EnvelopeNonce, MediaPolicy
-from turnwire.model import Media, StashEntry
+from turnwire.config.nonce import EnvelopeNonce
+from turnwire.config.options import MediaPolicy
+from turnwire.model.records import Media, StashEntry
 from turnwire.stages.media import render_media_blocks
 from turnwire.wire import InputFile, InputImage, InputText
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from turnwire.context import EnvelopeNonce
-from turnwire.model import Memory
+from turnwire.config.nonce import EnvelopeNonce
+from turnwire.model.records import Memory
 from turnwire.stages.instructions import render_standing_instructions
 from turnwire.stages.memories import render_memories
 

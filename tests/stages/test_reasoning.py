@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from turnwire.model import REPLAY_TAG, Identity, ReasoningPayload, Thought
+from turnwire.model.records import REPLAY_TAG, Identity, ReasoningPayload, Thought
 from turnwire.stages.reasoning import filter_thoughts, render_reasoning_item
 from turnwire.wire import ReasoningItem, SummaryText
 

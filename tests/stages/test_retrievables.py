@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from turnwire.context import EnvelopeNonce
-from turnwire.model import Artifact
+from turnwire.config.nonce import EnvelopeNonce
+from turnwire.model.records import Artifact
 from turnwire.stages.retrievables import render_retrievable_safety_directive
 
 from ..conftest import SECRET, at, render_body, thread
@@ -115,7 +115,7 @@ class _Relay:
 
 
 def test_tier_stages_called_directly():
-    from turnwire.model import Retrievable
+    from turnwire.model.records import Retrievable
     from turnwire.stages.retrievables import (
         render_first_party_retrievables,
         render_third_party_private_retrievables,

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from turnwire._canonical import js_number
+from turnwire.model.canonical import js_number
 from turnwire.stages._text import attr, escape_attr, iso
 
 

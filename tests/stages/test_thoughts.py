@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from turnwire.context import EnvelopeNonce
-from turnwire.model import Identity, Thought
+from turnwire.config.nonce import EnvelopeNonce
+from turnwire.model.records import Identity, Thought
 from turnwire.stages.thoughts import render_thought
 
 N = EnvelopeNonce("k")

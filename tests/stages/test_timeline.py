@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from turnwire.context import EnvelopeNonce
+from turnwire.config.nonce import EnvelopeNonce
 
 from ..conftest import SECRET, assistant, at, render_body, thread, user
 
@@ -116,7 +116,7 @@ def test_self_identity_decides_what_is_own_output():
 def test_a_nonce_is_derived_only_for_messages_that_get_an_envelope():
     from datetime import UTC, datetime
 
-    from turnwire.model import Identity, Message
+    from turnwire.model.records import Identity, Message
     from turnwire.stages.timeline import render_timeline_message
 
     asked: list[str] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from turnwire import hookimpl
-from turnwire.context import EnvelopeNonce
+from turnwire.config.nonce import EnvelopeNonce
 
 from ..conftest import SECRET, at, render_body, thread, user
 

@@ -15,7 +15,7 @@ import pytest
 
 import turnwire
 from turnwire.store.sqlite import SQLiteStore
-from turnwire.turns import TurnBuilder
+from turnwire.store.turns import TurnBuilder
 
 from ..client.server import Reply, ScriptedServer, recorded
 from ..conftest import turnwire_process

@@ -20,9 +20,10 @@ import pytest
 
 import turnwire
 from turnwire.api import run_thread
-from turnwire.store import NO_TURNS, StoreConflictError, UnknownThreadError, copy_threads
-from turnwire.store.sqlite import StoreError
-from turnwire.turns import MessagePart, TurnBuilder
+from turnwire.errors import StoreConflictError, StoreError, UnknownThreadError
+from turnwire.store import copy_threads
+from turnwire.store.protocol import NO_TURNS
+from turnwire.store.turns import MessagePart, TurnBuilder
 
 from ..client.server import Reply, ScriptedServer, recorded
 from ..conftest import REPO_EXAMPLES, make_container
@@ -156,7 +157,7 @@ def test_unknown_threads_and_delete(store, location):
 
 def test_turn_metadata_is_kept(store):
     thread_id = store.create_thread(turnwire.load_thread({"version": 1}))
-    from turnwire.model import Message
+    from turnwire.model.records import Message
 
     message = Message(
         id="msg_1", role="assistant", content="hi", created_at=datetime(2026, 1, 1, tzinfo=UTC)
@@ -189,7 +190,7 @@ def test_update_header_keeps_the_turns(store):
 CRASHING_WRITER = textwrap.dedent("""
     import os, signal, sys
     from turnwire.store import open_store
-    from turnwire.turns import TurnBuilder
+    from turnwire.store.turns import TurnBuilder
 
     store = open_store(sys.argv[1], folder=sys.argv[3])
     kind = type(store)
@@ -232,7 +233,7 @@ def test_a_writer_killed_mid_append_leaves_the_store_as_it_was(location, open_at
 WRITER = textwrap.dedent("""
     import sys
     from turnwire.store import open_store
-    from turnwire.turns import TurnBuilder
+    from turnwire.store.turns import TurnBuilder
 
     store = open_store(sys.argv[1], folder=sys.argv[5])
     builder = TurnBuilder()
@@ -409,8 +410,9 @@ def test_run_thread_fails_with_a_conflict_when_the_thread_changes_during_the_run
 
 APPENDER = textwrap.dedent("""
     import sys
-    from turnwire.store import StoreConflictError, open_store
-    from turnwire.turns import TurnBuilder
+    from turnwire.store import open_store
+    from turnwire.errors import StoreConflictError
+    from turnwire.store.turns import TurnBuilder
 
     store = open_store(sys.argv[1], folder=sys.argv[4])
     thread_id, tag = sys.argv[2], sys.argv[3]
@@ -477,9 +479,9 @@ def other_location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 def test_copy_moves_threads_losslessly_between_any_two_stores(location, other_location, tmp_path):
-    from turnwire.model import Message
+    from turnwire.files.pointers import ContextAssembler
+    from turnwire.model.records import Message
     from turnwire.store import open_store
-    from turnwire.turns import ContextAssembler
 
     weather = turnwire.load_thread(REPO_EXAMPLES / "weather.yaml")
     with open_store(location, folder=tmp_path / "a") as source:

@@ -10,10 +10,11 @@ import threading
 import pytest
 
 import turnwire
+from turnwire.errors import StoreError
 from turnwire.store import open_store
 from turnwire.store.postgres import SCHEMA_VERSION, PostgresStore, is_postgres_url, redacted_url
-from turnwire.store.sqlite import SQLiteStore, StoreError
-from turnwire.turns import TurnBuilder
+from turnwire.store.sqlite import SQLiteStore
+from turnwire.store.turns import TurnBuilder
 
 
 def test_a_writer_holding_one_thread_does_not_block_a_writer_on_another(postgres_url, tmp_path):
@@ -130,7 +131,7 @@ WITHOUT_EXTRA = textwrap.dedent("""
     sys.modules["psycopg"] = None   # as on an install without turnwire[postgres]
     sys.modules["psycopg_pool"] = None
     from turnwire.store import open_store
-    from turnwire.store.sqlite import StoreError
+    from turnwire.errors import StoreError
     with open_store(sys.argv[1] + "/t.db") as store:   # SQLite needs nothing more
         store.list_threads()
     try:
@@ -155,7 +156,7 @@ def test_a_url_without_the_extra_is_a_clear_error_and_sqlite_still_works(tmp_pat
 
 def test_importing_turnwire_does_not_import_psycopg():
     done = subprocess.run(
-        [sys.executable, "-c", "import turnwire, turnwire.cli, turnwire.store, sys; "
+        [sys.executable, "-c", "import turnwire, turnwire.cli.main, turnwire.store, sys; "
          "import turnwire.store.postgres; print('psycopg' in sys.modules)"],
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip

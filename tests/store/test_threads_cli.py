@@ -36,7 +36,7 @@ def _opened(location: str, tmp_path: Path) -> Any:
 def _without_paths(thread: turnwire.Thread) -> turnwire.Thread:
     import msgspec
 
-    from turnwire.model import map_pointers
+    from turnwire.model.records import map_pointers
 
     replace = msgspec.structs.replace
     return map_pointers(
@@ -295,7 +295,7 @@ def test_a_re_export_keeps_the_files_its_thread_points_at_and_a_failed_one_keeps
         assert stat.S_IMODE((out / "x.json").stat().st_mode) == 0o666 & ~_umask()
 
         before = (out / "x.json").read_bytes()
-        import turnwire.store._shared as shared
+        import turnwire.store._base as shared
 
         def interrupted(*args, **kwargs):
             raise KeyboardInterrupt
@@ -346,7 +346,7 @@ def test_an_export_gives_each_file_a_copy_of_its_own_whatever_the_names(tmp_path
     ]
     thread = _looking_at(attachments)
     with open_store(tmp_path / "t.db") as store:
-        from turnwire.turns import ContextAssembler
+        from turnwire.files.pointers import ContextAssembler
 
         thread_id = store.import_thread(thread, files=ContextAssembler(roots=[sources]))
         store.export_file(thread_id, tmp_path / "e.json")

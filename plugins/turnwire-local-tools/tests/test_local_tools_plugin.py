@@ -13,8 +13,8 @@ import turnwire
 from tests.client.server import Reply, ScriptedServer
 from tests.conftest import make_container, thread, user
 from turnwire import ConfigError, Tool
-from turnwire._plugins import _configure, build_plugin_manager
 from turnwire.client.text_calls import TextToolCall, TextToolCalls
+from turnwire.rendering.plugins import _configure, build_plugin_manager
 
 TOOLS = [
     {

@@ -9,7 +9,7 @@ from turnwire_markdown_context import MarkdownSettings, configure
 
 import turnwire
 from turnwire import ConfigError, Memory, load_settings
-from turnwire.settings import merge
+from turnwire.config.settings import merge
 
 T = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -81,7 +81,7 @@ def test_rendered_through_turnwire():
 def test_settings_errors_name_their_path():
     import turnwire_markdown_context
 
-    from turnwire._plugins import _configure
+    from turnwire.rendering.plugins import _configure
 
     with pytest.raises(ConfigError) as caught:
         _configure("markdown_context", turnwire_markdown_context, {"heading_level": 9})

@@ -8,7 +8,7 @@ from turnwire_redact import compile_rules as rules_for
 
 import turnwire
 from turnwire import ConfigError, EnvelopeAttrs, load_settings
-from turnwire.settings import merge
+from turnwire.config.settings import merge
 
 ATTRS = EnvelopeAttrs(nonce="0123456789abcdef", kind="tool-result", tool="search")
 
@@ -127,7 +127,7 @@ def test_settings_are_validated_at_load_time_with_their_path():
     with pytest.raises(ConfigError) as caught:
         import turnwire_redact
 
-        from turnwire._plugins import _configure
+        from turnwire.rendering.plugins import _configure
 
         _configure("redact", turnwire_redact, {"phones": "no"})
     assert caught.value.path == "$.plugins.settings.redact.phones"

@@ -1,6 +1,6 @@
 """Request assembly: what each request of a run is rendered from and checked against.
 
-Each request is rendered through :mod:`turnwire.rendering` (stamping the reasoning the last
+Each request is rendered through :mod:`turnwire.rendering.renderer` (stamping the reasoning the last
 response brought: :func:`pending_ids`, :func:`stamp`), after the forced tool is checked
 (:func:`check_tool_choice`) and before the context window is (:func:`check_window`). Before the
 first request, :func:`compaction_due` says whether ``context.window: {compact: ...}`` asks for a
@@ -16,16 +16,17 @@ from typing import Any
 
 import msgspec
 
-from turnwire import rendering
-from turnwire.artifact_tools import artifact_tools
-from turnwire.compaction import compacted, covered, timeline
+from turnwire.config.settings import Settings, WindowSettings
 from turnwire.errors import ConfigError
-from turnwire.model import HostedItem, Message, Thought, Thread, ToolCall
-from turnwire.pipeline import PENDING_FINGERPRINT
-from turnwire.rendering import RenderedRequest, prefix_fingerprint, render_input
-from turnwire.settings import Settings
-from turnwire.tokens import check_context_window
-from turnwire.windows import WindowSettings, estimate_request_tokens
+from turnwire.model.records import HostedItem, Message, Thought, Thread, ToolCall
+from turnwire.model.timeline import timeline
+from turnwire.rendering import renderer as rendering
+from turnwire.rendering.artifact_tools import artifact_tools
+from turnwire.rendering.compaction import compacted, covered
+from turnwire.rendering.pipeline import PENDING_FINGERPRINT
+from turnwire.rendering.renderer import RenderedRequest, prefix_fingerprint, render_input
+from turnwire.rendering.tokens import check_context_window
+from turnwire.rendering.windows import estimate_request_tokens
 from turnwire.wire import FunctionCall, OutputMessage, ReasoningItem
 
 __all__ = [
@@ -71,7 +72,8 @@ def render_request(
     replay_off: bool = False,
     pending: frozenset[str] = frozenset(),
 ) -> RenderedRequest:
-    """One request of a run, rendered (looked up on :mod:`turnwire.rendering` at each call)."""
+    """One request of a run, rendered (looked up on :mod:`turnwire.rendering.renderer` at each
+    call)."""
     return rendering.render(
         thread,
         container=container,
@@ -117,7 +119,7 @@ def check_tool_choice(settings: Settings, thread: Thread) -> None:
 
 def check_window(settings: Settings, rendered: RenderedRequest, thread: Thread) -> None:
     """The rendered request against ``context.context_window`` (see
-    :func:`turnwire.tokens.check_context_window`)."""
+    :func:`turnwire.rendering.tokens.check_context_window`)."""
     context = settings.context
     check_context_window(
         rendered.request,

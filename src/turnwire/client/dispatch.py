@@ -2,7 +2,7 @@
 tools, loop).
 
 One iteration renders the thread (preflight included), checks the context window, POSTs the
-exact bytes, reads the stream into a :class:`~turnwire.client.slots.Generation` and records it
+exact bytes, reads the stream into a :class:`~turnwire.wire.response.Generation` and records it
 as thread records: messages, thoughts (with the replay payload when reasoning replay is on)
 and tool calls (composite ``call_id|fc_...`` ids), all stamped with one timestamp and strictly
 increasing ``seq``. Tool calls then run in order and their results are recorded; the loop goes
@@ -32,7 +32,6 @@ from typing import Any
 import msgspec
 
 from turnwire._redact import redact
-from turnwire.approvals import ApprovalDecision
 from turnwire.client.assembly import (
     PAIRING_PHRASES,
     REASONING_PHRASES,
@@ -61,20 +60,11 @@ from turnwire.client.recording import (
     record_generation,
     text_call_parser,
 )
-from turnwire.client.slots import Generation
 from turnwire.client.telemetry import Telemetry
 from turnwire.client.text_calls import apply_text_tool_calls
 from turnwire.client.tools import ToolExecutor
 from turnwire.client.transport import RetryPolicy, Transport
-from turnwire.compaction import (
-    CompactResult,
-    compact_body,
-    compacted,
-    compaction_record,
-    parse_compacted,
-    timeline,
-)
-from turnwire.container import build_container
+from turnwire.config.settings import merge, settings_from_tree
 from turnwire.errors import (
     HttpError,
     InputError,
@@ -82,13 +72,23 @@ from turnwire.errors import (
     OutputValidationError,
     ReasoningReplayRejectedError,
 )
-from turnwire.model import HostedItem, Message, Thought, Thread, ToolCall
-from turnwire.rendering import resolve_model
-from turnwire.request import EncodedBody
-from turnwire.settings import merge, settings_from_tree
-from turnwire.structured import StructuredOutput, requested_output, structured_output
-from turnwire.turns import ContextAssembler, file_roots
-from turnwire.usage import GenerationStats, Usage
+from turnwire.files.pointers import ContextAssembler, file_roots
+from turnwire.model.approvals import ApprovalDecision
+from turnwire.model.records import HostedItem, Message, Thought, Thread, ToolCall
+from turnwire.model.structured import StructuredOutput, requested_output, structured_output
+from turnwire.model.timeline import timeline
+from turnwire.model.usage import GenerationStats, Usage
+from turnwire.rendering.body import EncodedBody
+from turnwire.rendering.compaction import (
+    CompactResult,
+    compact_body,
+    compacted,
+    compaction_record,
+    parse_compacted,
+)
+from turnwire.rendering.container import build_container
+from turnwire.rendering.renderer import resolve_model
+from turnwire.wire.response import Generation
 
 __all__ = ["Client", "Records", "ResponseMeta", "RunResult", "finish_reason"]
 
@@ -129,7 +129,8 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     parsed: Any = None
     """The final answer decoded against the run's output schema (a Struct instance for
     ``output_type=Struct``, plain JSON otherwise); ``None`` when no schema was asked, when the
-    model refused, or when the last response has no message (see :mod:`turnwire.structured`)."""
+    model refused, or when the last response has no message (see
+    :mod:`turnwire.model.structured`)."""
     refusal: str | None = None
     """The final message's refusal text, when the model refused (``parsed`` is then ``None``)."""
     compaction: CompactResult | None = None
@@ -351,12 +352,13 @@ class Client:
         :param on_event: called with each progress event (:mod:`turnwire.client.progress`),
             as the ``on_stream_event`` hook is; one that raises is logged, never fatal.
         :param approvals: decisions on the thread's pending MCP approval requests, by request
-            id (``True``, ``False`` or an :class:`~turnwire.approvals.Approval` with a
+            id (``True``, ``False`` or an :class:`~turnwire.model.approvals.Approval` with a
             reason), recorded as ``mcp_approval_response`` items before the first request
-            (see :mod:`turnwire.approvals`; an id that is not pending raises
+            (see :mod:`turnwire.model.approvals`; an id that is not pending raises
             :class:`~turnwire.errors.ApprovalNotPendingError` before anything is sent).
         :param output_type: the schema the answer must follow (a :class:`msgspec.Struct`
-            class, a JSON Schema dict or a :class:`~turnwire.structured.OutputSchema`); it wins
+            class, a JSON Schema dict or a :class:`~turnwire.model.structured.OutputSchema`); it
+            wins
             over the thread's ``output_schema`` and ``request.output_schema``. The final answer
             is decoded into :attr:`RunResult.parsed`; a refusal leaves it ``None`` and sets
             :attr:`RunResult.refusal`; a mismatch raises
@@ -540,7 +542,7 @@ class Client:
         roots: Iterable[str | os.PathLike[str]] | None = None,
     ) -> CompactResult:
         """Compact the whole thread: ``POST /responses/compact`` with the input a request
-        would send (its model and instructions; see :mod:`turnwire.compaction`), and the
+        would send (its model and instructions; see :mod:`turnwire.rendering.compaction`), and the
         returned compaction item added as a hosted item after every record it covers.
 
         Later renders send that item in place of everything before it; the thread keeps

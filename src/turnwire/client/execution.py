@@ -15,13 +15,13 @@ from typing import Any
 
 import msgspec
 
-from turnwire.approvals import ApprovalDecision, approval_records
 from turnwire.client.progress import ProgressEvent, ToolFinishedEvent, ToolStartedEvent
 from turnwire.client.telemetry import Telemetry
 from turnwire.client.tools import ToolExecutor
-from turnwire.hosted import seal
-from turnwire.model import HostedItem, Thread, ToolCall
-from turnwire.turns import ContextAssembler
+from turnwire.files.pointers import ContextAssembler
+from turnwire.model.approvals import ApprovalDecision, approval_records
+from turnwire.model.hosted import seal
+from turnwire.model.records import HostedItem, Thread, ToolCall
 
 __all__ = ["decided_approvals", "execute"]
 
@@ -34,7 +34,7 @@ def decided_approvals(
     clock: Callable[[], datetime],
 ) -> tuple[HostedItem, ...]:
     """The ``mcp_approval_response`` records of ``approvals``, sealed for replay (see
-    :func:`turnwire.approvals.approval_records`)."""
+    :func:`turnwire.model.approvals.approval_records`)."""
     nonce = container.envelope_nonce()
     return tuple(
         seal(record, nonce) for record in approval_records(thread, approvals or {}, clock())

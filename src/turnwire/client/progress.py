@@ -17,8 +17,8 @@ from typing import Any
 
 import msgspec
 
-from turnwire.model import ToolCall
-from turnwire.usage import Usage
+from turnwire.model.records import ToolCall
+from turnwire.model.usage import Usage
 from turnwire.wire.events import (
     FunctionCallArgumentsDelta,
     OutputItemDone,

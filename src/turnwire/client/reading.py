@@ -1,4 +1,4 @@
-"""Stream reading: an answer into a :class:`~turnwire.client.slots.Generation`.
+"""Stream reading: an answer into a :class:`~turnwire.wire.response.Generation`.
 
 An event stream is decoded (:class:`~turnwire.client.sse.SSEDecoder`, then the wire events)
 and fed to the container's response accumulator, each event reported as progress; an answer
@@ -17,19 +17,10 @@ import msgspec
 
 from turnwire._redact import redact
 from turnwire.client.progress import ItemDoneEvent, ProgressEvent, from_wire
-from turnwire.client.slots import (
-    Generation,
-    HostedOutput,
-    MessageOutput,
-    ReasoningOutput,
-    ResponseAccumulator,
-    ToolCallOutput,
-    generation_from_response,
-)
 from turnwire.client.sse import SSEDecoder
 from turnwire.client.transport import Transport
 from turnwire.errors import AnswerTooLargeError, StreamError, StreamStalledError
-from turnwire.request import EncodedBody
+from turnwire.rendering.body import EncodedBody
 from turnwire.wire.events import (
     ErrorEvent,
     OutputItemAdded,
@@ -37,6 +28,15 @@ from turnwire.wire.events import (
     ResponseLifecycle,
     TextDelta,
     decode_event,
+)
+from turnwire.wire.response import (
+    Generation,
+    HostedOutput,
+    MessageOutput,
+    ReasoningOutput,
+    ResponseAccumulator,
+    ToolCallOutput,
+    generation_from_response,
 )
 
 __all__ = ["decoded_answer", "finish_reason", "raise_unless_answered", "read_answer", "read_stream"]
@@ -162,7 +162,7 @@ async def read_stream(
     emit: Callable[[ProgressEvent], None],
     max_decoded: int | None = None,
 ) -> Generation:
-    """An SSE stream into the :class:`~turnwire.client.slots.Generation` its events build
+    """An SSE stream into the :class:`~turnwire.wire.response.Generation` its events build
     (through the container's response accumulator), each event reported to ``emit``.
 
     :param max_decoded: the most bytes the items and responses of the events may cost once

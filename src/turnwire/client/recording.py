@@ -1,4 +1,4 @@
-"""Recording: a :class:`~turnwire.client.slots.Generation` into thread records.
+"""Recording: a :class:`~turnwire.wire.response.Generation` into thread records.
 
 Each output becomes a record (messages, reasoning thoughts with their replay payload, tool calls
 with composite ``call_id|fc_...`` ids and their arguments parsed, hosted items sealed for
@@ -18,18 +18,13 @@ import msgspec
 
 from turnwire.client.assembly import PENDING
 from turnwire.client.reading import finish_reason
-from turnwire.client.slots import (
-    Generation,
-    HostedOutput,
-    MessageOutput,
-    ReasoningOutput,
-    ToolCallOutput,
-)
 from turnwire.client.text_calls import TextToolCalls
 from turnwire.client.tools import parse_arguments
+from turnwire.config.settings import Settings
 from turnwire.errors import StreamError, ThreadFileError, validation_location
-from turnwire.hosted import seal
-from turnwire.model import (
+from turnwire.files.thread_file import THREAD_FILES
+from turnwire.model.hosted import seal
+from turnwire.model.records import (
     REPLAY_TAG,
     HostedItem,
     Identity,
@@ -40,11 +35,16 @@ from turnwire.model import (
     ToolCall,
     ToolResult,
 )
-from turnwire.rendering import with_declared_tools
-from turnwire.settings import Settings
-from turnwire.thread_file import THREAD_FILES
-from turnwire.usage import GenerationStats, Usage
+from turnwire.model.usage import GenerationStats, Usage
+from turnwire.rendering.renderer import with_declared_tools
 from turnwire.wire import ReasoningItem, ReasoningText, SummaryText
+from turnwire.wire.response import (
+    Generation,
+    HostedOutput,
+    MessageOutput,
+    ReasoningOutput,
+    ToolCallOutput,
+)
 
 __all__ = [
     "Records",

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
-    from turnwire.client.slots import Generation
-    from turnwire.model import ToolCall
-    from turnwire.usage import GenerationStats, Usage
+    from turnwire.model.records import ToolCall
+    from turnwire.model.usage import GenerationStats, Usage
+    from turnwire.wire.response import Generation
 
 __all__ = ["Telemetry"]
 
@@ -101,7 +101,7 @@ class Telemetry:
         """Put a compaction's response id and token usage on its span."""
         if span is None:
             return
-        from turnwire.usage import Usage
+        from turnwire.model.usage import Usage
 
         span.set_attribute("gen_ai.response.id", response_id)
         _usage(span, Usage.from_api(usage))
@@ -124,7 +124,7 @@ class Telemetry:
         """Put a response's outcome on its request span."""
         if span is None:
             return
-        from turnwire.usage import Usage
+        from turnwire.model.usage import Usage
 
         if generation.response_id:
             span.set_attribute("gen_ai.response.id", generation.response_id)

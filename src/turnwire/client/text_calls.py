@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from turnwire.client.slots import Generation, MessageOutput, Output, ToolCallOutput
+from turnwire.wire.response import Generation, MessageOutput, Output, ToolCallOutput
 
 __all__ = ["TextToolCall", "TextToolCalls", "apply_text_tool_calls"]
 

@@ -16,9 +16,10 @@ At run time nothing here raises (``KeyboardInterrupt`` aside): bad arguments, un
 tool with no registered handler (the model may call a name the thread never declared),
 exceptions, ``SystemExit`` included, a handler that runs past ``tools.timeout_s`` and a result
 that cannot be serialised all become error results the model reads on the next iteration.
-A handler returns text, any JSON-serialisable value, a :class:`~turnwire.model.Media` (or a
+A handler returns text, any JSON-serialisable value, a :class:`~turnwire.model.records.Media` (or a
 non-empty list of them: stored as a media result, rendered as ``input_image`` /
-``input_file``) or an :class:`~turnwire.model.Artifact` (stored as it is, shown inline or as a
+``input_file``) or an :class:`~turnwire.model.records.Artifact` (stored as it is, shown inline or
+as a
 handle by the renderer's rule). Text results up to ``render.tool_result_inline_max_bytes`` are
 stored as text, larger ones as
 artifacts (shown as handles, read with the ``artifact_*`` tools); no answer, the artifact
@@ -50,7 +51,6 @@ import msgspec
 import re2
 
 from turnwire._redact import redact
-from turnwire.artifact_tools import artifact_tools
 from turnwire.client._arguments import ArgumentChecker
 from turnwire.errors import (
     FileNotAllowedError,
@@ -59,13 +59,14 @@ from turnwire.errors import (
     RenderError,
     ThreadFileError,
 )
-from turnwire.model import Artifact, Media, Thread, Tool, ToolCall, ToolCaller, ToolResult
+from turnwire.files.pointers import ContextAssembler, located_pointers
+from turnwire.files.thread_file import THREAD_FILES
+from turnwire.model.records import Artifact, Media, Thread, Tool, ToolCall, ToolCaller, ToolResult
+from turnwire.rendering.artifact_tools import artifact_tools
 from turnwire.stages.artifacts import ARTIFACT_TOOLS
-from turnwire.thread_file import THREAD_FILES
-from turnwire.turns import ContextAssembler, located_pointers
 
 if TYPE_CHECKING:
-    from turnwire.settings import Settings
+    from turnwire.config.settings import Settings
 
 __all__ = ["ENTRY_POINT_GROUP", "ToolExecutor", "artifact_tools", "parse_arguments"]
 

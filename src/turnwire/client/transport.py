@@ -46,7 +46,7 @@ from turnwire.errors import (
     StreamError,
     StreamStalledError,
 )
-from turnwire.request import EncodedBody
+from turnwire.rendering.body import EncodedBody
 
 __all__ = ["Answer", "RetryPolicy", "Transport"]
 

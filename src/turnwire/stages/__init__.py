@@ -1,15 +1,15 @@
 """The built-in render stages, registered as plain plugins (``trylast``) in this order.
 
-``turnwire.client.hooks`` (the tool-call id filter) is registered with them.
+``turnwire.stages.client_hooks`` (the tool-call id filter) is registered with them.
 """
 
 from __future__ import annotations
 
 from types import ModuleType
 
-from turnwire.client import hooks as client_hooks
 from turnwire.stages import (
     artifacts,
+    client_hooks,
     envelopes,
     fingerprint,
     hosted,

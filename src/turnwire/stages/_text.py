@@ -6,7 +6,7 @@ import bisect
 import re
 from datetime import UTC, datetime, timedelta, timezone
 
-from turnwire._canonical import js_number
+from turnwire.model.canonical import js_number
 
 __all__ = [
     "TRUST_RANK",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from turnwire.context import HandleInfo
+from turnwire.config.options import HandleInfo
 from turnwire.hookspecs import hookimpl
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from turnwire.context import EnvelopeAttrs
+from turnwire.config.options import EnvelopeAttrs
 from turnwire.hookspecs import hookimpl
 from turnwire.stages._text import escape_attr, neutralise, safe_tag
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import msgspec
 
-from turnwire._canonical import canonical_json, js_string
-from turnwire.context import Endpoint, FingerprintBinding
+from turnwire.config.options import Endpoint, FingerprintBinding
 from turnwire.hookspecs import hookimpl
+from turnwire.model.canonical import canonical_json, js_string
 from turnwire.wire import InputItem, InputMessage, WireTool
 from turnwire.wire.tools import McpTool
 
@@ -34,7 +34,8 @@ def canonical_items(items: Sequence[InputItem]) -> bytes:
     them: ``a,b`` for ``[a, b]`` (one sorted encode; "[a,b]" minus its brackets).
 
     The one definition the stage, the resumable sweep and
-    :func:`turnwire.pipeline.prefix_fingerprint` share, so their hashes cannot drift apart.
+    :func:`turnwire.rendering.pipeline.prefix_fingerprint` share, so their hashes cannot drift
+    apart.
     """
     return _SORTED.encode(_as_seed_hashed(items))[1:-1]
 

@@ -7,10 +7,11 @@ from typing import Any
 
 import msgspec
 
-from turnwire.context import EnvelopeAttrs, EnvelopeNonce, HostedReplay, Warn
+from turnwire.config.nonce import EnvelopeNonce
+from turnwire.config.options import EnvelopeAttrs, HostedReplay, Warn
 from turnwire.hookspecs import hookimpl
-from turnwire.hosted import UNSEALED_REPLAY, input_item, input_problem, is_sealed
-from turnwire.model import HostedItem
+from turnwire.model.hosted import UNSEALED_REPLAY, input_item, input_problem, is_sealed
+from turnwire.model.records import HostedItem
 from turnwire.wire import HostedInputItem, InputItem, InputMessage
 
 __all__ = ["render_hosted_item", "render_hosted_item_text"]

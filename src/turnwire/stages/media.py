@@ -5,10 +5,11 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from turnwire.context import EnvelopeAttrs, EnvelopeNonce, MediaPolicy, Warn
+from turnwire.config.nonce import EnvelopeNonce
+from turnwire.config.options import EnvelopeAttrs, MediaPolicy, Warn
 from turnwire.errors import RenderError, UnsupportedMediaError
 from turnwire.hookspecs import hookimpl
-from turnwire.model import Media
+from turnwire.model.records import Media
 from turnwire.stages._text import format_size, sanitise_filename, sanitise_mime, trust_floor
 from turnwire.wire import InputContent, InputFile, InputImage, InputText
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from turnwire.context import EnvelopeNonce
+from turnwire.config.nonce import EnvelopeNonce
 from turnwire.hookspecs import hookimpl
-from turnwire.model import Memory
+from turnwire.model.records import Memory
 from turnwire.stages._text import iso, neutralise
 
 __all__ = ["render_memories"]

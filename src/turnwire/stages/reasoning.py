@@ -6,9 +6,9 @@ from operator import attrgetter
 
 import msgspec
 
-from turnwire.context import ReasoningReplay, ThoughtSurfacing
+from turnwire.config.options import ReasoningReplay, ThoughtSurfacing
 from turnwire.hookspecs import hookimpl
-from turnwire.model import Thought
+from turnwire.model.records import Thought
 from turnwire.stages.timeline import item_id_matcher
 from turnwire.wire import ReasoningItem
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from turnwire.context import EnvelopeAttrs, EnvelopeNonce, HandleInfo
+from turnwire.config.nonce import EnvelopeNonce
+from turnwire.config.options import EnvelopeAttrs, HandleInfo
 from turnwire.hookspecs import hookimpl
-from turnwire.model import Retrievable
+from turnwire.model.records import Retrievable
 from turnwire.stages._text import attr, iso, neutralise
 
 __all__ = [

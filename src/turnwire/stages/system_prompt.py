@@ -6,9 +6,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from turnwire.context import Bucket
+from turnwire.config.options import Bucket
 from turnwire.hookspecs import hookimpl
-from turnwire.model import Memory, Retrievable
+from turnwire.model.records import Memory, Retrievable
 
 __all__ = ["fill_template", "render_bucket", "render_system_prompt"]
 

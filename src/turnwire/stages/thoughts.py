@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from turnwire.context import EnvelopeNonce
+from turnwire.config.nonce import EnvelopeNonce
 from turnwire.hookspecs import hookimpl
-from turnwire.model import Thought
+from turnwire.model.records import Thought
 from turnwire.stages._text import attr, iso, neutralise
 
 __all__ = ["render_thought", "thought_text"]

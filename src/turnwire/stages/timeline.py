@@ -6,9 +6,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from turnwire.context import EnvelopeNonce
+from turnwire.config.nonce import EnvelopeNonce
 from turnwire.hookspecs import hookimpl
-from turnwire.model import Message
+from turnwire.model.records import Message
 from turnwire.stages._text import escape_attr, iso, neutralise
 from turnwire.wire import (
     InputContent,

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from turnwire.context import EnvelopeAttrs, EnvelopeNonce, HandleInfo, Warn
+from turnwire.config.nonce import EnvelopeNonce
+from turnwire.config.options import EnvelopeAttrs, HandleInfo, Warn
 from turnwire.hookspecs import hookimpl
-from turnwire.model import Artifact, Tool, ToolCall
+from turnwire.model.records import Artifact, Tool, ToolCall
 from turnwire.stages.envelopes import envelope
 from turnwire.wire import InputContent, InputText
 

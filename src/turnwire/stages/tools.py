@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from turnwire.hookspecs import hookimpl
-from turnwire.model import Tool
+from turnwire.model.records import Tool
 from turnwire.wire import FunctionTool, HostedTool, WireTool
 
 __all__ = ["description_to_json_schema", "tools_to_wire"]

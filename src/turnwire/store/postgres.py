@@ -29,11 +29,12 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from turnwire.model import Thread
-from turnwire.store import NO_TURNS, StoreConflictError, ThreadSummary, UnknownThreadError
-from turnwire.store._shared import StoreRecords
-from turnwire.store.sqlite import StoreError, decode_header, stored, utc
-from turnwire.turns import Part, Turn, TurnBuilder
+from turnwire.errors import StoreConflictError, StoreError, UnknownThreadError
+from turnwire.model.records import Thread
+from turnwire.store._base import StoreRecords
+from turnwire.store.protocol import NO_TURNS, ThreadSummary
+from turnwire.store.sqlite import decode_header, stored, utc
+from turnwire.store.turns import Part, Turn, TurnBuilder
 
 if TYPE_CHECKING:
     import psycopg

@@ -21,12 +21,12 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from turnwire.errors import InputError
-from turnwire.model import Thread
-from turnwire.store import NO_TURNS, StoreConflictError, ThreadSummary, UnknownThreadError
-from turnwire.store._shared import StoreRecords
-from turnwire.thread_file import check_unbounded
-from turnwire.turns import Part, Turn, TurnBuilder
+from turnwire.errors import InputError, StoreConflictError, StoreError, UnknownThreadError
+from turnwire.files.thread_file import check_unbounded
+from turnwire.model.records import Thread
+from turnwire.store._base import StoreRecords
+from turnwire.store.protocol import NO_TURNS, ThreadSummary
+from turnwire.store.turns import Part, Turn, TurnBuilder
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SQLiteStore", "default_store_path"]
 
@@ -92,12 +92,6 @@ def utc(moment: datetime) -> datetime:
 
 def _iso(moment: datetime) -> str:
     return utc(moment).isoformat(timespec="microseconds")
-
-
-class StoreError(InputError):
-    """The store file cannot be used, or what it holds cannot be read (a damaged row)."""
-
-    code = "E_STORE"
 
 
 _T = TypeVar("_T")

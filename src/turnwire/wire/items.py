@@ -184,7 +184,7 @@ def frozen_tree(value: Any) -> Any:
 
 class HostedInputItem(FrozenDict):
     """A hosted item (web search, code interpreter, MCP, compaction ...) replayed as the API
-    emitted it, restricted to the fields its input shape allows (see :mod:`turnwire.hosted`).
+    emitted it, restricted to the fields its input shape allows (see :mod:`turnwire.model.hosted`).
 
     It encodes as the mapping itself, in the emitted field order. It is read-only, nested
     values too (copied as :class:`FrozenDict` and :class:`FrozenList`, so the record it came

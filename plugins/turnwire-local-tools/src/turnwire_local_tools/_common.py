@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 
 from turnwire.client.text_calls import TextToolCall, TextToolCalls
-from turnwire.model import Tool
+from turnwire.model.records import Tool
 from turnwire.stages.artifacts import ARTIFACT_TOOLS
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 The four steps of the seed, each through the stage relay, after the compaction cut:
 
-0. the compaction cut (:func:`turnwire.compaction.compacted`): when the thread holds a
+0. the compaction cut (:func:`turnwire.rendering.compaction.compacted`): when the thread holds a
    ``compaction`` hosted item, every timeline record that sorts before the latest one
    (messages, thoughts, tool calls, hosted items, earlier compactions) is left out, and the
    compaction item is replayed in their place; the header (system prompt, buckets, tools) is
@@ -41,9 +41,12 @@ from typing import Any, Literal
 
 import msgspec
 
-from turnwire._canonical import canonical_json
-from turnwire._identity import first_difference
-from turnwire._memo import (
+from turnwire.config.options import RenderOptions
+from turnwire.errors import ConfigError
+from turnwire.model.canonical import canonical_json
+from turnwire.model.records import REPLAY_TAG, HostedItem, Message, Thought, Thread, Tool, ToolCall
+from turnwire.rendering._incremental.identity import first_difference
+from turnwire.rendering._incremental.memo import (
     Checkpoint,
     Entry,
     RecordTable,
@@ -53,11 +56,8 @@ from turnwire._memo import (
     common_prefix,
     stage_key,
 )
-from turnwire._relay import StagePlan, StageRelay, positional_caller
-from turnwire.compaction import compacted
-from turnwire.context import RenderOptions
-from turnwire.errors import ConfigError
-from turnwire.model import REPLAY_TAG, HostedItem, Message, Thought, Thread, Tool, ToolCall
+from turnwire.rendering.compaction import compacted
+from turnwire.rendering.relay import StagePlan, StageRelay, positional_caller
 from turnwire.stages.fingerprint import PREFIX_HEAD as _PREFIX_HEAD
 from turnwire.stages.fingerprint import canonical_items, prefix_tail
 from turnwire.stages.fingerprint import fingerprint_prefix as _fingerprint_prefix
@@ -1271,7 +1271,8 @@ def build_input(
     :param thread: the stored conversation (media and artifact bytes already loaded).
     :param plan: the resolved stages (plugin manager plus container overrides).
     :param options: every option of the signature, one per container provider.
-    :param render_memo: what earlier renders left to reuse (see :mod:`turnwire._memo`); the
+    :param render_memo: what earlier renders left to reuse (see
+    :mod:`turnwire.rendering._incremental.memo`); the
         result is the same with or without it. ``None``: a cold render.
     :param pending: ids of reasoning thoughts a run recorded whose ``prefix_fingerprint`` is
         still :data:`PENDING_FINGERPRINT`: kept as fresh when they pair, their fingerprints in

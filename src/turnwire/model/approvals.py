@@ -1,7 +1,8 @@
 """MCP approvals: the requests a thread is waiting on, and the user's decisions on them.
 
 An MCP server declared with ``require_approval`` makes the API stop before a call and emit an
-``mcp_approval_request`` item instead (recorded as a :class:`~turnwire.model.HostedItem`). The
+``mcp_approval_request`` item instead (recorded as a :class:`~turnwire.model.records.HostedItem`).
+The
 decision goes back on the next run: ``turnwire run THREAD --approve ID`` / ``--deny ID
 [--reason TEXT]``, ``run(..., approvals={ID: True})``, ``Client.run(..., approvals=...)``.
 Each decision becomes a hosted item of type ``mcp_approval_response``
@@ -25,7 +26,7 @@ from typing import Any
 import msgspec
 
 from turnwire.errors import ApprovalNotPendingError
-from turnwire.model import HostedItem, Thread
+from turnwire.model.records import HostedItem, Thread
 
 __all__ = [
     "APPROVAL_REQUEST",

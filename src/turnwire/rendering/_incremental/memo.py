@@ -37,7 +37,7 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
-from turnwire._identity import first_difference
+from turnwire.rendering._incremental.identity import first_difference
 
 __all__ = ["Entry", "RenderMemo", "common_prefix", "stage_key"]
 
@@ -100,7 +100,7 @@ def stage_key(
     """What the output of ``stages`` depends on besides its arguments, or ``None`` when it must
     not be memoised (a stage runs through pluggy, or asks for ``scratch``).
 
-    :param plan: the :class:`~turnwire._relay.StagePlan` of the render.
+    :param plan: the :class:`~turnwire.rendering.relay.StagePlan` of the render.
     :param stages: the stage names whose implementations matter.
     :param options: the injectable option values by name.
     :param read_options: options the pipeline itself reads for this output.
@@ -155,7 +155,8 @@ def common_prefix(old: Any, new: Any, known: int = 0, size: int | None = None) -
 
     Identity, never ``==``: records and items that compare equal can still render differently
     (``{"x": 1} == {"x": True}``). The scan starts at ``known``: a length the caller built both
-    from (so already the same objects), never a guess; see :mod:`turnwire._identity` for how it
+    from (so already the same objects), never a guess; see
+    :mod:`turnwire.rendering._incremental.identity` for how it
     avoids a Python step per element.
     """
     return first_difference(old, new, known, size)

@@ -1,12 +1,12 @@
 """The built-in artifact-reading tools a request declares while an artifact is shown as a
-handle (see :func:`turnwire.rendering.with_declared_tools`); the client runs them
+handle (see :func:`turnwire.rendering.renderer.with_declared_tools`); the client runs them
 (:mod:`turnwire.client.tools`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from turnwire.model import Tool
+from turnwire.model.records import Tool
 from turnwire.stages.artifacts import ARTIFACT_TOOLS
 
 __all__ = ["artifact_tools"]

@@ -2,7 +2,8 @@
 
 Its providers mirror ``build_input``'s injected-function signature one for one: a provider per
 render option (``bucket_order``, ``self_identity``, ``unsupported_media_policy``, ...) and a
-provider per stage. A stage provider resolves to :data:`~turnwire._relay.HOOK` ("through the
+provider per stage. A stage provider resolves to :data:`~turnwire.rendering.relay.HOOK` ("through
+the
 plugin manager") until code overrides it::
 
     with container.render_untrusted_content.override(providers.Object(my_renderer)):
@@ -26,14 +27,15 @@ import types
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from turnwire import pipeline
-from turnwire._memo import RenderMemo
-from turnwire._plugins import build_plugin_manager
-from turnwire._relay import HOOK, StagePlan
-from turnwire._secret import envelope_secret
-from turnwire.client.slots import ResponseAccumulator
-from turnwire.context import Endpoint, EnvelopeNonce, MediaPolicy, RenderOptions
-from turnwire.settings import Settings, default_config_path, load_settings
+from turnwire.config.nonce import EnvelopeNonce
+from turnwire.config.options import Endpoint, MediaPolicy, RenderOptions
+from turnwire.config.secret import envelope_secret
+from turnwire.config.settings import Settings, default_config_path, load_settings
+from turnwire.rendering import pipeline
+from turnwire.rendering._incremental.memo import RenderMemo
+from turnwire.rendering.plugins import build_plugin_manager
+from turnwire.rendering.relay import HOOK, StagePlan
+from turnwire.wire.response import ResponseAccumulator
 
 
 def _import_dependency_injector() -> tuple[Any, Any]:

@@ -15,7 +15,7 @@ its output and a reasoning item never loses the item it produced, and the leadin
   ``Client.run``) whose estimate (:func:`estimate_request_tokens`: the records a request would
   send, after the compaction cut) is over N tokens, the client first calls the compact
   endpoint on everything before the question being asked, stores the compaction, then sends
-  the request (see :mod:`turnwire.compaction`). A render alone never calls it.
+  the request (see :mod:`turnwire.rendering.compaction`). A render alone never calls it.
 
 The three mappings exclude each other. A compaction item already in the thread is honoured
 under every window: the window is applied first, then the render leaves out everything
@@ -31,75 +31,31 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Annotated, Literal
 
 import msgspec
 
-from turnwire.model import HostedItem, Message, Thought, Thread, ToolCall
+from turnwire.config.settings import Window, WindowSettings
+from turnwire.model.records import HostedItem, Message, Thought, Thread
+from turnwire.model.timeline import Record, only_records, timeline
 
 __all__ = [
-    "CompactWindow",
-    "Window",
-    "WindowSettings",
     "apply_window",
     "estimate_request_tokens",
     "estimate_tokens",
-    "only_records",
     "timeline_turns",
     "transcript",
 ]
 
 logger = logging.getLogger("turnwire")
 
-Record = Message | Thought | ToolCall | HostedItem
 ATTACHMENT_TOKENS = 765
 _BYTES_PER_TOKEN = 4
-
-
-class CompactWindow(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """``context.window.compact``: when the client compacts before a run.
-
-    :ivar threshold: compact once the estimate of what the request would send is over N tokens.
-    """
-
-    threshold: Annotated[int, msgspec.Meta(ge=1)]
-
-
-class WindowSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """``context.window`` as a mapping: exactly one of ``last_turns``, ``token_budget`` or
-    ``compact``.
-
-    :ivar last_turns: keep the last N turns.
-    :ivar token_budget: keep the most recent whole turns whose estimate fits in N tokens.
-    :ivar compact: keep every turn, and compact before a run whose estimate is over the
-        threshold.
-    """
-
-    last_turns: Annotated[int, msgspec.Meta(ge=1)] | None = None
-    token_budget: Annotated[int, msgspec.Meta(ge=1)] | None = None
-    compact: CompactWindow | None = None
-
-    def __post_init__(self) -> None:
-        given = [self.last_turns, self.token_budget, self.compact]
-        if sum(value is not None for value in given) != 1:
-            raise ValueError("give exactly one of last_turns, token_budget or compact")
-
-
-Window = Literal["all"] | WindowSettings
-
-
-def _ordered(thread: Thread) -> list[Record]:
-    """The timeline in render order: ``(created_at, seq)``, then messages, thoughts, calls,
-    hosted items."""
-    from turnwire.compaction import timeline
-
-    return timeline(thread)
 
 
 def timeline_turns(thread: Thread) -> list[list[Record]]:
     """The timeline cut into turns, each starting at a user message (the first may not)."""
     turns: list[list[Record]] = []
-    for record in _ordered(thread):
+    for record in timeline(thread):
         if not turns or (isinstance(record, Message) and record.role == "user"):
             turns.append([])
         turns[-1].append(record)
@@ -134,7 +90,7 @@ def estimate_tokens(record: Record) -> int:
 def estimate_request_tokens(thread: Thread) -> int:
     """:func:`estimate_tokens` summed over the records a render of ``thread`` sends: those
     from its latest compaction item on (every record when it has none)."""
-    from turnwire.compaction import compacted
+    from turnwire.rendering.compaction import compacted
 
     rendered = compacted(thread)
     groups: tuple[tuple[Record, ...], ...] = (
@@ -188,18 +144,6 @@ def apply_window(thread: Thread, window: Window) -> Thread:
     return only_records(thread, {id(record) for turn in turns[cut:] for record in turn})
 
 
-def only_records(thread: Thread, keep: set[int]) -> Thread:
-    """``thread`` with only the timeline records whose ``id()`` is in ``keep`` (the header
-    untouched)."""
-    return msgspec.structs.replace(
-        thread,
-        messages=tuple(r for r in thread.messages if id(r) in keep),
-        thoughts=tuple(r for r in thread.thoughts if id(r) in keep),
-        tool_calls=tuple(r for r in thread.tool_calls if id(r) in keep),
-        hosted_items=tuple(r for r in thread.hosted_items if id(r) in keep),
-    )
-
-
 def _hosted_line(record: HostedItem) -> str:
     """One line about a hosted item: its type and what it did."""
     item = record.item
@@ -226,7 +170,7 @@ def transcript(thread: Thread) -> str:
     arguments and result, thoughts their text; the header (system prompt, tools) is left out.
     """
     lines: list[str] = []
-    for record in _ordered(thread):
+    for record in timeline(thread):
         if isinstance(record, Message):
             files = "".join(
                 f" [attached {media.filename or media.id}]" for media in record.attachments

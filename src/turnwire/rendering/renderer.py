@@ -14,20 +14,20 @@ from typing import Any
 
 import msgspec
 
-from turnwire._identity import first_difference
-from turnwire._memo import InlineState, RenderMemo, common_prefix
-from turnwire.compaction import compacted
-from turnwire.container import Container, ContainerCache, build_container
+from turnwire.config.settings import RequestSettings
 from turnwire.errors import ConfigError, PreflightError, TurnwireError
-from turnwire.model import Media, Message, Thread, ToolCall
-from turnwire.pipeline import RenderedInput
-from turnwire.pipeline import prefix_fingerprint as pipeline_prefix_fingerprint
-from turnwire.request import EncodedBody, build_body, checked_body
-from turnwire.settings import RequestSettings
-from turnwire.structured import OutputSchema, StructuredOutput, structured_output
-from turnwire.thread_file import load_thread
-from turnwire.turns import ContextAssembler, file_roots
-from turnwire.windows import apply_window
+from turnwire.files.pointers import ContextAssembler, file_roots
+from turnwire.files.thread_file import load_thread
+from turnwire.model.records import Media, Message, Thread, ToolCall
+from turnwire.model.structured import OutputSchema, StructuredOutput, structured_output
+from turnwire.rendering._incremental.identity import first_difference
+from turnwire.rendering._incremental.memo import InlineState, RenderMemo, common_prefix
+from turnwire.rendering.body import EncodedBody, build_body, checked_body
+from turnwire.rendering.compaction import compacted
+from turnwire.rendering.container import Container, ContainerCache, build_container
+from turnwire.rendering.pipeline import RenderedInput
+from turnwire.rendering.pipeline import prefix_fingerprint as pipeline_prefix_fingerprint
+from turnwire.rendering.windows import apply_window
 from turnwire.wire import RequestBody
 
 __all__ = [
@@ -92,14 +92,14 @@ def with_declared_tools(thread: Thread, *, container: Container) -> Thread:
     """``thread`` with every tool its request declares: its own, plus the built-in artifact
     tools while a tool result or a retrieved document is shown as a handle (by the stage's own
     rule, ``shows_inline``); and every hosted tool, ``tools.hosted`` first (see
-    :mod:`turnwire.hosted_tools`). The one place that decides, for ``render`` and ``run``
+    :mod:`turnwire.wire.hosted_tools`). The one place that decides, for ``render`` and ``run``
     alike."""
-    from turnwire.artifact_tools import artifact_tools
+    from turnwire.rendering.artifact_tools import artifact_tools
     from turnwire.stages.tool_results import shows_inline
 
     tool_settings = container.settings().tools
     if thread.hosted_tools or tool_settings.hosted:
-        from turnwire.hosted_tools import check_thread_mcp_servers, merge_hosted_tools
+        from turnwire.wire.hosted_tools import check_thread_mcp_servers, merge_hosted_tools
 
         check_thread_mcp_servers(
             thread.hosted_tools, tool_settings.allow_thread_mcp_servers, tool_settings.hosted
@@ -156,7 +156,7 @@ def render_input(
 
     :param roots: where file pointers may lead (default ``files.roots``, else nowhere).
     :param pending_reasoning: ids of reasoning thoughts a run recorded and has not stamped
-        yet (see :data:`turnwire.pipeline.PENDING_FINGERPRINT`).
+        yet (see :data:`turnwire.rendering.pipeline.PENDING_FINGERPRINT`).
     """
     settings = container.settings()
     windowed = with_declared_tools(
@@ -286,7 +286,7 @@ def _first_inline(thread: Thread, memo: RenderMemo, assembler: ContextAssembler)
 
     One pass over each tuple sorts its records. Those that read a file go to the assembler,
     with the retrievables. The others come back from loading as they are (each media item or
-    artifact holds exactly one of a ``path`` and its content, see :mod:`turnwire.model`), so
+    artifact holds exactly one of a ``path`` and its content, see :mod:`turnwire.model.records`), so
     they are only charged: their inline bytes are checked against the per-file limit here, and
     they are added, with the UTF-8 texts of their artifacts, to the bound of the loaded part.
     The sum is the bound :func:`_loaded_bytes` gives for the whole loaded thread, checked
@@ -510,7 +510,7 @@ def prefix_fingerprint(
 ) -> str:
     """The prefix fingerprint of ``rendered`` (through ``fingerprintable_length`` by default),
     equal to what the ``fingerprint_prefix`` stage gives, resumed from the container's render
-    memo (see :func:`turnwire.pipeline.prefix_fingerprint`).
+    memo (see :func:`turnwire.rendering.pipeline.prefix_fingerprint`).
 
     A request fingerprint is ``prefix_fingerprint(rendered.rendered, container=..., model=...)``;
     the fingerprint a new reasoning item at ``input[i]`` needs is ``through_item=i``.
@@ -539,7 +539,8 @@ def render(
 ) -> RenderedRequest:
     """Render ``thread`` into the request body turnwire would POST, after the preflight check.
 
-    :param thread: a :class:`~turnwire.model.Thread`, a parsed thread mapping, or a file path.
+    :param thread: a :class:`~turnwire.model.records.Thread`, a parsed thread mapping, or a file
+    path.
     :param config_files: configuration profiles merged over the packaged default.
     :param model: overrides the thread's model and ``request.model``.
     :param container: a container to use instead of building one from ``config_files``.
@@ -549,10 +550,10 @@ def render(
         system-prompt template's ``{date}``, ``{user}`` ... (input, like the thread).
     :param roots: the folders (or files) file pointers may lead into, instead of
         ``files.roots``, whose default is the thread file's folder (for a thread given as a
-        :class:`~turnwire.model.Thread` or a mapping: nowhere, so pass ``roots``).
+        :class:`~turnwire.model.records.Thread` or a mapping: nowhere, so pass ``roots``).
     :param output_type: the schema the answer must follow, as :func:`run` takes it; it wins
         over the thread's ``output_schema``, which wins over ``request.output_schema`` (see
-        :mod:`turnwire.structured`).
+        :mod:`turnwire.model.structured`).
     :param pending_reasoning: ids of reasoning thoughts a run recorded whose fingerprint is
         still pending: kept when they pair, their fingerprints in ``rendered.stamped`` (the
         client renders each request once this way and stores those fingerprints).
@@ -624,7 +625,8 @@ class Renderer:
 
     Each :meth:`render` gives exactly the bytes and warnings a fresh ``render`` would; what
     earlier renders produced for unchanged records, sweep prefixes and body items is reused
-    (see :mod:`turnwire._memo`), so the next request of a growing thread costs about what
+    (see :mod:`turnwire.rendering._incremental.memo`), so the next request of a growing thread
+    costs about what
     its new records cost.
 
     :param config_files: configuration profiles merged over the packaged default.

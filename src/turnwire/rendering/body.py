@@ -16,13 +16,12 @@ from typing import Any
 
 import msgspec
 
-from turnwire._memo import BodyState, RenderMemo, common_prefix
-from turnwire.context import ReasoningReplay
+from turnwire.config.options import ReasoningReplay
+from turnwire.config.settings import RequestSettings
 from turnwire.errors import PreflightError
-from turnwire.hosted_tools import hosted_includes
-from turnwire.pipeline import RenderedInput
-from turnwire.settings import RequestSettings
-from turnwire.structured import OutputSchema
+from turnwire.model.structured import OutputSchema
+from turnwire.rendering._incremental.memo import BodyState, RenderMemo, common_prefix
+from turnwire.rendering.pipeline import RenderedInput
 from turnwire.wire import (
     FunctionCall,
     FunctionCallOutput,
@@ -34,6 +33,7 @@ from turnwire.wire import (
     RequestBody,
     TextOptions,
 )
+from turnwire.wire.hosted_tools import hosted_includes
 
 __all__ = [
     "ENCRYPTED_INCLUDE",

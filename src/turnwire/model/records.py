@@ -1,7 +1,7 @@
 """Domain records: what an agent stores about a conversation.
 
 Every record is a frozen msgspec Struct that rejects unknown fields, so the same classes decode
-thread files (schema version 1, see :mod:`turnwire.thread_file`) and are built in code. The
+thread files (schema version 1, see :mod:`turnwire.files.thread_file`) and are built in code. The
 cross-field rules of the reference system are checked in ``__post_init__``; a violation raised
 while decoding surfaces with the ``$.path`` of the record.
 
@@ -19,8 +19,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from turnwire._canonical import canonical_json
-from turnwire.structured import OutputSchema
+from turnwire.model.canonical import canonical_json
+from turnwire.model.structured import OutputSchema
 from turnwire.wire.items import ReasoningItem
 from turnwire.wire.tools import (
     CodeInterpreterContainer,
@@ -377,7 +377,7 @@ class HostedItem(_Record, frozen=True, kw_only=True):
     with it (its ``paired_item_id`` is this ``id``).
 
     ``seal`` marks an item this deployment recorded itself (an HMAC of ``item`` under the
-    envelope secret, see :func:`turnwire.hosted.seal`): only a sealed item is replayed as an
+    envelope secret, see :func:`turnwire.model.hosted.seal`): only a sealed item is replayed as an
     item (``render.hosted_replay``), since an item can grant the API tools or approvals.
     """
 
@@ -400,9 +400,9 @@ class HostedItem(_Record, frozen=True, kw_only=True):
 
     @property
     def view(self) -> Any:
-        """The item as a typed value (:mod:`turnwire.hosted`) for a known type, else the raw
+        """The item as a typed value (:mod:`turnwire.model.hosted`) for a known type, else the raw
         ``item`` mapping."""
-        from turnwire.hosted import view
+        from turnwire.model.hosted import view
 
         return view(self)
 

@@ -19,10 +19,10 @@ from collections.abc import Collection, Iterable, Mapping
 
 import msgspec
 
-from turnwire._relay import StageRelay
-from turnwire.container import Container
-from turnwire.model import Thought, Thread
-from turnwire.rendering import render_input
+from turnwire.model.records import Thought, Thread
+from turnwire.rendering.container import Container
+from turnwire.rendering.relay import StageRelay
+from turnwire.rendering.renderer import render_input
 from turnwire.wire import ReasoningItem
 
 __all__ = ["StampReport", "stamp_fingerprints", "unfingerprinted"]

@@ -18,9 +18,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from turnwire._loading import DocumentKind, format_for
 from turnwire._redact import MARK, is_secret_header, redact, remember_secret, remember_url_secrets
-from turnwire.context import (
+from turnwire.config.options import (
     BUCKETS,
     DEFAULT_STASH_KEYS,
     Bucket,
@@ -34,8 +33,8 @@ from turnwire.context import (
     UnfingerprintedReasoning,
 )
 from turnwire.errors import ConfigError, validation_location
-from turnwire.structured import OutputSchema
-from turnwire.windows import Window
+from turnwire.files.loading import DocumentKind, format_for
+from turnwire.model.structured import OutputSchema
 from turnwire.wire.request import (
     ReasoningOptions,
     StreamOptions,
@@ -45,7 +44,9 @@ from turnwire.wire.request import (
 from turnwire.wire.tools import HostedTool, check_hosted_tools
 
 __all__ = [
+    "INSTALL_HINT",
     "ClientSettings",
+    "CompactWindow",
     "ContextSettings",
     "FileSettings",
     "PluginSettings",
@@ -55,6 +56,9 @@ __all__ = [
     "Settings",
     "StoreSettings",
     "ToolSettings",
+    "Window",
+    "WindowSettings",
+    "counter_installed",
     "default_config_path",
     "load_settings",
     "profile_names",
@@ -63,6 +67,50 @@ __all__ = [
 
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 NonNegative = Annotated[float, msgspec.Meta(ge=0)]
+
+
+INSTALL_HINT = "install the optional token counter: pip install 'turnwire[tokens]' (toktok-rs)"
+
+
+def counter_installed() -> bool:
+    """Whether the optional token counter (``turnwire[tokens]``) can be imported."""
+    try:
+        import toktok  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class CompactWindow(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``context.window.compact``: when the client compacts before a run.
+
+    :ivar threshold: compact once the estimate of what the request would send is over N tokens.
+    """
+
+    threshold: Annotated[int, msgspec.Meta(ge=1)]
+
+
+class WindowSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``context.window`` as a mapping: exactly one of ``last_turns``, ``token_budget`` or
+    ``compact``.
+
+    :ivar last_turns: keep the last N turns.
+    :ivar token_budget: keep the most recent whole turns whose estimate fits in N tokens.
+    :ivar compact: keep every turn, and compact before a run whose estimate is over the
+        threshold.
+    """
+
+    last_turns: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    token_budget: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    compact: CompactWindow | None = None
+
+    def __post_init__(self) -> None:
+        given = [self.last_turns, self.token_budget, self.compact]
+        if sum(value is not None for value in given) != 1:
+            raise ValueError("give exactly one of last_turns, token_budget or compact")
+
+
+Window = Literal["all"] | WindowSettings
 
 
 class _Section(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -226,13 +274,8 @@ class ContextSettings(_Section, frozen=True, kw_only=True):
     def __post_init__(self) -> None:
         if self.token_encoding is not None and self.context_window is None:
             raise ValueError("context_window: required when token_encoding is set")
-        if self.token_encoding is not None:
-            from turnwire.tokens import INSTALL_HINT, counter_installed
-
-            if not counter_installed():
-                raise ValueError(
-                    f"token_encoding: the context-window guard needs it: {INSTALL_HINT}"
-                )
+        if self.token_encoding is not None and not counter_installed():
+            raise ValueError(f"token_encoding: the context-window guard needs it: {INSTALL_HINT}")
 
 
 class PluginSettings(_Section, frozen=True, kw_only=True):
@@ -331,7 +374,7 @@ def default_config_path() -> Path:
     packaged = resources.files("turnwire").joinpath("default.yaml")
     if packaged.is_file():
         return Path(str(packaged))
-    return Path(__file__).resolve().parents[2] / "config" / "default.yaml"
+    return Path(__file__).resolve().parents[3] / "config" / "default.yaml"
 
 
 def profile_names() -> list[str]:
@@ -343,7 +386,7 @@ def _profile_folder() -> Path:
     packaged = resources.files("turnwire").joinpath("profiles")
     if packaged.is_dir():
         return Path(str(packaged))
-    return Path(__file__).resolve().parents[2] / "config"
+    return Path(__file__).resolve().parents[3] / "config"
 
 
 def profile_path(name: str) -> Path:

@@ -24,7 +24,7 @@ __all__ = ["DemoServer", "run_demo"]
 
 
 def _data(name: str) -> bytes:
-    return resources.files("turnwire").joinpath("demo_data", name).read_bytes()
+    return resources.files("turnwire").joinpath("demo", "data", name).read_bytes()
 
 
 def _frames(data: bytes) -> list[bytes]:
@@ -153,8 +153,8 @@ def run_demo(
     """Run the demo; print what a user should see; return the exit status."""
     import turnwire
     from turnwire.api import run_thread
+    from turnwire.config.settings import load_settings, merge
     from turnwire.hookspecs import hookimpl
-    from turnwire.settings import load_settings, merge
     from turnwire.store.sqlite import SQLiteStore
 
     def say(text: str = "") -> None:
@@ -173,7 +173,7 @@ def run_demo(
     store_path = Path(db) if db else folder / "threads.db"
     if not folder.is_dir():
         # As every other --db: a typo must not quietly start a store somewhere else.
-        from turnwire.store.sqlite import StoreError
+        from turnwire.errors import StoreError
 
         raise StoreError(f"the store's folder {folder} does not exist; create it first")
     potato = folder / "potato.png"

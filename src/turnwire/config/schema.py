@@ -1,7 +1,8 @@
 """JSON Schema (draft 2020-12) of the thread file and of a configuration file.
 
 Both schemas are generated from the msgspec Structs that validate the files
-(:class:`~turnwire.model.Thread`, :class:`~turnwire.settings.Settings`), so they cannot drift
+(:class:`~turnwire.model.records.Thread`, :class:`~turnwire.config.settings.Settings`), so they
+cannot drift
 from what :func:`~turnwire.load_thread` and :func:`~turnwire.load_settings` accept. What
 msgspec emits is completed here:
 
@@ -34,8 +35,8 @@ from typing import Any
 import msgspec
 import msgspec.inspect as mi
 
-from turnwire.model import Thread
-from turnwire.settings import Settings
+from turnwire.config.settings import Settings
+from turnwire.model.records import Thread
 
 __all__ = ["DIALECT", "FIELD_DOCS", "config_schema", "thread_schema"]
 
@@ -706,7 +707,7 @@ def thread_schema() -> dict[str, Any]:
     """
     schema = _build(
         Thread,
-        "Generated from turnwire.model.Thread (`turnwire schema thread`). Relative `path` "
+        "Generated from turnwire.model.records.Thread (`turnwire schema thread`). Relative `path` "
         "pointers are resolved against the thread file's folder; tool names are unique.",
     )
     _merge_rules(schema, _RULES)
@@ -765,7 +766,7 @@ def config_schema() -> dict[str, Any]:
     """
     schema = _build(
         Settings,
-        "Generated from turnwire.settings.Settings (`turnwire schema config`). Every key is "
+        "Generated from turnwire.config.settings.Settings (`turnwire schema config`). Every key is "
         "optional: a profile is merged over the packaged defaults.",
     )
     _merge_rules(schema, _CONFIG_RULES)

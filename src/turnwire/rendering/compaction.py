@@ -6,7 +6,8 @@
 ``response.compaction`` object whose ``output`` is the compacted window: the user messages it
 retained, then one ``compaction`` item whose ``encrypted_content`` stands for everything sent.
 
-What is kept: the ``compaction`` item alone, as a :class:`~turnwire.model.HostedItem` placed in
+What is kept: the ``compaction`` item alone, as a :class:`~turnwire.model.records.HostedItem`
+placed in
 the timeline right after the last record it covers (:func:`compaction_record`). The retained
 user messages are not stored again: the thread already holds them, and the request the API
 accepted after a compaction (``[compaction, new user message]``) does not send them. They are
@@ -32,8 +33,9 @@ from typing import Any
 
 import msgspec
 
-from turnwire.client.slots import shape_error
-from turnwire.model import HostedItem, Message, Thought, Thread, ToolCall
+from turnwire.model.records import HostedItem, Message, Thread
+from turnwire.model.timeline import Record, only_records, order_key, timeline
+from turnwire.wire.response import shape_error
 
 __all__ = [
     "COMPACT_FIELDS",
@@ -45,10 +47,7 @@ __all__ = [
     "covered",
     "latest_compaction",
     "parse_compacted",
-    "timeline",
 ]
-
-Record = Message | Thought | ToolCall | HostedItem
 
 COMPACT_FIELDS = (
     "model",
@@ -65,10 +64,6 @@ COMPACT_FIELDS = (
 _EVENT = "response.compaction"
 
 
-def _key(record: Record, rank: int, index: int) -> tuple[datetime, int, int, int]:
-    return (record.created_at, record.seq, rank, index)
-
-
 def latest_compaction(thread: Thread) -> tuple[HostedItem, int] | None:
     """The compaction item that sorts last in the timeline, and its index among the hosted
     items; ``None`` when the thread has none."""
@@ -76,7 +71,7 @@ def latest_compaction(thread: Thread) -> tuple[HostedItem, int] | None:
     for index, item in enumerate(thread.hosted_items):
         if item.type != "compaction":
             continue
-        if best is None or _key(item, 3, index) > _key(best[0], 3, best[1]):
+        if best is None or order_key(item, 3, index) > order_key(best[0], 3, best[1]):
             best = (item, index)
     return best
 
@@ -88,7 +83,7 @@ def compacted(thread: Thread) -> Thread:
     latest = latest_compaction(thread)
     if latest is None:
         return thread
-    cut = _key(latest[0], 3, latest[1])
+    cut = order_key(latest[0], 3, latest[1])
     groups: tuple[tuple[Record, ...], ...] = (
         thread.messages,
         thread.thoughts,
@@ -96,7 +91,7 @@ def compacted(thread: Thread) -> Thread:
         thread.hosted_items,
     )
     kept: list[tuple[Any, ...]] = [
-        tuple(r for i, r in enumerate(records) if _key(r, rank, i) >= cut)
+        tuple(r for i, r in enumerate(records) if order_key(r, rank, i) >= cut)
         for rank, records in enumerate(groups)
     ]
     if all(len(k) == len(g) for k, g in zip(kept, groups, strict=True)):
@@ -104,23 +99,6 @@ def compacted(thread: Thread) -> Thread:
     return msgspec.structs.replace(
         thread, messages=kept[0], thoughts=kept[1], tool_calls=kept[2], hosted_items=kept[3]
     )
-
-
-def timeline(thread: Thread) -> list[Record]:
-    """Every timeline record of ``thread`` in render order."""
-    groups: tuple[tuple[Record, ...], ...] = (
-        thread.messages,
-        thread.thoughts,
-        thread.tool_calls,
-        thread.hosted_items,
-    )
-    entries = [
-        (_key(record, rank, index), record)
-        for rank, records in enumerate(groups)
-        for index, record in enumerate(records)
-    ]
-    entries.sort(key=lambda entry: entry[0])
-    return [record for _, record in entries]
 
 
 def covered(thread: Thread) -> Thread | None:
@@ -138,8 +116,6 @@ def covered(thread: Thread) -> Thread | None:
     before = records[:last_user]
     if not before or all(isinstance(r, HostedItem) and r.type == "compaction" for r in before):
         return None
-    from turnwire.windows import only_records
-
     return only_records(rendered, {id(record) for record in before})
 
 

@@ -1,7 +1,8 @@
 """Hosted items: typed views of the output items that are not messages, reasoning or function
 calls, and which of them go back to the API as input items.
 
-A :class:`~turnwire.model.HostedItem` keeps the item exactly as the API emitted it. The views
+A :class:`~turnwire.model.records.HostedItem` keeps the item exactly as the API emitted it. The
+views
 here read it for the known types (``HostedItem.view``); every view tolerates fields the API adds
 later, and an unknown type reads as its raw mapping.
 
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 
 if TYPE_CHECKING:
-    from turnwire.model import HostedItem
+    from turnwire.model.records import HostedItem
 
 __all__ = [
     "INPUT_FIELDS",
@@ -83,7 +84,8 @@ _CANONICAL = msgspec.json.Encoder(order="sorted")
 
 
 def seal(record: HostedItem, nonce: Any) -> HostedItem:
-    """``record`` sealed under ``nonce``'s secret (an :class:`~turnwire.context.EnvelopeNonce`):
+    """``record`` sealed under ``nonce``'s secret (an
+    :class:`~turnwire.config.nonce.EnvelopeNonce`):
     what the client does to every hosted item it records."""
     return msgspec.structs.replace(record, seal=nonce.seal(_CANONICAL.encode(record.item)))
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from turnwire.errors import ConfigError, InputError, TurnwireError, validation_location
 
 if TYPE_CHECKING:
-    from turnwire.model import Message
+    from turnwire.model.records import Message
 
 __all__ = ["main"]
 
@@ -99,16 +99,16 @@ _OUTPUT_SCHEMA_HELP = (
 
 
 def _output_schema(args: argparse.Namespace) -> Any:
-    """The ``--output-schema`` file as an :class:`~turnwire.structured.OutputSchema`."""
+    """The ``--output-schema`` file as an :class:`~turnwire.model.structured.OutputSchema`."""
     location = getattr(args, "output_schema", None)
     if not location:
         return None
     import msgspec
 
-    from turnwire._loading import format_for
+    from turnwire.config.settings import CONFIG_FILES
     from turnwire.errors import OutputSchemaError
-    from turnwire.settings import CONFIG_FILES
-    from turnwire.structured import OutputSchema, schema_name
+    from turnwire.files.loading import format_for
+    from turnwire.model.structured import OutputSchema, schema_name
 
     path = Path(location)
     data = CONFIG_FILES.parse(CONFIG_FILES.read(path), name=str(path), format=format_for(path))
@@ -424,7 +424,7 @@ class _Decision(argparse.Action):
 
 
 def _approvals(args: argparse.Namespace) -> dict[str, Any] | None:
-    from turnwire.approvals import Approval
+    from turnwire.model.approvals import Approval
 
     decisions = args.decisions or []
     return {d[0]: Approval(approve=d[1], reason=d[2]) for d in decisions} or None
@@ -437,7 +437,7 @@ def _shown(text: object, limit: int = 400) -> str:
 
 
 def _print_pending(thread: Any, stream: Any) -> None:
-    from turnwire.approvals import pending_approvals
+    from turnwire.model.approvals import pending_approvals
 
     for record in pending_approvals(thread):
         view = record.view
@@ -452,7 +452,7 @@ def _print_pending(thread: Any, stream: Any) -> None:
 
 
 def _pending_json(thread: Any) -> list[dict[str, Any]]:
-    from turnwire.approvals import pending_approvals
+    from turnwire.model.approvals import pending_approvals
 
     return [
         {
@@ -468,7 +468,7 @@ def _pending_json(thread: Any) -> list[dict[str, Any]]:
 def _overrides(assignments: Sequence[str]) -> dict[str, Any]:
     """``--set a.b=value`` assignments as one settings layer (values parsed as YAML, within the
     limits of configuration files)."""
-    from turnwire.settings import CONFIG_FILES, merge
+    from turnwire.config.settings import CONFIG_FILES, merge
 
     tree: dict[str, Any] = {}
     for assignment in assignments:
@@ -488,15 +488,15 @@ def _overrides(assignments: Sequence[str]) -> dict[str, Any]:
 
 def _config_files(args: argparse.Namespace) -> list[Any]:
     """The shipped profiles named by --profile, then the --config files, in order."""
-    from turnwire.settings import profile_path
+    from turnwire.config.settings import profile_path
 
     files = getattr(args, "config", None) or getattr(args, "files", [])
     return [*(profile_path(name) for name in getattr(args, "profile", [])), *files]
 
 
 def _container(args: argparse.Namespace) -> Any:
-    from turnwire.container import build_container
-    from turnwire.settings import merge
+    from turnwire.config.settings import merge
+    from turnwire.rendering.container import build_container
 
     overrides = _overrides(getattr(args, "set", []))
     if getattr(args, "trace", False):  # --trace turns tracing on, whatever the profile says
@@ -552,7 +552,7 @@ def _check_context_read(args: argparse.Namespace, container: Any) -> None:
 
 
 def _render(args: argparse.Namespace) -> int:
-    from turnwire.rendering import render
+    from turnwire.rendering.renderer import render
 
     context = _render_context(args)  # a malformed --context fails before anything else
     container = _container(args)
@@ -574,8 +574,8 @@ def _without_credentials(rendered: Any) -> bytes:
     """The body, with every MCP server's credentials replaced by ``[redacted]``."""
     import msgspec
 
-    from turnwire.hosted_tools import redacted_tools
-    from turnwire.request import encode_body
+    from turnwire.rendering.body import encode_body
+    from turnwire.wire.hosted_tools import redacted_tools
 
     body = rendered.request
     shown = tuple(redacted_tools(body.tools or ()))
@@ -585,9 +585,9 @@ def _without_credentials(rendered: Any) -> bytes:
 
 
 def _fingerprint(args: argparse.Namespace) -> int:
-    from turnwire.fingerprints import stamp_fingerprints
-    from turnwire.rendering import resolve_model
-    from turnwire.thread_file import dump_thread, load_thread, save_thread
+    from turnwire.files.thread_file import dump_thread, load_thread, save_thread
+    from turnwire.rendering.fingerprints import stamp_fingerprints
+    from turnwire.rendering.renderer import resolve_model
 
     container = _container(args)
     thread = load_thread(args.thread)
@@ -595,7 +595,7 @@ def _fingerprint(args: argparse.Namespace) -> int:
     if args.seal_hosted and thread.hosted_items:
         import msgspec
 
-        from turnwire.hosted import seal
+        from turnwire.model.hosted import seal
 
         nonce = container.envelope_nonce()
         items = tuple(seal(record, nonce) for record in thread.hosted_items)
@@ -645,7 +645,7 @@ def _run(args: argparse.Namespace) -> int:
 
     def on_tool_result(call: object) -> None:
         from turnwire._redact import redact
-        from turnwire.model import ToolCall
+        from turnwire.model.records import ToolCall
 
         assert isinstance(call, ToolCall)
         result = call.result
@@ -845,10 +845,10 @@ class _Progress:
 
 
 def _store(args: argparse.Namespace, location: str | None = None) -> Any:
-    from turnwire.settings import load_settings
+    from turnwire.config.settings import load_settings
+    from turnwire.errors import StoreError
     from turnwire.store import open_store
     from turnwire.store.postgres import is_postgres_url
-    from turnwire.store.sqlite import StoreError
 
     settings = load_settings(getattr(args, "config", ())).store
     explicit = location or getattr(args, "db", None) or settings.url or settings.path
@@ -863,7 +863,7 @@ def _store(args: argparse.Namespace, location: str | None = None) -> Any:
 def _threads(args: argparse.Namespace) -> int:
     import msgspec
 
-    from turnwire.thread_file import dump_thread, load_thread
+    from turnwire.files.thread_file import dump_thread, load_thread
 
     if args.action == "copy":
         return _copy(args)
@@ -883,11 +883,11 @@ def _threads(args: argparse.Namespace) -> int:
         elif args.action == "show":
             thread = store.export_thread(args.id)
             if args.transcript:
-                from turnwire.windows import transcript
+                from turnwire.rendering.windows import transcript
 
                 sys.stdout.write(transcript(thread))
             else:  # for reading: MCP credentials shown as [redacted] (`export` keeps them)
-                from turnwire.hosted_tools import redacted_tools
+                from turnwire.wire.hosted_tools import redacted_tools
 
                 shown = tuple(redacted_tools(thread.hosted_tools))
                 thread = msgspec.structs.replace(thread, hosted_tools=shown)
@@ -901,8 +901,8 @@ def _threads(args: argparse.Namespace) -> int:
                 if not args.quiet:
                     print(f"exported {args.id} to {args.file}", file=sys.stderr)
         elif args.action == "import":
-            from turnwire.settings import load_settings
-            from turnwire.turns import ContextAssembler, file_roots
+            from turnwire.config.settings import load_settings
+            from turnwire.files.pointers import ContextAssembler, file_roots
 
             # The thread's files are copied into the store, read from where the file's own
             # pointers may lead (its folder, or files.roots), so later runs find them there.
@@ -926,7 +926,7 @@ def _compact(args: argparse.Namespace, store: Any) -> None:
     import msgspec
 
     from turnwire.api import compact_thread
-    from turnwire.container import build_container
+    from turnwire.rendering.container import build_container
 
     result = compact_thread(
         args.id,
@@ -993,8 +993,8 @@ def _show_warnings(args: argparse.Namespace) -> None:
 
 
 def _check_config(args: argparse.Namespace) -> int:
-    from turnwire.container import build_container
-    from turnwire.settings import load_settings
+    from turnwire.config.settings import load_settings
+    from turnwire.rendering.container import build_container
 
     _show_warnings(args)
     files = _config_files(args)
@@ -1016,7 +1016,7 @@ def _check_config(args: argparse.Namespace) -> int:
 def _plugins(args: argparse.Namespace) -> int:
     import msgspec
 
-    from turnwire.container import build_container
+    from turnwire.rendering.container import build_container
 
     _show_warnings(args)
     manager = build_container(args.config).plugin_manager()
@@ -1053,7 +1053,7 @@ def _fail(args: argparse.Namespace, err: TurnwireError) -> None:
 def _schema(args: argparse.Namespace) -> int:
     import msgspec
 
-    from turnwire.schema import config_schema, thread_schema
+    from turnwire.config.schema import config_schema, thread_schema
 
     schema = thread_schema() if args.kind == "thread" else config_schema()
     print(msgspec.json.format(msgspec.json.encode(schema), indent=2).decode())

@@ -15,9 +15,10 @@ from typing import Self
 
 import msgspec
 
-from turnwire.model import Thread, map_pointers
-from turnwire.thread_file import save_thread
-from turnwire.turns import ContextAssembler, Turn, TurnBuilder, located_pointers
+from turnwire.files.pointers import ContextAssembler, located_pointers
+from turnwire.files.thread_file import save_thread
+from turnwire.model.records import Thread, map_pointers
+from turnwire.store.turns import Turn, TurnBuilder
 
 __all__ = ["StoreRecords", "folder_key"]
 
@@ -137,10 +138,10 @@ class StoreRecords:
         plain folder is refused, never written through.
 
         :returns: the thread as written.
-        :raises turnwire.store.sqlite.StoreError: the file's folder does not exist, or
+        :raises turnwire.errors.StoreError: the file's folder does not exist, or
             ``FILE.files`` is a link or a file.
         """
-        from turnwire.store.sqlite import StoreError
+        from turnwire.errors import StoreError
 
         target = Path(path)
         if target.is_symlink():  # written through the link, its files beside the real file
@@ -152,7 +153,7 @@ class StoreRecords:
             return self._export_file(thread_id, target, parent)
 
     def _export_file(self, thread_id: str, target: Path, parent: Path) -> Thread:
-        from turnwire.store.sqlite import StoreError
+        from turnwire.errors import StoreError
 
         folder = parent / f"{target.name}.files"
         if folder.is_symlink() or (folder.exists() and not folder.is_dir()):

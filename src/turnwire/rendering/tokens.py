@@ -30,8 +30,9 @@ import struct
 
 import msgspec
 
+from turnwire.config.settings import INSTALL_HINT
 from turnwire.errors import ConfigError, ContextOverflowError
-from turnwire.model import Thread
+from turnwire.model.records import Thread
 from turnwire.wire import (
     FunctionCall,
     FunctionCallOutput,
@@ -49,7 +50,6 @@ from turnwire.wire.content import InputFile
 __all__ = [
     "BUCKETS",
     "check_context_window",
-    "counter_installed",
     "estimate",
     "file_tokens",
     "image_tokens",
@@ -57,7 +57,6 @@ __all__ = [
 
 logger = logging.getLogger("turnwire")
 
-INSTALL_HINT = "install the optional token counter: pip install 'turnwire[tokens]' (toktok-rs)"
 BUCKETS = (
     "system_prompt",
     "standing_instructions",
@@ -69,15 +68,6 @@ BUCKETS = (
 _UNKNOWN_SIZE = (1024, 1024)
 _PAGE_TOKENS = 765 + 500
 _PAGE = re.compile(rb"/Type\s*/Page(?![a-zA-Z])")
-
-
-def counter_installed() -> bool:
-    """Whether the optional token counter (``turnwire[tokens]``) can be imported."""
-    try:
-        import toktok  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def _image_size(data: bytes) -> tuple[int, int] | None:

@@ -1,15 +1,16 @@
-"""Thread files, schema version 1 (YAML or JSON) ↔ :class:`~turnwire.model.Thread`.
+"""Thread files, schema version 1 (YAML or JSON) ↔ :class:`~turnwire.model.records.Thread`.
 
-The file is the :class:`~turnwire.model.Thread` Struct as plain data: field names are the
+The file is the :class:`~turnwire.model.records.Thread` Struct as plain data: field names are the
 model's, and the same Structs validate it. ``docs/`` documents every field (the thread file page,
-generated from those Structs), and :func:`turnwire.schema.thread_schema` (``turnwire schema
+generated from those Structs), and :func:`turnwire.config.schema.thread_schema` (``turnwire schema
 thread``) publishes it as JSON Schema. Relative ``path`` pointers (attachments, artifacts) are
 resolved against the thread file's folder when it is loaded, so a loaded thread renders wherever
 the process runs. Every validation error names its ``$.path``.
 
-Files are read and parsed within the limits of :mod:`turnwire._loading` (size, nesting,
+Files are read and parsed within the limits of :mod:`turnwire.files.loading` (size, nesting,
 integer range, YAML aliases, UTF-8 text). JSON (a ``.json`` file, or text starting with ``{``)
-is decoded by msgspec straight into the :class:`~turnwire.model.Thread`; only a document that
+is decoded by msgspec straight into the :class:`~turnwire.model.records.Thread`; only a document
+that
 does not validate is decoded again as plain data, so that its error names the same ``$.path``
 as a parsed mapping's would.
 """
@@ -29,7 +30,13 @@ from typing import Any
 import msgspec
 import yaml
 
-from turnwire._loading import (
+from turnwire.errors import (
+    InputError,
+    ThreadFileChangedError,
+    ThreadFileError,
+    validation_location,
+)
+from turnwire.files.loading import (
     INT_MAX,
     INT_MIN,
     DocumentKind,
@@ -37,13 +44,7 @@ from turnwire._loading import (
     format_for,
     looks_like_json,
 )
-from turnwire.errors import (
-    InputError,
-    ThreadFileChangedError,
-    ThreadFileError,
-    validation_location,
-)
-from turnwire.model import HostedItem, Message, Thought, Thread, ToolCall, map_pointers
+from turnwire.model.records import HostedItem, Message, Thought, Thread, ToolCall, map_pointers
 
 __all__ = ["dump_thread", "load_thread", "load_thread_bytes", "save_thread", "thread_to_builtins"]
 

@@ -46,7 +46,7 @@ import msgspec
 from turnwire.errors import OutputSchemaError, OutputValidationError, validation_location
 
 if TYPE_CHECKING:
-    from turnwire.settings import RequestSettings
+    from turnwire.config.settings import RequestSettings
 
 __all__ = [
     "STRICT_KEYWORDS",
