@@ -84,7 +84,8 @@ def counter_installed() -> bool:
 class CompactWindow(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """``context.window.compact``: when the client compacts before a run.
 
-    :ivar threshold: compact once the estimate of what the request would send is over N tokens.
+    :ivar threshold: Compact (POST /responses/compact) before a run once the estimate of the records
+        its request would send, from the latest compaction on, is over N tokens.
     """
 
     threshold: Annotated[int, msgspec.Meta(ge=1)]
@@ -94,10 +95,10 @@ class WindowSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     """``context.window`` as a mapping: exactly one of ``last_turns``, ``token_budget`` or
     ``compact``.
 
-    :ivar last_turns: keep the last N turns.
-    :ivar token_budget: keep the most recent whole turns whose estimate fits in N tokens.
-    :ivar compact: keep every turn, and compact before a run whose estimate is over the
-        threshold.
+    :ivar last_turns: Keep the last N turns.
+    :ivar token_budget: Keep the most recent whole turns whose estimate fits in N tokens.
+    :ivar compact: Keep every turn, and compact before a run whose estimate is over ``threshold``
+        (excludes ``last_turns`` and ``token_budget``).
     """
 
     last_turns: Annotated[int, msgspec.Meta(ge=1)] | None = None
@@ -118,7 +119,43 @@ class _Section(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
 
 
 class RenderSettings(_Section, frozen=True, kw_only=True):
-    """``render:``: how a thread becomes input items."""
+    """``render:``: how a thread becomes input items.
+
+    :ivar bucket_order: The order of the context buckets; must hold ``timeline``. Buckets after
+        ``timeline`` go in a trailing system item.
+    :ivar system_prompt_channel: Where the system prompt goes: the ``instructions`` field, a
+        developer item or a system item.
+    :ivar self_identity: The identifier of the agent's own output; other identities are peers.
+    :ivar thought_surfacing: Which thoughts the model sees: every own thought, the latest own one,
+        or all (peers' too).
+    :ivar reasoning_replay: How thoughts are sent: never, as native reasoning items with
+        ``encrypted_content``, or as their summary text.
+    :ivar replay_compatibility: The replay tags this deployment accepts; add
+        ``openai-responses-reasoning-v1`` to replay.
+    :ivar fingerprint_binding: What a replayed reasoning item is bound to: the exact request prefix,
+        or the model and endpoint only.
+    :ivar unfingerprinted_reasoning: Thoughts with a replay payload but no ``prefix_fingerprint``
+        (reasoning imported from elsewhere): ``drop`` them, or ``trust`` them, replaying each when
+        its partner item pairs (``turnwire fingerprint`` stamps them instead).
+    :ivar hosted_replay: ``sealed``: a hosted item goes back as an item only when this deployment
+        recorded it (its ``seal`` is valid; a ``compaction`` needs none), else as text, since an
+        item can declare tools to the API or approve an MCP call; ``all``: every replayable item,
+        sealed or not (thread files you trust).
+    :ivar system_prompt_template: Fill ``{name}`` placeholders of the system prompt from the render
+        context (``--context name=value``, ``render_context=``); names only, unknown ones stay as
+        written.
+    :ivar unsupported_media_policy: What audio and video become: an error, a stashed transcript or
+        caption, or a short description; one policy or one per kind.
+    :ivar media_stash_keys: The stash keys ``fallback-stash`` tries, in order.
+    :ivar tool_result_inline_max_bytes: Tool results and artifacts up to this size are inlined;
+        larger ones become handles.
+    :ivar strict: The ``strict`` flag of every function tool without its own; null sends false.
+    :ivar envelope_secret_env: The environment variable holding the secret that keys the envelope
+        nonces; without a secret they are stable but predictable (a warning).
+    :ivar envelope_secret_file: The file that holds the envelope secret when the variable
+        ``envelope_secret_env`` names is unset (null: ``$XDG_CONFIG_HOME/turnwire/envelope-secret``,
+        else a file beside the thread store), created with a random secret on first use.
+    """
 
     bucket_order: tuple[Bucket, ...] = BUCKETS
     system_prompt_channel: SystemPromptChannel = "instructions"
@@ -172,7 +209,32 @@ REJECTED_REQUEST_KEYS: dict[str, str] = {
 
 
 class RequestSettings(_Section, frozen=True, kw_only=True):
-    """``request:``: wire options copied into the body when set."""
+    """``request:``: wire options copied into the body when set.
+
+    :ivar model: The model, unless the thread or ``--model`` names one.
+    :ivar max_output_tokens: The output token limit (at least 16).
+    :ivar include: Extra output to include (``reasoning.encrypted_content`` is added when
+        ``render.reasoning_replay`` is ``encrypted``).
+    :ivar reasoning: Reasoning effort and summary.
+    :ivar parallel_tool_calls: Whether the model may call several tools at once.
+    :ivar temperature: Sampling temperature, 0 to 2.
+    :ivar top_p: Nucleus sampling, 0 to 1.
+    :ivar top_logprobs: Log-probabilities returned per token, 0 to 20.
+    :ivar truncation: The API's truncation strategy.
+    :ivar service_tier: The processing tier.
+    :ivar prompt_cache_key: A key that groups requests for prompt caching.
+    :ivar prompt_cache_retention: How long a cached prompt is kept.
+    :ivar safety_identifier: A stable, non-identifying id of the end user.
+    :ivar metadata: String key-value pairs stored with the response.
+    :ivar tool_choice: ``none``, ``auto``, ``required``, one function by name, or ``{type:
+        programmatic_tool_calling}`` (a program).
+    :ivar text: Output format and verbosity.
+    :ivar output_schema: The JSON Schema every answer must follow (structured outputs); it replaces
+        ``text.format`` in the body, keeping ``text.verbosity``. A thread's own ``output_schema``
+        and ``output_type=`` / ``--output-schema`` override it.
+    :ivar background: Only false: background responses need polling.
+    :ivar stream_options: Options of the streamed answer.
+    """
 
     model: NonEmpty | None = None
     max_output_tokens: Annotated[int, msgspec.Meta(ge=16)] | None = None
@@ -196,7 +258,17 @@ class RequestSettings(_Section, frozen=True, kw_only=True):
 
 
 class RetrySettings(_Section, frozen=True, kw_only=True):
-    """``client.retry:``: the official SDK's policy by default."""
+    """``client.retry:``: the official SDK's policy by default.
+
+    :ivar max_retries: Retries after the first attempt.
+    :ivar initial_delay_s: The first backoff delay, in seconds.
+    :ivar max_delay_s: The longest backoff delay, in seconds.
+    :ivar max_retry_after_s: The longest ``retry-after`` the client honours, in seconds.
+    :ivar statuses: The HTTP statuses retried (null: 408, 409, 429 and 5xx).
+    :ivar honor_retry_after: Wait as long as the server's ``retry-after-ms`` / ``retry-after`` asks
+        (false: the backoff alone decides, and a server delay over ``max_retry_after_s`` no longer
+        stops the retries).
+    """
 
     max_retries: Annotated[int, msgspec.Meta(ge=0)] = 2
     initial_delay_s: NonNegative = 0.5
@@ -211,7 +283,33 @@ _HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
 
 
 class ClientSettings(_Section, frozen=True, kw_only=True):
-    """``client:``: where and how requests are sent."""
+    """``client:``: where and how requests are sent.
+
+    :ivar base_url: The Responses API endpoint (``--base-url`` overrides it); by default
+        ``$OPENAI_BASE_URL``, else ``https://api.openai.com/v1``.
+    :ivar api_key_env: The environment variable holding the API key (null: send none).
+    :ivar organization: The ``OpenAI-Organization`` header (by default ``$OPENAI_ORG_ID``).
+    :ivar project: The ``OpenAI-Project`` header (by default ``$OPENAI_PROJECT_ID``).
+    :ivar headers: Extra HTTP headers on every request.
+    :ivar stream: Stream the answer (server-sent events).
+    :ivar request_timeout_s: Seconds one attempt may take, to its last byte (0: no limit).
+    :ivar connect_timeout_s: Seconds to open the connection.
+    :ivar stream_idle_timeout_s: Seconds a stream may stay silent before it counts as stalled (0: no
+        limit).
+    :ivar max_stream_bytes: The most bytes of one streamed answer, decoded (256 MiB); the items and
+        responses it carries may decode to four times that (an estimate made before they are
+        decoded); past either the stream is dropped with ``E_OPENAI_RESPONSES_STREAM_ERROR`` and
+        nothing of it is recorded, so a server that never ends its answer cannot exhaust memory.
+    :ivar retry: The retry policy.
+    :ivar max_iterations: The most requests one run sends while the model keeps calling tools.
+    :ivar strict_tool_choice: Fail, instead of warning, when ``request.tool_choice`` forces a tool
+        the thread hides or does not have.
+    :ivar telemetry: OpenTelemetry spans of each run, request and tool call (GenAI semantic
+        conventions), when ``opentelemetry-api`` is installed (``turnwire[otel]``) and the
+        application configured a tracer provider.
+    :ivar telemetry_content: Put content in the spans too (tool arguments and results, the answer
+        text); off by default, since content may be personal data.
+    """
 
     base_url: NonEmpty = "https://api.openai.com/v1"
     api_key_env: str | None = "OPENAI_API_KEY"
@@ -265,7 +363,18 @@ class ClientSettings(_Section, frozen=True, kw_only=True):
 
 class ContextSettings(_Section, frozen=True, kw_only=True):
     """``context:``: which turns a request sends (``window``) and the context-window guard
-    (off while ``token_encoding`` is null)."""
+    (off while ``token_encoding`` is null).
+
+    :ivar window: Which turns a request sends: ``all``, ``{last_turns: N}``, ``{token_budget: N}``
+        or ``{compact: {threshold: N}}`` (every turn; before a run whose estimate is over N tokens
+        the client compacts what precedes the question); a window cuts only between turns, never
+        inside one response, and keeps the system content, and a render always starts at the
+        thread's latest compaction item.
+    :ivar token_encoding: The tokenizer of the estimate; null turns the guard off (needs
+        ``turnwire[tokens]``).
+    :ivar context_window: The most input tokens a request may hold; required with
+        ``token_encoding``.
+    """
 
     window: Window = "all"
     token_encoding: Literal["o200k_base", "o200k_harmony", "cl100k_base", "qwen3.5"] | None = None
@@ -279,7 +388,15 @@ class ContextSettings(_Section, frozen=True, kw_only=True):
 
 
 class PluginSettings(_Section, frozen=True, kw_only=True):
-    """``plugins:``: which plugins load, tracing, and per-plugin settings."""
+    """``plugins:``: which plugins load, tracing, and per-plugin settings.
+
+    :ivar load_entrypoints: Load the plugins installed in the ``turnwire.plugins`` entry-point group
+        (false: built-ins only).
+    :ivar allow: Only these entry points load (null: every one not blocked).
+    :ivar block: These entry points never load.
+    :ivar trace: Log every stage call.
+    :ivar settings: Settings per entry-point name, validated by that plugin.
+    """
 
     load_entrypoints: bool = True
     allow: tuple[str, ...] | None = None
@@ -289,10 +406,17 @@ class PluginSettings(_Section, frozen=True, kw_only=True):
 
 
 class StoreSettings(_Section, frozen=True, kw_only=True):
-    """``store:``: where ``--thread`` conversations live: ``url``, a PostgreSQL database, or
-    ``path``, a SQLite file (both null: ``$TURNWIRE_STORE``, a URL or a path, else
-    ``$XDG_DATA_HOME/turnwire/threads.db``); ``folder``: a PostgreSQL store's local folder,
-    whose ``files/`` holds imported files (null: ``$XDG_DATA_HOME/turnwire``)."""
+    """``store:``: where ``--thread`` conversations live: a PostgreSQL database (``url``) or a
+    SQLite file (``path``), not both. ``--db`` wins over either; with both null, the store is
+    ``$TURNWIRE_STORE`` (a URL or a path), else ``$XDG_DATA_HOME/turnwire/threads.db``.
+
+    :ivar path: The SQLite store file (null: ``url``, else ``$TURNWIRE_STORE``, else
+        ``$XDG_DATA_HOME/turnwire/threads.db``).
+    :ivar url: A PostgreSQL store instead, as a ``postgresql://user@host:port/dbname`` URL (needs
+        ``turnwire[postgres]``; keep the password in ``$PGPASSWORD`` or ``~/.pgpass``).
+    :ivar folder: A PostgreSQL store's local folder: imported files go to ``files/`` in it (null:
+        ``$XDG_DATA_HOME/turnwire``; hosts sharing a database share it, or import no files).
+    """
 
     path: str | None = None
     url: str | None = None
@@ -317,6 +441,24 @@ class ToolSettings(_Section, frozen=True, kw_only=True):
     ``module:function``, written by the deployer), the ``turnwire.tools`` entry points and the
     Python API register handlers; a thread's own ``handler:`` runs only when it matches one of
     the glob patterns of ``allow_thread_handlers`` (empty: never).
+
+    :ivar handlers: Tool name to ``module:function``: the code that runs each tool, chosen by the
+        deployer (a thread names tools, never code).
+    :ivar allow_thread_handlers: Glob patterns a thread's own ``handler:`` must match to run (empty:
+        a thread's handler never runs; the examples profile allows ``turnwire.examples.*``).
+    :ivar load_entrypoints: Register the handlers of the ``turnwire.tools`` entry-point group (entry
+        point name = tool name).
+    :ivar timeout_s: Seconds one handler call may take; past it, the call is an error result the
+        model reads.
+    :ivar max_result_bytes: The largest result a handler may return; a larger one is an error
+        result.
+    :ivar hosted: Hosted tools every request declares (web search, file search, code interpreter,
+        MCP servers, image generation), before a thread's own ``hosted_tools``; a thread's
+        declaration of the same type (MCP: the same ``server_label``) is not sent.
+    :ivar allow_thread_mcp_servers: Glob patterns a thread's own MCP server (its ``server_url``, or
+        its ``connector_id``) must match to be declared (empty: a thread may declare none;
+        ``E_MCP_SERVER_NOT_ALLOWED`` before anything is sent). End a URL pattern with a path
+        (``https://mcp.example.com/*``): ``*`` matches dots too.
     """
 
     handlers: dict[NonEmpty, NonEmpty] = msgspec.field(default_factory=dict)
@@ -344,6 +486,11 @@ class FileSettings(_Section, frozen=True, kw_only=True):
     ``roots`` null: a thread file's own folder; for a stored thread, the ``files`` folder next
     to the store and the files named for the turn. A list replaces those defaults (absolute
     paths only; an empty list allows no pointer at all).
+
+    :ivar roots: Absolute folders file pointers may lead into (null: a thread file's own folder; for
+        a stored thread, the ``files`` folder beside the store and the files named for the turn).
+    :ivar max_file_bytes: The largest file a pointer (or inline ``data_base64``) may hold.
+    :ivar max_request_bytes: The most file bytes one request may carry, all pointers together.
     """
 
     roots: tuple[NonEmpty, ...] | None = None
@@ -357,7 +504,17 @@ class FileSettings(_Section, frozen=True, kw_only=True):
 
 
 class Settings(_Section, frozen=True, kw_only=True):
-    """The whole configuration."""
+    """The whole configuration.
+
+    :ivar render: How a thread becomes input items.
+    :ivar request: Wire options copied into every request body.
+    :ivar client: Where and how requests are sent (``turnwire run``).
+    :ivar context: Which turns a request sends, and the context-window guard.
+    :ivar plugins: Which plugins load, tracing, and per-plugin settings.
+    :ivar store: Where stored threads live.
+    :ivar tools: Which code runs a tool (registered handlers only), and for how long.
+    :ivar files: Where file pointers may lead, and how much is read.
+    """
 
     render: RenderSettings = msgspec.field(default_factory=RenderSettings)
     request: RequestSettings = msgspec.field(default_factory=RequestSettings)
