@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import re
+import types
+import typing
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import pytest
+import yaml
 
 from turnwire import ConfigError, load_settings
-from turnwire.config.settings import default_config_path
+from turnwire.config import settings as settings_module
+from turnwire.config.options import Endpoint, RenderOptions
+from turnwire.config.schema import FIELD_DOCS
+from turnwire.config.settings import (
+    ClientSettings,
+    RenderSettings,
+    Settings,
+    default_config_path,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -148,3 +162,108 @@ def test_profiles_differ_only_where_they_say():
 def test_the_request_timeout_defaults_to_the_sdks_600_seconds():
     # Kept on purpose (docs/design-differences.md): the reference's default is no limit.
     assert load_settings().client.request_timeout_s == 600.0
+
+
+# ---------------------------------------------------------------- one source of defaults
+
+_PLACEHOLDER = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*(:[^}]*)?\}")
+SHIPPED = sorted((REPO / "config").glob("*.yaml"))
+
+
+def _struct_in(annotation: Any) -> type[msgspec.Struct] | None:
+    """The Struct a field's value is, when it is one (through ``| None`` and ``Annotated``)."""
+    if isinstance(annotation, type) and issubclass(annotation, msgspec.Struct):
+        return annotation
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _struct_in(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        found = [_struct_in(member) for member in typing.get_args(annotation)]
+        return next((struct for struct in found if struct is not None), None)
+    return None
+
+
+def _unknown_keys(struct: type[msgspec.Struct], tree: dict[str, Any], at: str) -> list[str]:
+    """The keys of ``tree`` that no field of ``struct`` (or of the Structs below it) has."""
+    fields = {field.encode_name: field for field in msgspec.structs.fields(struct)}
+    unknown = []
+    for key, value in tree.items():
+        if key not in fields:
+            unknown.append(f"{at}.{key}")
+            continue
+        inner = _struct_in(fields[key].type)
+        if inner is not None and isinstance(value, dict):
+            unknown += _unknown_keys(inner, value, f"{at}.{key}")
+    return unknown
+
+
+def _leaves(tree: Any, at: str = "$") -> list[tuple[str, Any]]:
+    if isinstance(tree, dict):
+        return [leaf for key, value in tree.items() for leaf in _leaves(value, f"{at}.{key}")]
+    return [(at, tree)]
+
+
+def test_the_key_walk_finds_a_misspelled_key_at_any_depth():
+    tree = {"client": {"retry": {"max_retires": 3}}, "render": {"colour": "red"}}
+    assert _unknown_keys(Settings, tree, "$") == ["$.client.retry.max_retires", "$.render.colour"]
+    assert _unknown_keys(Settings, {"client": {"headers": {"X-Team": "a"}}}, "$") == []
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_every_key_a_shipped_file_sets_is_a_setting(path):
+    assert {p.name for p in SHIPPED} >= {"default.yaml", "production.yaml", "examples.yaml"}
+    assert _unknown_keys(Settings, yaml.safe_load(path.read_text()), "$") == []
+
+
+def test_the_packaged_default_sets_only_what_a_struct_cannot():
+    """The Structs hold every default; ``default.yaml`` only reads the environment, and with
+    nothing set there its values are the Structs' own (its header says so)."""
+    text = default_config_path().read_text()
+    leaves = _leaves(yaml.safe_load(text))
+    assert leaves
+    assert [(at, value) for at, value in leaves if not _PLACEHOLDER.fullmatch(value)] == []
+    assert load_settings(env={}) == Settings()
+    assert "src/turnwire/config/settings.py" in text and "README" not in text
+
+
+def _defaults(struct: type[msgspec.Struct]) -> dict[str, Any]:
+    return {
+        field.name: field.default_factory()
+        if field.default is msgspec.NODEFAULT and field.default_factory is not msgspec.NODEFAULT
+        else field.default
+        for field in msgspec.structs.fields(struct)
+    }
+
+
+def test_the_render_options_defaults_are_the_settings_defaults():
+    """``RenderOptions`` (what ``build_input`` takes without a container) repeats defaults of
+    ``render:`` and ``client:``; they may not drift from the Structs that own them."""
+    options, render = _defaults(RenderOptions), _defaults(RenderSettings)
+    shared = (set(options) & set(render)) - {"unsupported_media_policy"}
+    assert len(shared) >= 12
+    assert {name: options[name] for name in shared} == {name: render[name] for name in shared}
+    assert options["unsupported_media_policy"] == RenderSettings().media_policy()
+    client = ClientSettings()
+    assert Endpoint() == Endpoint(
+        base_url=client.base_url, organization=client.organization, project=client.project
+    )
+
+
+SETTINGS_STRUCTS = [
+    value
+    for value in vars(settings_module).values()
+    if isinstance(value, type)
+    and issubclass(value, msgspec.Struct)
+    and value.__module__ == settings_module.__name__
+    and msgspec.structs.fields(value)
+]
+
+
+@pytest.mark.parametrize("struct", SETTINGS_STRUCTS, ids=lambda s: s.__name__)
+def test_every_setting_is_described_in_its_struct(struct):
+    """Each field's words live on its Struct (an ``:ivar:`` line), where the configuration page
+    and the JSON Schema read them, and nowhere else."""
+    assert len(SETTINGS_STRUCTS) >= 12
+    documented = set(re.findall(r"^\s*:ivar (\w+):", struct.__doc__ or "", re.MULTILINE))
+    assert {field.encode_name for field in msgspec.structs.fields(struct)} <= documented
+    assert struct.__name__ not in FIELD_DOCS

@@ -1,5 +1,10 @@
 """Settings: one msgspec schema for the whole configuration, and its loader.
 
+Every default is a field default of the Structs below, and every field is described by an
+``:ivar:`` line of its Struct (the configuration reference and the JSON Schema read both). The
+packaged ``default.yaml`` sets only what a Struct cannot: the endpoint read from the
+environment (``$OPENAI_BASE_URL``, ``$OPENAI_ORG_ID``, ``$OPENAI_PROJECT_ID``).
+
 Load order: the packaged ``default.yaml``, then each configuration file in order (recursive
 merge: mappings merge key by key, everything else is replaced), then ``${ENV}`` /
 ``${ENV:default}`` interpolation. The merged tree is validated before anything is built; an
