@@ -58,10 +58,17 @@ class Seen:
 
 
 class ScriptedServer:
-    """``with ScriptedServer([Reply(...), ...]) as server: server.base_url``."""
+    """``with ScriptedServer([Reply(...), ...]) as server: server.base_url``.
 
-    def __init__(self, script: list[Reply]) -> None:
-        self.script = list(script)
+    ``answer``, when given, picks each reply from the request instead of the script (for
+    concurrent runs, whose requests arrive in no fixed order).
+    """
+
+    def __init__(
+        self, script: list[Reply] | None = None, *, answer: Callable[[Seen], Reply] | None = None
+    ) -> None:
+        self.script = list(script or [])
+        self.answer = answer
         self.requests: list[Seen] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -89,7 +96,9 @@ class ScriptedServer:
             thread.join(timeout=5)
         self._socket.close()
 
-    def _next(self) -> Reply:
+    def _next(self, seen: Seen) -> Reply:
+        if self.answer is not None:
+            return self.answer(seen)
         with self._lock:
             return self.script.pop(0) if len(self.script) > 1 else self.script[0]
 
@@ -135,7 +144,7 @@ class ScriptedServer:
                 return
             with self._lock:
                 self.requests.append(seen)
-            reply = self._next()
+            reply = self._next(seen)
             if reply.reset:
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 return

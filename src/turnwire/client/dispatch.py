@@ -32,110 +32,44 @@ from typing import Any
 import msgspec
 
 from turnwire._redact import redact
-from turnwire.client.assembly import (
-    PAIRING_PHRASES,
-    REASONING_PHRASES,
-    carries_reasoning,
-    check_tool_choice,
-    check_window,
-    compaction_due,
-    fingerprint_new_thoughts,
-    pending_ids,
-    render_request,
-    request_fingerprint,
-    stamp,
-)
-from turnwire.client.execution import decided_approvals, execute
-from turnwire.client.progress import ProgressEvent, ResponseDoneEvent
+from turnwire.client._run import Run
+from turnwire.client.progress import ProgressEvent
 from turnwire.client.reading import (
-    decoded_answer,
     finish_reason,
-    raise_unless_answered,
-    read_answer,
 )
 from turnwire.client.recording import (
     Records,
-    generation_stats,
-    record_counts,
-    record_generation,
-    text_call_parser,
 )
+from turnwire.client.results import ResponseMeta, RunResult
 from turnwire.client.telemetry import Telemetry
-from turnwire.client.text_calls import apply_text_tool_calls
 from turnwire.client.tools import ToolExecutor
 from turnwire.client.transport import RetryPolicy, Transport
 from turnwire.config.settings import merge, settings_from_tree
 from turnwire.errors import (
-    HttpError,
     InputError,
     MissingApiKeyError,
     OutputValidationError,
-    ReasoningReplayRejectedError,
 )
 from turnwire.files.pointers import ContextAssembler, file_roots
 from turnwire.model.approvals import ApprovalDecision
-from turnwire.model.records import HostedItem, Message, Thought, Thread, ToolCall
+from turnwire.model.records import HostedItem, Thread, ToolCall
 from turnwire.model.structured import StructuredOutput, requested_output, structured_output
 from turnwire.model.timeline import timeline
-from turnwire.model.usage import GenerationStats, Usage
-from turnwire.rendering.body import EncodedBody
 from turnwire.rendering.compaction import (
     CompactResult,
-    compact_body,
     compacted,
-    compaction_record,
-    parse_compacted,
 )
 from turnwire.rendering.container import build_container
 from turnwire.rendering.renderer import resolve_model
-from turnwire.wire.response import Generation
 
 __all__ = ["Client", "Records", "ResponseMeta", "RunResult", "finish_reason"]
 
 logger = logging.getLogger("turnwire")
 
 
-class ResponseMeta(msgspec.Struct, frozen=True, kw_only=True):
-    """The last response of a run: id, status, model, usage and the finish reason."""
-
-    id: str | None
-    status: str | None
-    model: str | None
-    usage: dict[str, Any] | None
-    finish_reason: str
-
-
 _TRANSPORT_OPTIONS = frozenset(
     name for name in inspect.signature(Transport.__init__).parameters if name != "self"
 )
-
-
-class RunResult(msgspec.Struct, frozen=True, kw_only=True):
-    """The outcome of :meth:`Client.run`."""
-
-    thread: Thread
-    records: Records
-    response: ResponseMeta
-    iterations: int
-    requests: int
-    resolved: tuple[ToolCall, ...] = ()
-    """Tool calls recorded earlier without a result (``--once``) that this run ran first."""
-    request_fingerprint: str | None = None
-    """The fingerprint of the last request's prefix (what a later replay is checked against)."""
-    generations: tuple[GenerationStats, ...] = ()
-    """Each response of the run, in order: provider, model, finish reason, usage."""
-    usage: Usage | None = None
-    """The run's total: every generation's usage summed (``None`` when none reported any)."""
-    parsed: Any = None
-    """The final answer decoded against the run's output schema (a Struct instance for
-    ``output_type=Struct``, plain JSON otherwise); ``None`` when no schema was asked, when the
-    model refused, or when the last response has no message (see
-    :mod:`turnwire.model.structured`)."""
-    refusal: str | None = None
-    """The final message's refusal text, when the model refused (``parsed`` is then ``None``)."""
-    compaction: CompactResult | None = None
-    """The compaction a ``context.window: {compact: ...}`` made before the first request
-    (its record is in ``thread``, not in ``records``)."""
 
 
 def _is_local(url: str) -> bool:
@@ -248,13 +182,7 @@ class Client:
         self._tracer_provider = tracer_provider
         self.clock = clock
         self.plugin_manager = container.plugin_manager()
-        self.requests = 0
         self._handlers = dict(handlers or {})
-        self._last_rendered: Any = None
-        self._render_context: dict[str, str] = {}
-        self._output_type: StructuredOutput | None = None
-        self._on_event: Callable[[ProgressEvent], None] | None = None
-        self._event_model = ""
         self._transport_options = transport_options
         self._credentials = (base_url, api_key, organization, project)
 
@@ -379,157 +307,14 @@ class Client:
                 approvals=approvals,
                 output_type=asked,
             )
-        self._output_type = asked
+        run = Run(self, render_context=render_context, output_type=asked, on_event=on_event)
         with self.telemetry.run(model or thread.model) as span:
-            result = await self._run_loop(
-                thread,
-                model,
-                once,
-                on_text,
-                on_tool_result,
-                render_context,
-                roots,
-                on_event,
-                approvals=approvals,
+            result = await run.loop(
+                thread, model, once, on_text, on_tool_result, roots, approvals=approvals
             )
             self.telemetry.finished(span, result.generations, result.usage)
         return _with_output(
             result, requested_output(asked, thread.output_schema, self.settings.request)
-        )
-
-    async def _run_loop(
-        self,
-        thread: Thread,
-        model: str | None,
-        once: bool,
-        on_text: Callable[[str], None] | None,
-        on_tool_result: Callable[[ToolCall], None] | None,
-        render_context: Mapping[str, str] | None,
-        roots: Iterable[str | os.PathLike[str]] | None,
-        on_event: Callable[[ProgressEvent], None] | None,
-        *,
-        approvals: Mapping[str, ApprovalDecision] | None = None,
-    ) -> RunResult:
-        self._render_context = dict(render_context or {})
-        resolved = resolve_model(thread, self.container, model)
-        self._on_event, self._event_model = on_event, resolved
-        allowed = file_roots(roots, self.settings.files)
-        files = ContextAssembler.from_settings(self.settings.files, allowed)
-        # The thread's own faults first, then the deployment's; all before anything runs.
-        self.executor.check(thread)
-        files.check(thread)
-        decided = decided_approvals(thread, approvals, container=self.container, clock=self.clock)
-        self._require_key()
-        start_calls = len(thread.tool_calls)
-        start_messages, start_thoughts = len(thread.messages), len(thread.thoughts)
-        start_hosted = len(thread.hosted_items)
-        if decided:  # part of this run's records, so stored and saved with them
-            thread = msgspec.structs.replace(thread, hosted_items=thread.hosted_items + decided)
-
-        async def run_calls(thread: Thread, calls: list[ToolCall]) -> Thread:
-            return await execute(
-                thread,
-                calls,
-                on_tool_result,
-                files,
-                executor=self.executor,
-                telemetry=self.telemetry,
-                emit=self._emit,
-            )
-
-        ran_pending: tuple[ToolCall, ...] = ()
-        waiting = [call for call in thread.tool_calls if call.result is None]
-        if waiting and not once:  # calls a run before this one left without results
-            thread = await run_calls(thread, waiting)
-            pending = {call.id for call in waiting}
-            ran_pending = tuple(c for c in thread.tool_calls[:start_calls] if c.id in pending)
-        compaction = await self._auto_compact(thread, resolved, allowed)
-        if compaction is not None:
-            thread = compaction.thread
-            start_hosted = len(thread.hosted_items)
-        iterations = 0
-        generation: Generation | None = None
-        stats: list[GenerationStats] = []
-        while True:
-            iterations += 1
-            generation, thread = await self._iteration(thread, resolved, on_text, allowed)
-            parser = text_call_parser(thread, container=self.container, hook=self._hook)
-            generation = apply_text_tool_calls(generation, parser)
-            before = record_counts(thread)
-            thread, calls = record_generation(
-                thread,
-                generation,
-                settings=self.settings,
-                clock=self.clock,
-                hook=self._hook,
-                container=self.container,
-            )
-            stats.append(generation_stats(generation, resolved, thread, before))
-            self._emit(
-                ResponseDoneEvent(
-                    response_id=generation.response_id,
-                    status=generation.status,
-                    model=stats[-1].model,
-                    finish_reason=stats[-1].finish_reason,
-                    usage=stats[-1].usage,
-                )
-            )
-            self._observe("on_raw_generation", generation=generation, model=resolved)
-            runnable = [call for call in calls if call.result is None]
-            if runnable and not once:
-                thread = await run_calls(thread, runnable)
-            # The next request's render stamps this response's reasoning; a run that stops
-            # here renders once more to stamp it.
-            if not calls or once:
-                thread = fingerprint_new_thoughts(
-                    thread,
-                    container=self.container,
-                    model=resolved,
-                    render_context=self._render_context,
-                    roots=allowed,
-                )
-                break
-            if iterations >= self.settings.client.max_iterations:
-                logger.warning(
-                    "stopping after %d iterations (client.max_iterations)",
-                    iterations,
-                    extra={"kind": "max-iterations"},
-                )
-                thread = fingerprint_new_thoughts(
-                    thread,
-                    container=self.container,
-                    model=resolved,
-                    render_context=self._render_context,
-                    roots=allowed,
-                )
-                break
-        assert generation is not None
-        records = Records(
-            messages=thread.messages[start_messages:],
-            thoughts=thread.thoughts[start_thoughts:],
-            tool_calls=tuple(c for c in thread.tool_calls[start_calls:]),
-            hosted_items=thread.hosted_items[start_hosted:],
-        )
-        meta = ResponseMeta(
-            id=generation.response_id,
-            status=generation.status,
-            model=generation.model or resolved,
-            usage=generation.usage,
-            finish_reason=finish_reason(generation),
-        )
-        return RunResult(
-            thread=thread,
-            records=records,
-            response=meta,
-            iterations=iterations,
-            requests=self.requests,
-            resolved=ran_pending,
-            request_fingerprint=request_fingerprint(
-                self._last_rendered, container=self.container, model=resolved
-            ),
-            generations=tuple(stats),
-            usage=Usage.sum(s.usage for s in stats),
-            compaction=compaction,
         )
 
     async def compact(
@@ -557,7 +342,6 @@ class Client:
             return await self.with_overrides(overrides).compact(
                 thread, model=model, render_context=render_context, roots=roots
             )
-        self._render_context = dict(render_context or {})
         resolved = resolve_model(thread, self.container, model)
         allowed = file_roots(roots, self.settings.files)
         records = timeline(compacted(thread))
@@ -573,161 +357,12 @@ class Client:
             )
         ContextAssembler.from_settings(self.settings.files, allowed).check(thread)
         self._require_key()
-        result = await self._compact(thread, thread, None, resolved, allowed)
+        run = Run(self, render_context=render_context)
+        result = await run.compact(thread, thread, None, resolved, allowed)
         assert result is not None
         return result
 
-    async def _auto_compact(
-        self, thread: Thread, model: str, roots: tuple[str, ...]
-    ) -> CompactResult | None:
-        """``context.window: {compact: {threshold: N}}``: compact what comes before the
-        question when the estimate of the request is over N tokens (see
-        :func:`~turnwire.client.assembly.compaction_due`)."""
-        due = compaction_due(self.settings, thread)
-        if due is None:
-            return None
-        part, before = due
-        return await self._compact(thread, part, before, model, roots)
-
-    async def _compact(
-        self,
-        thread: Thread,
-        part: Thread,
-        before: Message | Thought | ToolCall | HostedItem | None,
-        model: str,
-        roots: tuple[str, ...],
-    ) -> CompactResult | None:
-        rendered = self._render(part, model, roots)
-        body = compact_body(rendered.body)
-        self._observe("on_prompt_assembled", body=body, model=model, attempt_kind="compact")
-        self.requests += 1
-        with self.telemetry.compaction(model) as span:
-            async with self.transport.exchange(body, stream=False, path="/compact") as answer:
-                raw = b"".join([chunk async for chunk in answer.chunks])
-            decoded = decoded_answer(raw, "a response.compaction object")
-            compacted = parse_compacted(decoded)
-            self.telemetry.compacted(span, compacted.id, compacted.usage)
-        record = compaction_record(compacted, timeline(part), self.clock(), before=before)
-        if record is None:
-            logger.warning(
-                "the compaction cannot be placed before the question (they share a timestamp "
-                "and seq); it is not kept",
-                extra={"kind": "compact-unplaced"},
-            )
-            return None
-        extended = msgspec.structs.replace(thread, hosted_items=(*thread.hosted_items, record))
-        return CompactResult(thread=extended, record=record, compacted=compacted)
-
-    # ------------------------------------------------------------------ one iteration
-
-    def _render(
-        self,
-        thread: Thread,
-        model: str,
-        roots: tuple[str, ...],
-        *,
-        replay_off: bool = False,
-        pending: frozenset[str] = frozenset(),
-    ) -> Any:
-        return render_request(
-            self.container,
-            thread,
-            model,
-            roots,
-            render_context=self._render_context,
-            output_type=self._output_type,
-            replay_off=replay_off,
-            pending=pending,
-        )
-
-    async def _iteration(
-        self,
-        thread: Thread,
-        model: str,
-        on_text: Callable[[str], None] | None,
-        roots: tuple[str, ...],
-    ) -> tuple[Generation, Thread]:
-        """One request: rendered once (stamping the reasoning the last response brought, so
-        the thread returned is the one this request was rendered from), sent, answered."""
-        check_tool_choice(self.settings, thread)
-        pending = pending_ids(thread)
-        rendered = self._last_rendered = self._render(thread, model, roots, pending=pending)
-        if pending:
-            thread = stamp(thread, pending, rendered.rendered.stamped)
-        check_window(self.settings, rendered, thread)
-        try:
-            return await self._exchange(rendered, model, on_text, "request"), thread
-        except HttpError as err:
-            body = err.body.lower().replace("`", "")
-            if err.http_status != 400 or not any(p in body for p in REASONING_PHRASES):
-                raise
-            if not carries_reasoning(rendered.request.input):
-                raise
-            logger.warning(
-                "the API rejected a replayed reasoning item; retrying once "
-                "without reasoning items or paired ids",
-                extra={"kind": "reasoning-replay-rejected"},
-            )
-            rendered = self._last_rendered = self._render(thread, model, roots, replay_off=True)
-            try:
-                answer = await self._exchange(rendered, model, on_text, "reasoning-free-retry")
-                return answer, thread
-            except HttpError as again:
-                lowered = again.body.lower().replace("`", "")
-                if again.http_status == 400 and any(p in lowered for p in PAIRING_PHRASES):
-                    raise ReasoningReplayRejectedError(
-                        body=again.body, attempts=again.attempts
-                    ) from again
-                raise
-
-    async def _exchange(
-        self, rendered: Any, model: str, on_text: Callable[[str], None] | None, attempt_kind: str
-    ) -> Generation:
-        body: EncodedBody = rendered.encoded
-        stream = rendered.request.stream
-        observed = self.plugin_manager.hook.on_prompt_assembled.get_hookimpls()
-        if observed or self.settings.plugins.trace:  # the bytes joined only for an observer
-            self._observe(
-                "on_prompt_assembled", body=bytes(body), model=model, attempt_kind=attempt_kind
-            )
-        self.requests += 1
-        with self.telemetry.request(model) as span:
-            generation = await self._answer(body, stream, on_text)
-            self.telemetry.answered(span, generation, finish_reason(generation))
-            logger.debug(
-                "stream finalised: %d tool call(s), message=%s",
-                len(generation.tool_calls),
-                bool(generation.messages),
-                extra={
-                    "kind": "stream-finalised",
-                    "tool_call_count": len(generation.tool_calls),
-                    "saw_message": bool(generation.messages),
-                    "terminal_seen": generation.terminal != "eof",
-                },
-            )
-            raise_unless_answered(generation)
-        return generation
-
-    async def _answer(
-        self, body: bytes | EncodedBody, stream: bool, on_text: Callable[[str], None] | None
-    ) -> Generation:
-        return await read_answer(
-            self.transport, self.container, body, stream, on_text, emit=self._emit
-        )
-
     # ------------------------------------------------------------------ hooks
-
-    def _emit(self, event: ProgressEvent) -> None:
-        """Report ``event`` to the run's ``on_event`` and the ``on_stream_event`` hook."""
-        if self._on_event is not None:
-            try:
-                self._on_event(event)
-            except Exception:
-                logger.exception(
-                    "the on_event callback raised; the turn goes on",
-                    extra={"kind": "observer-error"},
-                )
-        self._observe("on_stream_event", event=event, model=self._event_model)
 
     def _hook(self, name: str, **kwargs: Any) -> Any:
         return getattr(self.plugin_manager.hook, name)(**kwargs)
