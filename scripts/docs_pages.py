@@ -8,6 +8,8 @@ The reference pages are rendered from the code at every build, so they cannot dr
 - ``cli.md`` from the ``argparse`` parser of :mod:`turnwire.cli.main`;
 - ``hooks.md`` from the hookspecs in :mod:`turnwire.hookspecs`, in pipeline order, each
   rendered from its docstring by mkdocstrings;
+- ``errors.md`` from the error classes of :mod:`turnwire.errors` (code, status, fatal flag,
+  docstring);
 - ``schema/thread.json`` and ``schema/config.json``, the schemas themselves.
 
 ``mkdocs.yml`` lists this file under ``hooks:``; ``python scripts/docs_pages.py OUT`` writes the
@@ -25,7 +27,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from turnwire import hookspecs
+from turnwire import errors, hookspecs
 from turnwire.cli.main import _parser
 from turnwire.config.schema import config_schema, thread_schema
 
@@ -463,12 +465,25 @@ files:
 _CONFIG_INTRO = """\
 # Configuration
 
-One YAML schema covers the whole configuration. The packaged defaults
-(`config/default.yaml`, shipped in the wheel) load first, then each `--config` file in order
-(mappings merge key by key; any other value replaces), then `--set KEY=VALUE` overrides, then
-`${ENV}` / `${ENV:default}` interpolation. The merged tree is validated before anything is
-built: an unknown key, a bad value or a rejected option fails naming its `$.path`
-(`E_INVALID_OPENAI_RESPONSES_OPTIONS`). `turnwire check-config FILE...` checks profiles.
+One YAML schema covers the whole configuration. Every key has a default, listed below: the
+field defaults of the `turnwire.config.settings` Structs, which also hold each key's
+description, so this page is generated from them. A configuration is built in this order:
+
+1. those defaults, with the packaged `config/default.yaml` (shipped in the wheel) on top, which
+   only reads `client.base_url`, `client.organization` and `client.project` from
+   `$OPENAI_BASE_URL`, `$OPENAI_ORG_ID` and `$OPENAI_PROJECT_ID`, as the official SDK does;
+2. each `--profile NAME` in order: the profiles shipped with turnwire (`production`,
+   `local-dev`, `strict-media`, `examples`; from an installed wheel too);
+3. each `--config FILE` in order (mappings merge key by key; any other value replaces);
+4. each `--set KEY=VALUE` (`--set request.temperature=0.2`), one setting for one command,
+   its value read as YAML;
+5. `${ENV}` / `${ENV:default}` interpolation.
+
+The merged tree is validated before anything is built: an unknown key, a bad value or a
+rejected option fails naming its `$.path` (`E_INVALID_OPENAI_RESPONSES_OPTIONS`).
+`turnwire check-config FILE...` checks profiles, and `turnwire check-config --print` prints
+the merged, validated settings (credentials shown as `[redacted]`). From Python,
+`turnwire.load_settings(config_files, overrides=...)` does the same.
 
 Every key is optional in a profile. Any value may also be written as one placeholder,
 `${NAME}` or `${NAME:default}`: it becomes the environment variable's value (or the default),
@@ -480,8 +495,7 @@ The request options turnwire manages itself cannot be set: `store` (always false
 `conversation`, `prompt`, `context_management`, and `background: true`.
 
 The JSON Schema of a configuration file is printed by `turnwire schema config` (and is
-[`schema/config.json`](schema/config.json) on this site). This page is generated from the
-`turnwire.config.settings` Structs that validate the configuration.
+[`schema/config.json`](schema/config.json) on this site).
 """
 
 
@@ -670,6 +684,132 @@ def hooks_reference() -> str:
     for name in names:
         lines += [f"## `{name}` {{#{name}}}", "", f"::: turnwire.hookspecs.{name}"]
         lines += ["    options:", "      show_root_heading: false", ""]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------- errors
+
+_ERRORS_INTRO = """\
+# Errors
+
+Every error turnwire raises on purpose is a `turnwire.TurnwireError` with a stable `code`, an
+HTTP-like `status` and a `fatal` flag (fatal: the same input fails again, so retrying cannot
+help). Errors under `InputError` mean the caller must change something; errors under
+`ClientError` mean the exchange with the API failed, and the thread was left as it was. Each
+error also carries the context that locates the problem, as attributes: a `$.path` in a thread
+or configuration file, an `input[i]` in a request body, a stage, a plugin, an upstream HTTP
+status.
+
+On the command line a failure prints `error: <CODE>: <message>` as the last line of stderr.
+`turnwire run` exits 1 for any failure; the other commands exit 2 for bad input (an
+`InputError`) and 1 for anything else. With `turnwire run --json`, a failure also prints
+`{"error": {"code", "message", "status", ...}}` on stdout, with the error's own fields when it
+has them: `path` (bad input), `http_status` (an HTTP error), `event` and `field` (a stream's
+value of the wrong shape) and `item_id`.
+
+Messages are one line and say what was wrong, where, and what to do instead. No message, log
+record or `repr` contains the API key, the envelope secret or a configured credential: every
+message is redacted when the error is built ([Security](security.md#redaction)).
+
+This page is generated from the classes of `turnwire.errors`.
+"""
+
+
+def _docstring_markdown(text: str) -> str:
+    """Docstring markup as Markdown: ``literal`` and Sphinx roles become code."""
+    text = re.sub(
+        r":(?:class|func|mod|data|attr|meth|exc|obj):`(~?)([\w.]+)`",
+        lambda role: f"`{role[2].rsplit('.', 1)[-1] if role[1] else role[2]}`",
+        text,
+    )
+    return text.replace("``", "`")
+
+
+def _docstring_parts(cls: type) -> tuple[str, list[tuple[str, str]]]:
+    """A class docstring's prose and its ``:ivar name:`` entries, as Markdown."""
+    prose: list[str] = []
+    fields: list[list[str]] = []  # [role, name, text]
+    for line in inspect.cleandoc(cls.__doc__ or "").splitlines():
+        field = re.match(r":(ivar|param) (\w+):\s*(.*)", line)
+        if field:
+            fields.append(list(field.groups()))
+        elif fields and line.startswith(" "):
+            fields[-1][2] += " " + line.strip()
+        elif not fields:
+            prose.append(line)
+    ivars = [(name, _docstring_markdown(text)) for role, name, text in fields if role == "ivar"]
+    return _docstring_markdown("\n".join(prose).strip()), ivars
+
+
+def error_classes() -> list[type[errors.TurnwireError]]:
+    """Every error class of :mod:`turnwire.errors`, depth first from ``TurnwireError``, each
+    class's subclasses in the order the module defines them."""
+    defined = [
+        value
+        for value in vars(errors).values()
+        if isinstance(value, type) and issubclass(value, errors.TurnwireError)
+    ]
+
+    def below(base: type) -> list[type[errors.TurnwireError]]:
+        found = []
+        for cls in defined:
+            if cls.__bases__[0] is base:
+                found += [cls, *below(cls)]
+        return found
+
+    return [errors.TurnwireError, *below(errors.TurnwireError)]
+
+
+def _depth(cls: type) -> int:
+    return len(cls.__mro__) - len(errors.TurnwireError.__mro__)
+
+
+def error_tree() -> list[str]:
+    """The error classes as a tree, each with its code: ``├── InputError  E_INVALID_INPUT``."""
+    classes = error_classes()
+    lines = []
+    for index, cls in enumerate(classes):
+        depth = _depth(cls)
+        prefix = ""
+        for level in range(1, depth + 1):
+            later = next(
+                (
+                    _depth(other) == level
+                    for other in classes[index + 1 :]
+                    if _depth(other) <= level
+                ),
+                False,
+            )
+            if level == depth:
+                prefix += "├── " if later else "└── "
+            else:
+                prefix += "│   " if later else "    "
+        lines.append(f"{prefix}{cls.__name__}".ljust(41) + cls.code)
+    return lines
+
+
+@page("errors.md")
+def errors_reference() -> str:
+    classes = error_classes()
+    lines = [_ERRORS_INTRO, "```text", *error_tree(), "```", ""]
+    lines += ["| code | class | status | fatal |", "|---|---|---|---|"]
+    for cls in classes:
+        fatal = "yes" if cls.fatal else "no"
+        lines.append(
+            f"| `{cls.code}` | [`{cls.__name__}`](#{_anchor(cls.__name__)}) | {cls.status} "
+            f"| {fatal} |"
+        )
+    lines.append("")
+    for cls in classes:
+        prose, ivars = _docstring_parts(cls)
+        base = cls.__bases__[0]
+        lines += [f"## `{cls.__name__}` {{#{_anchor(cls.__name__)}}}", ""]
+        facts = f"`{cls.code}`, status {cls.status}, {'fatal' if cls.fatal else 'not fatal'}"
+        if base is not Exception:
+            facts += f"; a subclass of [`{base.__name__}`](#{_anchor(base.__name__)})"
+        lines += [facts + ".", "", prose, ""]
+        if ivars:
+            lines += [f"- `{name}`: {text}" for name, text in ivars] + [""]
     return "\n".join(lines)
 
 

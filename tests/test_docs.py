@@ -19,7 +19,7 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from scripts import docs_pages
-from turnwire import hookspecs, load_settings
+from turnwire import errors, hookspecs, load_settings
 from turnwire.cli.main import _parser
 from turnwire.config.schema import config_schema, thread_schema
 from turnwire.config.settings import Settings
@@ -194,6 +194,65 @@ def test_the_command_line_reference_has_every_command_and_option():
         assert f"\n## `turnwire {choice}`\n" in page
 
 
+def docstring_tree(doc: str) -> list[tuple[str, str | None, str]]:
+    """``(class, parent, code)`` per line of the first fenced block of a docstring, the parent
+    read from the line's depth in the tree (``├── `` / ``│   `` steps of four characters)."""
+    block = doc.split("```", 2)[1]
+    rows: list[tuple[str, str | None, str]] = []
+    parents: list[str] = []
+    for line in block.strip("\n").splitlines():
+        match = re.match(r"^([│├└─ ]*)(\w+)\s+(E_\w+)\b", line)
+        assert match, f"a tree line without a class and its code: {line!r}"
+        depth = len(match.group(1)) // 4
+        parents[depth:] = [match.group(2)]
+        rows.append((match.group(2), parents[depth - 1] if depth else None, match.group(3)))
+    return rows
+
+
+def test_the_tree_reader_finds_the_parent_and_the_code():
+    doc = (
+        "Tree:\n\n```\nA           E_A\n├── B       E_B (note)\n│   └── C   E_C\n└── D       E_D\n"
+    )
+    doc += "```\n\nAfter."
+    assert docstring_tree(doc) == [
+        ("A", None, "E_A"),
+        ("B", "A", "E_B"),
+        ("C", "B", "E_C"),
+        ("D", "A", "E_D"),
+    ]
+    with pytest.raises(AssertionError, match="without a class and its code"):
+        docstring_tree("```\nA\n```")
+
+
+def test_the_errors_docstring_tree_names_every_class_under_its_base_with_its_code():
+    classes = docs_pages.error_classes()
+    assert len(classes) >= 28
+    expected = [
+        (cls.__name__, None if cls is errors.TurnwireError else cls.__bases__[0].__name__, cls.code)
+        for cls in classes
+    ]
+    assert sorted(docstring_tree(errors.__doc__ or "")) == sorted(expected)
+
+
+def test_the_errors_page_has_every_error_with_its_code_status_and_meaning():
+    page = docs_pages.errors_reference()
+    for cls in docs_pages.error_classes():
+        anchor, fatal = cls.__name__.lower(), "yes" if cls.fatal else "no"
+        row = f"| `{cls.code}` | [`{cls.__name__}`](#{anchor}) | {cls.status} | {fatal} |"
+        assert row in page
+        section = _section(page, f"`{cls.__name__}` {{#{anchor}}}")
+        summary = " ".join((inspect.getdoc(cls) or "").split("\n\n")[0].split())
+        assert summary.split("``")[0] in " ".join(section.split()), cls
+    # What the README's table said of these is on the page now.
+    assert "`E_STORE`, status 422, fatal" in page
+    assert "a row damaged outside turnwire (the message names\nthe thread and the column)" in page
+    assert "`turnwire run` exits 1 for any failure" in page
+    never = " ".join(_section(page, "`InvalidToolCallArgs` {#invalidtoolcallargs}").split())
+    assert "Never raised: its message is the error result the model reads" in never
+    # Every error class is public.
+    assert {cls.__name__ for cls in docs_pages.error_classes()} <= set(errors.__all__)
+
+
 def test_source_docstrings_point_only_to_files_in_the_repository():
     tracked = subprocess.run(
         ["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True
@@ -247,7 +306,7 @@ def test_the_site_builds_strictly_with_every_hook_and_the_schemas(site):
     assert text.count("Parameters Name Type Description") == len(with_parameters)
     assert json.loads((site / "schema" / "thread.json").read_text()) == thread_schema()
     assert json.loads((site / "schema" / "config.json").read_text()) == config_schema()
-    for page in ("thread-file", "configuration", "cli", "api"):
+    for page in ("thread-file", "configuration", "cli", "api", "errors"):
         assert (site / page / "index.html").is_file(), page
     # Sphinx roles in docstrings reach the reader as code, not as raw markup.
     api = (site / "api" / "index.html").read_text()

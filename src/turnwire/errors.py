@@ -6,39 +6,40 @@ context that locates the problem (a ``$.path`` in a thread or configuration file
 in a request body, a stage or plugin name).
 
 ```
-TurnwireError
-├── InputError                          bad input: the caller must change something
-│   ├── ThreadFileError                 E_THREAD_FILE_INVALID        ($.path)
-│   ├── ConfigError                     E_INVALID_OPENAI_RESPONSES_OPTIONS ($.path)
-│   │   └── MissingApiKeyError          E_OPENAI_API_KEY_MISSING     (the variable to set)
-│   ├── PreflightError                  E_OPENAI_RESPONSES_PREFLIGHT (input[i], rule)
-│   ├── RenderError                     E_RENDER_FAILED              (stage, record)
-│   │   └── UnsupportedMediaError       E_OPENAI_RESPONSES_UNSUPPORTED_MEDIA_MODALITY
-│   ├── PluginError                     E_PLUGIN_INVALID             (plugin)
-│   ├── HandlerNotAllowedError          E_HANDLER_NOT_ALLOWED        ($.path, tool, handler)
-│   ├── FileNotAllowedError             E_FILE_NOT_ALLOWED           ($.path)
-│   ├── ApprovalNotPendingError         E_MCP_APPROVAL_NOT_PENDING   (item_id)
-│   ├── McpServerNotAllowedError        E_MCP_SERVER_NOT_ALLOWED     ($.path, server_label)
-│   ├── OutputSchemaError               E_OUTPUT_SCHEMA_INVALID      ($.path in the schema)
-│   └── ContextOverflowError            E_OPENAI_RESPONSES_CONTEXT_OVERFLOW (per-bucket tokens)
-└── ClientError                         the exchange with the API failed
-    ├── HttpError                       E_OPENAI_RESPONSES_HTTP_ERROR (http_status; 0 = transport)
-    │   └── ReasoningReplayRejectedError E_OPENAI_RESPONSES_REASONING_REPLAY_REJECTED (item_id)
-    ├── RequestTimeoutError             E_OPENAI_RESPONSES_REQUEST_TIMEOUT (seconds)
-    ├── StreamError                     E_OPENAI_RESPONSES_STREAM_ERROR (message; event, field)
-    │   └── AnswerTooLargeError         the answer passed its byte limit (limit, setting)
-    └── StreamStalledError              E_OPENAI_RESPONSES_STREAM_STALLED (idle seconds, partial)
-OutputValidationError                   E_OUTPUT_INVALID ($.path in the answer, text, result)
-ThreadFileChangedError                  E_THREAD_FILE_CONFLICT (409, not fatal: another run saved
-                                        the file; this run's records were not written)
-
-InvalidToolCallArgs (E_OPENAI_RESPONSES_INVALID_TOOL_CALL_ARGS) is never raised: its message
-becomes the error result the model sees on the next iteration.
-
-The store's errors: UnknownThreadError (E_THREAD_NOT_FOUND, an InputError), StoreError
-(E_STORE, an InputError) and StoreConflictError (E_STORE_CONFLICT, 409, not fatal: the thread
-changed during the run; nothing was stored).
+TurnwireError                            E_TURNWIRE (the base class)
+├── InputError                           E_INVALID_INPUT (the caller must change something)
+│   ├── ThreadFileError                  E_THREAD_FILE_INVALID ($.path)
+│   ├── ConfigError                      E_INVALID_OPENAI_RESPONSES_OPTIONS ($.path)
+│   │   └── MissingApiKeyError           E_OPENAI_API_KEY_MISSING (the variable to set)
+│   ├── PreflightError                   E_OPENAI_RESPONSES_PREFLIGHT (input[i], rule)
+│   ├── RenderError                      E_RENDER_FAILED (stage, record)
+│   │   └── UnsupportedMediaError        E_OPENAI_RESPONSES_UNSUPPORTED_MEDIA_MODALITY
+│   ├── PluginError                      E_PLUGIN_INVALID (plugin)
+│   ├── HandlerNotAllowedError           E_HANDLER_NOT_ALLOWED ($.path, tool, handler)
+│   ├── FileNotAllowedError              E_FILE_NOT_ALLOWED ($.path)
+│   ├── ApprovalNotPendingError          E_MCP_APPROVAL_NOT_PENDING (item_id)
+│   ├── McpServerNotAllowedError         E_MCP_SERVER_NOT_ALLOWED ($.path, server_label)
+│   ├── OutputSchemaError                E_OUTPUT_SCHEMA_INVALID ($.path in the schema)
+│   ├── ContextOverflowError             E_OPENAI_RESPONSES_CONTEXT_OVERFLOW (tokens per bucket)
+│   ├── StoreError                       E_STORE (an unusable store, a damaged row)
+│   └── UnknownThreadError               E_THREAD_NOT_FOUND (thread_id)
+├── ClientError                          E_OPENAI_RESPONSES_CLIENT (the exchange failed)
+│   ├── HttpError                        E_OPENAI_RESPONSES_HTTP_ERROR (http_status; 0 = transport)
+│   │   └── ReasoningReplayRejectedError E_OPENAI_RESPONSES_REASONING_REPLAY_REJECTED (item_id)
+│   ├── RequestTimeoutError              E_OPENAI_RESPONSES_REQUEST_TIMEOUT (seconds, phase)
+│   ├── StreamError                      E_OPENAI_RESPONSES_STREAM_ERROR (event, field)
+│   │   └── AnswerTooLargeError          E_OPENAI_RESPONSES_STREAM_ERROR (limit, setting)
+│   └── StreamStalledError               E_OPENAI_RESPONSES_STREAM_STALLED (seconds, partial)
+├── OutputValidationError                E_OUTPUT_INVALID ($.path in the answer, text, result)
+├── ThreadFileChangedError               E_THREAD_FILE_CONFLICT (file, result)
+├── StoreConflictError                   E_STORE_CONFLICT (thread_id)
+└── InvalidToolCallArgs                  E_OPENAI_RESPONSES_INVALID_TOOL_CALL_ARGS (never raised)
 ```
+
+A test keeps this tree true: every class below is in it once, under its base, with its code.
+The documentation's Errors page is generated from the classes themselves (code, status, fatal
+flag, docstring). ``InvalidToolCallArgs`` is never raised: its message becomes the error result
+the model reads on the next request.
 
 Messages say what was wrong, where, and what to do instead. They never contain secrets: every
 message goes through :func:`turnwire._redact.redact` when the error is built, whatever text it
@@ -126,14 +127,18 @@ class TurnwireError(Exception):
 
 
 class InputError(TurnwireError):
-    """The input (thread, configuration, request) is wrong; the same input fails again."""
+    """The input (thread, configuration, request) is wrong; the same input fails again.
+
+    Raised as itself for bad input no subclass names, such as ``threads compact`` on a thread
+    with nothing to compact.
+    """
 
     code = "E_INVALID_INPUT"
     status = 422
 
 
 class ThreadFileError(InputError):
-    """A thread file does not match schema version 1.
+    """A thread file does not match schema version 1; the message starts with the path.
 
     :ivar path: the JSON path of the offending value, such as ``$.messages[3].role``.
     """
@@ -168,7 +173,8 @@ class ThreadFileChangedError(TurnwireError):
 
 
 class ConfigError(InputError):
-    """The merged configuration does not validate.
+    """A configuration file, a profile, a plugin's settings or an override (``--set``,
+    ``overrides=``) is invalid: the merged configuration does not validate.
 
     :ivar path: the JSON path of the offending value, such as ``$.request.max_output_tokens``.
     """
@@ -215,7 +221,8 @@ class PreflightError(InputError):
 
 
 class RenderError(InputError):
-    """A render stage could not turn a record into wire items.
+    """A render stage could not turn a record into wire items (a file that cannot be read, a
+    size limit).
 
     :ivar stage: the hook name that failed.
     :ivar record: the id of the record being rendered, when there is one.
@@ -282,7 +289,8 @@ class HandlerNotAllowedError(InputError):
 
 
 class FileNotAllowedError(InputError):
-    """A file pointer leaves the allowed roots, or names something that is not a regular file.
+    """A file pointer leaves the allowed roots (a symlink out of them too), or names something
+    that is not a regular file (``/proc``, a FIFO, a directory).
 
     :ivar path: the JSON path of the pointer, such as ``$.messages[0].attachments[0].path``.
     """
@@ -398,13 +406,18 @@ class OutputValidationError(TurnwireError):
 
 
 class StoreError(InputError):
-    """The store file cannot be used, or what it holds cannot be read (a damaged row)."""
+    """The store cannot be used: a store file that is unusable or newer than this turnwire, a
+    ``--db`` in a folder that does not exist, a row damaged outside turnwire (the message names
+    the thread and the column), or a timestamp the store cannot keep."""
 
     code = "E_STORE"
 
 
 class UnknownThreadError(InputError):
-    """No thread has this id in the store."""
+    """No thread has this id in the store.
+
+    :ivar thread_id: the id asked for.
+    """
 
     code = "E_THREAD_NOT_FOUND"
     status = 404
@@ -418,6 +431,8 @@ class StoreConflictError(TurnwireError):
     """The thread changed between the read a run started from and its append; nothing was stored.
 
     Not fatal: load the thread again and re-run the turn.
+
+    :ivar thread_id: the thread.
     """
 
     code = "E_STORE_CONFLICT"
@@ -503,7 +518,11 @@ class ReasoningReplayRejectedError(HttpError):
 
 
 class RequestTimeoutError(ClientError):
-    """The exchange took longer than ``client.request_timeout_s``."""
+    """The exchange took longer than ``client.request_timeout_s``, before or during the answer.
+
+    :ivar seconds: the limit that passed.
+    :ivar phase: what was under way when it passed.
+    """
 
     code = "E_OPENAI_RESPONSES_REQUEST_TIMEOUT"
     status = 504
@@ -579,8 +598,9 @@ class StreamStalledError(ClientError):
 
 class InvalidToolCallArgs(TurnwireError):
     """The model's tool arguments are not a JSON object, or do not match the tool's
-    ``parameters`` schema (the message names the field: ``$.city: expected string``). Never
-    raised: see the module tree."""
+    ``parameters`` (JSON Schema Draft 2020-12, checked before the handler runs; the message
+    names the field: ``$.city: expected string``). Never raised: its message is the error
+    result the model reads on the next request."""
 
     code = "E_OPENAI_RESPONSES_INVALID_TOOL_CALL_ARGS"
     status = 422
