@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +28,6 @@ SECRET = "test-envelope-secret"
 @pytest.fixture(autouse=True)
 def _envelope_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TURNWIRE_ENVELOPE_SECRET", SECRET)
-
-
-@pytest.fixture(autouse=True)
-def _no_kept_containers() -> Iterator[None]:
-    """``render(config_files=...)`` keeps containers between calls: not between tests."""
-    turnwire.api.render_cache.clear()
-    yield
-    turnwire.api.render_cache.clear()
 
 
 _REAL_RENDER = turnwire.rendering.renderer.render

@@ -32,7 +32,7 @@ def test_providers_mirror_the_signature_one_for_one():
     options = set(RenderOptions.__struct_fields__)
     assert options <= set(Container.providers)
     assert set(STAGES) <= set(Container.providers)
-    parameters = set(inspect.signature(turnwire.build_input).parameters)
+    parameters = set(inspect.signature(turnwire.rendering.pipeline.build_input).parameters)
     # per call: the thread, and the run's unstamped reasoning; injected: the other three
     assert parameters == {"thread", "pending", "plan", "options", "render_memo"}
     assert {"plan", "options", "render_memo"} <= {"plan", "options", *Container.providers}
@@ -80,7 +80,7 @@ def test_per_modality_policy_renders_audio_and_video_differently():
 def test_any_provider_can_be_overridden_in_a_with_block_and_is_restored():
     container = make_container()
     t = thread(messages=[user("u1", "see", 0, attachments=[AUDIO])])
-    with pytest.raises(turnwire.UnsupportedMediaError):
+    with pytest.raises(turnwire.errors.UnsupportedMediaError):
         turnwire.render(t, container=container, model="m")
     with container.unsupported_media_policy.override(
         providers.Object(MediaPolicy(default="synthetic-description"))
@@ -88,7 +88,7 @@ def test_any_provider_can_be_overridden_in_a_with_block_and_is_restored():
         assert "[media: n.ogg" in json.dumps(
             turnwire.render(t, container=container, model="m").json
         )
-    with pytest.raises(turnwire.UnsupportedMediaError):
+    with pytest.raises(turnwire.errors.UnsupportedMediaError):
         turnwire.render(t, container=container, model="m")
 
 

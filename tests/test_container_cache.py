@@ -94,15 +94,30 @@ def test_a_newly_installed_plugin_is_a_new_build(profile, tmp_path, monkeypatch)
     assert second.plugin_manager().get_plugin("shouty") is not None
 
 
-def test_render_with_config_files_reuses_the_build_and_its_memo(profile):
-    turnwire.api.render_cache.clear()
-    first = turnwire.render(THREAD, config_files=[profile])
-    assert len(turnwire.api.render_cache) == 1
-    container = turnwire.api.render_cache.get([profile])
+def test_render_with_a_caller_owned_cache_reuses_the_build_and_its_memo(profile):
+    cache = ContainerCache()
+    first = turnwire.render(THREAD, config_files=[profile], cache=cache)
+    assert len(cache) == 1
+    container = cache.get([profile])
     assert container.render_memo().body is not None  # the first render left its body
+    again = turnwire.render(THREAD, config_files=[profile], cache=cache)
+    assert again.body == first.body
+    assert cache.get([profile]) is container
+
+
+def test_render_without_a_cache_keeps_nothing_between_calls(profile, monkeypatch):
+    built = []
+    real = turnwire.rendering.renderer.build_container
+
+    def counting(*args, **kwargs):
+        built.append(real(*args, **kwargs))
+        return built[-1]
+
+    monkeypatch.setattr(turnwire.rendering.renderer, "build_container", counting)
+    first = turnwire.render(THREAD, config_files=[profile])
     again = turnwire.render(THREAD, config_files=[profile])
     assert again.body == first.body
-    assert turnwire.api.render_cache.get([profile]) is container
+    assert len(built) == 2 and built[0] is not built[1]
 
 
 def test_the_cache_is_bounded_and_clearable(tmp_path):

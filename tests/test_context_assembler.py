@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 import turnwire
-from turnwire import ContextAssembler, RenderError
+from turnwire import RenderError
+from turnwire.files.pointers import ContextAssembler
 
 from .conftest import at
 

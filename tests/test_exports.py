@@ -19,18 +19,79 @@ def test_all_is_sorted_and_complete():
             assert hasattr(module, name), name
 
 
-def test_exported_names():
-    assert set(turnwire.__all__) >= {
-        "build_container",
-        "hookimpl",
-        "load_thread",
-        "render",
-        "Thread",
-        "ConfigError",
-        "PreflightError",
-        "ThreadFileError",
-        "StageRelay",
-    }
+PUBLIC = [
+    "Approval",
+    "Artifact",
+    "Client",
+    "ClientError",
+    "ConfigError",
+    "Container",
+    "ContainerCache",
+    "HttpError",
+    "Identity",
+    "InputError",
+    "Media",
+    "Memory",
+    "Message",
+    "OutputSchema",
+    "OutputValidationError",
+    "PostgresStore",
+    "PreflightError",
+    "ReasoningPayload",
+    "RenderError",
+    "RenderedRequest",
+    "Renderer",
+    "Retrievable",
+    "RunResult",
+    "SQLiteStore",
+    "Settings",
+    "StoreConflictError",
+    "StoreError",
+    "StreamError",
+    "Thought",
+    "Thread",
+    "ThreadFileError",
+    "ThreadStore",
+    "Tool",
+    "ToolCall",
+    "ToolResult",
+    "TurnwireError",
+    "UnknownThreadError",
+    "Usage",
+    "build_container",
+    "compact",
+    "compact_thread",
+    "dump_thread",
+    "hookimpl",
+    "load_settings",
+    "load_thread",
+    "open_store",
+    "render",
+    "run",
+    "run_thread",
+    "save_thread",
+]
+
+
+def test_the_public_surface_is_pinned():
+    """Adding or removing a top-level name is a decision: this list changes with it."""
+    assert turnwire.__all__ == PUBLIC
+
+
+def test_names_that_moved_still_import_with_a_warning_naming_their_home():
+    import importlib
+    import warnings
+
+    assert set(turnwire._MOVED).isdisjoint(turnwire.__all__)
+    for name, home in turnwire._MOVED.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            value = getattr(turnwire, name)
+        assert value is getattr(importlib.import_module(home), name)
+        assert [str(w.message) for w in caught] == [
+            f"turnwire.{name} is deprecated: import it from {home}"
+        ]
+        assert all(w.category is DeprecationWarning for w in caught)
 
 
 def test_no_container_or_plugin_manager_at_module_level():
@@ -78,20 +139,41 @@ def test_every_export_loads_lazily_from_the_module_named():
     assert seen == turnwire._EXPORTS
 
 
-def test_every_error_class_is_exported():
+def test_every_error_class_lives_in_errors_and_the_common_ones_are_top_level():
     import inspect
 
     import turnwire.errors
-    import turnwire.store
-    import turnwire.store.sqlite
 
-    for module in (turnwire.errors, turnwire.store, turnwire.store.sqlite):
+    classes = {
+        name
+        for name, value in vars(turnwire.errors).items()
+        if inspect.isclass(value)
+        and issubclass(value, Exception)
+        and value.__module__ == "turnwire.errors"
+    }
+    assert classes <= set(turnwire.errors.__all__)
+    for module in _source_modules():
         for name, value in vars(module).items():
             ours = inspect.isclass(value) and value.__module__ == module.__name__
-            if ours and issubclass(value, Exception):
-                assert name in turnwire.__all__, name
-    for name in ("Client", "RunResult", "Records", "SQLiteStore", "ThreadStore", "save_thread"):
-        assert name in turnwire.__all__
+            if ours and issubclass(value, Exception) and not name.startswith("_"):
+                assert module is turnwire.errors, f"{module.__name__}.{name}"
+    top = {name for name in turnwire.__all__ if name.endswith("Error")}
+    assert top <= classes
+    assert {"TurnwireError", "InputError", "ClientError"} <= top
+
+
+def _source_modules():
+    import importlib
+    from pathlib import Path
+
+    src = Path(turnwire.__file__).parent
+    for path in sorted(src.rglob("*.py")):
+        parts = list(path.relative_to(src.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        if parts[-1] == "__main__":
+            continue
+        yield importlib.import_module(".".join(parts))
 
 
 def test_unknown_attribute_is_an_attribute_error():

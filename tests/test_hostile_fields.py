@@ -27,7 +27,7 @@ from turnwire_markdown_context import configure as markdown
 from turnwire_redact import configure as redact
 
 import turnwire
-from turnwire import EnvelopeNonce
+from turnwire.plugin import EnvelopeNonce
 
 from .conftest import SECRET, at, make_container
 

@@ -45,7 +45,7 @@ def test_1_nonces_are_keyed_not_the_id_or_the_public_checksum():
     checksum = hashlib.sha256(b'{"args":{"q":"x"},"tool":"s"}').hexdigest()
     text = str(body)
     assert checksum not in text and "<message_u1 " not in text
-    assert turnwire.EnvelopeNonce(SECRET)("call_1") in body["input"][2]["output"]
+    assert turnwire.plugin.EnvelopeNonce(SECRET)("call_1") in body["input"][2]["output"]
 
 
 def test_2_no_assistant_item_carries_input_text():

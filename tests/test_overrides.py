@@ -231,7 +231,7 @@ def test_a_wrapper_plugin_augments_the_built_in_result():
 
 def test_a_misspelled_hook_fails_loudly_naming_it():
     plugin = SimpleNamespace(render_untrusted_contnet=hookimpl(lambda: "x"))
-    with pytest.raises(turnwire.PluginError) as caught:
+    with pytest.raises(turnwire.errors.PluginError) as caught:
         make_container(extra_plugins=[plugin]).stage_plan()
     assert "render_untrusted_contnet" in str(caught.value)
 
@@ -241,7 +241,7 @@ def test_an_argument_the_hook_does_not_have_fails_at_registration():
     def render_memories(memories, colour):
         return "x"
 
-    with pytest.raises(turnwire.PluginError):
+    with pytest.raises(turnwire.errors.PluginError):
         make_container(
             extra_plugins=[SimpleNamespace(render_memories=render_memories)]
         ).stage_plan()

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from turnwire import PreflightError, preflight
+from turnwire import PreflightError
 from turnwire.rendering import body as request_module
 from turnwire.rendering._incremental.memo import BodyState, RenderMemo
 from turnwire.rendering.body import (
@@ -32,6 +32,7 @@ from turnwire.rendering.body import (
     _item_facts,
     checked_body,
     encode_body,
+    preflight,
 )
 from turnwire.wire import (
     FunctionCall,

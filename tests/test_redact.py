@@ -86,8 +86,30 @@ def test_known_values_are_redacted_from_the_arguments_the_environment_and_memory
     assert redact(f"echo {KEY}!", KEY) == f"echo {MARK}!"
     monkeypatch.setenv("SOME_SERVICE_TOKEN", "env-value-0000")
     assert redact("token env-value-0000 leaked") == f"token {MARK} leaked"
-    remember_secret("remembered-value-1111")
+
+    class Holder:
+        pass
+
+    holder = Holder()
+    remember_secret("remembered-value-1111", holder=holder)
     assert redact("remembered-value-1111") == MARK
+
+
+def test_a_remembered_secret_is_forgotten_with_the_last_object_holding_it():
+    import gc
+
+    class Holder:
+        pass
+
+    first, second = Holder(), Holder()
+    remember_secret("held-twice-2222", holder=first)
+    remember_secret("held-twice-2222", holder=second)
+    del first
+    gc.collect()
+    assert redact("held-twice-2222") == MARK  # the second holder still keeps it
+    del second
+    gc.collect()
+    assert redact("held-twice-2222") == "held-twice-2222"
 
 
 def test_plain_text_is_left_alone():

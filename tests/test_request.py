@@ -8,7 +8,8 @@ import logging
 import pytest
 
 import turnwire
-from turnwire import PreflightError, preflight
+from turnwire import PreflightError
+from turnwire.rendering.body import preflight
 
 from .conftest import CONFORMANCE, REPLAY, at, make_container, render_body, thread, user
 from .oracle import validate_body

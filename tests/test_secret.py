@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from turnwire import ConfigError, EnvelopeNonce
+from turnwire import ConfigError
 from turnwire.config.secret import envelope_secret
+from turnwire.plugin import EnvelopeNonce
 
 from .conftest import make_container
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 import turnwire
-from turnwire import ContextAssembler, RenderError
+from turnwire import RenderError
+from turnwire.files.pointers import ContextAssembler
 from turnwire.store.sqlite import SQLiteStore
 
 from .client.server import Reply, ScriptedServer, recorded

@@ -13,7 +13,8 @@ import msgspec
 import pytest
 
 import turnwire
-from turnwire import ConfigError, OutputSchema, OutputSchemaError, ThreadFileError
+from turnwire import ConfigError, OutputSchema, ThreadFileError
+from turnwire.errors import OutputSchemaError
 from turnwire.model.structured import (
     strict_problems,
     strict_schema,

@@ -190,7 +190,7 @@ def test_transcript():
         "Assistant: Sunny, 21C.\n"
         "[tool weather({})] (not run yet)\n"
     )
-    assert turnwire.transcript(thread()) == ""
+    assert turnwire.rendering.windows.transcript(thread()) == ""
 
 
 def test_threads_show_transcript(tmp_path):

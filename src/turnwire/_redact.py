@@ -3,9 +3,11 @@
 :func:`redact` replaces with ``[redacted]``:
 
 * the value of every known secret: the ones passed to it, the ones given to
-  :func:`remember_secret` (the transport's API key), and the values of environment variables whose
-  names say they hold one (``OPENAI_API_KEY``, ``TURNWIRE_ENVELOPE_SECRET``, any ``*_KEY``,
-  ``*_SECRET``, ``*_TOKEN``, ``*_PASSWORD``), when at least 8 characters long;
+  :func:`remember_secret` by an object that holds them (the transport's API key, a
+  configuration's or an MCP declaration's credentials) for as long as that object lives, and
+  the values of environment variables whose names say they hold one (``OPENAI_API_KEY``,
+  ``TURNWIRE_ENVELOPE_SECRET``, any ``*_KEY``, ``*_SECRET``, ``*_TOKEN``, ``*_PASSWORD``),
+  when at least 8 characters long;
 * whatever looks like a credential: ``sk-...`` and ``sess-...`` keys, the token after
   ``Bearer`` or ``Basic``, a URL's ``user:password@``, and the value after ``api-key:``,
   ``api_key=``, ``"secret": "...`` and the like.
@@ -19,6 +21,8 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
+import weakref
 
 __all__ = [
     "MARK",
@@ -33,10 +37,12 @@ __all__ = [
 MARK = "[redacted]"
 _MIN_SECRET = 8
 
-# Values handed over by the parts that hold secrets (a process-wide memory, on purpose: an error
-# raised far from the transport must still hide its key). Only ever grows; holds strings that the
-# process holds anyway.
-_remembered: set[str] = set()
+# Values handed over by the objects that hold secrets, each with how many live holders it has:
+# an error raised far from the transport must still hide its key, and a value is forgotten when
+# the last object holding it is (so a long-lived process that renders threads with ever new MCP
+# tokens does not keep them all).
+_remembered: dict[str, int] = {}
+_remembered_lock = threading.Lock()
 
 _SECRET_NAME = re.compile(r"(?:^|_)(?:API_?KEY|KEY|SECRET|TOKEN|PASSWORD|PASSWD)$", re.IGNORECASE)
 # Each pattern with the texts one of which any match contains: the pattern is run only on a
@@ -65,10 +71,23 @@ _PATTERNS = (
 )
 
 
-def remember_secret(value: str | None) -> None:
-    """Redact ``value`` everywhere from now on (ignored when shorter than 8 characters)."""
-    if value and len(value) >= _MIN_SECRET:
-        _remembered.add(value)
+def remember_secret(value: str | None, *, holder: object) -> None:
+    """Redact ``value`` everywhere while ``holder`` (the object that keeps it, which must take
+    weak references) lives; ignored when shorter than 8 characters."""
+    if not value or len(value) < _MIN_SECRET:
+        return
+    with _remembered_lock:
+        _remembered[value] = _remembered.get(value, 0) + 1
+    weakref.finalize(holder, _forget, value)
+
+
+def _forget(value: str) -> None:
+    with _remembered_lock:
+        left = _remembered.get(value, 0) - 1
+        if left > 0:
+            _remembered[value] = left
+        else:
+            _remembered.pop(value, None)
 
 
 _SECRET_HEADER = re.compile(
@@ -82,14 +101,15 @@ def is_secret_header(name: str) -> bool:
     return _SECRET_HEADER.search(name) is not None
 
 
-def remember_url_secrets(url: str) -> None:
-    """Remember the password (and a long user name) of ``url``'s ``user:password@``."""
+def remember_url_secrets(url: str, *, holder: object) -> None:
+    """Remember the password (and a long user name) of ``url``'s ``user:password@`` while
+    ``holder`` lives."""
     _, found, rest = url.partition("://")
     userinfo, at, _rest = rest.partition("@") if found else ("", "", "")
     if at and "/" not in userinfo:
         user, _, password = userinfo.partition(":")
-        remember_secret(password)
-        remember_secret(user)
+        remember_secret(password, holder=holder)
+        remember_secret(user, holder=holder)
 
 
 # The secrets the environment held when it was last read, and what it held then (a copy of
@@ -115,7 +135,8 @@ def _environment_secrets() -> frozenset[str]:
 
 def _known(extra: tuple[str | None, ...]) -> list[str]:
     values = {value for value in extra if value and len(value) >= _MIN_SECRET}
-    values |= _remembered
+    with _remembered_lock:
+        values.update(_remembered)
     values |= _environment_secrets()
     return sorted(values, key=len, reverse=True)  # a secret containing another goes first
 

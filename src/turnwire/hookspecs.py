@@ -4,7 +4,8 @@ Every stage is ``firstresult``: the first implementation that returns non-None w
 built-ins in :mod:`turnwire.stages` are registered ``trylast``, so a plugin overrides a stage by
 returning a value, defers by returning ``None``, and augments with ``@hookimpl(wrapper=True)``.
 
-How arguments arrive. A stage is called through the stage relay (:class:`turnwire.StageRelay`).
+How arguments arrive. A stage is called through the stage relay
+(:class:`turnwire.plugin.StageRelay`).
 Per-call data (the message, the thought, the items) comes from the caller; every option
 argument (``self_identity``, ``unsupported_media_policy``, ``envelope_nonce``, ``warn`` ...)
 is injected by name from the render options, so an implementation asks for an option simply by

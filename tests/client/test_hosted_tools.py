@@ -198,12 +198,12 @@ def test_a_thread_declares_only_the_mcp_servers_the_configuration_allows(tmp_pat
     own = {"type": "mcp", "server_label": "wiki", "server_url": "https://mcp.deepwiki.com/mcp"}
     path = _thread(tmp_path, hosted_tools=[HOSTED[0], own])
     with ScriptedServer([Reply.sse(FOLLOW_UP)]) as server:
-        with pytest.raises(turnwire.McpServerNotAllowedError) as caught:
+        with pytest.raises(turnwire.errors.McpServerNotAllowedError) as caught:
             turnwire.api.run(path, container=_container(), base_url=server.base_url)
     assert server.requests == []  # nothing was sent
     assert caught.value.code == "E_MCP_SERVER_NOT_ALLOWED"
     assert caught.value.path == "$.hosted_tools[1]" and caught.value.server_label == "wiki"
-    with pytest.raises(turnwire.McpServerNotAllowedError):  # render says so too
+    with pytest.raises(turnwire.errors.McpServerNotAllowedError):  # render says so too
         turnwire.render(path, container=_container(allow_thread_mcp_servers=["https://other/*"]))
     # A pattern that ends in a path; a look-alike host does not match it.
     allowed = _container(allow_thread_mcp_servers=["https://mcp.deepwiki.com/*"])
@@ -212,7 +212,7 @@ def test_a_thread_declares_only_the_mcp_servers_the_configuration_allows(tmp_pat
     path = _thread(
         tmp_path, hosted_tools=[{**own, "server_url": "https://mcp.deepwiki.com.evil.io/"}]
     )
-    with pytest.raises(turnwire.McpServerNotAllowedError):
+    with pytest.raises(turnwire.errors.McpServerNotAllowedError):
         turnwire.render(path, container=allowed)
     # A connector is matched by its id; a server the configuration shadows is not checked.
     connector = {"type": "mcp", "server_label": "drive", "connector_id": "connector_googledrive"}

@@ -312,7 +312,7 @@ def test_an_output_schema_value_sets_name_strict_and_description():
 
 def test_a_bad_output_type_fails_before_anything_is_sent():
     with ScriptedServer([Reply.sse(_answer("{}"))]) as server:
-        with pytest.raises(turnwire.OutputSchemaError) as caught:
+        with pytest.raises(turnwire.errors.OutputSchemaError) as caught:
             turnwire.api.run(
                 _thread(),
                 container=make_container(),

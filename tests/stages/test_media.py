@@ -73,7 +73,7 @@ def test_a_hostile_mime_type_collapses_to_octet_stream():
 
 @pytest.mark.parametrize("kind", ["audio", "video"])
 def test_throw_policy_raises_a_typed_error(kind):
-    with pytest.raises(turnwire.UnsupportedMediaError) as caught:
+    with pytest.raises(turnwire.errors.UnsupportedMediaError) as caught:
         blocks(media(kind))
     assert caught.value.code == "E_OPENAI_RESPONSES_UNSUPPORTED_MEDIA_MODALITY"
     assert caught.value.record == "m1" and kind in str(caught.value)
@@ -123,7 +123,7 @@ def test_fallback_stash_miss_warns_and_falls_through_to_a_description():
 def test_policy_per_kind():
     policy = MediaPolicy(default="throw", per_kind={"audio": "synthetic-description"})
     assert "[media: a.mp3" in blocks(media("audio"), policy)[0].text
-    with pytest.raises(turnwire.UnsupportedMediaError):
+    with pytest.raises(turnwire.errors.UnsupportedMediaError):
         blocks(media("video"), policy)
 
 

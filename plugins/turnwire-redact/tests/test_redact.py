@@ -7,8 +7,9 @@ from turnwire_redact import RedactSettings, configure, redact
 from turnwire_redact import compile_rules as rules_for
 
 import turnwire
-from turnwire import ConfigError, EnvelopeAttrs, load_settings
+from turnwire import ConfigError, load_settings
 from turnwire.config.settings import merge
+from turnwire.plugin import EnvelopeAttrs
 
 ATTRS = EnvelopeAttrs(nonce="0123456789abcdef", kind="tool-result", tool="search")
 

@@ -369,9 +369,10 @@ class Transport:
         max_stream_bytes: int = MAX_STREAM_BYTES,
     ) -> None:
         self.url = base_url.rstrip("/") + "/responses"
-        remember_url_secrets(self.url)
+        remember_url_secrets(self.url, holder=self)
         self._api_key = api_key
-        remember_secret(api_key)  # an error raised far from here (a stream's error) hides it too
+        # An error raised far from here (a stream's error) hides it too, while this lives.
+        remember_secret(api_key, holder=self)
         self.organization = organization
         self.project = project
         self.extra_headers = dict(headers or {})

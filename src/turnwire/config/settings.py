@@ -287,7 +287,7 @@ _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
 
 
-class ClientSettings(_Section, frozen=True, kw_only=True):
+class ClientSettings(_Section, frozen=True, kw_only=True, weakref=True):
     """``client:``: where and how requests are sent.
 
     :ivar base_url: The Responses API endpoint (``--base-url`` overrides it); by default
@@ -334,11 +334,11 @@ class ClientSettings(_Section, frozen=True, kw_only=True):
 
     def __post_init__(self) -> None:
         # Credentials in the configuration: no log record or error shows them from now on.
-        remember_url_secrets(self.base_url)
+        remember_url_secrets(self.base_url, holder=self)
         for name, value in self.headers.items():
             if is_secret_header(name):
-                remember_secret(value)
-                remember_secret(value.rpartition(" ")[2])  # the token after a scheme
+                remember_secret(value, holder=self)
+                remember_secret(value.rpartition(" ")[2], holder=self)  # the token after a scheme
         for name, value in self.headers.items():
             # What HTTP can carry (RFC 9110): a token for the name, visible ASCII, spaces and
             # tabs for the value. Anything else fails at the first send, with the value in

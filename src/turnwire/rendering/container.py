@@ -23,9 +23,10 @@ import operator
 import os
 import sys
 import threading
-import types
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from dependency_injector import containers, providers
 
 from turnwire.config.nonce import EnvelopeNonce
 from turnwire.config.options import Endpoint, MediaPolicy, RenderOptions
@@ -36,47 +37,6 @@ from turnwire.rendering._incremental.memo import RenderMemo
 from turnwire.rendering.plugins import build_plugin_manager
 from turnwire.rendering.relay import HOOK, StagePlan
 from turnwire.wire.response import ResponseAccumulator
-
-
-def _import_dependency_injector() -> tuple[Any, Any]:
-    """``dependency_injector.containers`` and ``.providers``, without importing pydantic.
-
-    At import, ``dependency_injector.providers`` tries ``pydantic_settings`` and then
-    ``pydantic`` (about 25-50 ms) only to support ``Configuration.from_pydantic``, which turnwire
-    never uses. When neither is imported yet, for the duration of that one import
-    ``pydantic_settings`` is blocked (a ``None`` entry: ``ImportError``, the case the library
-    handles) and ``pydantic`` is a placeholder without a 1.x ``VERSION`` (the Cython import
-    returns ``sys.modules`` entries as they are, so it cannot be ``None``); both entries are
-    removed right after, so later imports of pydantic work as usual. The one effect outside
-    turnwire: ``Configuration.from_pydantic`` of a dependency-injector first imported through
-    turnwire reports pydantic as missing. ``TURNWIRE_DI_PYDANTIC=1`` keeps the import.
-    """
-    stubs: dict[str, Any] = {
-        "pydantic_settings": None,
-        "pydantic": types.ModuleType("pydantic", "placeholder while dependency_injector loads"),
-    }
-    stubs["pydantic"].VERSION = "0+not-imported"
-    block = (
-        "dependency_injector.providers" not in sys.modules
-        and os.environ.get("TURNWIRE_DI_PYDANTIC") != "1"
-        and not any(name in sys.modules for name in stubs)
-    )
-    if block:
-        sys.modules.update(stubs)
-    try:
-        from dependency_injector import containers, providers
-    finally:
-        if block:
-            for name, stub in stubs.items():
-                if sys.modules.get(name, ...) is stub:
-                    del sys.modules[name]
-    return containers, providers
-
-
-if TYPE_CHECKING:
-    from dependency_injector import containers, providers
-else:
-    containers, providers = _import_dependency_injector()
 
 __all__ = ["Container", "ContainerCache", "build_container", "overriding"]
 

@@ -35,7 +35,6 @@ __all__ = [
     "Renderer",
     "prefix_fingerprint",
     "render",
-    "render_cache",
     "render_input",
     "resolve_model",
     "with_declared_tools",
@@ -70,10 +69,6 @@ class RenderedRequest(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def fingerprintable_length(self) -> int:
         return self.rendered.fingerprintable_length
-
-
-render_cache = ContainerCache()
-"""The containers ``render(config_files=...)`` reuses (bounded; ``render_cache.clear()``)."""
 
 
 def resolve_model(thread: Thread, container: Container, model: str | None) -> str:
@@ -536,6 +531,7 @@ def render(
     roots: Iterable[str | os.PathLike[str]] | None = None,
     output_type: Any = None,
     pending_reasoning: Iterable[str] = (),
+    cache: ContainerCache | None = None,
 ) -> RenderedRequest:
     """Render ``thread`` into the request body turnwire would POST, after the preflight check.
 
@@ -557,11 +553,15 @@ def render(
     :param pending_reasoning: ids of reasoning thoughts a run recorded whose fingerprint is
         still pending: kept when they pair, their fingerprints in ``rendered.stamped`` (the
         client renders each request once this way and stores those fingerprints).
+    :param cache: a :class:`~turnwire.rendering.container.ContainerCache` the caller owns, to
+        reuse the container built from ``config_files`` (and what its render memo kept)
+        across calls; without one, each call builds its own container and keeps nothing. A
+        :class:`Renderer` does the same for one configuration.
     :raises turnwire.errors.InputError: bad thread, configuration or rendered body.
     """
     asked = structured_output(output_type)
     if container is None:
-        container = render_cache.get(config_files)
+        container = cache.get(config_files) if cache is not None else build_container(config_files)
     settings = container.settings()
     chosen = file_roots(roots, settings.files, _folder_of(thread))
     if not isinstance(thread, Thread):

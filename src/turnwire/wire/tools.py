@@ -148,7 +148,7 @@ class McpApprovalFilter(_Declared, frozen=True, kw_only=True):
     never: McpToolFilter | None = None
 
 
-class McpTool(_HostedTool, frozen=True, kw_only=True, tag="mcp"):
+class McpTool(_HostedTool, frozen=True, kw_only=True, tag="mcp", gc=True, weakref=True):
     """The API calls the tools of a remote MCP server (``server_url``) or of a connector
     (``connector_id``): exactly one of them is set."""
 
@@ -167,8 +167,9 @@ class McpTool(_HostedTool, frozen=True, kw_only=True, tag="mcp"):
                 f"mcp {self.server_label}: needs exactly one of `server_url` or `connector_id`"
             )
         for value in (*(self.headers or {}).values(), self.authorization or ""):
-            remember_secret(value)
-            remember_secret(value.rpartition(" ")[2])  # the token after a scheme (`Bearer ...`)
+            remember_secret(value, holder=self)
+            # the token after a scheme (`Bearer ...`)
+            remember_secret(value.rpartition(" ")[2], holder=self)
 
     @property
     def has_secrets(self) -> bool:

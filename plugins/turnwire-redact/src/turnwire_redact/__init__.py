@@ -16,7 +16,8 @@ from collections.abc import Iterable
 
 import msgspec
 
-from turnwire import EnvelopeAttrs, hookimpl
+from turnwire import hookimpl
+from turnwire.plugin import EnvelopeAttrs
 from turnwire.text import envelope
 
 __all__ = [
