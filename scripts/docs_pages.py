@@ -306,9 +306,18 @@ accepts.
 - Timeline records (messages, thoughts, tool calls) sort by `(created_at, seq)`. Timestamps
   are RFC 3339 with a time zone (`2026-01-01T10:00:00Z`); in YAML they may be left unquoted.
 - A relative `path` (attachments, artifacts) is resolved against the thread file's folder
-  when the file is loaded, and read when a request is rendered.
+  when the file is loaded, and read when a request is rendered. It must stay inside that
+  folder (or `files.roots`) and name a regular file: an absolute path elsewhere, a `..` or a
+  symlink that leaves the folder, `/proc`, a FIFO or a directory fails with
+  `E_FILE_NOT_ALLOWED: $.messages[0].attachments[0].path: ...`
+  ([Security](security.md#file-roots)).
+- A tool's `handler:` names code, which the thread may not run unless the configuration's
+  `tools.allow_thread_handlers` allows it ([Running against the API](running.md#tools)).
 - Ids are stable strings; envelope nonces are derived from them, so changing an id changes
   the rendered request.
+
+`examples/weather.yaml` in the repository is a whole thread: a tool, a memory, a document,
+a question with an image, a tool call with its result and the answer.
 
 The JSON Schema of this file is printed by `turnwire schema thread` (and is
 [`schema/thread.json`](schema/thread.json) on this site); point an editor at it, for
