@@ -323,3 +323,51 @@ def test_threads_first_using_a_container_share_its_single_instances():
     assert len(seen) == 6 and len(set(seen)) == 1
     for name in ("plugin_manager", "envelope_nonce", "stage_plan_cache", "render_memo"):
         assert type(getattr(Container, name)) is providers.ThreadSafeSingleton, name
+
+
+def test_reset_override_keeps_the_settings_and_plugins_and_drops_only_overrides():
+    from dependency_injector import providers
+
+    from turnwire.rendering.relay import HOOK
+
+    marker = object()
+    container = turnwire.build_container(overrides={"request": {"model": "gpt-5"}})
+    container.render_memories.override(providers.Object(marker))
+    assert container.render_memories() is marker
+    container.reset_override()
+    assert container.render_memories() is HOOK
+    assert container.settings().request.model == "gpt-5"
+    assert container.render_options().model == "gpt-5"
+
+
+def test_every_stage_and_render_option_has_its_provider():
+    from turnwire.config.options import RenderOptions
+    from turnwire.hookspecs import STAGES
+
+    container = turnwire.build_container()
+    names = set(container.providers)
+    assert set(STAGES) <= names
+    assert set(RenderOptions.__struct_fields__) <= names
+    assert set(container.stage_plan.kwargs) == set(STAGES)
+    assert set(container.render_options.kwargs) == set(RenderOptions.__struct_fields__)
+
+
+@pytest.mark.parametrize(
+    ("order", "problem"),
+    [
+        (("memories", "retrievables"), "must contain `timeline`"),
+        (("timeline", "memories", "timeline"), "a bucket is listed twice"),
+    ],
+)
+def test_one_bucket_order_rule_at_load_and_for_an_override(order, problem):
+    from turnwire.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=problem) as loaded:
+        turnwire.build_container(overrides={"render": {"bucket_order": list(order)}})
+    assert loaded.value.path == "$.render.bucket_order"
+    container = turnwire.build_container()
+    t = thread(model="gpt-5", messages=[user()])
+    with container.bucket_order.override(providers.Object(order)):
+        with pytest.raises(ConfigError, match=problem) as rendered:
+            turnwire.render(t, container=container)
+    assert rendered.value.path == "$.render.bucket_order"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import turnwire
-from turnwire.rendering.container import ContainerCache
+from turnwire.rendering.container_cache import ContainerCache
 
 THREAD = {
     "version": 1,

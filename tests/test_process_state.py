@@ -17,7 +17,8 @@ import pluggy
 
 import turnwire
 from turnwire.rendering._incremental.memo import RenderMemo
-from turnwire.rendering.container import Container, ContainerCache
+from turnwire.rendering.container import Container
+from turnwire.rendering.container_cache import ContainerCache
 
 from .client.server import Reply, ScriptedServer, recorded
 from .conftest import make_container

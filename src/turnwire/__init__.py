@@ -57,7 +57,8 @@ if TYPE_CHECKING:
     )
     from turnwire.model.structured import OutputSchema
     from turnwire.model.usage import Usage
-    from turnwire.rendering.container import Container, ContainerCache, build_container
+    from turnwire.rendering.container import Container, build_container
+    from turnwire.rendering.container_cache import ContainerCache
     from turnwire.rendering.renderer import RenderedRequest, Renderer, render
     from turnwire.store import ThreadStore, open_store
     from turnwire.store.postgres import PostgresStore
@@ -75,7 +76,7 @@ _EXPORTS: dict[str, str] = {
     "ClientError": "turnwire.errors",
     "ConfigError": "turnwire.errors",
     "Container": "turnwire.rendering.container",
-    "ContainerCache": "turnwire.rendering.container",
+    "ContainerCache": "turnwire.rendering.container_cache",
     "HttpError": "turnwire.errors",
     "Identity": "turnwire.model.records",
     "InputError": "turnwire.errors",

@@ -32,6 +32,7 @@ __all__ = [
     "SystemPromptChannel",
     "ThoughtSurfacing",
     "Warn",
+    "bucket_order_problem",
 ]
 
 Bucket = Literal["standing_instructions", "memories", "retrievables", "timeline"]
@@ -46,6 +47,17 @@ MediaPolicyName = Literal["throw", "fallback-stash", "synthetic-description"]
 Warn = Callable[[str], None]
 
 DEFAULT_STASH_KEYS: tuple[str, ...] = ("text:transcript", "text:caption", "text:description")
+
+
+def bucket_order_problem(order: tuple[str, ...]) -> str | None:
+    """What is wrong with a ``bucket_order`` (``None``: nothing). The one rule, read where the
+    settings are validated and again where a render starts (a container override of the
+    option never went through the settings)."""
+    if len(set(order)) != len(order):
+        return "a bucket is listed twice"
+    if "timeline" not in order:
+        return "must contain `timeline`; without it no message would be sent"
+    return None
 
 
 class EnvelopeAttrs(msgspec.Struct, frozen=True, kw_only=True, gc=False):

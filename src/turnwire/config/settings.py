@@ -36,6 +36,7 @@ from turnwire.config.options import (
     SystemPromptChannel,
     ThoughtSurfacing,
     UnfingerprintedReasoning,
+    bucket_order_problem,
 )
 from turnwire.errors import ConfigError, validation_location
 from turnwire.files.loading import DocumentKind, format_for
@@ -185,12 +186,9 @@ class RenderSettings(_Section, frozen=True, kw_only=True):
     envelope_secret_file: NonEmpty | None = None
 
     def __post_init__(self) -> None:
-        if len(set(self.bucket_order)) != len(self.bucket_order):
-            raise ValueError("bucket_order: a bucket is listed twice")
-        if "timeline" not in self.bucket_order:
-            raise ValueError(
-                "bucket_order: must contain `timeline`; without it no message would be sent"
-            )
+        problem = bucket_order_problem(self.bucket_order)
+        if problem is not None:
+            raise ValueError(f"bucket_order: {problem}")
 
     def media_policy(self) -> MediaPolicy:
         policy = self.unsupported_media_policy

@@ -41,7 +41,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from turnwire.config.options import RenderOptions
+from turnwire.config.options import RenderOptions, bucket_order_problem
 from turnwire.errors import ConfigError
 from turnwire.model.canonical import canonical_json
 from turnwire.model.records import REPLAY_TAG, HostedItem, Message, Thought, Thread, Tool, ToolCall
@@ -1278,11 +1278,9 @@ def build_input(
         still :data:`PENDING_FINGERPRINT`: kept as fresh when they pair, their fingerprints in
         ``RenderedInput.stamped`` (what the client stores before the request is sent).
     """
-    if "timeline" not in options.bucket_order:
-        raise ConfigError(
-            "render.bucket_order must contain `timeline`; without it no message would be sent",
-            path="$.render.bucket_order",
-        )
+    problem = bucket_order_problem(options.bucket_order)
+    if problem is not None:
+        raise ConfigError(f"render.bucket_order: {problem}", path="$.render.bucket_order")
     memo = render_memo if render_memo is not None else RenderMemo()
     with memo.lock:
         return _build_input(thread, plan, options, memo, pending)

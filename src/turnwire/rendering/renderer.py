@@ -24,7 +24,8 @@ from turnwire.rendering._incremental.identity import first_difference
 from turnwire.rendering._incremental.memo import InlineState, RenderMemo, common_prefix
 from turnwire.rendering.body import EncodedBody, build_body, checked_body
 from turnwire.rendering.compaction import compacted
-from turnwire.rendering.container import Container, ContainerCache, build_container
+from turnwire.rendering.container import Container, build_container
+from turnwire.rendering.container_cache import ContainerCache
 from turnwire.rendering.pipeline import RenderedInput
 from turnwire.rendering.pipeline import prefix_fingerprint as pipeline_prefix_fingerprint
 from turnwire.rendering.windows import apply_window
@@ -553,7 +554,7 @@ def render(
     :param pending_reasoning: ids of reasoning thoughts a run recorded whose fingerprint is
         still pending: kept when they pair, their fingerprints in ``rendered.stamped`` (the
         client renders each request once this way and stores those fingerprints).
-    :param cache: a :class:`~turnwire.rendering.container.ContainerCache` the caller owns, to
+    :param cache: a :class:`~turnwire.rendering.container_cache.ContainerCache` the caller owns, to
         reuse the container built from ``config_files`` (and what its render memo kept)
         across calls; without one, each call builds its own container and keeps nothing. A
         :class:`Renderer` does the same for one configuration.
