@@ -7,6 +7,7 @@ import argparse
 import html
 import inspect
 import json
+import os
 import re
 import subprocess
 import sys
@@ -23,6 +24,8 @@ from turnwire import errors, hookspecs, load_settings
 from turnwire.cli.main import _parser
 from turnwire.config.schema import config_schema, thread_schema
 from turnwire.config.settings import Settings
+
+from .conftest import turnwire_process
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -106,9 +109,13 @@ def test_the_thread_reference_has_every_record_and_field():
         for field, value in definition["properties"].items():
             row = next(line for line in section.splitlines() if line.startswith(f"| `{field}` |"))
             assert value["description"].split("`")[0] in row, (name, field)
-    # The fields the README never described are here, with their meaning.
+    # Fields no hand-written page describes are here, with their meaning.
     for field in ("stash", "modality_hazard", "identity", "phase", "item", "is_error"):
         assert f"| `{field}` |" in page
+    # Where a file pointer may lead, and who runs a thread's handler.
+    intro = " ".join(page.split("\n## ", 1)[0].split())
+    assert "`E_FILE_NOT_ALLOWED: $.messages[0].attachments[0].path: ...`" in intro
+    assert "unless the configuration's `tools.allow_thread_handlers` allows it" in intro
     assert "| `checksum` | string or null | `null` | SHA-256" in page
     assert "Exactly one of `path`, `data_base64` is set." in _section(page, "Media")
 
@@ -146,6 +153,13 @@ def test_the_configuration_reference_has_every_key():
             assert f"\n## `{key}`\n" in page, key
     render = _section(page, "`render`")
     assert "| `tool_result_inline_max_bytes` | integer ≥ 0 | `4096` |" in render
+    assert "Buckets after `timeline` go in a trailing system item." in render
+    # The load order, from the defaults to the environment.
+    intro = " ".join(page.split("\n## ", 1)[0].split())
+    steps = ["the packaged `config/default.yaml`", "`--profile NAME`", "`--config FILE`"]
+    steps += ["`--set KEY=VALUE`", "`${ENV}` / `${ENV:default}` interpolation"]
+    assert [intro.index(step) for step in steps] == sorted(intro.index(step) for step in steps)
+    assert "`turnwire check-config --print` prints the merged, validated settings" in intro
 
 
 @pytest.mark.parametrize("name", sorted(docs_pages.THREAD_EXAMPLES))
@@ -251,6 +265,87 @@ def test_the_errors_page_has_every_error_with_its_code_status_and_meaning():
     assert "Never raised: its message is the error result the model reads" in never
     # Every error class is public.
     assert {cls.__name__ for cls in docs_pages.error_classes()} <= set(errors.__all__)
+
+
+# ---------------------------------------------------------------------- the README
+
+README = (REPO / "README.md").read_text()
+
+
+def _block(text: str, heading: str, language: str) -> str:
+    """The first fenced ``language`` block after the heading ``## heading``."""
+    section = text[text.index(f"\n## {heading}\n") :]
+    return section.split(f"```{language}\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_readme_stays_short_and_opens_with_what_it_is():
+    assert len(README.splitlines()) <= 200
+    assert "\n## What it is\n" in README
+    assert "store: false" in README and "encrypted_content" in README
+
+
+def test_the_readme_python_example_runs(tmp_path):
+    code = _block(README, "From Python", "python")
+    assert 20 <= len(code.splitlines()) <= 40
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "False ['message']"
+    assert "Known facts:" in lines and "- Prefers tea" in lines
+    assert lines[-1] == "['message', 'function_call', 'function_call_output', 'message']"
+
+
+def test_the_readme_command_line_example_runs(tmp_path):
+    commands = [
+        line.split("#", 1)[0].split()
+        for line in _block(README, "From the command line", "sh").splitlines()
+    ]
+    assert len(commands) >= 4
+    outputs = []
+    for command in commands:
+        assert command[:3] == ["uv", "run", "turnwire"], command
+        done = turnwire_process(*command[3:], env={"XDG_DATA_HOME": str(tmp_path)})
+        assert done.returncode == 0, (command, done.stderr)
+        outputs.append(done.stdout)
+    assert json.loads(outputs[0])["store"] is False
+    assert json.loads(outputs[1])["temperature"] == 0.2
+    thread_id = outputs[3].strip()
+    assert thread_id.startswith("thr_") and thread_id in outputs[4]
+
+
+def test_the_readme_links_every_page_of_the_site():
+    """Each page of the site is in the README's table: a written page as a link to its file,
+    a generated one (no file to link to) by its title."""
+    nav = yaml.safe_load((REPO / "mkdocs.yml").read_text())["nav"]
+    table = "\n".join(line for line in README.splitlines() if line.startswith("| "))
+    linked = re.findall(r"^\| \[[^]]+\]\(docs/([\w-]+\.md)\) \|", table, re.M)
+    named = re.findall(r"^\| ([\w ]+) \(generated\) \|", table, re.M)
+    assert all((REPO / "docs" / page).is_file() for page in linked)
+    generated = {}
+    for entry in nav:
+        ((page,),) = [entry.values()]
+        if page in docs_pages.PAGES:
+            generated[page] = docs_pages.PAGES[page]().split("\n", 1)[0].removeprefix("# ")
+        else:
+            assert page in linked, page
+    assert sorted(named) == sorted(generated.values())
+    assert len(generated) == len([page for page in docs_pages.PAGES if page.endswith(".md")])
+
+
+def test_the_rendering_page_names_every_preflight_rule():
+    from turnwire.rendering.body import PREFLIGHT_RULES
+
+    page = (REPO / "docs" / "rendering.md").read_text()
+    table = _section(page, "The preflight check")
+    assert re.findall(r"^\| `([a-z-]+)` \|", table, re.M) == list(PREFLIGHT_RULES)
 
 
 def test_source_docstrings_point_only_to_files_in_the_repository():
