@@ -49,10 +49,10 @@ THOUGHT = turnwire.Thought(id="t1", content="hmm", created_at=datetime(2026, 1, 
 @pytest.mark.parametrize(
     ("manager", "overrides", "kind"),
     [
-        (lambda: make_container().plugin_manager(), {}, "direct"),  # the built-in, by position
-        (lambda: _alone(_First()), {}, "direct"),  # first, then options
-        (lambda: _alone(_Late()), {}, "direct"),  # mid-signature: by keyword
-        (lambda: make_container(extra_plugins=(_Late(),)).plugin_manager(), {}, "direct"),
+        (lambda: make_container().plugin_manager(), {}, "only"),  # the built-in, by position
+        (lambda: _alone(_First()), {}, "only"),  # first, then options
+        (lambda: _alone(_Late()), {}, "only"),  # mid-signature: by keyword
+        (lambda: make_container(extra_plugins=(_Late(),)).plugin_manager(), {}, "hooks"),
         (
             lambda: make_container().plugin_manager(),
             {"render_thought": lambda thought, self_identity: f"{self_identity}/{thought.id}"},

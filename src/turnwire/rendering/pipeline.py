@@ -321,7 +321,7 @@ def _differences(old: Sequence[Any], new: Sequence[Any], start: int, size: int) 
 
 def _builtin_filter(plan: StagePlan) -> bool:
     kind, target = plan.targets["filter_thoughts"]
-    return kind == "direct" and len(target) == 1 and target[0][0] is _filter_thoughts
+    return kind == "only" and target[0] is _filter_thoughts
 
 
 def _surfaced_key(thought: Thought) -> tuple[Any, int, str]:
@@ -942,7 +942,7 @@ def _sweep_key(
 ) -> tuple[Any, bool] | None:
     """The sweep's memo key, and whether fingerprints come from the built-in hasher."""
     kind, target = plan.targets["fingerprint_prefix"]
-    builtin = kind == "direct" and len(target) == 1 and target[0][0] is _fingerprint_prefix
+    builtin = kind == "only" and target[0] is _fingerprint_prefix
     hashing = builtin and options.fingerprint_binding == "prefix"
     stage: Any = "builtin" if builtin else stage_key(plan, ("fingerprint_prefix",), injectable)
     if stage is None:

@@ -6,10 +6,12 @@ overriding a stage, by plugin or by container provider, changes every caller at 
 argument can be both (``model`` of ``fingerprint_prefix``): the caller's value wins, on every
 path alike.
 
-Calls go straight to the resolved implementations (first non-None wins, ``tryfirst`` before
-``trylast``, last registered first), which costs a fraction of a pluggy call. Whenever pluggy's
-own machinery matters (a wrapper implementation, tracing) the relay calls the hook through
-pluggy instead, with identical results.
+Dispatch is pluggy's, never a copy of it: a stage with several implementations runs through
+pluggy's own hook execution (first non-None wins, ``tryfirst`` before ``trylast``, last
+registered first), over the implementations the plan was built from. A stage with exactly one
+plain implementation, the usual case, is that implementation, called directly (a partial with
+the options); a container override is its callable. A wrapper or tracing goes through the
+plugin manager's hook caller.
 """
 
 from __future__ import annotations
@@ -115,11 +117,13 @@ class StagePlan:
             impls = hookimpls[name] if hookimpls is not None else caller.get_hookimpls()
             if trace or any(i.hookwrapper or i.wrapper for i in impls):
                 self.targets[name] = ("pluggy", caller)
+            elif len(impls) == 1:
+                self.targets[name] = ("only", (impls[0].function, tuple(impls[0].argnames)))
             else:
-                ordered = tuple(
-                    (i.function, tuple(i.argnames)) for i in reversed(impls) if i.function
-                )
-                self.targets[name] = ("direct", ordered)
+                # pluggy's own execution over this snapshot of the implementations (the plan's
+                # memo key names these same functions)
+                functions = tuple((i.function, tuple(i.argnames)) for i in reversed(impls))
+                self.targets[name] = ("hooks", (caller._hookexec, name, list(impls), functions))
 
 
 _STAGE_NAMES = frozenset(STAGES)
@@ -189,32 +193,36 @@ class StageRelay:
             via_override.__name__ = name
             return via_override
 
-        spec_names = set(argnames)
-        calls = tuple((fn, names, set(names) == spec_names) for fn, names in target)
-        if len(calls) == 1 and calls[0][2]:
-            # One implementation taking every argument: a partial merges the injected
-            # options in C, the cheapest call there is (call keywords win over a partial's);
-            # with no option to inject, the implementation itself.
-            only: _Caller = calls[0][0]
-            return only if not injected else functools.partial(only, **injected)
+        if kind == "hooks":
+            execute, hook_name, impls, _ = target
 
-        def direct(**kwargs: Any) -> Any:
-            merged = {**injected, **kwargs}
-            for function, names, full in calls:
-                result = function(**merged) if full else function(**{n: merged[n] for n in names})
-                if result is not None:
-                    return result
-            return None
+            def via_hooks(**kwargs: Any) -> Any:
+                return execute(hook_name, impls, {**injected, **kwargs}, True)
 
-        direct.__name__ = name
-        return direct
+            via_hooks.__name__ = name
+            return via_hooks
+
+        # "only": the one implementation, called by keyword with the options merged in
+        function, names = target
+        if set(names) != set(argnames):  # it takes fewer arguments than the hookspec offers
+
+            def only_some(**kwargs: Any) -> Any:
+                merged = {**injected, **kwargs}
+                return function(**{n: merged[n] for n in names})
+
+            only_some.__name__ = name
+            return only_some
+        # A partial merges the injected options in C, the cheapest call there is (call
+        # keywords win over a partial's); with no option to inject, the implementation itself.
+        only: _Caller = function
+        return only if not injected else functools.partial(only, **injected)
 
 
 def positional_caller(relay: StageRelay, name: str, arguments: tuple[str, ...]) -> _Caller:
     """Stage ``name`` of ``relay`` for a caller passing ``arguments``, in this order, by
     position: what a loop over thousands of records calls once per record.
 
-    When one implementation runs directly and takes every one of ``arguments`` (and nothing
+    When the stage is one implementation that takes every one of ``arguments`` (and nothing
     but them and injected options), it is called by position in the order of its parameters,
     as pluggy calls an implementation: no keyword dict is built or filtered per call. Any
     other stage (several implementations, an override, pluggy) goes through the relay's
@@ -222,9 +230,9 @@ def positional_caller(relay: StageRelay, name: str, arguments: tuple[str, ...]) 
     """
     kind, target = relay.plan.targets[name]
     attribute: _Caller = getattr(relay, name)
-    if kind != "direct" or len(target) != 1:
+    if kind != "only":
         return lambda *values: attribute(**dict(zip(arguments, values, strict=True)))
-    function, names = target[0]
+    function, names = target
     injected = relay.injected[name]
     if not set(arguments) <= set(names) <= set(arguments) | injected.keys():
         return lambda *values: attribute(**dict(zip(arguments, values, strict=True)))

@@ -141,11 +141,12 @@ def _key_shape(
             parts.append((stage, "override", function))
             names.update(arguments)
         else:
-            for _, arguments in target:
+            implementations = (target,) if kind == "only" else target[3]
+            for _, arguments in implementations:
                 if "scratch" in arguments:
                     return None
                 names.update(arguments)
-            parts.append((stage, tuple(function for function, _ in target)))
+            parts.append((stage, tuple(function for function, _ in implementations)))
     return tuple(parts), tuple(sorted(names - {"stages", "warn"}))
 
 
