@@ -134,7 +134,7 @@ def test_run_lists_the_citations_after_the_answer(tmp_path, name, expected):
 def test_citations_are_printed_as_plain_lines():
     from datetime import UTC, datetime
 
-    from turnwire.cli.main import citations
+    from turnwire.cli.run import citations
     from turnwire.model.records import Message
 
     message = Message(
@@ -163,7 +163,7 @@ def test_citations_cannot_reorder_or_hide_text_on_the_terminal():
     a URL cannot display as another."""
     from datetime import UTC, datetime
 
-    from turnwire.cli.main import citations
+    from turnwire.cli.run import citations
     from turnwire.model.records import Message
 
     message = Message(
@@ -183,7 +183,7 @@ def test_citations_cannot_reorder_or_hide_text_on_the_terminal():
 
 def test_pending_approvals_cannot_reorder_or_hide_text_on_the_terminal():
     from turnwire import load_thread
-    from turnwire.cli.main import _print_pending
+    from turnwire.cli.run import print_pending
 
     item = {
         "type": "mcp_approval_request",
@@ -211,7 +211,7 @@ def test_pending_approvals_cannot_reorder_or_hide_text_on_the_terminal():
             self.append(text)
 
     out = Lines()
-    _print_pending(thread, out)
+    print_pending(thread, out)
     shown = "".join(out)
     assert shown.startswith('[approval pending mcpr_1: s ask({"q":" x "}); ')
     assert not any(c in shown for c in UNSAFE)
