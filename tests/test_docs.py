@@ -288,7 +288,7 @@ def test_the_readme_python_example_runs(tmp_path):
     code = _block(README, "From Python", "python")
     assert 20 <= len(code.splitlines()) <= 40
     done = subprocess.run(
-        [sys.executable, "-c", code],
+        [sys.executable, "-W", "error", "-c", code],
         cwd=REPO,
         capture_output=True,
         text=True,
