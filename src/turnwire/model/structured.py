@@ -36,7 +36,6 @@ instance for a Struct, plain JSON otherwise. A refusal is not an error: ``parsed
 from __future__ import annotations
 
 import copy
-import math
 import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Annotated, Any
@@ -47,6 +46,7 @@ from turnwire.errors import OutputSchemaError, OutputValidationError, validation
 
 if TYPE_CHECKING:
     from turnwire.config.settings import RequestSettings
+    from turnwire.model.json_schema import JsonSchema, Violation
 
 __all__ = [
     "STRICT_KEYWORDS",
@@ -373,13 +373,6 @@ def _strict(
 # ------------------------------------------------------------------------------ validation
 
 
-class _Mismatch(Exception):
-    def __init__(self, path: str, detail: str) -> None:
-        super().__init__(f"{path}: {detail}")
-        self.path = path
-        self.detail = detail
-
-
 def _type_of(value: Any) -> str:
     if value is None:
         return "null"
@@ -398,193 +391,103 @@ def _type_of(value: Any) -> str:
     return type(value).__name__
 
 
-def _is(value: Any, name: str) -> bool:
-    kind = _type_of(value)
-    if name == "number":
-        return kind in ("integer", "number")
-    if name == "integer":
-        return kind == "integer" or (kind == "number" and float(value).is_integer())
-    return kind == name
-
-
-def _same(a: Any, b: Any) -> bool:
-    """JSON equality (``true`` is not ``1``)."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return a == b
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    return bool(a == b)
-
-
-def _key(path: str, key: str) -> str:
+def _key(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
     return f"{path}.{key}" if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key) else f"{path}[{key!r}]"
 
 
-def validate_json(value: Any, schema: Mapping[str, Any]) -> tuple[str, str] | None:
-    """The first place where the JSON ``value`` breaks ``schema``, as ``(path, detail)``
+_BOUNDS = {
+    "minimum": "at least",
+    "maximum": "at most",
+    "exclusiveMinimum": "more than",
+    "exclusiveMaximum": "less than",
+}
+_SIZES = {
+    "minItems": ("at least", "items"),
+    "maxItems": ("at most", "items"),
+    "minLength": ("at least", "characters"),
+    "maxLength": ("at most", "characters"),
+}
+
+
+def _mismatch(found: Violation) -> tuple[str, str]:
+    """``(path, detail)`` of one violation: ``("$.items[2].price", "expected number, got
+    string")``."""
+    path = "$"
+    for part in found.path:
+        path = _key(path, part)
+    return path, _detail(found)
+
+
+def _detail(found: Violation) -> str:
+    keyword, expected, value = found.keyword, found.expected, found.value
+    if keyword is None:
+        return "no value is allowed here"
+    if keyword == "type":
+        listed = expected if isinstance(expected, list) else [expected]
+        return f"expected {' or '.join(str(name) for name in listed)}, got {_type_of(value)}"
+    if keyword == "const":
+        return f"expected {expected!r}, got {value!r}"
+    if keyword == "enum":
+        shown = ", ".join(repr(option) for option in expected[:8])
+        return f"expected one of {shown}, got {value!r}"
+    if keyword == "required" and found.names:
+        return f"missing required property `{found.names[0]}`"
+    if keyword in ("additionalProperties", "unevaluatedProperties") and found.names:
+        return f"unexpected property `{found.names[0]}`"
+    if keyword in ("anyOf", "oneOf"):
+        alternatives = found.alternatives
+        if not alternatives:
+            return "matches more than one of the oneOf alternatives, not exactly one"
+        return f"matches none of the {len(expected)} alternatives ({_detail(alternatives[0])})"
+    if keyword in _SIZES:
+        words, unit = _SIZES[keyword]
+        return f"expected {words} {expected} {unit}, got {len(value)}"
+    if keyword == "pattern":
+        return f"does not match the pattern {expected!r}"
+    if keyword in _BOUNDS:
+        return f"expected {_BOUNDS[keyword]} {expected}, got {value}"
+    if keyword == "multipleOf":
+        return f"expected a multiple of {expected}, got {value}"
+    if keyword == "uniqueItems":
+        return f"expected unique items: {found.message}"
+    return f"{keyword}: {found.message}"
+
+
+def validate_json(
+    value: Any, schema: Mapping[str, Any], *, max_refs: int | None = None
+) -> tuple[str, str] | None:
+    """The place where the JSON ``value`` breaks ``schema``, as ``(path, detail)``
     (``("$.items[2].price", "expected number, got string")``), or ``None`` when it matches.
 
-    The keywords checked: ``type`` (a name or a list), ``properties``, ``required``,
-    ``additionalProperties``, ``items``, ``enum``, ``const``, ``anyOf``, ``oneOf``, ``allOf``,
-    ``$ref`` (into the same document), ``minimum``, ``maximum``, ``exclusiveMinimum``,
-    ``exclusiveMaximum``, ``multipleOf``, ``minItems``, ``maxItems``, ``minLength``,
-    ``maxLength`` and ``pattern``; any other keyword is not checked.
+    The check is :mod:`turnwire.model.json_schema`'s, the one tool arguments use too: JSON
+    Schema Draft 2020-12 but ``format``, every regular expression on RE2. Of the places that
+    break the schema, the one named is the shallowest (a missing property before a wrong one
+    inside), and within an ``anyOf`` the alternative that got furthest into the value. A
+    schema that cannot check (see there) is a mismatch at ``$`` that says why.
+
+    :param max_refs: references the check may follow (``json_schema.MAX_REFS`` by default).
     """
+    from turnwire.model.json_schema import JsonSchema, SchemaUnusable
+
     try:
-        _check(value, schema, "$", schema, 0)
-    except _Mismatch as err:
-        return err.path, err.detail
-    return None
+        checker = JsonSchema(schema)
+    except SchemaUnusable as err:
+        return "$", f"the schema cannot check it: {err.why}"
+    return _first_mismatch(checker, value, max_refs)
 
 
-def _check(value: Any, node: Any, path: str, root: Mapping[str, Any], hops: int) -> None:
-    if node is True or node is None:
-        return
-    if node is False:
-        raise _Mismatch(path, "no value is allowed here")
-    if not isinstance(node, Mapping):
-        return
-    ref = node.get("$ref")
-    if isinstance(ref, str):
-        if hops > 64:
-            raise _Mismatch(path, "the schema's $ref chain does not end")
-        target = _resolve(root, ref)
-        if target is not None:
-            _check(value, target, path, root, hops + 1)
-    types = node.get("type")
-    if types is not None:
-        listed = types if isinstance(types, list) else [types]
-        if not any(_is(value, str(name)) for name in listed):
-            wanted = " or ".join(str(name) for name in listed)
-            raise _Mismatch(path, f"expected {wanted}, got {_type_of(value)}")
-    if "const" in node and not _same(value, node["const"]):
-        raise _Mismatch(path, f"expected {node['const']!r}, got {value!r}")
-    enum = node.get("enum")
-    if isinstance(enum, list) and not any(_same(value, option) for option in enum):
-        shown = ", ".join(repr(option) for option in enum[:8])
-        raise _Mismatch(path, f"expected one of {shown}, got {value!r}")
-    for option in node.get("allOf") or ():
-        _check(value, option, path, root, hops)
-    any_of = node.get("anyOf")
-    if isinstance(any_of, list) and any_of:
-        _check_alternatives(value, any_of, path, root, hops, exactly_one=False)
-    one_of = node.get("oneOf")
-    if isinstance(one_of, list) and one_of:
-        _check_alternatives(value, one_of, path, root, hops, exactly_one=True)
-    if isinstance(value, dict):
-        _check_object(value, node, path, root)
-    elif isinstance(value, list):
-        _check_array(value, node, path, root)
-    elif isinstance(value, str):
-        _check_string(value, node, path)
-    elif isinstance(value, int | float) and not isinstance(value, bool):
-        _check_number(value, node, path)
+def _first_mismatch(
+    checker: JsonSchema, value: Any, max_refs: int | None
+) -> tuple[str, str] | None:
+    from turnwire.model.json_schema import MAX_REFS, SchemaUnusable
 
-
-def _check_alternatives(
-    value: Any,
-    options: list[Any],
-    path: str,
-    root: Mapping[str, Any],
-    hops: int,
-    *,
-    exactly_one: bool,
-) -> None:
-    failures: list[_Mismatch] = []
-    for option in options:
-        try:
-            _check(value, option, path, root, hops)
-        except _Mismatch as err:
-            failures.append(err)
-    passed = len(options) - len(failures)
-    if exactly_one and passed > 1:
-        raise _Mismatch(path, f"matches {passed} of the oneOf alternatives, not exactly one")
-    if passed:
-        return
-    # The alternative that got furthest into the value says most (a nullable field's object).
-    deeper = [err for err in failures if err.path != path]
-    if deeper:
-        raise max(deeper, key=lambda err: len(err.path))
-    raise _Mismatch(path, f"matches none of the {len(options)} alternatives ({failures[0].detail})")
-
-
-def _check_object(value: dict[str, Any], node: Mapping[str, Any], path: str, root: Any) -> None:
-    properties = node.get("properties")
-    properties = properties if isinstance(properties, Mapping) else {}
-    for name in node.get("required") or ():
-        if name not in value:
-            raise _Mismatch(path, f"missing required property `{name}`")
-    additional = node.get("additionalProperties", True)
-    for name, item in value.items():
-        where = _key(path, name)
-        if name in properties:
-            _check(item, properties[name], where, root, 0)
-        elif additional is False:
-            raise _Mismatch(path, f"unexpected property `{name}`")
-        elif isinstance(additional, Mapping):
-            _check(item, additional, where, root, 0)
-
-
-def _check_array(value: list[Any], node: Mapping[str, Any], path: str, root: Any) -> None:
-    low, high = node.get("minItems"), node.get("maxItems")
-    if isinstance(low, int) and len(value) < low:
-        raise _Mismatch(path, f"expected at least {low} items, got {len(value)}")
-    if isinstance(high, int) and len(value) > high:
-        raise _Mismatch(path, f"expected at most {high} items, got {len(value)}")
-    items = node.get("items")
-    if items is not None:
-        for index, item in enumerate(value):
-            _check(item, items, f"{path}[{index}]", root, 0)
-
-
-def _check_string(value: str, node: Mapping[str, Any], path: str) -> None:
-    low, high = node.get("minLength"), node.get("maxLength")
-    if isinstance(low, int) and len(value) < low:
-        raise _Mismatch(path, f"expected at least {low} characters, got {len(value)}")
-    if isinstance(high, int) and len(value) > high:
-        raise _Mismatch(path, f"expected at most {high} characters, got {len(value)}")
-    pattern = node.get("pattern")
-    if isinstance(pattern, str):
-        try:
-            found = re.search(pattern, value)
-        except re.error:
-            return  # a pattern Python cannot read is not checked
-        if found is None:
-            raise _Mismatch(path, f"does not match the pattern {pattern!r}")
-
-
-_BOUNDS = (
-    ("minimum", "at least"),
-    ("maximum", "at most"),
-    ("exclusiveMinimum", "more than"),
-    ("exclusiveMaximum", "less than"),
-)
-
-
-def _check_number(value: float, node: Mapping[str, Any], path: str) -> None:
-    for keyword, words in _BOUNDS:
-        bound = node.get(keyword)
-        if not isinstance(bound, int | float) or isinstance(bound, bool):
-            continue
-        holds = {
-            "minimum": value >= bound,
-            "maximum": value <= bound,
-            "exclusiveMinimum": value > bound,
-            "exclusiveMaximum": value < bound,
-        }[keyword]
-        if not holds:
-            raise _Mismatch(path, f"expected {words} {bound}, got {value}")
-    step = node.get("multipleOf")
-    if isinstance(step, int | float) and step > 0:
-        ratio = value / step
-        if not math.isclose(ratio, round(ratio), rel_tol=0, abs_tol=1e-9):
-            raise _Mismatch(path, f"expected a multiple of {step}, got {value}")
+    try:
+        found = checker.violations(value, max_refs=MAX_REFS if max_refs is None else max_refs)
+    except SchemaUnusable as err:
+        return "$", f"the schema cannot check it: {err.why}"
+    return _mismatch(found[0]) if found else None
 
 
 # ------------------------------------------------------------------------------ a run's output
@@ -594,17 +497,22 @@ class StructuredOutput:
     """What a run asks for and how its answer is read: the schema, and the Struct to decode
     into (``None``: plain JSON, checked against the schema)."""
 
-    __slots__ = ("schema", "struct")
+    __slots__ = ("_checker", "schema", "struct")
 
     def __init__(self, schema: OutputSchema, struct: type | None = None) -> None:
         self.schema = schema
         self.struct = struct
+        self._checker: JsonSchema | None = None
 
     def __repr__(self) -> str:
         return f"StructuredOutput({self.schema.name!r}, struct={self.struct!r})"
 
     def parse(self, text: str) -> Any:
         """The answer's text decoded.
+
+        A check of plain JSON follows at most ``json_schema.MAX_REFS`` references, and one
+        more for each character of the answer (a long answer to a recursive schema follows
+        one at each level).
 
         :raises OutputValidationError: not JSON, or not of the schema (naming the path).
         """
@@ -620,7 +528,14 @@ class StructuredOutput:
             value = msgspec.json.decode(text)
         except msgspec.DecodeError as err:
             raise self._invalid(text, "$", f"not JSON: {err}") from err
-        mismatch = validate_json(value, self.schema.schema)
+        from turnwire.model.json_schema import MAX_REFS, JsonSchema, SchemaUnusable
+
+        if self._checker is None:
+            try:
+                self._checker = JsonSchema(self.schema.schema)
+            except SchemaUnusable as err:
+                raise self._invalid(text, "$", f"the schema cannot check it: {err.why}") from err
+        mismatch = _first_mismatch(self._checker, value, MAX_REFS + len(text))
         if mismatch is not None:
             raise self._invalid(text, *mismatch)
         return value
