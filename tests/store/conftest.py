@@ -1,4 +1,5 @@
-"""A real PostgreSQL server for the store tests, and the two stores side by side.
+"""A real PostgreSQL server for the store tests, and the stores side by side: the contract's
+three backends (memory, SQLite, PostgreSQL), and the two databases for what only they have.
 
 The server is a throwaway cluster in a temporary folder, started once per test session by the
 server binaries installed on the machine (Debian's ``postgresql`` package puts them in
@@ -148,13 +149,19 @@ def postgres_server() -> Iterator[PostgresServer]:
         _stop(folder)
 
 
-@pytest.fixture
-def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
-    """A fresh, empty database on the test server, dropped afterwards."""
+def _database(request: pytest.FixtureRequest) -> str:
+    """A fresh, empty database on the test server, dropped after the test."""
+    server: PostgresServer = request.getfixturevalue("postgres_server")
     name = f"t_{uuid.uuid4().hex[:16]}"
-    postgres_server.admin(f'CREATE DATABASE "{name}"')
-    yield postgres_server.url(name)
-    postgres_server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    server.admin(f'CREATE DATABASE "{name}"')
+    request.addfinalizer(lambda: server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    return server.url(name)
+
+
+@pytest.fixture
+def postgres_url(request: pytest.FixtureRequest) -> str:
+    """A fresh, empty database on the test server, dropped afterwards."""
+    return _database(request)
 
 
 STORES = ["sqlite", "postgres"]
@@ -169,6 +176,46 @@ def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return url
 
 
+@dataclass(frozen=True)
+class Backend:
+    """One store of the contract suite: ``open()`` gives a new handle on it (as a second
+    connection to one database would be), its files in ``folder/files``."""
+
+    kind: str
+    folder: Path
+    schema_version: int
+    open: Callable[[], Any]
+
+
+BACKENDS = ["memory", "sqlite", "postgres"]
+
+
+def _backend(kind: str, request: pytest.FixtureRequest, folder: Path) -> Backend:
+    folder.mkdir(parents=True, exist_ok=True)
+    if kind == "memory":
+        from .memory import SCHEMA_VERSION, MemoryData, MemoryStore
+
+        data = MemoryData()
+        return Backend(kind, folder, SCHEMA_VERSION, lambda: MemoryStore(folder, data=data))
+    from turnwire.store import open_store, postgres, sqlite
+
+    where = str(folder / "threads.db") if kind == "sqlite" else _database(request)
+    version = (sqlite if kind == "sqlite" else postgres).SCHEMA_VERSION
+    return Backend(kind, folder, version, lambda: open_store(where, folder=folder))
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    """A store of each kind the contract holds for."""
+    return _backend(request.param, request, tmp_path / "a")
+
+
+@pytest.fixture(params=BACKENDS)
+def other_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    """A second store, of any kind, beside :func:`backend`."""
+    return _backend(request.param, request, tmp_path / "b")
+
+
 @pytest.fixture
 def open_at(tmp_path: Path) -> Callable[..., Any]:
     """Opens the store at a location, its files folder in the test's folder for both kinds."""
@@ -181,6 +228,7 @@ def open_at(tmp_path: Path) -> Callable[..., Any]:
 
 
 @pytest.fixture
-def store(location: str, open_at: Callable[..., Any]) -> Iterator[Any]:
-    with open_at(location) as opened:
+def store(backend: Backend) -> Iterator[Any]:
+    """A handle on :func:`backend`'s store, closed after the test."""
+    with backend.open() as opened:
         yield opened

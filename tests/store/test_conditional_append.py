@@ -17,7 +17,7 @@ import turnwire
 from turnwire.store.sqlite import SQLiteStore
 from turnwire.store.turns import TurnBuilder
 
-from ..client.server import Reply, ScriptedServer, recorded
+from ..client.server import Reply, ScriptedServer, Seen, recorded
 from ..conftest import turnwire_process
 
 
@@ -49,9 +49,9 @@ class BarrierServer(ScriptedServer):
         super().__init__(script)
         self._barrier = threading.Barrier(parties, timeout=60)
 
-    def _next(self) -> Reply:
+    def _next(self, seen: Seen) -> Reply:
         self._barrier.wait()
-        return super()._next()
+        return super()._next(seen)
 
 
 def test_two_concurrent_cli_runs_on_one_thread_store_one_answer(path):

@@ -507,6 +507,13 @@ class Thread(_Record, frozen=True, kw_only=True):
                 return tool
         return None
 
+    def header_only(self) -> Thread:
+        """The thread without its records (messages, thoughts, tool calls, hosted items):
+        what a store keeps as a thread's header, the records living in its turns."""
+        return msgspec.structs.replace(
+            self, messages=(), thoughts=(), tool_calls=(), hosted_items=()
+        )
+
 
 def map_pointers(
     thread: Thread,

@@ -1,5 +1,6 @@
-"""What every store does the same way above its SQL: loading a thread from its turns, the
-files an import copies into the store, exporting, and removing a thread's files."""
+"""What every store does the same way above its SQL: the header a store keeps, timestamps,
+reading a stored value, loading a thread from its turns, the files an import copies into the
+store, exporting, and removing a thread's files."""
 
 from __future__ import annotations
 
@@ -9,18 +10,127 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Self
+from typing import Any, Self, TypeVar
 
 import msgspec
 
+from turnwire.errors import InputError, StoreError
 from turnwire.files.pointers import ContextAssembler, located_pointers
-from turnwire.files.thread_file import save_thread
+from turnwire.files.thread_file import check_unbounded, save_thread
 from turnwire.model.records import Thread, map_pointers
-from turnwire.store.turns import Turn, TurnBuilder
+from turnwire.store.turns import Part, Turn, TurnBuilder
 
-__all__ = ["StoreRecords", "folder_key"]
+__all__ = [
+    "HOSTED_ITEMS_PATTERN",
+    "StoreRecords",
+    "decode_header",
+    "decode_turn",
+    "encode_header",
+    "encode_turn",
+    "folder_key",
+    "header_without_hosted_items",
+    "iso",
+    "stored",
+    "utc",
+]
+
+_HEADER = msgspec.json.Decoder(Thread)
+_PARTS = msgspec.json.Decoder(tuple[Part, ...])
+_ENCODER = msgspec.json.Encoder()
+_DAMAGE = (msgspec.DecodeError, ValueError, TypeError, OverflowError, RecursionError)
+_T = TypeVar("_T")
+
+
+def utc(moment: datetime) -> datetime:
+    """``moment`` in UTC, as a store keeps it; a moment that has none (a thread file may say
+    ``9999-12-31T23:59:59-23:59``, past year 9999 in UTC) is a :class:`StoreError`."""
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise StoreError(
+            f"the timestamp {moment.isoformat()} is past the range a store keeps (in UTC it is "
+            "beyond year 9999); nothing was stored"
+        ) from None
+
+
+def iso(moment: datetime) -> str:
+    """``moment`` in UTC as ISO 8601 text, to the microsecond: how a text column keeps it."""
+    return utc(moment).isoformat(timespec="microseconds")
+
+
+def stored(thread_id: str, column: str, decode: Callable[[Any], _T], value: Any) -> _T:
+    """``decode(value)``, the store's ``column`` of thread ``thread_id``: a value that does not
+    decode (a row damaged outside turnwire) is a :class:`StoreError` naming both."""
+    try:
+        return decode(value)
+    except _DAMAGE as err:
+        detail = (str(err).splitlines() or [type(err).__name__])[0][:300]
+        raise StoreError(
+            f"the store's {column} of thread {thread_id!r} is damaged and cannot be read "
+            f"({detail}); restore the store from a backup, or delete the thread"
+        ) from None
+    except InputError as err:  # a header past the thread file's limits
+        raise StoreError(
+            f"the store's {column} of thread {thread_id!r} is past the thread file's limits "
+            f"({err}); restore the store from a backup, or delete the thread"
+        ) from None
+
+
+def encode_header(thread: Thread) -> str:
+    """The header a store keeps for ``thread``: the thread without its records
+    (:meth:`Thread.header_only`), which live in its turns, each once."""
+    return _ENCODER.encode(thread.header_only()).decode()
+
+
+def decode_header(data: str | bytes) -> Thread:
+    """A stored header, with the limits a thread file is read under."""
+    raw = data.encode() if isinstance(data, str) else data
+    header = _HEADER.decode(raw)
+    check_unbounded(header, "header", raw)
+    return header
+
+
+HOSTED_ITEMS_PATTERN = '%"hosted_items"%'
+"""A ``LIKE`` pattern that matches every stored header holding hosted items (and a few
+more): what :func:`header_without_hosted_items` is asked about."""
+
+
+def header_without_hosted_items(data: str | bytes) -> str | None:
+    """A header stored before schema version 3, as this turnwire writes it: without the hosted
+    items it kept besides its turns. ``None`` when it holds none, or does not decode (a damaged
+    row is left as it is, and reads as damaged)."""
+    try:
+        header = _HEADER.decode(data)
+    except _DAMAGE:
+        return None
+    return encode_header(header) if header.hosted_items else None
+
+
+def encode_turn(turn: Turn) -> tuple[str, str | None]:
+    """A turn's parts and usage as the JSON text a store keeps."""
+    usage = None if turn.usage is None else _ENCODER.encode(turn.usage).decode()
+    return _ENCODER.encode(turn.parts).decode(), usage
+
+
+def decode_turn(thread_id: str, row: Sequence[Any], timestamp: Callable[[Any], datetime]) -> Turn:
+    """A stored turn from its row ``(id, role, created_at, parts, model, usage,
+    request_fingerprint)``; ``timestamp`` reads the ``created_at`` column."""
+    turn_id, role, created, parts, model, usage, fingerprint = row
+    where = f"turn {turn_id!r}"
+    return Turn(
+        id=turn_id,
+        role=role,
+        created_at=stored(thread_id, f"{where} created_at", timestamp, created),
+        parts=stored(thread_id, f"{where} parts", _PARTS.decode, parts),
+        model=model,
+        usage=None
+        if usage is None
+        else stored(thread_id, f"{where} usage", msgspec.json.decode, usage),
+        request_fingerprint=fingerprint,
+    )
 
 
 @contextlib.contextmanager
@@ -74,9 +184,10 @@ def copy_files(thread: Thread, folder: Path, files: ContextAssembler) -> Thread:
 
 
 class StoreRecords:
-    """The part of a store shared by SQLite and PostgreSQL (a context manager that closes it,
-    loading, export, import); a store supplies the SQL (:meth:`header`, :meth:`turns`,
-    :meth:`_new_thread`), :meth:`close` and :attr:`files_folder`."""
+    """The part of a store shared by SQLite and PostgreSQL (a context manager that closes it;
+    creating, restoring, loading, exporting and importing threads); a store supplies the SQL
+    (:meth:`header`, :meth:`turns`, :meth:`_new_thread`), :meth:`close` and
+    :attr:`files_folder`."""
 
     builder: TurnBuilder
 
@@ -101,9 +212,40 @@ class StoreRecords:
         raise NotImplementedError
 
     def _new_thread(
-        self, header: Thread, turns: Sequence[Turn], thread_id: str | None, title: str | None
+        self,
+        header: Thread,
+        turns: Sequence[Turn],
+        thread_id: str | None,
+        title: str | None,
+        *,
+        created_at: datetime | None = None,
+        updated_at: datetime | None = None,
     ) -> str:
+        """Store a new thread (its header without records, then ``turns``) in one transaction;
+        the timestamps default to now. :raises StoreError: the id, or a turn's, is taken."""
         raise NotImplementedError
+
+    def create_thread(
+        self, header: Thread, *, thread_id: str | None = None, title: str | None = None
+    ) -> str:
+        """Create an empty thread from ``header`` (its records are ignored); return its id."""
+        return self._new_thread(header, (), thread_id, title)
+
+    def restore_thread(
+        self,
+        thread_id: str,
+        *,
+        header: Thread,
+        turns: Sequence[Turn],
+        title: str | None,
+        created_at: datetime,
+        updated_at: datetime,
+    ) -> None:
+        """Store a thread exactly as another store held it (ids, timestamps, turns), in one
+        transaction; what ``turnwire threads copy`` writes."""
+        self._new_thread(
+            header, turns, thread_id, title, created_at=created_at, updated_at=updated_at
+        )
 
     def load(
         self, thread_id: str, *, current: Turn | None = None, keep_all_files: bool = False
@@ -141,8 +283,6 @@ class StoreRecords:
         :raises turnwire.errors.StoreError: the file's folder does not exist, or
             ``FILE.files`` is a link or a file.
         """
-        from turnwire.errors import StoreError
-
         target = Path(path)
         if target.is_symlink():  # written through the link, its files beside the real file
             target = target.resolve()
@@ -153,8 +293,6 @@ class StoreRecords:
             return self._export_file(thread_id, target, parent)
 
     def _export_file(self, thread_id: str, target: Path, parent: Path) -> Thread:
-        from turnwire.errors import StoreError
-
         folder = parent / f"{target.name}.files"
         if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
             raise StoreError(

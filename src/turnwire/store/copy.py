@@ -5,16 +5,14 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
-from collections.abc import Iterable, Sequence
-from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
 
 from turnwire.errors import StoreError, UnknownThreadError
-from turnwire.model.records import Thread
-from turnwire.store.protocol import ThreadStore, ThreadSummary
-from turnwire.store.turns import Turn
+from turnwire.store._base import folder_key
+from turnwire.store.protocol import ThreadStore
 
 __all__ = ["copy_threads"]
 
@@ -50,7 +48,14 @@ def copy_threads(
         folders = _copy_thread_files(source, target, thread_id)
         try:
             header, turns = _moved_pointers((header, turns), folders)
-            _restore(target, summary, header, turns)
+            target.restore_thread(
+                thread_id,
+                header=header,
+                turns=turns,
+                title=summary.title,
+                created_at=summary.created_at,
+                updated_at=summary.updated_at,
+            )
         except BaseException:
             for copied in folders.values():
                 shutil.rmtree(copied, ignore_errors=True)
@@ -58,17 +63,14 @@ def copy_threads(
     return wanted
 
 
-def _copy_thread_files(source: Any, target: Any, thread_id: str) -> dict[str, str]:
+def _copy_thread_files(source: ThreadStore, target: ThreadStore, thread_id: str) -> dict[str, str]:
     """The thread's import folders copied into ``target``'s files folder: old → new path."""
-    from turnwire.store._base import folder_key as _folder_key
-
     moved: dict[str, str] = {}
-    origin: Path | None = getattr(source, "files_folder", None)
-    into: Path | None = getattr(target, "files_folder", None)
-    if origin is None or into is None or origin == into:
+    origin, into = source.files_folder, target.files_folder
+    if origin == into:
         return moved
-    for folder in sorted(origin.glob(f"{_folder_key(thread_id)}.*")):
-        destination = into / f"{_folder_key(thread_id)}.{uuid.uuid4().hex[:8]}"
+    for folder in sorted(origin.glob(f"{folder_key(thread_id)}.*")):
+        destination = into / f"{folder_key(thread_id)}.{uuid.uuid4().hex[:8]}"
         shutil.copytree(folder, destination)
         moved[str(folder)] = str(destination)
     return moved
@@ -101,43 +103,3 @@ def _moved_pointers(value: Any, folders: dict[str, str]) -> Any:
         return item
 
     return walk(value)
-
-
-def _restore(target: Any, summary: ThreadSummary, header: Thread, turns: Sequence[Turn]) -> None:
-    restore = getattr(target, "restore_thread", None)
-    if restore is not None:
-        restore(
-            summary.id,
-            header=header,
-            turns=turns,
-            title=summary.title,
-            created_at=summary.created_at,
-            updated_at=summary.updated_at,
-        )
-        return
-    from turnwire.store.sqlite import SQLiteStore, _iso
-
-    if not isinstance(target, SQLiteStore):
-        raise StoreError(f"{target!r} cannot receive copied threads (no restore_thread)")
-    import sqlite3
-
-    # SQLiteStore has no restore of its own: the same rows its create and append write, with
-    # the source's timestamps, in one of its transactions.
-    empty = msgspec.structs.replace(header, messages=(), thoughts=(), tool_calls=())
-    try:
-        with target._transaction() as db:
-            db.execute(
-                "INSERT INTO threads (id, title, header, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (
-                    summary.id,
-                    summary.title,
-                    msgspec.json.encode(empty).decode(),
-                    _iso(summary.created_at),
-                    _iso(summary.updated_at),
-                ),
-            )
-            for position, turn in enumerate(turns):
-                target._insert(db, summary.id, position, turn)
-    except sqlite3.IntegrityError as err:
-        raise StoreError(f"a thread {summary.id!r} (or one of its turns) already exists") from err

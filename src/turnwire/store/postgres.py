@@ -21,20 +21,27 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
 from turnwire.errors import StoreConflictError, StoreError, UnknownThreadError
 from turnwire.model.records import Thread
-from turnwire.store._base import StoreRecords
+from turnwire.store._base import (
+    HOSTED_ITEMS_PATTERN,
+    StoreRecords,
+    decode_header,
+    decode_turn,
+    encode_header,
+    encode_turn,
+    header_without_hosted_items,
+    stored,
+    utc,
+)
 from turnwire.store.protocol import NO_TURNS, ThreadSummary
-from turnwire.store.sqlite import decode_header, stored, utc
-from turnwire.store.turns import Part, Turn, TurnBuilder
+from turnwire.store.turns import Turn, TurnBuilder
 
 if TYPE_CHECKING:
     import psycopg
@@ -53,7 +60,19 @@ __all__ = [
 URL_SCHEMES = ("postgresql://", "postgres://")
 """How a store location names a PostgreSQL database (anything else is a SQLite file)."""
 
-MIGRATIONS: tuple[tuple[int, str], ...] = (
+
+def _drop_header_copies(conn: psycopg.Connection[Any]) -> None:
+    """Version 3: headers no longer keep the hosted items their turns hold."""
+    rows = conn.execute(
+        "SELECT id, header FROM threads WHERE header LIKE %s", (HOSTED_ITEMS_PATTERN,)
+    ).fetchall()
+    for thread_id, header in rows:
+        rewritten = header_without_hosted_items(header)
+        if rewritten is not None:
+            conn.execute("UPDATE threads SET header = %s WHERE id = %s", (rewritten, thread_id))
+
+
+MIGRATIONS: tuple[tuple[int, str | Callable[[psycopg.Connection[Any]], None]], ...] = (
     (
         1,
         """
@@ -85,14 +104,14 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         CREATE UNIQUE INDEX turns_by_id ON turns (id)
     """,
     ),
+    (3, _drop_header_copies),
 )
+"""The schema, version by version: a script of statements, or a function run on the open
+transaction."""
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 # Any constant will do: it only has to be the same for every turnwire that migrates a database.
 _MIGRATION_LOCK = 0x7475726E77697265  # "turnwire"
-
-_PARTS = msgspec.json.Decoder(tuple[Part, ...])
-_ENCODER = msgspec.json.Encoder()
 
 
 def is_postgres_url(location: str | os.PathLike[str]) -> bool:
@@ -125,9 +144,6 @@ def default_folder() -> Path:
 def _one_line(err: BaseException) -> str:
     """libpq's message on one line (it spreads a failed connection over several)."""
     return " ".join(str(err).split())
-
-
-_utc = utc
 
 
 def _psycopg() -> Any:
@@ -236,10 +252,13 @@ class PostgresStore(StoreRecords):
                     "CREATE TABLE IF NOT EXISTS turnwire_schema (version INTEGER PRIMARY KEY, "
                     "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
                 )
-            for version, script in MIGRATIONS:
+            for version, step in MIGRATIONS:
                 if version > current:
-                    for statement in filter(str.strip, script.split(";")):
-                        conn.execute(statement.encode())
+                    if isinstance(step, str):
+                        for statement in filter(str.strip, step.split(";")):
+                            conn.execute(statement.encode())
+                    else:
+                        step(conn)
                     conn.execute("INSERT INTO turnwire_schema (version) VALUES (%s)", (version,))
 
     @contextmanager
@@ -260,12 +279,6 @@ class PostgresStore(StoreRecords):
 
     # ------------------------------------------------------------------ threads
 
-    def create_thread(
-        self, header: Thread, *, thread_id: str | None = None, title: str | None = None
-    ) -> str:
-        """Create an empty thread from ``header`` (its records are ignored); return its id."""
-        return self._new_thread(header, (), thread_id, title)
-
     def _new_thread(
         self,
         header: Thread,
@@ -278,7 +291,6 @@ class PostgresStore(StoreRecords):
     ) -> str:
         driver, _ = _psycopg()
         thread_id = thread_id or f"thr_{uuid.uuid4().hex}"
-        empty = msgspec.structs.replace(header, messages=(), thoughts=(), tool_calls=())
         now = datetime.now(UTC)
         try:
             with self._transaction() as cur:
@@ -288,7 +300,7 @@ class PostgresStore(StoreRecords):
                     (
                         thread_id,
                         title,
-                        _ENCODER.encode(empty).decode(),
+                        encode_header(header),
                         created_at or now,
                         updated_at or created_at or now,
                     ),
@@ -300,22 +312,6 @@ class PostgresStore(StoreRecords):
                 err
             )
         return thread_id
-
-    def restore_thread(
-        self,
-        thread_id: str,
-        *,
-        header: Thread,
-        turns: Sequence[Turn],
-        title: str | None,
-        created_at: datetime,
-        updated_at: datetime,
-    ) -> None:
-        """Store a thread exactly as another store held it (ids, timestamps, turns), in one
-        transaction; what ``turnwire threads copy`` writes."""
-        self._new_thread(
-            header, turns, thread_id, title, created_at=created_at, updated_at=updated_at
-        )
 
     def summary(self, thread_id: str) -> ThreadSummary:
         """The thread's line of :meth:`list_threads`."""
@@ -332,11 +328,10 @@ class PostgresStore(StoreRecords):
 
     def update_header(self, thread_id: str, header: Thread) -> None:
         """Replace the thread's header (prompt, tools, memories...), keeping its turns."""
-        empty = msgspec.structs.replace(header, messages=(), thoughts=(), tool_calls=())
         with self._transaction() as cur:
             cur.execute(
                 "UPDATE threads SET header = %s, updated_at = %s WHERE id = %s",
-                (_ENCODER.encode(empty).decode(), datetime.now(UTC), thread_id),
+                (encode_header(header), datetime.now(UTC), thread_id),
             )
             changed = cur.rowcount
         if not changed:
@@ -387,7 +382,7 @@ class PostgresStore(StoreRecords):
             )
 
     def _insert(self, cur: psycopg.Cursor[Any], thread_id: str, position: int, turn: Turn) -> None:
-        usage = None if turn.usage is None else _ENCODER.encode(turn.usage).decode()
+        parts, usage = encode_turn(turn)
         cur.execute(
             "INSERT INTO turns (thread_id, position, id, role, created_at, parts, model, usage, "
             "request_fingerprint) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
@@ -396,8 +391,8 @@ class PostgresStore(StoreRecords):
                 position,
                 turn.id,
                 turn.role,
-                _utc(turn.created_at),
-                _ENCODER.encode(turn.parts).decode(),
+                utc(turn.created_at),
+                parts,
                 turn.model,
                 usage,
                 turn.request_fingerprint,
@@ -414,23 +409,7 @@ class PostgresStore(StoreRecords):
                 "FROM turns WHERE thread_id = %s ORDER BY position",
                 (thread_id,),
             ).fetchall()
-        return [self._turn(thread_id, row) for row in rows]
-
-    @staticmethod
-    def _turn(thread_id: str, row: tuple[Any, ...]) -> Turn:
-        turn_id, role, created, parts, model, usage, fingerprint = row
-        where = f"turn {turn_id!r}"
-        return Turn(
-            id=turn_id,
-            role=role,
-            created_at=_utc(created),
-            parts=stored(thread_id, f"{where} parts", _PARTS.decode, parts),
-            model=model,
-            usage=None
-            if usage is None
-            else stored(thread_id, f"{where} usage", msgspec.json.decode, usage),
-            request_fingerprint=fingerprint,
-        )
+        return [decode_turn(thread_id, row, utc) for row in rows]
 
     def _summaries(self, where: str = "", params: tuple[Any, ...] = ()) -> list[ThreadSummary]:
         with self._pool.connection() as conn:
@@ -446,8 +425,8 @@ class PostgresStore(StoreRecords):
                 title=row[1],
                 model=stored(row[0], "header", decode_header, row[2]).model,
                 turns=int(row[5]),
-                created_at=_utc(row[3]),
-                updated_at=_utc(row[4]),
+                created_at=utc(row[3]),
+                updated_at=utc(row[4]),
             )
             for row in rows
         ]

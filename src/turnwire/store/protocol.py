@@ -1,14 +1,26 @@
-"""The store contract: what turnwire needs from a thread store."""
+"""The store contract: what turnwire needs from a thread store.
+
+Everything the command line, :func:`turnwire.api.run_thread`, :func:`turnwire.api.compact_thread`
+and :func:`turnwire.store.copy_threads` use of a store is here, and nothing else: a store that
+implements :class:`ThreadStore` works with all of them. The SQLite and PostgreSQL stores, and
+the in-memory store of the tests, run one contract suite (``tests/store/test_contract.py``).
+
+A thread is a header (the thread without its records: :meth:`Thread.header_only`) and a list
+of turns, numbered from 0 in the order they were appended; the records live in the turns only,
+each once.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Protocol
+from pathlib import Path
+from typing import Protocol, Self
 
 import msgspec
 
+from turnwire.files.pointers import ContextAssembler
 from turnwire.model.records import Thread
 from turnwire.store.turns import Turn, TurnBuilder
 
@@ -30,14 +42,83 @@ class ThreadSummary(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ThreadStore(Protocol):
-    """What turnwire needs from a store."""
+    """What turnwire needs from a store.
+
+    Every method that names a thread raises :class:`~turnwire.errors.UnknownThreadError` when
+    the store has no such thread, and every failure of the store itself is a
+    :class:`~turnwire.errors.StoreError`. A write is all or nothing.
+    """
 
     builder: TurnBuilder
-    """Builds the turns appended to this store (ids, clock)."""
+    """Builds the turns appended to this store (ids, clock), and converts turns to records."""
+
+    @property
+    def path(self) -> Path:
+        """Where the store is on this machine, for messages: a SQLite store's file; for a store
+        kept elsewhere, a name in the folder that holds :attr:`files_folder`."""
+        ...
+
+    @property
+    def files_folder(self) -> Path:
+        """The folder that holds the files imports copied into the store (the default file
+        root of a stored thread's runs)."""
+        ...
+
+    @property
+    def schema_version(self) -> int:
+        """The version of the store's schema, after the migrations opening it applied."""
+        ...
+
+    def close(self) -> None:
+        """Release the store's connections; the store is unusable afterwards."""
+        ...
+
+    def __enter__(self) -> Self:
+        """The store itself, closed when the ``with`` block ends."""
+        ...
+
+    def __exit__(self, *exc: object) -> None:
+        """Close the store (:meth:`close`)."""
+        ...
 
     def create_thread(
         self, header: Thread, *, thread_id: str | None = None, title: str | None = None
-    ) -> str: ...
+    ) -> str:
+        """Create an empty thread from ``header`` (its records are ignored).
+
+        :param thread_id: the new thread's id (default: a fresh ``thr_...``).
+        :returns: the thread's id.
+        :raises turnwire.errors.StoreError: the store already has a thread of that id.
+        """
+        ...
+
+    def restore_thread(
+        self,
+        thread_id: str,
+        *,
+        header: Thread,
+        turns: Sequence[Turn],
+        title: str | None,
+        created_at: datetime,
+        updated_at: datetime,
+    ) -> None:
+        """Store a thread exactly as another store held it (id, title, timestamps, the turns
+        with their ids), in one transaction: what :func:`~turnwire.store.copy_threads`
+        writes.
+
+        :raises turnwire.errors.StoreError: the thread, or one of its turns, already exists;
+            nothing is stored.
+        """
+        ...
+
+    def header(self, thread_id: str) -> Thread:
+        """The thread's header: the thread without its records."""
+        ...
+
+    def update_header(self, thread_id: str, header: Thread) -> None:
+        """Replace the thread's header (prompt, tools, memories...), keeping its turns; the
+        records of ``header`` are ignored."""
+        ...
 
     def last_position(self, thread_id: str) -> int:
         """The position of the thread's last turn (:data:`NO_TURNS` when it has none)."""
@@ -48,23 +129,57 @@ class ThreadStore(Protocol):
     ) -> None:
         """Append ``turns`` atomically. With ``expected_last`` (a :meth:`last_position` read
         earlier), only if the thread's last turn is still that one, else
-        :class:`StoreConflictError` and nothing stored; ``None`` appends unconditionally."""
+        :class:`~turnwire.errors.StoreConflictError` and nothing stored; ``None`` appends
+        unconditionally. No turns: nothing happens."""
         ...
 
-    def turns(self, thread_id: str) -> list[Turn]: ...
+    def turns(self, thread_id: str) -> list[Turn]:
+        """The thread's turns, in the order they were appended."""
+        ...
 
-    def header(self, thread_id: str) -> Thread: ...
+    def load(
+        self, thread_id: str, *, current: Turn | None = None, keep_all_files: bool = False
+    ) -> Thread:
+        """The thread as the renderer reads it: the header with the records of its turns.
 
-    def load(self, thread_id: str, *, current: Turn | None = None) -> Thread: ...
+        :param current: the question of the run about to start (not stored yet), loaded as
+            its last turn with its files kept as pointers to read for this call.
+        :param keep_all_files: keep the file pointers of every question (an export).
+        """
+        ...
 
-    def list_threads(self) -> list[ThreadSummary]: ...
+    def list_threads(self) -> list[ThreadSummary]:
+        """Every thread, the most recently changed first."""
+        ...
 
-    def delete_thread(self, thread_id: str) -> None: ...
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete the thread, its turns and the files imports copied for it."""
+        ...
 
     def import_thread(
-        self, thread: Thread, *, thread_id: str | None = None, title: str | None = None
-    ) -> str: ...
+        self,
+        thread: Thread,
+        *,
+        thread_id: str | None = None,
+        title: str | None = None,
+        files: ContextAssembler | None = None,
+    ) -> str:
+        """Store a whole thread (header and records) as a new thread, in one transaction.
 
-    def export_thread(self, thread_id: str) -> Thread: ...
+        :param files: when given, every file the thread points at is read through it and
+            copied into :attr:`files_folder`, the stored pointers leading to the copies.
+        :returns: the thread's id.
+        """
+        ...
 
-    def export_file(self, thread_id: str, path: str | os.PathLike[str]) -> Thread: ...
+    def export_thread(self, thread_id: str) -> Thread:
+        """The thread with every record and file pointer, as a thread file holds it."""
+        ...
+
+    def export_file(self, thread_id: str, path: str | os.PathLike[str]) -> Thread:
+        """Write the thread to the thread file ``path``, the files it keeps in the store
+        copied beside it into ``FILE.files/``.
+
+        :returns: the thread as written.
+        """
+        ...

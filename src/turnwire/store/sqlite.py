@@ -17,20 +17,38 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
 
-import msgspec
-
-from turnwire.errors import InputError, StoreConflictError, StoreError, UnknownThreadError
-from turnwire.files.thread_file import check_unbounded
+from turnwire.errors import StoreConflictError, StoreError, UnknownThreadError
 from turnwire.model.records import Thread
-from turnwire.store._base import StoreRecords
+from turnwire.store._base import (
+    HOSTED_ITEMS_PATTERN,
+    StoreRecords,
+    decode_header,
+    decode_turn,
+    encode_header,
+    encode_turn,
+    header_without_hosted_items,
+    iso,
+    stored,
+)
 from turnwire.store.protocol import NO_TURNS, ThreadSummary
-from turnwire.store.turns import Part, Turn, TurnBuilder
+from turnwire.store.turns import Turn, TurnBuilder
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SQLiteStore", "default_store_path"]
 
-MIGRATIONS: tuple[tuple[int, str], ...] = (
+
+def _drop_header_copies(db: sqlite3.Connection) -> None:
+    """Version 3: headers no longer keep the hosted items their turns hold."""
+    rows = db.execute(
+        "SELECT id, header FROM threads WHERE header LIKE ?", (HOSTED_ITEMS_PATTERN,)
+    ).fetchall()
+    for thread_id, header in rows:
+        rewritten = header_without_hosted_items(header)
+        if rewritten is not None:
+            db.execute("UPDATE threads SET header = ? WHERE id = ?", (rewritten, thread_id))
+
+
+MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] = (
     (
         1,
         """
@@ -61,12 +79,11 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         CREATE UNIQUE INDEX turns_by_id ON turns(id);
     """,
     ),
+    (3, _drop_header_copies),
 )
+"""The schema, version by version: a script of statements, or a function run on the open
+transaction."""
 SCHEMA_VERSION = MIGRATIONS[-1][0]
-
-_PARTS = msgspec.json.Decoder(tuple[Part, ...])
-_HEADER = msgspec.json.Decoder(Thread)
-_ENCODER = msgspec.json.Encoder()
 
 
 def default_store_path() -> Path:
@@ -76,52 +93,6 @@ def default_store_path() -> Path:
         return Path(explicit)
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "turnwire" / "threads.db"
-
-
-def utc(moment: datetime) -> datetime:
-    """``moment`` in UTC, as a store keeps it; a moment that has none (a thread file may say
-    ``9999-12-31T23:59:59-23:59``, past year 9999 in UTC) is a :class:`StoreError`."""
-    try:
-        return moment.astimezone(UTC)
-    except OverflowError:
-        raise StoreError(
-            f"the timestamp {moment.isoformat()} is past the range a store keeps (in UTC it is "
-            "beyond year 9999); nothing was stored"
-        ) from None
-
-
-def _iso(moment: datetime) -> str:
-    return utc(moment).isoformat(timespec="microseconds")
-
-
-_T = TypeVar("_T")
-_DAMAGE = (msgspec.DecodeError, ValueError, TypeError, OverflowError, RecursionError)
-
-
-def stored(thread_id: str, column: str, decode: Callable[[Any], _T], value: Any) -> _T:
-    """``decode(value)``, the store's ``column`` of thread ``thread_id``: a value that does not
-    decode (a row damaged outside turnwire) is a :class:`StoreError` naming both."""
-    try:
-        return decode(value)
-    except _DAMAGE as err:
-        detail = (str(err).splitlines() or [type(err).__name__])[0][:300]
-        raise StoreError(
-            f"the store's {column} of thread {thread_id!r} is damaged and cannot be read "
-            f"({detail}); restore the store from a backup, or delete the thread"
-        ) from None
-    except InputError as err:  # a header past the thread file's limits
-        raise StoreError(
-            f"the store's {column} of thread {thread_id!r} is past the thread file's limits "
-            f"({err}); restore the store from a backup, or delete the thread"
-        ) from None
-
-
-def decode_header(data: str | bytes) -> Thread:
-    """A stored header, with the limits a thread file is read under."""
-    raw = data.encode() if isinstance(data, str) else data
-    header = _HEADER.decode(raw)
-    check_unbounded(header, "header", raw)
-    return header
 
 
 class SQLiteStore(StoreRecords):
@@ -173,10 +144,13 @@ class SQLiteStore(StoreRecords):
                     f"the store {self.path} has schema version {current}, newer "
                     f"than this turnwire's {SCHEMA_VERSION}; upgrade turnwire"
                 )
-            for version, script in MIGRATIONS:
+            for version, step in MIGRATIONS:
                 if version > current:
-                    for statement in filter(str.strip, script.split(";")):
-                        self._db.execute(statement)
+                    if isinstance(step, str):
+                        for statement in filter(str.strip, step.split(";")):
+                            self._db.execute(statement)
+                    else:
+                        step(self._db)
                     self._db.execute(f"PRAGMA user_version={version}")
 
     @contextmanager
@@ -191,29 +165,37 @@ class SQLiteStore(StoreRecords):
 
     # ------------------------------------------------------------------ threads
 
-    def create_thread(
-        self, header: Thread, *, thread_id: str | None = None, title: str | None = None
-    ) -> str:
-        """Create an empty thread from ``header`` (its records are ignored); return its id."""
-        return self._new_thread(header, (), thread_id, title)
-
     def _new_thread(
-        self, header: Thread, turns: Sequence[Turn], thread_id: str | None, title: str | None
+        self,
+        header: Thread,
+        turns: Sequence[Turn],
+        thread_id: str | None,
+        title: str | None,
+        *,
+        created_at: datetime | None = None,
+        updated_at: datetime | None = None,
     ) -> str:
         thread_id = thread_id or f"thr_{uuid.uuid4().hex}"
-        empty = msgspec.structs.replace(header, messages=(), thoughts=(), tool_calls=())
-        now = _iso(datetime.now(UTC))
+        now = datetime.now(UTC)
         try:
             with self._transaction() as db:
                 db.execute(
                     "INSERT INTO threads (id, title, header, created_at, updated_at) "
                     "VALUES (?, ?, ?, ?, ?)",
-                    (thread_id, title, _ENCODER.encode(empty).decode(), now, now),
+                    (
+                        thread_id,
+                        title,
+                        encode_header(header),
+                        iso(created_at or now),
+                        iso(updated_at or created_at or now),
+                    ),
                 )
                 for position, turn in enumerate(turns):
                     self._insert(db, thread_id, position, turn)
         except sqlite3.IntegrityError as err:
-            raise StoreError(f"a thread {thread_id!r} already exists") from err
+            raise StoreError(f"a thread {thread_id!r} (or one of its turns) already exists") from (
+                err
+            )
         return thread_id
 
     def _require(self, thread_id: str) -> None:
@@ -229,11 +211,10 @@ class SQLiteStore(StoreRecords):
 
     def update_header(self, thread_id: str, header: Thread) -> None:
         """Replace the thread's header (prompt, tools, memories...), keeping its turns."""
-        empty = msgspec.structs.replace(header, messages=(), thoughts=(), tool_calls=())
         with self._transaction() as db:
             changed = db.execute(
                 "UPDATE threads SET header = ?, updated_at = ? WHERE id = ?",
-                (_ENCODER.encode(empty).decode(), _iso(datetime.now(UTC)), thread_id),
+                (encode_header(header), iso(datetime.now(UTC)), thread_id),
             ).rowcount
         if not changed:
             raise UnknownThreadError(thread_id)
@@ -271,11 +252,11 @@ class SQLiteStore(StoreRecords):
                 self._insert(db, thread_id, last + 1 + offset, turn)
             db.execute(
                 "UPDATE threads SET updated_at = ? WHERE id = ?",
-                (_iso(datetime.now(UTC)), thread_id),
+                (iso(datetime.now(UTC)), thread_id),
             )
 
     def _insert(self, db: sqlite3.Connection, thread_id: str, position: int, turn: Turn) -> None:
-        usage = None if turn.usage is None else _ENCODER.encode(turn.usage).decode()
+        parts, usage = encode_turn(turn)
         db.execute(
             "INSERT INTO turns (thread_id, position, id, role, created_at, parts, model, usage, "
             "request_fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -284,8 +265,8 @@ class SQLiteStore(StoreRecords):
                 position,
                 turn.id,
                 turn.role,
-                _iso(turn.created_at),
-                _ENCODER.encode(turn.parts).decode(),
+                iso(turn.created_at),
+                parts,
                 turn.model,
                 usage,
                 turn.request_fingerprint,
@@ -299,23 +280,7 @@ class SQLiteStore(StoreRecords):
             "WHERE thread_id = ? ORDER BY position",
             (thread_id,),
         ).fetchall()
-        return [self._turn(thread_id, row) for row in rows]
-
-    @staticmethod
-    def _turn(thread_id: str, row: tuple[Any, ...]) -> Turn:
-        turn_id, role, created, parts, model, usage, fingerprint = row
-        where = f"turn {turn_id!r}"
-        return Turn(
-            id=turn_id,
-            role=role,
-            created_at=stored(thread_id, f"{where} created_at", datetime.fromisoformat, created),
-            parts=stored(thread_id, f"{where} parts", _PARTS.decode, parts),
-            model=model,
-            usage=None
-            if usage is None
-            else stored(thread_id, f"{where} usage", msgspec.json.decode, usage),
-            request_fingerprint=fingerprint,
-        )
+        return [decode_turn(thread_id, row, datetime.fromisoformat) for row in rows]
 
     def list_threads(self) -> list[ThreadSummary]:
         rows = self._db.execute(
