@@ -1014,8 +1014,8 @@ def test_a_stage_key_reads_the_option_values_each_time_and_the_plan_once():
     plan = container.stage_plan()
     options = container.render_options().injectable()
     groups = [
-        (pipeline._MESSAGE_STAGES, ()),
-        (pipeline._THOUGHT_STAGES, ("reasoning_replay",)),
+        (("render_timeline_message", "render_media_blocks", "render_untrusted_content"), ()),
+        (("render_reasoning_item", "render_thought"), ("reasoning_replay",)),
         (("filter_thoughts",), ()),
         (("fingerprint_prefix",), ()),  # asks for scratch: no key
     ]
@@ -1032,3 +1032,39 @@ def test_a_stage_key_reads_the_option_values_each_time_and_the_plan_once():
     for stages, read in groups[:2]:
         assert stage_key(plan, stages, changed, read) != stage_key(plan, stages, options, read)
         assert stage_key(plan, stages, changed, read) == stage_key(bare, stages, changed, read)
+
+
+class _FootnotedMessages:
+    """A message stage that calls a sub-stage the built-in message stage never calls."""
+
+    @hookimpl
+    def render_timeline_message(self, message: Any, stages: Any) -> Any:
+        from turnwire.config.options import HandleInfo
+        from turnwire.wire import InputMessage
+
+        note = stages.render_artifact_handle_body(
+            handle=HandleInfo(call_id=message.id, kind="text", byte_length=1, line_count=1)
+        )
+        role = "user" if message.role == "user" else "assistant"
+        return (InputMessage(role=role, content=f"{message.content} [{note}]"),)
+
+
+def test_the_memo_keys_on_the_stages_a_render_reached_not_on_a_list():
+    """A record's memo entry depends on every stage its render reached through the relay,
+    found by the calls themselves: overriding a sub-stage that only a plugin's composite
+    calls (no list names it) renders the next request anew, byte for byte as a cold render."""
+    from dependency_injector import providers
+
+    container = make_container(REPLAY, extra_plugins=[_FootnotedMessages()])
+    thread = _growing_thread(3)
+    first = turnwire.api.render(thread, container=container).body
+    assert b"[" in first
+    again = turnwire.api.render(thread, container=container).body
+    assert again == first
+    assert "render_artifact_handle_body" in container.render_memo().reached["message"]
+    container.render_artifact_handle_body.override(providers.Object(lambda handle: "NOTE"))
+    warm = turnwire.api.render(thread, container=container).body
+    with overriding(container.render_memo, None):
+        cold = turnwire.api.render(thread, container=container).body
+    assert warm == cold
+    assert b"[NOTE]" in warm and warm != first

@@ -33,7 +33,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import logging
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from itertools import compress, repeat
 from itertools import count as count_from
 from operator import attrgetter, is_, is_not
@@ -235,20 +235,12 @@ def _thought_text_items(thought: Thought, replay: bool, stages: Any) -> tuple[In
     return ()
 
 
-# The stages each kind of record renders through (composites call their sub-stages through the
-# relay), and so the implementations its memo entries depend on.
-_ENVELOPES = ("render_untrusted_content", "render_trusted_content")
-_MESSAGE_STAGES = ("render_timeline_message", "render_media_blocks", *_ENVELOPES)
-_CALL_STAGES = (
-    "render_tool_call_result",
-    "render_media_blocks",
-    "render_artifact_handle_body",
-    "render_retrievable_handle_body",
-    *_ENVELOPES,
-)
-_THOUGHT_STAGES = ("render_reasoning_item", "render_thought", *_ENVELOPES)
-_HOSTED_STAGES = ("render_hosted_item", "render_hosted_item_text", *_ENVELOPES)
-
+# The record kinds of the timeline, each rendered through a relay of its own: the stages a
+# kind's renders reached through it (composites' sub-stages included) are what its memo entries
+# are keyed on, as observed, never as listed. The pipeline itself reads ``reasoning_replay``
+# for thoughts.
+_KINDS = ("message", "tool_call", "thought", "hosted")
+_PIPELINE_READS = ((), (), ("reasoning_replay",), ())
 _RECORD_ENCODER = msgspec.json.Encoder()
 # How many differing positions ``_differences`` finds by bisection before it scans the rest
 # element by element (a thread loaded anew differs everywhere).
@@ -578,7 +570,7 @@ def _timeline_in_bulk(
     sources: tuple[tuple[Any, ...], ...],
     tools: dict[str, Tool],
     renderers: tuple[Callable[..., Any], ...],
-    stages: Any,
+    relays: tuple[StageRelay, StageRelay],
     replay: bool,
     tables: tuple[RecordTable | None, ...],
     sink: _WarnSink,
@@ -589,19 +581,21 @@ def _timeline_in_bulk(
     outputs laid out in timeline order (and the stages' warnings with them).
 
     ``renderers``: the message and tool-call-result stages, and ``render_reasoning_item``, by
-    position; ``tables``: the record tables of messages, thoughts, tool calls, hosted items.
+    position; ``relays``: the thoughts' and the hosted items' own relays; ``tables``: the
+    record tables of messages, thoughts, tool calls, hosted items.
     """
     messages, surfaced, calls, hosted = sources
     render_message, render_result, render_reasoning = renderers
+    thought_stages, hosted_stages = relays
     message_out, message_said = _in_bulk(render_message, (messages,), sink, as_tuples=True)
     thought_out, candidates, thought_said = _thoughts_in_bulk(
-        surfaced, replay, render_reasoning, stages, sink
+        surfaced, replay, render_reasoning, thought_stages, sink
     )
     call_tools = list(map(tools.get, map(_TOOL, calls)))
     call_out, call_said = _in_bulk(
         _tool_call_items, (calls, call_tools, repeat(render_result)), sink
     )
-    hosted_out, hosted_said = _in_bulk(_hosted_items, (hosted, repeat(stages)), sink)
+    hosted_out, hosted_said = _in_bulk(_hosted_items, (hosted, repeat(hosted_stages)), sink)
 
     message_table, thought_table, call_table, hosted_table = tables
     if message_table is not None:
@@ -639,15 +633,69 @@ def _timeline(
     warnings: list[str],
     sink: _WarnSink,
 ) -> _Timeline:
-    keys = (
-        stage_key(plan, _MESSAGE_STAGES, injectable),
-        stage_key(plan, _CALL_STAGES, injectable),
-        stage_key(plan, _THOUGHT_STAGES, injectable, ("reasoning_replay",)),
-        stage_key(plan, _HOSTED_STAGES, injectable),
+    relays = tuple(stages.fork() for _ in _KINDS)
+    keys = _kind_keys(plan, injectable, memo)
+    try:
+        return _timeline_through(
+            thread, options, stages, relays, plan, injectable, memo, warnings, sink, keys
+        )
+    finally:
+        _note_reached(relays, plan, injectable, memo, keys)
+
+
+def _kind_keys(
+    plan: StagePlan, injectable: dict[str, Any], memo: RenderMemo
+) -> tuple[Hashable | None, ...]:
+    """Each record kind's memo key: the implementations of the stages its renders reached
+    (and the options those read), or ``None`` when it is not memoised."""
+    return tuple(
+        stage_key(plan, memo.reached.get(kind, ()), injectable, reads)
+        for kind, reads in zip(_KINDS, _PIPELINE_READS, strict=True)
     )
+
+
+def _note_reached(
+    relays: tuple[StageRelay, ...],
+    plan: StagePlan,
+    injectable: dict[str, Any],
+    memo: RenderMemo,
+    keys: tuple[Hashable | None, ...],
+) -> None:
+    """Add the stages each kind's relay reached to what that kind is keyed on; a table made
+    under a key that lacked some is kept under the full key (its entries were made by this
+    render, with these implementations) and the timelines kept under the old keys dropped."""
+    grown = False
+    for kind, relay in zip(_KINDS, relays, strict=True):
+        known = memo.reached.get(kind, ())
+        reached = relay.reached()
+        if not set(reached) <= set(known):
+            memo.reached[kind] = tuple(sorted({*known, *reached}))
+            grown = True
+    if not grown:
+        return
+    new_keys = _kind_keys(plan, injectable, memo)
+    for kind, old, new in zip(_KINDS, keys, new_keys, strict=True):
+        if old is not None and old != new:
+            memo.rekey(kind, old, new)
+    memo.rekey_timelines(keys, new_keys)
+
+
+def _timeline_through(
+    thread: Thread,
+    options: RenderOptions,
+    stages: Any,
+    relays: tuple[StageRelay, ...],
+    plan: StagePlan,
+    injectable: dict[str, Any],
+    memo: RenderMemo,
+    warnings: list[str],
+    sink: _WarnSink,
+    keys: tuple[Hashable | None, ...],
+) -> _Timeline:
+    message_stages, call_stages, thought_stages, hosted_stages = relays
     message_table, call_table, thought_table, hosted_table = (
         None if key is None else memo.record_table(kind, key)
-        for kind, key in zip(("message", "tool_call", "thought", "hosted"), keys, strict=True)
+        for kind, key in zip(_KINDS, keys, strict=True)
     )
     filter_key = stage_key(plan, ("filter_thoughts",), injectable)
     timeline_key = None if None in keys or filter_key is None else (keys, filter_key)
@@ -676,7 +724,7 @@ def _timeline(
             entries = _entries(sources, tuple(len(records) for records in old))
             if entries and state.last_key is not None and entries[0][:4] <= state.last_key:
                 entries = None  # a new record sorts among the old ones
-    render_reasoning = positional_caller(stages, "render_reasoning_item", ("thought",))
+    render_reasoning = positional_caller(thought_stages, "render_reasoning_item", ("thought",))
     replay = options.reasoning_replay != "off"
     rewritten: dict[int, Thought] | None = {}
     if entries is not None and state is not None and changed:
@@ -684,7 +732,7 @@ def _timeline(
             [(state.surfaced[i], surfaced[i]) for i in changed],
             thought_table.entries if thought_table is not None else None,
             warnings,
-            lambda thought: _thought_items(thought, replay, render_reasoning, stages),
+            lambda thought: _thought_items(thought, replay, render_reasoning, thought_stages),
         )
         if rewritten is None:
             entries = None  # a rewritten thought renders otherwise: from the start
@@ -706,8 +754,8 @@ def _timeline(
         last_key = None
 
     tools = {tool.name: tool for tool in thread.tools}
-    render_message = positional_caller(stages, "render_timeline_message", ("message",))
-    render_result = positional_caller(stages, "render_tool_call_result", ("tool_call", "tool"))
+    render_message = positional_caller(message_stages, "render_timeline_message", ("message",))
+    render_result = positional_caller(call_stages, "render_tool_call_result", ("tool_call", "tool"))
     tables = (message_table, thought_table, call_table, hosted_table)
     one_by_one = entries
     if base is None and _BULK and all(map(_unseen, tables, sources)):
@@ -718,7 +766,7 @@ def _timeline(
                 sources,
                 tools,
                 (render_message, render_result, render_reasoning),
-                stages,
+                (thought_stages, hosted_stages),
                 replay,
                 tables,
                 sink,
@@ -772,7 +820,7 @@ def _timeline(
                 extend(hit.rendered)
                 warnings.extend(hit.said)
                 continue
-            rendered = _hosted_items(record, stages)
+            rendered = _hosted_items(record, hosted_stages)
             if hosted_entries is not None:
                 said = tuple(warnings[before:]) if len(warnings) > before else ()
                 hosted_entries[record.id] = Entry(record, None, rendered, False, said)
@@ -783,7 +831,9 @@ def _timeline(
                 rendered, candidate = hit.rendered, hit.candidate
                 warnings.extend(hit.said)
             else:
-                rendered, candidate = _thought_items(record, replay, render_reasoning, stages)
+                rendered, candidate = _thought_items(
+                    record, replay, render_reasoning, thought_stages
+                )
                 if thought_entries is not None:
                     said = tuple(warnings[before:]) if len(warnings) > before else ()
                     thought_entries[record.id] = Entry(record, None, rendered, candidate, said)

@@ -159,6 +159,16 @@ class StageRelay:
         # Each stage is bound when it is first called (a render calls about half of them).
         self.injected: dict[str, dict[str, Any]] = _Injected(self.options, plan.argnames)
 
+    def fork(self) -> StageRelay:
+        """A relay with the same plan and options (the same ``warn`` and ``scratch``), that
+        binds its stages anew: what one part of a render reaches through it is then
+        :meth:`reached`, composites' sub-stages included (they are handed the fork)."""
+        return StageRelay(self.plan, self.options)
+
+    def reached(self) -> tuple[str, ...]:
+        """The stages bound on this relay so far (each called, or about to be), sorted."""
+        return tuple(sorted(name for name in vars(self) if name in _STAGE_NAMES))
+
     def __getattr__(self, name: str) -> _Caller:
         """Stage ``name``, bound on first use and kept as an attribute (so this runs once)."""
         if name not in _STAGE_NAMES:

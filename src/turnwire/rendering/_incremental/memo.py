@@ -435,6 +435,9 @@ class RenderMemo:
         self.swept: object | None = None
         # the leading system item of the last render (role, text, item), when not instructions
         self.head: tuple[str, str, Any] | None = None
+        # Record kind -> the stages its renders reached through their relay, as observed
+        # (never a list kept by hand): what that kind's tables are keyed on.
+        self.reached: dict[str, tuple[str, ...]] = {}
 
     def record_table(self, kind: str, key: Hashable) -> RecordTable:
         tables = self.records.get(kind)
@@ -446,9 +449,32 @@ class RenderMemo:
             tables.put(key, table)
         return table
 
+    def rekey(self, kind: str, old: Hashable, new: Hashable | None) -> None:
+        """Keep the table of ``kind`` that was under ``old`` under ``new`` instead; with
+        ``new`` ``None`` (the kind is not memoised after all), forget it."""
+        tables = self.records.get(kind)
+        table = tables.get(old) if tables is not None else None
+        if tables is None or table is None:
+            return
+        tables.discard(old)
+        if new is not None:
+            tables.put(new, table)
+        elif not len(tables):
+            del self.records[kind]
+
+    def rekey_timelines(self, old: tuple[Any, ...], new: tuple[Any, ...]) -> None:
+        """Keep the timelines kept under record keys ``old`` under ``new`` instead (with the
+        same filter key); with ``new`` holding ``None``, forget them."""
+        kept: dict[Any, TimelineState] = self.timelines._data
+        for key in [key for key in kept if key[0] == old]:
+            state = kept.pop(key)
+            if None not in new:
+                self.timelines.put((new, key[1]), state)
+
     def clear(self) -> None:
         """Forget everything (the next render is cold)."""
         with self.lock:
+            self.reached.clear()
             self.records.clear()
             self.timelines.clear()
             self.sweeps.clear()
