@@ -16,6 +16,7 @@ import turnwire
 from turnwire import ConfigError, OutputSchema, ThreadFileError
 from turnwire.errors import OutputSchemaError
 from turnwire.model.structured import (
+    StructuredOutput,
     strict_problems,
     strict_schema,
     structured_output,
@@ -366,3 +367,71 @@ def test_render_takes_output_type_too():
     rendered = turnwire.render(loaded, container=make_container(), output_type=Price)
     fmt = rendered.json["text"]["format"]
     assert fmt["name"] == "Price" and fmt["schema"] == strict_schema(Price)
+
+
+# ------------------------------------------------------------------------ the check's limits
+
+CODE = {
+    "type": "object",
+    "properties": {
+        "code": {"type": "string", "pattern": "^(a+)+$"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["code", "tags"],
+    "additionalProperties": False,
+}
+
+
+def test_a_backtracking_pattern_in_the_schema_checks_an_answer_at_once():
+    # A 24-character answer took 3.6 s under Python's `re`; RE2's time is linear in the text.
+    output = structured_output(CODE)
+    bad = json.dumps({"code": "a" * 64 + "!", "tags": []})
+    with pytest.raises(turnwire.OutputValidationError) as caught:
+        output.parse(bad)
+    assert caught.value.path == "$.code"
+    assert "does not match the pattern '^(a+)+$'" in str(caught.value)
+    assert output.parse(json.dumps({"code": "a" * 64, "tags": []})) == {
+        "code": "a" * 64,
+        "tags": [],
+    }
+
+
+def test_unique_items_in_an_answer_follow_json_equality():
+    schema = {"type": "object", "properties": {"tags": {"uniqueItems": True}}}
+    assert validate_json({"tags": [1, True, {"a": 1, "b": 2}]}, schema) is None
+    assert validate_json({"tags": [{"a": 1, "b": 2}, 1, {"b": 2, "a": 1.0}]}, schema) == (
+        "$.tags",
+        "expected unique items: items 0 and 2 are equal",
+    )
+
+
+def test_a_long_answer_to_a_recursive_schema_gets_a_reference_budget_to_match():
+    schema = {
+        "type": "object",
+        "properties": {"all": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+        "$defs": {
+            "node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/node"}}},
+        },
+    }
+    chain: dict = {}
+    for _ in range(40):
+        chain = {"next": chain}
+    answer = {"all": [chain] * 300}  # 12,300 references followed: more than MAX_REFS alone
+    output = StructuredOutput(OutputSchema(schema=schema, strict=False))
+    assert output.parse(json.dumps(answer)) == answer
+    # validate_json keeps MAX_REFS unless told otherwise.
+    assert "over 10000 references" in validate_json(answer, schema)[1]
+    assert validate_json(answer, schema, max_refs=20_000) is None
+
+
+def test_a_schema_that_cannot_check_an_answer_fails_it_saying_why():
+    output = StructuredOutput(OutputSchema(schema={"$ref": "#"}, strict=False))
+    with pytest.raises(turnwire.OutputValidationError) as caught:
+        output.parse("{}")
+    assert caught.value.path == "$"
+    assert "the schema cannot check it: its $ref chain recurses without end" in str(caught.value)
+    assert validate_json({}, {"type": "objekt"}) == (
+        "$",
+        "the schema cannot check it: it is not a valid schema (at $.type: 'objekt' is not "
+        "valid under any of the given schemas)",
+    )

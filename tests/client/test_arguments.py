@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from datetime import UTC, datetime
 
@@ -104,3 +105,45 @@ def test_the_executor_answers_a_mismatch_without_running_the_handler():
     assert done.result.text is not None and done.result.text.startswith(
         PREFIX + "$.city: expected string"
     )
+
+
+IDS = {
+    "type": "object",
+    "properties": {"ids": {"type": "array", "items": {"type": "object"}, "uniqueItems": True}},
+}
+
+
+def test_unique_items_over_large_arguments_give_the_right_verdict():
+    # 77 KB of distinct objects held the loop 46.7 s when uniqueItems compared them pairwise.
+    ids = [{"id": i, "n": [i]} for i in range(7_000)]
+    assert len(json.dumps(ids)) > 77_000
+    checker = ArgumentChecker()
+    assert checker.check("weather", IDS, {"ids": ids}) is None
+    twin = {"n": [4.0], "id": 4}  # item 4, its keys in another order, 4 written as 4.0
+    text = checker.check("weather", IDS, {"ids": [*ids, twin]})
+    assert text is not None
+    assert "$.ids: uniqueItems: items 4 and 7000 are equal" in text
+
+
+def _nested_unevaluated(levels: int) -> dict:
+    node: dict = {"type": "object", "properties": {"city": {"type": "string"}}}
+    for _ in range(levels):
+        node = {"allOf": [node], "unevaluatedProperties": False}
+    return node
+
+
+@pytest.mark.parametrize(
+    ("schema", "why"),
+    [
+        # jsonschema's own check_schema compared these pairwise.
+        ({"type": [{"a": i} for i in range(5_000)]}, "not a valid schema"),
+        # jsonschema's unevaluatedProperties took time exponential in the nesting.
+        (_nested_unevaluated(40), "over 10000 references"),
+    ],
+)
+def test_a_schema_that_would_take_long_to_check_runs_the_call_unchecked(schema, why, caplog):
+    assert len(json.dumps(schema, separators=(",", ":"))) < MAX_SCHEMA_BYTES
+    with caplog.at_level(logging.WARNING, logger="turnwire"):
+        assert ArgumentChecker().check("weather", schema, {"city": "Paris"}) is None
+    warnings = [r for r in caplog.records if getattr(r, "kind", None) == "tool-schema-unchecked"]
+    assert len(warnings) == 1 and why in warnings[0].getMessage()
