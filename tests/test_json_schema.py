@@ -15,16 +15,22 @@ from hypothesis import strategies as st
 
 from turnwire import OutputSchema, OutputValidationError
 from turnwire.client._arguments import ArgumentChecker
-from turnwire.model.json_schema import JsonSchema, SchemaUnusable
+from turnwire.model.json_schema import JsonSchema, Violation
 from turnwire.model.structured import StructuredOutput
 
 BACKTRACKS = "^(a+)+$"  # Python's `re` takes time exponential in the length of "aaa...a!"
 
 
+def _found(schema: Any, value: Any) -> list[Violation]:
+    verdict = JsonSchema(schema).check(value)
+    assert verdict.unusable is None
+    return list(verdict.violations)
+
+
 def _why(schema: Any, value: Any = None) -> str:
-    with pytest.raises(SchemaUnusable) as caught:
-        JsonSchema(schema).violations(value)
-    return caught.value.why
+    verdict = JsonSchema(schema).check(value)
+    assert verdict.unusable is not None and verdict.violations == ()
+    return verdict.unusable
 
 
 # ------------------------------------------------------------------------ uniqueItems
@@ -50,7 +56,7 @@ def _why(schema: Any, value: Any = None) -> str:
     ],
 )
 def test_unique_items_follows_json_schema_equality(items, unique):
-    found = JsonSchema({"uniqueItems": True}).violations(items)
+    found = _found({"uniqueItems": True}, items)
     assert (found == []) is unique
     # jsonschema's own (quadratic) check agrees.
     assert jsonschema.Draft202012Validator({"uniqueItems": True}).is_valid(items) is unique
@@ -73,17 +79,17 @@ _JSON = st.recursive(
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_JSON, max_size=6))
 def test_unique_items_agrees_with_jsonschema_on_random_arrays(items):
-    ours = JsonSchema({"uniqueItems": True}).violations(items) == []
+    ours = _found({"uniqueItems": True}, items) == []
     assert ours is jsonschema.Draft202012Validator({"uniqueItems": True}).is_valid(items)
 
 
 def test_a_large_array_is_checked_for_unique_items_with_the_right_verdict():
     items = [{"id": i, "tags": [i, str(i)], "ok": i % 2 == 0} for i in range(20_000)]
     schema = JsonSchema({"type": "array", "uniqueItems": True})
-    assert schema.violations(items) == []
+    assert schema.check(items).violations == ()
     # The same object as item 3, written with its keys in another order and 3 as 3.0.
     twin = {"ok": False, "tags": [3.0, "3"], "id": 3}
-    (found,) = schema.violations([*items, twin])
+    (found,) = schema.check([*items, twin]).violations
     assert (found.keyword, found.path) == ("uniqueItems", ())
     assert found.message == "items 3 and 20000 are equal"
 
@@ -91,8 +97,8 @@ def test_a_large_array_is_checked_for_unique_items_with_the_right_verdict():
 def test_numbers_that_share_a_hash_stay_distinct():
     # Every one of these ints hashes to 0 in Python; each item is still its own.
     items = [k * (2**61 - 1) for k in range(1, 3_000)]
-    assert JsonSchema({"uniqueItems": True}).violations(items) == []
-    assert JsonSchema({"uniqueItems": True}).violations([*items, items[7]])
+    assert _found({"uniqueItems": True}, items) == []
+    assert _found({"uniqueItems": True}, [*items, items[7]])
 
 
 # ------------------------------------------------------------------------ regular expressions
@@ -100,34 +106,34 @@ def test_numbers_that_share_a_hash_stay_distinct():
 
 def test_a_backtracking_pattern_runs_on_re2_everywhere_a_regex_is_used():
     text = "a" * 64 + "!"
-    assert [v.keyword for v in JsonSchema({"pattern": BACKTRACKS}).violations(text)] == ["pattern"]
-    assert JsonSchema({"pattern": BACKTRACKS}).violations("a" * 64) == []
+    assert [v.keyword for v in _found({"pattern": BACKTRACKS}, text)] == ["pattern"]
+    assert _found({"pattern": BACKTRACKS}, "a" * 64) == []
     keyed = JsonSchema(
         {"patternProperties": {BACKTRACKS: {"type": "integer"}}, "additionalProperties": False}
     )
-    (found,) = keyed.violations({"a" * 64: 1, text: 2})
+    (found,) = keyed.check({"a" * 64: 1, text: 2}).violations
     assert (found.keyword, found.names) == ("additionalProperties", (text,))
-    (found,) = keyed.violations({"a" * 64: "x"})
+    (found,) = keyed.check({"a" * 64: "x"}).violations
     assert (found.keyword, found.path) == ("type", ("a" * 64,))
     names = JsonSchema({"propertyNames": {"pattern": BACKTRACKS}})
-    assert [v.keyword for v in names.violations({text: 1})] == ["pattern"]
+    assert [v.keyword for v in names.check({text: 1}).violations] == ["pattern"]
     evaluated = JsonSchema(
         {"patternProperties": {BACKTRACKS: True}, "unevaluatedProperties": False}
     )
-    assert [v.names for v in evaluated.violations({"a": 1, text: 2})] == [(text,)]
+    assert [v.names for v in evaluated.check({"a": 1, text: 2}).violations] == [(text,)]
 
 
 def test_a_pattern_re2_cannot_read_checks_nothing():
-    assert JsonSchema({"pattern": "(?=a)b"}).violations("c") == []
+    assert JsonSchema({"pattern": "(?=a)b"}).check("c").violations == ()
     lookahead = JsonSchema({"patternProperties": {"(?=x)": True}, "additionalProperties": False})
-    assert lookahead.violations({"anything": 1}) == []
+    assert lookahead.check({"anything": 1}).violations == ()
 
 
 def test_format_is_not_checked_in_the_value_or_the_schema():
-    assert JsonSchema({"format": "date"}).violations("not a date") == []
+    assert _found({"format": "date"}, "not a date") == []
     # `\p{L}` is RE2 (and not Python's `re`): a valid schema, checked by RE2.
     letters = JsonSchema({"pattern": r"^\p{L}+$"})
-    assert letters.violations("été") == [] and letters.violations("3")
+    assert letters.check("été").violations == () and letters.check("3").violations
 
 
 # ------------------------------------------------------------------------ numbers
@@ -138,7 +144,7 @@ def test_format_is_not_checked_in_the_value_or_the_schema():
     [(19.99, 0.01, True), (0.3, 0.1, True), (19.999, 0.01, False), (7, 2, False), (6, 1.5, True)],
 )
 def test_multiple_of_divides_the_decimals_as_written(value, step, whole):
-    assert (JsonSchema({"multipleOf": step}).violations(value) == []) is whole
+    assert (_found({"multipleOf": step}, value) == []) is whole
 
 
 # ------------------------------------------------------------------------ hostile schemas
@@ -155,8 +161,8 @@ def test_unevaluated_properties_are_counted_against_the_budget():
     # jsonschema took time exponential in the nesting (14 levels: 10 s).
     assert "over 10000 references" in _why(_nested_unevaluated(40), {"a": 1})
     shallow = JsonSchema(_nested_unevaluated(4))
-    assert shallow.violations({"a": 1}) == []
-    found = shallow.violations({"a": 1, "b": 2})
+    assert shallow.check({"a": 1}).violations == ()
+    found = shallow.check({"a": 1, "b": 2}).violations
     assert found and all("b" in v.names for v in found)
     # The verdicts of jsonschema's own implementation.
     reference = jsonschema.Draft202012Validator(_nested_unevaluated(4))
@@ -165,8 +171,8 @@ def test_unevaluated_properties_are_counted_against_the_budget():
 
 def test_unevaluated_items_keep_their_verdict():
     schema = JsonSchema({"prefixItems": [{"type": "integer"}], "unevaluatedItems": False})
-    assert schema.violations([1]) == []
-    (found,) = schema.violations([1, "x", "y"])
+    assert schema.check([1]).violations == ()
+    (found,) = schema.check([1, "x", "y"]).violations
     assert (found.keyword, found.names) == ("unevaluatedItems", (1, 2))
 
 
@@ -199,7 +205,7 @@ def test_a_remote_ref_is_never_fetched(monkeypatch):
     ],
 )
 def test_a_schema_naming_another_version_is_read_as_2020_12(schema):
-    (found,) = JsonSchema(schema).violations({"x": "a" * 64 + "!"})
+    (found,) = JsonSchema(schema).check({"x": "a" * 64 + "!"}).violations
     assert (found.keyword, found.path) == ("pattern", ("x",))
 
 
@@ -247,7 +253,7 @@ def test_a_recursive_schema_checks_a_deep_value():
     value: Any = 1
     for _ in range(60):
         value = [value, 2]
-    assert JsonSchema(tree).violations(value) == []
+    assert JsonSchema(tree).check(value).violations == ()
 
 
 def test_the_most_telling_violation_comes_first():
@@ -256,7 +262,7 @@ def test_the_most_telling_violation_comes_first():
         "properties": {"number": {"type": "string"}, "items": {"type": "array"}},
         "required": ["number", "items"],
     }
-    found = JsonSchema(schema).violations({"number": 7})
+    found = JsonSchema(schema).check({"number": 7}).violations
     assert [(v.keyword, v.path) for v in found] == [("required", ()), ("type", ("number",))]
     assert found[0].names == ("items",)
 

@@ -1,6 +1,6 @@
 """Structured outputs without a server: the strict transformation of a Struct's schema, the
-strict check of a schema dict, the small validator, and the thread file and configuration
-fields."""
+strict check of a schema dict, the answer's check (turnwire.model.json_schema's, read as
+`$.path` and a detail), and the thread file and configuration fields."""
 
 from __future__ import annotations
 

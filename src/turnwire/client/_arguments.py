@@ -23,13 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from turnwire.errors import InvalidToolCallArgs
-from turnwire.model.json_schema import (
-    MAX_ERRORS,
-    MAX_REFS,
-    JsonSchema,
-    SchemaUnusable,
-    Violation,
-)
+from turnwire.model.json_schema import MAX_ERRORS, MAX_REFS, JsonSchema, Violation
 
 __all__ = ["MAX_ERRORS", "MAX_REFS", "MAX_SCHEMA_BYTES", "ArgumentChecker"]
 
@@ -89,7 +83,7 @@ class ArgumentChecker:
     """Checks a call's arguments against its tool's schema; one validator per schema."""
 
     def __init__(self) -> None:
-        self._schemas: dict[str, JsonSchema | SchemaUnusable] = {}
+        self._schemas: dict[str, JsonSchema] = {}
         self._warned: set[tuple[str, str]] = set()
 
     def check(self, tool: str, schema: Mapping[str, Any] | None, args: Any) -> str | None:
@@ -107,22 +101,14 @@ class ArgumentChecker:
             return None
         checker = self._schemas.get(key)
         if checker is None:
-            try:
-                checker = JsonSchema(schema)
-            except SchemaUnusable as err:
-                checker = err
-            self._schemas[key] = checker
-        if isinstance(checker, SchemaUnusable):
-            self._unchecked(tool, key, checker.why)
+            checker = self._schemas[key] = JsonSchema(schema)
+        verdict = checker.check(args, max_refs=MAX_REFS)
+        if verdict.unusable is not None:
+            self._unchecked(tool, key, verdict.unusable)
             return None
-        try:
-            violations = checker.violations(args, max_refs=MAX_REFS)
-        except SchemaUnusable as err:
-            self._unchecked(tool, key, err.why)
+        if not verdict.violations:
             return None
-        if not violations:
-            return None
-        shown = "; ".join(list(dict.fromkeys(describe(v) for v in violations))[:3])
+        shown = "; ".join(list(dict.fromkeys(describe(v) for v in verdict.violations))[:3])
         error = InvalidToolCallArgs(
             f"Tool arguments do not match the parameters of {tool}: {shown[:2000]}. "
             "Call it again with arguments that follow its schema."

@@ -1,8 +1,9 @@
 """JSON Schema checks, one way everywhere: tool arguments and structured outputs use this.
 
-A value is checked by ``jsonschema``'s Draft 2020-12 validator. A schema is thread data, so
-it may be hostile or only wrong, and these changes keep one check linear in the sizes of the
-schema and the value, and off the network:
+A value is checked by ``jsonschema``'s Draft 2020-12 validator. A schema is thread data, and
+so is a value the model wrote: either may be hostile, or only wrong. These changes keep a
+check off the network and its cost in proportion to the schema's size times the value's (no
+regular expression backtracks, no array is compared pair by pair, references are counted):
 
 - ``pattern``, ``patternProperties`` and the property filters of ``additionalProperties`` and
   ``unevaluatedProperties`` match with RE2, whose time is linear in the text. A pattern RE2
@@ -24,13 +25,14 @@ schema and the value, and off the network:
   wherever a subschema can stand (in ``jsonschema`` it would switch to that version's
   validator, without the changes above).
 - One check follows at most ``max_refs`` references (:data:`MAX_REFS` unless the caller says
-  otherwise), and at most :data:`MAX_REF_HOPS` in a row without stepping into the value.
+  otherwise; each subschema ``unevaluated*`` looks into counts as one), and at most
+  :data:`MAX_REF_HOPS` in a row without stepping into the value.
 
-A schema that cannot check raises :class:`SchemaUnusable`: not a valid Draft 2020-12 schema,
-a ``$ref`` naming nothing it holds, a ``$ref`` chain that never reaches the value, over the
-reference budget, or nested deeper than Python's recursion limit. Each caller decides what
-that means: a tool call then runs unchecked (:mod:`turnwire.client._arguments`), and an answer
-fails (:mod:`turnwire.model.structured`).
+A schema that cannot check gives a :class:`Verdict` whose ``unusable`` says why: not a valid
+Draft 2020-12 schema, a ``$ref`` naming nothing it holds, a ``$ref`` chain that never reaches
+the value, over the reference budget, or nested deeper than Python's recursion limit. Each
+caller decides what that means: a tool call then runs unchecked
+(:mod:`turnwire.client._arguments`), and an answer fails (:mod:`turnwire.model.structured`).
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ from referencing import Registry
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
-__all__ = ["MAX_ERRORS", "MAX_REFS", "MAX_REF_HOPS", "JsonSchema", "SchemaUnusable", "Violation"]
+__all__ = ["MAX_ERRORS", "MAX_REFS", "MAX_REF_HOPS", "JsonSchema", "Verdict", "Violation"]
 
 MAX_REFS = 10_000
 """References one check follows, unless its caller gives another budget."""
@@ -85,9 +87,8 @@ _SUBSCHEMA_MAPS = frozenset(
 _SUBSCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
 
 
-class SchemaUnusable(Exception):
-    """The schema cannot check values; :attr:`why` says why (``it is not a valid schema
-    (...)``), written to follow "the schema cannot check: "."""
+class _Unusable(Exception):
+    """The schema cannot check: ``why``, written to follow "the schema cannot check it: "."""
 
     def __init__(self, why: str) -> None:
         super().__init__(why)
@@ -112,7 +113,7 @@ class _Check:
         if self.left is not None:
             self.left -= 1
             if self.left < 0:
-                raise SchemaUnusable(f"checking it follows over {self.budget} references")
+                raise _Unusable(f"checking it follows over {self.budget} references")
 
 
 _CHECK: contextvars.ContextVar[_Check | None] = contextvars.ContextVar(
@@ -274,23 +275,21 @@ def _lookup(validator: Any, ref: str) -> Any:
     try:
         resolved = validator._resolver.lookup(ref)
     except Unresolvable as err:
-        raise SchemaUnusable(
+        raise _Unusable(
             f"it cannot be evaluated: its $ref {ref[:_SHOWN]!r} names nothing it holds"
         ) from err
     contents = resolved.contents
     if not isinstance(contents, Mapping | bool):
-        raise SchemaUnusable(f"its $ref {ref[:_SHOWN]!r} names something that is not a schema")
+        raise _Unusable(f"its $ref {ref[:_SHOWN]!r} names something that is not a schema")
     if isinstance(contents, Mapping) and validators.validator_for(
         contents, default=type(validator)
     ) is not type(validator):
-        raise SchemaUnusable(
-            f"its $ref {ref[:_SHOWN]!r} names a schema of another JSON Schema version"
-        )
+        raise _Unusable(f"its $ref {ref[:_SHOWN]!r} names a schema of another JSON Schema version")
     return resolved
 
 
-def _endless() -> SchemaUnusable:
-    return SchemaUnusable("its $ref chain recurses without end")
+def _endless() -> _Unusable:
+    return _Unusable("its $ref chain recurses without end")
 
 
 def _follow(validator: Any, ref: Any, instance: Any, schema: Any) -> Iterator[Any]:
@@ -475,21 +474,27 @@ _META_SCHEMAS = "https://json-schema.org/draft/2020-12/"
 
 
 @functools.cache
-def _meta_validator() -> Any:
-    """A validator of Draft 2020-12 schemas: its meta-schemas, read by our validator.
-
-    ``jsonschema``'s own ``check_schema`` runs the original validator, whose ``uniqueItems``
-    took a minute over a 64 KiB schema (``"type": [{"a": 0}, {"a": 1}, ...]``).
-    """
+def _meta_schemas() -> Registry[Any]:
+    """Draft 2020-12's meta-schemas, read by our validator (their ``$schema`` dropped, which
+    would switch to ``jsonschema``'s own)."""
     resources = []
     for uri in _SPECIFICATIONS:
         if uri.startswith(_META_SCHEMAS):
             contents = copy.deepcopy(_SPECIFICATIONS.contents(uri))
             _drop_other_dialects(contents)
             resources.append((uri, DRAFT202012.create_resource(contents)))
-    registry = Registry().with_resources(resources).crawl()
-    root = registry.contents(Draft202012Validator.META_SCHEMA["$id"])
-    return _Validator(root, registry=registry)
+    return Registry().with_resources(resources).crawl()
+
+
+@functools.cache
+def _meta_validator() -> Any:
+    """A validator of Draft 2020-12 schemas, with the changes of the module docstring.
+
+    ``jsonschema``'s own ``check_schema`` runs the original validator, whose ``uniqueItems``
+    took a minute over a 64 KiB schema (``"type": [{"a": 0}, {"a": 1}, ...]``).
+    """
+    registry = _meta_schemas()
+    return _Validator(registry.contents(Draft202012Validator.META_SCHEMA["$id"]), registry=registry)
 
 
 def _json_path(parts: Any) -> str:
@@ -561,52 +566,77 @@ class Violation:
         return message
 
 
-class JsonSchema:
-    """One JSON Schema, ready to check values (see the module docstring).
+class Verdict:
+    """What one check found: where the value breaks the schema, or why the schema could not
+    tell.
 
-    :raises SchemaUnusable: the schema cannot check anything (not a valid Draft 2020-12
-        schema, or nested too deeply to read).
+    :ivar violations: the first :data:`MAX_ERRORS` places where the value breaks the schema,
+        the most telling first (``jsonschema``'s ``best_match``: the shallowest, and within an
+        ``anyOf`` the alternative that got furthest); empty when it matches.
+    :ivar unusable: why the schema could not check the value (``it is not a valid schema
+        (...)``), written to follow "the schema cannot check it: "; ``None`` when it could.
     """
 
-    __slots__ = ("_validator",)
+    __slots__ = ("unusable", "violations")
+
+    def __init__(self, violations: tuple[Violation, ...] = (), unusable: str | None = None) -> None:
+        self.violations = violations
+        self.unusable = unusable
+
+    def __repr__(self) -> str:
+        return f"Verdict({self.violations!r}, unusable={self.unusable!r})"
+
+
+class JsonSchema:
+    """One JSON Schema, ready to check values (see the module docstring). Building it checks
+    the schema itself; one that cannot check gives every value a verdict that says why."""
+
+    __slots__ = ("_unusable", "_validator")
 
     def __init__(self, schema: Mapping[str, Any] | bool) -> None:
+        self._validator: Any = None
+        self._unusable: str | None = None
         check = _CHECK.set(_Check(None))
         try:
             copied = copy.deepcopy(dict(schema) if isinstance(schema, Mapping) else schema)
             _drop_other_dialects(copied)
             error = next(_meta_validator().iter_errors(copied), None)
         except RecursionError:
-            raise SchemaUnusable("it nests too deeply") from None
-        except SchemaUnusable as err:
-            raise SchemaUnusable(f"it is not a valid schema ({err.why})") from None
+            self._unusable = "it nests too deeply"
+            return
+        except _Unusable as err:
+            self._unusable = f"it is not a valid schema ({err.why})"
+            return
         finally:
             _CHECK.reset(check)
         if error is not None:
             where = _json_path(error.absolute_path)
-            raise SchemaUnusable(f"it is not a valid schema (at {where}: {error.message[:200]})")
-        self._validator = _Validator(copied, registry=Registry())
+            self._unusable = f"it is not a valid schema (at {where}: {error.message[:200]})"
+            return
+        self._validator = _Validator(copied, registry=_meta_schemas())
 
-    def violations(self, value: Any, *, max_refs: int = MAX_REFS) -> list[Violation]:
-        """Where ``value`` breaks the schema: the first :data:`MAX_ERRORS` places, the most
-        telling first (``jsonschema``'s ``best_match``: the shallowest, and within an
-        ``anyOf`` the alternative that got furthest); empty when it matches.
+    def check(self, value: Any, *, max_refs: int = MAX_REFS) -> Verdict:
+        """What ``value`` breaks in the schema.
 
         :param max_refs: references the check may follow.
-        :raises SchemaUnusable: the check cannot finish (see the module docstring).
         """
+        if self._validator is None:
+            return Verdict(unusable=self._unusable)
         check = _CHECK.set(_Check(max_refs))
         try:
             errors = list(itertools.islice(self._validator.iter_errors(value), MAX_ERRORS))
             best = exceptions.best_match(errors)
+        except _Unusable as err:
+            return Verdict(unusable=err.why)
         except Unresolvable as err:
-            raise SchemaUnusable(f"it cannot be evaluated ({type(err).__name__})") from err
+            return Verdict(unusable=f"it cannot be evaluated ({type(err).__name__})")
         except exceptions.SchemaError as err:
-            raise SchemaUnusable(f"it cannot be evaluated ({err.message[:200]})") from err
+            return Verdict(unusable=f"it cannot be evaluated ({err.message[:200]})")
         except RecursionError:
-            raise SchemaUnusable("it nests too deeply to check") from None
+            return Verdict(unusable="it nests too deeply to check")
         finally:
             _CHECK.reset(check)
         if best is None:
-            return []
-        return [Violation(best), *(Violation(error) for error in errors if error is not best)]
+            return Verdict()
+        rest = (Violation(error) for error in errors if error is not best)
+        return Verdict((Violation(best), *rest))

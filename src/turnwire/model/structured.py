@@ -469,25 +469,20 @@ def validate_json(
 
     :param max_refs: references the check may follow (``json_schema.MAX_REFS`` by default).
     """
-    from turnwire.model.json_schema import JsonSchema, SchemaUnusable
+    from turnwire.model.json_schema import JsonSchema
 
-    try:
-        checker = JsonSchema(schema)
-    except SchemaUnusable as err:
-        return "$", f"the schema cannot check it: {err.why}"
-    return _first_mismatch(checker, value, max_refs)
+    return _first_mismatch(JsonSchema(schema), value, max_refs)
 
 
 def _first_mismatch(
     checker: JsonSchema, value: Any, max_refs: int | None
 ) -> tuple[str, str] | None:
-    from turnwire.model.json_schema import MAX_REFS, SchemaUnusable
+    from turnwire.model.json_schema import MAX_REFS
 
-    try:
-        found = checker.violations(value, max_refs=MAX_REFS if max_refs is None else max_refs)
-    except SchemaUnusable as err:
-        return "$", f"the schema cannot check it: {err.why}"
-    return _mismatch(found[0]) if found else None
+    verdict = checker.check(value, max_refs=MAX_REFS if max_refs is None else max_refs)
+    if verdict.unusable is not None:
+        return "$", f"the schema cannot check it: {verdict.unusable}"
+    return _mismatch(verdict.violations[0]) if verdict.violations else None
 
 
 # ------------------------------------------------------------------------------ a run's output
@@ -528,13 +523,10 @@ class StructuredOutput:
             value = msgspec.json.decode(text)
         except msgspec.DecodeError as err:
             raise self._invalid(text, "$", f"not JSON: {err}") from err
-        from turnwire.model.json_schema import MAX_REFS, JsonSchema, SchemaUnusable
+        from turnwire.model.json_schema import MAX_REFS, JsonSchema
 
         if self._checker is None:
-            try:
-                self._checker = JsonSchema(self.schema.schema)
-            except SchemaUnusable as err:
-                raise self._invalid(text, "$", f"the schema cannot check it: {err.why}") from err
+            self._checker = JsonSchema(self.schema.schema)
         mismatch = _first_mismatch(self._checker, value, MAX_REFS + len(text))
         if mismatch is not None:
             raise self._invalid(text, *mismatch)
