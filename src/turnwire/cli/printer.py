@@ -10,8 +10,8 @@ never call ``print`` or write to a stream themselves:
   records and the ``error: CODE: message`` line all go through it.
 - :func:`plain` makes one value fit in one field of a line (no breaks, nothing that reorders
   or hides text); the line is then written with :func:`echo`.
-- :func:`echo_json` writes JSON as it was encoded. JSON escapes the C0 controls (ESC among
-  them), and ``render`` must print the exact bytes ``run`` sends.
+- :func:`echo_json` writes JSON as it was encoded: JSON escapes the C0 controls (ESC among
+  them, though not the C1 ones), and ``render`` must print the exact bytes ``run`` sends.
 - :class:`Progress` shows ``run``'s progress. It writes its own dimming codes and passes the
   text it shows through the same filter as :func:`echo`.
 """
@@ -47,7 +47,7 @@ def echo(
     """Write ``text`` and ``end`` to ``file`` (stdout by default), safe for a terminal: the one
     way the command line writes text it did not write itself."""
     stream = sys.stdout if file is None else file
-    stream.write(_terminal_text(text + end))
+    stream.write(_terminal_text(text) + end)
     if flush:
         stream.flush()
 

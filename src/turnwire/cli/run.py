@@ -141,25 +141,39 @@ def run_command(args: argparse.Namespace) -> int:
     context = render_context(args)
     built = container(args)
     check_context_read(args, built)
-    options: dict[str, Any] = {
-        "container": built,
-        "base_url": args.base_url,
-        "model": args.model,
-        "once": args.once,
-        "on_text": text_sink,
-        "on_tool_result": on_tool_result,
-        "on_event": on_event,
-        "render_context": context,
-        "approvals": _approvals(args),
-        "output_type": schema,
-    }
     if args.thread_id:
         with open_store(args) as store:
             result = run_thread(
-                args.thread_id, store=store, prompt=args.prompt, files=args.file, **options
+                args.thread_id,
+                store=store,
+                prompt=args.prompt,
+                files=args.file,
+                container=built,
+                base_url=args.base_url,
+                model=args.model,
+                once=args.once,
+                on_text=text_sink,
+                on_tool_result=on_tool_result,
+                on_event=on_event,
+                render_context=context,
+                approvals=_approvals(args),
+                output_type=schema,
             )
     else:
-        result = run(args.thread, save=args.save, **options)
+        result = run(
+            args.thread,
+            container=built,
+            base_url=args.base_url,
+            model=args.model,
+            once=args.once,
+            save=args.save,
+            on_text=text_sink,
+            on_tool_result=on_tool_result,
+            on_event=on_event,
+            render_context=context,
+            approvals=_approvals(args),
+            output_type=schema,
+        )
     if args.json:
         echo_json(_payload(result))
         return 0
