@@ -255,7 +255,7 @@ def _check_sweep_states(container: Any) -> None:
         indexes, _, offset = state.candidates
         count = bisect.bisect_left(indexes, state.item_count - offset)
         assert all(c.hashed <= c.out_length <= len(state.out) for c in checkpoints)
-        if key[0] == "builtin" and key[2] == "prefix":
+        if key[0][0] == "declared" and key[2] == "prefix":
             stray = [p for p in positions if p % 8 and p < count - 16]
             assert not stray, (stray, count)
             for checkpoint in checkpoints:

@@ -58,10 +58,6 @@ from turnwire.rendering._incremental.memo import (
 )
 from turnwire.rendering.compaction import compacted
 from turnwire.rendering.relay import StagePlan, StageRelay, positional_caller
-from turnwire.stages.fingerprint import PREFIX_HEAD as _PREFIX_HEAD
-from turnwire.stages.fingerprint import canonical_items, prefix_tail
-from turnwire.stages.fingerprint import fingerprint_prefix as _fingerprint_prefix
-from turnwire.stages.reasoning import filter_thoughts as _filter_thoughts
 from turnwire.stages.system_prompt import render_bucket
 from turnwire.stages.thoughts import thought_text
 from turnwire.stages.timeline import item_id_matcher
@@ -311,9 +307,22 @@ def _differences(old: Sequence[Any], new: Sequence[Any], start: int, size: int) 
     yield from compress(count_from(position), map(is_not, old[position:size], new[position:size]))
 
 
-def _builtin_filter(plan: StagePlan) -> bool:
-    kind, target = plan.targets["filter_thoughts"]
-    return kind == "only" and target[0] is _filter_thoughts
+def _declared(plan: StagePlan, stage: str, capability: str) -> Any:
+    """What the one implementation of ``stage`` declares as ``capability`` (an attribute of
+    the function), or ``None``. The warm path asks implementations what they promise; it never
+    recognises one, so a replacement that declares the same takes the same path."""
+    kind, target = plan.targets[stage]
+    if kind not in ("only", "override"):
+        return None
+    return getattr(target[0], capability, None)
+
+
+def _filters_each_thought(plan: StagePlan, options: RenderOptions) -> bool:
+    """Whether ``filter_thoughts`` declares that it decides thought by thought, in order, for
+    these options (``decides_each_thought``): then a grown thread's new thoughts are filtered
+    alone."""
+    decides = _declared(plan, "filter_thoughts", "decides_each_thought")
+    return decides is not None and bool(decides(options.thought_surfacing))
 
 
 def _surfaced_key(thought: Thought) -> tuple[Any, int, str]:
@@ -331,18 +340,18 @@ def _surface(
     (the built-in filter decides thought by thought unless only the latest is surfaced),
     whether it was so extended, and which of the last timeline's thoughts the thread holds
     rewritten (positions in both; see :func:`_rewritten`)."""
-    builtin = _builtin_filter(plan) and options.thought_surfacing != "latest-self"
+    each = _filters_each_thought(plan, options)
     if state is not None:
         changed = _rewritten(state.thoughts, thread.thoughts)
         size = len(state.thoughts)
         if changed == [] and len(thread.thoughts) == size:
             return state.surfaced, True, []
-        if changed == [] and builtin:
+        if changed == [] and each:
             added = tuple(stages.filter_thoughts(thoughts=thread.thoughts[size:]) or ())
             previous: tuple[Thought, ...] = state.surfaced
             if not added or not previous or _surfaced_key(added[0]) >= _surfaced_key(previous[-1]):
                 return _joined(previous, added, state.thoughts, thread.thoughts), True, []
-        elif changed and builtin and state.surfaced is state.thoughts:
+        elif changed and each and state.surfaced is state.thoughts:
             # Every thought was surfaced; so must the rewritten ones be, in the same places,
             # and the new ones after them.
             old, new = state.thoughts, thread.thoughts
@@ -989,12 +998,22 @@ def _sweep_key(
     instructions: str | None,
     tools: tuple[WireTool, ...] | None,
     options: RenderOptions,
-) -> tuple[Any, bool] | None:
-    """The sweep's memo key, and whether fingerprints come from the built-in hasher."""
-    kind, target = plan.targets["fingerprint_prefix"]
-    builtin = kind == "only" and target[0] is _fingerprint_prefix
-    hashing = builtin and options.fingerprint_binding == "prefix"
-    stage: Any = "builtin" if builtin else stage_key(plan, ("fingerprint_prefix",), injectable)
+) -> tuple[Any, Any] | None:
+    """The sweep's memo key, and the ``resumable`` hashing that the ``fingerprint_prefix``
+    implementation declares for these options (``None``: the stage is called)."""
+    resumable = _declared(plan, "fingerprint_prefix", "resumable")
+    hashing = (
+        resumable
+        if resumable is not None and resumable.applies(options.fingerprint_binding)
+        else None
+    )
+    # A declared implementation promises its output follows from its arguments (its scratch
+    # is a cache): keyed by the function. Any other is keyed as a stage.
+    stage: Any = (
+        ("declared", plan.targets["fingerprint_prefix"][1][0])
+        if resumable is not None
+        else stage_key(plan, ("fingerprint_prefix",), injectable)
+    )
     if stage is None:
         return None
     key = (
@@ -1030,7 +1049,7 @@ def _sweep(
     (the token of the sweep it resumed, how many of its output items were kept) when
     resumed. ``memo.swept`` is set to this sweep's token."""
     keyed = _sweep_key(plan, injectable, instructions, tools, options)
-    key, hashing = keyed if keyed is not None else (None, False)
+    key, hashing = keyed if keyed is not None else (None, None)
     indexes, thoughts = timeline.candidate_indexes, timeline.candidate_thoughts
     out: list[InputItem] = []
     done, count = 0, len(items)  # items[:done] are settled
@@ -1038,7 +1057,7 @@ def _sweep(
     checkpoint_indexes: list[int] = []
     checkpoint_hashed: list[int] = []
     sweep_warnings: list[str] = []
-    hasher: Any = hashlib.sha256(_PREFIX_HEAD) if hashing else None
+    hasher: Any = hashlib.sha256(hashing.head) if hashing else None
     hashed, position = 0, 0
     snapshot: Any = hasher.copy() if hashing else None
     state = kept = memo.sweeps.get(key) if key is not None else None
@@ -1114,7 +1133,7 @@ def _sweep(
         tail = (
             kept.tail
             if kept is not None and kept.tail
-            else prefix_tail(options.model, instructions, tools)
+            else hashing.tail(options.model, instructions, tools)
         )
     dense_from = len(indexes) - _DENSE_TAIL
     resumed_checkpoints = len(checkpoints)
@@ -1149,7 +1168,7 @@ def _sweep(
                 if through > hashed:
                     if hashed:
                         hasher.update(b",")
-                    hasher.update(canonical_items(out[hashed:through]))
+                    hasher.update(hashing.items(out[hashed:through]))
                     hashed = through
                     snapshot = None  # taken below if this candidate keeps a checkpoint
                 final = hasher.copy()
@@ -1458,7 +1477,8 @@ def prefix_fingerprint(
 ) -> str:
     """The ``fingerprint_prefix`` of ``rendered.input[:through_item]``, as the stage gives it.
 
-    With the built-in stage (``prefix`` binding) the hash resumes from the memo's sweep
+    With a stage that declares its hashing resumable (the built-in, ``prefix`` binding: see
+    :class:`~turnwire.stages.fingerprint.PrefixHashing`) the hash resumes from the memo's sweep
     checkpoints: from the last one whose hashed items are the very first items of this input,
     so a request fingerprint, or the fingerprints of a run's new reasoning items, cost what
     follows the last reasoning item of the previous render, not the whole prefix. Any other
@@ -1482,7 +1502,8 @@ def prefix_fingerprint(
                 through_item=through_item,
             )
         )
-    hasher, hashed, tail = hashlib.sha256(_PREFIX_HEAD), 0, b""
+    hashing = keyed[1]
+    hasher, hashed, tail = hashlib.sha256(hashing.head), 0, b""
     if render_memo is not None:
         with render_memo.lock:  # a sweep grows the state's lists in place
             state = render_memo.sweeps.get(keyed[0])
@@ -1497,7 +1518,7 @@ def prefix_fingerprint(
     if through_item > hashed:
         if hashed:
             hasher.update(b",")
-        hasher.update(canonical_items(items[hashed:through_item]))
-    hasher.update(tail or prefix_tail(options.model, instructions, tools))
+        hasher.update(hashing.items(items[hashed:through_item]))
+    hasher.update(tail or hashing.tail(options.model, instructions, tools))
     digest: str = hasher.hexdigest()
     return digest

@@ -20,7 +20,7 @@ from turnwire.model.canonical import canonical_json, js_string
 from turnwire.wire import InputItem, InputMessage, WireTool
 from turnwire.wire.tools import McpTool
 
-__all__ = ["PREFIX_HEAD", "canonical_items", "fingerprint_prefix", "prefix_tail"]
+__all__ = ["PREFIX_HEAD", "PrefixHashing", "canonical_items", "fingerprint_prefix", "prefix_tail"]
 
 
 _SORTED = msgspec.json.Encoder(order="sorted")
@@ -114,3 +114,34 @@ def fingerprint_prefix(
     final.update(state[3])
     digest: str = final.hexdigest()
     return digest
+
+
+class PrefixHashing:
+    """How this stage's ``prefix`` fingerprints are made, declared so a sweep can resume them.
+
+    A ``fingerprint_prefix`` implementation may carry an object like this one as its
+    ``resumable`` attribute. It promises that, whenever :meth:`applies` says so, the stage's
+    fingerprint of ``input[:n]`` is the hex SHA-256 of :attr:`head`, then
+    ``items(input[:n])`` (fed in any split, pieces joined by ``b","``), then
+    ``tail(model, instructions, tools)``. The pipeline then keeps hashing states between
+    candidates and renders instead of calling the stage for every reasoning item; the
+    differential tests hold the two to the same bytes. Any implementation may declare it: the
+    pipeline looks for the attribute, never for this function.
+    """
+
+    head = PREFIX_HEAD
+
+    @staticmethod
+    def items(items: Sequence[InputItem]) -> bytes:
+        return canonical_items(items)
+
+    @staticmethod
+    def tail(model: str, instructions: str | None, tools: Sequence[WireTool] | None) -> bytes:
+        return prefix_tail(model, instructions, tools)
+
+    @staticmethod
+    def applies(fingerprint_binding: FingerprintBinding) -> bool:
+        return fingerprint_binding == "prefix"
+
+
+fingerprint_prefix.resumable = PrefixHashing()  # type: ignore[attr-defined]

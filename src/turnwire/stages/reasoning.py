@@ -71,3 +71,15 @@ def filter_thoughts(
     if thought_surfacing == "latest-self":
         return tuple(kept[-1:])
     return tuple(kept)
+
+
+def _decides_each_thought(thought_surfacing: ThoughtSurfacing) -> bool:
+    """Whether :func:`filter_thoughts` keeps or drops each thought on its own, in timeline
+    order (so the filter of a longer list extends the filter of a shorter one): unless only
+    the latest is surfaced."""
+    return thought_surfacing != "latest-self"
+
+
+# Declared for the pipeline's warm path, which then filters only the thoughts a thread added;
+# any implementation may declare it (see the hookspec).
+filter_thoughts.decides_each_thought = _decides_each_thought  # type: ignore[attr-defined]
