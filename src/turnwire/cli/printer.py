@@ -1,6 +1,6 @@
 """Everything the command line writes goes out through this module.
 
-A thread's text and a server's answer are data (DESIGN.md, "Trust boundaries"). Printed as they
+A thread's text and a server's answer are data (see docs/security.md). Printed as they
 came, an escape sequence in them would drive the terminal that shows them: a window title, a
 cleared screen, OSC 52's write to the clipboard. So the other modules of :mod:`turnwire.cli`
 never call ``print`` or write to a stream themselves:
@@ -52,19 +52,36 @@ def echo(
         stream.flush()
 
 
-def echo_json(encoded: str | bytes, *, flush: bool = False) -> None:
-    """One JSON document on stdout, as it was encoded, and a line break.
+def echo_json(encoded: str | bytes, *, flush: bool = False, exact: bool = False) -> None:
+    """One JSON document on stdout, and a line break.
 
-    JSON escapes the C0 controls, so a thread's ESC cannot reach the terminal through it; it
-    leaves the C1 controls (U+0080 to U+009F) as they are.
+    JSON escapes the C0 controls; DEL and the C1 controls (U+0080 to U+009F: CSI, DCS, OSC,
+    ST) it leaves as they are, so they are written as ``\\u00XX`` escapes here: the same JSON
+    value, nothing a terminal acts on. ``exact``: the bytes as given (``turnwire render``
+    prints the very body ``run`` sends).
     """
     if isinstance(encoded, str):
-        print(encoded, flush=flush)
+        text = encoded if exact else _C1_TEXT.sub(_escaped_text, encoded)
+        print(text, flush=flush)
         return
+    data = encoded if exact else _C1_UTF8.sub(_escaped_utf8, encoded)
     sys.stdout.flush()  # what went through the text layer goes first
-    sys.stdout.buffer.write(encoded + b"\n")
+    sys.stdout.buffer.write(data + b"\n")
     if flush:
         sys.stdout.flush()
+
+
+# DEL and C1 in JSON text: only ever inside strings (JSON's own syntax is printable ASCII).
+_C1_TEXT = re.compile("[\x7f-\x9f]")
+_C1_UTF8 = re.compile(b"\x7f|\xc2[\x80-\x9f]")
+
+
+def _escaped_text(match: re.Match[str]) -> str:
+    return f"\\u{ord(match[0]):04x}"
+
+
+def _escaped_utf8(match: re.Match[bytes]) -> bytes:
+    return b"\\u%04x" % ord(match[0].decode())
 
 
 def plain(value: object) -> str:

@@ -33,7 +33,7 @@ def render_command(args: argparse.Namespace) -> int:
         render_context=context,
         output_type=output_schema(args),
     )
-    echo_json(_without_credentials(rendered), flush=True)
+    echo_json(_without_credentials(rendered), flush=True, exact=True)
     summarise_warnings(args, rendered.rendered.warnings)
     return 0
 
