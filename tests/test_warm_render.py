@@ -1068,3 +1068,68 @@ def test_the_memo_keys_on_the_stages_a_render_reached_not_on_a_list():
         cold = turnwire.api.render(thread, container=container).body
     assert warm == cold
     assert b"[NOTE]" in warm and warm != first
+
+
+class _SaltedHashing:
+    """Resumable hashing declared by a replacement fingerprint stage: the sweep must take the
+    same path for it as for the built-in (keyed by it, hashing its way)."""
+
+    head = b'salted:{"input":['
+
+    @staticmethod
+    def items(items: Any) -> bytes:
+        from turnwire.stages.fingerprint import canonical_items
+
+        return canonical_items(items)
+
+    @staticmethod
+    def tail(model: str, instructions: Any, tools: Any) -> bytes:
+        from turnwire.stages.fingerprint import prefix_tail
+
+        return prefix_tail(model, instructions, tools)
+
+    @staticmethod
+    def applies(fingerprint_binding: str) -> bool:
+        return fingerprint_binding == "prefix"
+
+
+def _salted_fingerprint(
+    model: Any, instructions: Any, tools: Any, input: Any, through_item: int
+) -> str:
+    import hashlib
+
+    hasher = hashlib.sha256(_SaltedHashing.head)
+    hasher.update(_SaltedHashing.items(input[:through_item]))
+    hasher.update(_SaltedHashing.tail(model, instructions, tools))
+    return hasher.hexdigest()
+
+
+_salted_fingerprint.resumable = _SaltedHashing()  # type: ignore[attr-defined]
+
+
+def test_a_replacement_that_declares_resumable_hashing_takes_the_built_ins_path():
+    from dependency_injector import providers
+
+    container = make_container(REPLAY)
+    stage = _salted_fingerprint
+    container.fingerprint_prefix.override(providers.Object(stage))
+    plan = container.stage_plan()
+    assert pipeline._declared(plan, "fingerprint_prefix", "resumable") is stage.resumable
+    thread = _growing_thread(4)
+    turnwire.api.render(thread, container=container)
+    warm = turnwire.api.render(thread, container=container)
+    keys = list(container.render_memo().sweeps._data)
+    assert keys and all(key[0] == ("declared", stage) for key in keys)
+    with overriding(container.render_memo, None):
+        cold = turnwire.api.render(thread, container=container)
+    assert warm.body == cold.body
+    # a request fingerprint resumed from the sweep's hash states is the stage's own
+    rendered = warm.rendered
+    options = container.render_options()
+    through = len(rendered.input) - 1
+    resumed = pipeline.prefix_fingerprint(
+        rendered, through, plan=plan, options=options, render_memo=container.render_memo()
+    )
+    assert resumed == _salted_fingerprint(
+        options.model, rendered.instructions, rendered.tools, rendered.input, through
+    )

@@ -460,6 +460,12 @@ def filter_thoughts(
     Stops at the first non-None result. Runs once per request.
     Default: the agent's own thoughts (everyone's under ``all``) that are plain text or carry
     an accepted replay tag; ``latest-self`` keeps only the last of them.
+
+    An implementation may declare ``decides_each_thought(thought_surfacing) -> bool`` (an
+    attribute of the function): true when it keeps or drops each thought on its own, in order,
+    so that its result for a grown list extends its result for the shorter one. A warm render
+    then filters only the thoughts a thread added. The default declares it, false under
+    ``latest-self``.
     """
 
 
@@ -492,6 +498,13 @@ def fingerprint_prefix(
     Default: ``prefix``: SHA-256 of the canonical JSON of ``{input, instructions, model,
     tools}`` over the first ``through_item`` items; ``model``: SHA-256 of the model and the
     endpoint alone.
+
+    An implementation may declare ``resumable`` (an attribute of the function, shaped like
+    :class:`turnwire.stages.fingerprint.PrefixHashing`): for the bindings it ``applies`` to,
+    its fingerprint is a SHA-256 over ``head``, ``items(input[:through_item])`` and
+    ``tail(model, instructions, tools)``. The pairing sweep and a warm render then keep hash
+    states instead of calling the stage once per candidate. The default declares it for
+    ``prefix``.
     """
 
 
