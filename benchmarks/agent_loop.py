@@ -38,7 +38,7 @@ import turnwire
 from turnwire.client.assembly import pending_ids, stamp
 from turnwire.model.records import Thread
 from turnwire.rendering.body import encode_body
-from turnwire.rendering.pipeline import PENDING_FINGERPRINT
+from turnwire.rendering.sweep import PENDING_FINGERPRINT
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from render import SETTINGS, synthetic_thread, with_valid_fingerprints

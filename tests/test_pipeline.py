@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import turnwire
-from turnwire.rendering.pipeline import short_call_id
+from turnwire.rendering.items import short_call_id
 
 from .conftest import (
     REPLAY,

@@ -20,7 +20,7 @@ from turnwire.config.options import MediaPolicy
 from turnwire.config.settings import merge
 from turnwire.hookspecs import hookimpl
 from turnwire.rendering.container import overriding
-from turnwire.rendering.pipeline import PENDING_FINGERPRINT
+from turnwire.rendering.sweep import PENDING_FINGERPRINT
 from turnwire.wire import InputMessage
 
 from .conftest import REPLAY, at, make_container

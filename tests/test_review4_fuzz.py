@@ -33,9 +33,9 @@ from hypothesis import strategies as st
 import turnwire
 import turnwire.api
 from turnwire.hookspecs import hookimpl
-from turnwire.rendering import pipeline
+from turnwire.rendering._incremental import timeline as incremental_timeline
 from turnwire.rendering.container import overriding
-from turnwire.rendering.pipeline import PENDING_FINGERPRINT
+from turnwire.rendering.sweep import PENDING_FINGERPRINT
 from turnwire.stages.fingerprint import PREFIX_HEAD, canonical_items
 
 from .conftest import REPLAY, make_container
@@ -368,7 +368,7 @@ def test_review4_long_thread_under_other_fingerprint_stages(spec, steps):
 )
 def test_review4_several_threads_alternate_in_one_container(spec, spare, steps):
     # a small spare: the record tables forget other threads' records (columns unmade or not)
-    with mock.patch.object(pipeline, "_SPARE_RECORDS", spare):
+    with mock.patch.object(incremental_timeline, "_SPARE_RECORDS", spare):
         _run(spec, steps)
 
 

@@ -32,10 +32,11 @@ import turnwire
 from turnwire.config.nonce import EnvelopeNonce
 from turnwire.hookspecs import hookimpl
 from turnwire.rendering import pipeline
+from turnwire.rendering._incremental import timeline as incremental_timeline
 from turnwire.rendering._incremental.memo import RenderMemo, stage_key
 from turnwire.rendering.body import checked_body, encode_body, preflight
 from turnwire.rendering.container import overriding
-from turnwire.rendering.pipeline import PENDING_FINGERPRINT
+from turnwire.rendering.sweep import PENDING_FINGERPRINT
 
 from .conftest import REPLAY, at, make_container
 
@@ -505,7 +506,7 @@ def check_step(container: turnwire.Container, scenario: _Scenario, step: Any) ->
     with overriding(container.render_memo, None):
         cold = _outcome(container, thread, scenario.replay_off, roots, pending)
         # a first render lays out records rendered kind by kind: as one by one
-        with mock.patch.object(pipeline, "_BULK", False):
+        with mock.patch.object(incremental_timeline, "_BULK", False):
             one_by_one = _outcome(container, thread, scenario.replay_off, roots, pending)
     assert warm == cold, step
     assert one_by_one == cold, step
@@ -882,14 +883,14 @@ def test_a_thread_the_memo_never_saw_is_rendered_in_bulk_beside_others():
     cycles = _cycles
     container = make_container(REPLAY)
     bulk: list[int] = []
-    real_bulk = pipeline._timeline_in_bulk
+    real_bulk = incremental_timeline._timeline_in_bulk
 
     def spy(entries: Any, *args: Any, **kwargs: Any) -> Any:
         bulk.append(len(entries))
         return real_bulk(entries, *args, **kwargs)
 
     first, other, overlapping = cycles(0, 5), cycles(40, 5), cycles(3, 5)
-    with mock.patch.object(pipeline, "_timeline_in_bulk", spy):
+    with mock.patch.object(incremental_timeline, "_timeline_in_bulk", spy):
         for thread, in_bulk in ((first, True), (other, True), (overlapping, False)):
             bulk.clear()
             warm = turnwire.api.render(thread, container=container)
@@ -915,7 +916,7 @@ def test_a_stage_that_returns_a_list_or_nothing_renders_alike_in_bulk_and_one_by
     with overriding(container.render_timeline_message, listed):
         with overriding(container.render_memo, None):
             bulk = _outcome(container, thread, False)
-            with mock.patch.object(pipeline, "_BULK", False):
+            with mock.patch.object(incremental_timeline, "_BULK", False):
                 one_by_one = _outcome(container, thread, False)
         assert bulk == one_by_one and b"said: question 1" in bulk[0]
         turnwire.api.render(thread, container=container)
@@ -986,7 +987,7 @@ def test_a_long_lived_memo_forgets_the_records_of_other_threads_without_making_t
 
     with (
         mock.patch.object(turnwire.rendering._incremental.memo, "Entry", counting),
-        mock.patch.object(pipeline, "_SPARE_RECORDS", 0),
+        mock.patch.object(incremental_timeline, "_SPARE_RECORDS", 0),
     ):
         for thread in threads:
             turnwire.api.render(thread, container=container)
@@ -1114,7 +1115,7 @@ def test_a_replacement_that_declares_resumable_hashing_takes_the_built_ins_path(
     stage = _salted_fingerprint
     container.fingerprint_prefix.override(providers.Object(stage))
     plan = container.stage_plan()
-    assert pipeline._declared(plan, "fingerprint_prefix", "resumable") is stage.resumable
+    assert plan.declared("fingerprint_prefix", "resumable") is stage.resumable
     thread = _growing_thread(4)
     turnwire.api.render(thread, container=container)
     warm = turnwire.api.render(thread, container=container)

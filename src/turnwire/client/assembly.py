@@ -23,8 +23,8 @@ from turnwire.model.timeline import timeline
 from turnwire.rendering import renderer as rendering
 from turnwire.rendering.artifact_tools import artifact_tools
 from turnwire.rendering.compaction import compacted, covered
-from turnwire.rendering.pipeline import PENDING_FINGERPRINT
 from turnwire.rendering.renderer import RenderedRequest, prefix_fingerprint, render_input
+from turnwire.rendering.sweep import PENDING_FINGERPRINT
 from turnwire.rendering.tokens import check_context_window
 from turnwire.rendering.windows import estimate_request_tokens
 from turnwire.wire import FunctionCall, OutputMessage, ReasoningItem

@@ -125,6 +125,16 @@ class StagePlan:
                 functions = tuple((i.function, tuple(i.argnames)) for i in reversed(impls))
                 self.targets[name] = ("hooks", (caller._hookexec, name, list(impls), functions))
 
+    def declared(self, stage: str, capability: str) -> Any:
+        """What the one implementation of ``stage`` declares as ``capability`` (an attribute
+        of the function), or ``None``. The warm path asks implementations what they promise;
+        it never recognises one, so a replacement that declares the same takes the same path
+        (the hookspecs name what each stage may declare)."""
+        kind, target = self.targets[stage]
+        if kind not in ("only", "override"):
+            return None
+        return getattr(target[0], capability, None)
+
 
 _STAGE_NAMES = frozenset(STAGES)
 

@@ -152,7 +152,7 @@ def render_input(
 
     :param roots: where file pointers may lead (default ``files.roots``, else nowhere).
     :param pending_reasoning: ids of reasoning thoughts a run recorded and has not stamped
-        yet (see :data:`turnwire.rendering.pipeline.PENDING_FINGERPRINT`).
+        yet (see :data:`turnwire.rendering.sweep.PENDING_FINGERPRINT`).
     """
     settings = container.settings()
     windowed = with_declared_tools(

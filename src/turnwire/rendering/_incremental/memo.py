@@ -282,7 +282,7 @@ class Checkpoint(msgspec.Struct, frozen=True, gc=False):
     :ivar warning_count: how many sweep warnings there were.
     :ivar hasher: the SHA-256 state of the canonical prefix over ``out[:hashed]`` (``None``
         when fingerprints do not come from the built-in hasher; with it, only some
-        candidates have a checkpoint: see ``pipeline._SNAPSHOT_EVERY``).
+        candidates have a checkpoint: see ``turnwire.rendering.sweep._SNAPSHOT_EVERY``).
     :ivar hashed: how many output items ``hasher`` covers.
     """
 
