@@ -341,7 +341,7 @@ def test_the_readme_links_every_page_of_the_site():
 
 
 def test_the_rendering_page_names_every_preflight_rule():
-    from turnwire.rendering.body import PREFLIGHT_RULES
+    from turnwire.rendering.preflight import PREFLIGHT_RULES
 
     page = (REPO / "docs" / "rendering.md").read_text()
     table = _section(page, "The preflight check")

@@ -24,14 +24,13 @@ from hypothesis import strategies as st
 from turnwire import PreflightError
 from turnwire.rendering import body as request_module
 from turnwire.rendering._incremental.memo import BodyState, RenderMemo
-from turnwire.rendering.body import (
+from turnwire.rendering.body import checked_body, encode_body
+from turnwire.rendering.preflight import (
     _check_answered,
     _check_from,
     _facts_of,
     _fast_state,
     _item_facts,
-    checked_body,
-    encode_body,
     preflight,
 )
 from turnwire.wire import (
@@ -123,8 +122,18 @@ def snapshot(state: BodyState | None) -> tuple[Any, ...] | None:
 
 
 def exact_only() -> Any:
-    """The library with its fast pass off: the exact loop checks every body."""
-    return mock.patch.object(request_module, "_fast_state", lambda items, *, stateless: None)
+    """The library with its fast pass off: the exact loop checks every body (the body memo's
+    check and ``preflight`` alike)."""
+    import contextlib
+
+    from turnwire.rendering import preflight as preflight_module
+
+    stack = contextlib.ExitStack()
+    for module in (request_module, preflight_module):
+        stack.enter_context(
+            mock.patch.object(module, "_fast_state", lambda items, *, stateless: None)
+        )
+    return stack
 
 
 # Small pools, so that ids and call ids collide often.

@@ -9,7 +9,7 @@ import pytest
 
 import turnwire
 from turnwire import PreflightError
-from turnwire.rendering.body import preflight
+from turnwire.rendering.preflight import preflight
 
 from .conftest import CONFORMANCE, REPLAY, at, make_container, render_body, thread, user
 from .oracle import validate_body

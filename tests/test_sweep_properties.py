@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import turnwire
-from turnwire.rendering.body import preflight
+from turnwire.rendering.preflight import preflight
 
 from .conftest import make_container
 from .oracle import validate_body

@@ -34,8 +34,9 @@ from turnwire.hookspecs import hookimpl
 from turnwire.rendering import pipeline
 from turnwire.rendering._incremental import timeline as incremental_timeline
 from turnwire.rendering._incremental.memo import RenderMemo, stage_key
-from turnwire.rendering.body import checked_body, encode_body, preflight
+from turnwire.rendering.body import checked_body, encode_body
 from turnwire.rendering.container import overriding
+from turnwire.rendering.preflight import preflight
 from turnwire.rendering.sweep import PENDING_FINGERPRINT
 
 from .conftest import REPLAY, at, make_container

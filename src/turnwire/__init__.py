@@ -166,7 +166,7 @@ _MOVED: dict[str, str] = {
     "encode_body": "turnwire.rendering.body",
     "hookspec": "turnwire.plugin",
     "prefix_fingerprint": "turnwire.rendering.renderer",
-    "preflight": "turnwire.rendering.body",
+    "preflight": "turnwire.rendering.preflight",
     "transcript": "turnwire.rendering.windows",
 }
 

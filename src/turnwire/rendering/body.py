@@ -11,68 +11,46 @@ from __future__ import annotations
 
 import bisect
 import logging
-from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import msgspec
 
 from turnwire.config.options import ReasoningReplay
 from turnwire.config.settings import RequestSettings
-from turnwire.errors import PreflightError
 from turnwire.model.structured import OutputSchema
 from turnwire.rendering._incremental.memo import BodyState, RenderMemo, common_prefix
 from turnwire.rendering.pipeline import RenderedInput
-from turnwire.wire import (
-    FunctionCall,
-    FunctionCallOutput,
-    HostedInputItem,
-    InputMessage,
-    InputText,
-    OutputMessage,
-    ReasoningItem,
-    RequestBody,
-    TextOptions,
+from turnwire.rendering.preflight import (
+    _UNREAD,
+    _check_answered,
+    _check_from,
+    _check_partner,
+    _check_programmatic,
+    _facts_of,
+    _fail,
+    _fast_state,
+    _item_facts,
+    _text_of,
+    preflight,
 )
+from turnwire.wire import RequestBody, TextOptions
 from turnwire.wire.hosted_tools import hosted_includes
 
 __all__ = [
     "ENCRYPTED_INCLUDE",
-    "PREFLIGHT_RULES",
     "SEGMENT_BYTES",
     "EncodedBody",
     "build_body",
     "checked_body",
     "encode_body",
-    "preflight",
 ]
+
 
 logger = logging.getLogger("turnwire")
 
+
 ENCRYPTED_INCLUDE = "reasoning.encrypted_content"
 
-PREFLIGHT_RULES: dict[str, str] = {
-    "non-empty-input": "input must hold at least one item",
-    "max-output-tokens": "max_output_tokens must be at least 16",
-    "reasoning-partner": "a reasoning item must be followed by the output item it produced, "
-    "carrying that item's id",
-    "reasoning-encrypted": "under store: false a reasoning item must carry encrypted_content",
-    "item-id-prefix": "item ids must start with the prefix of their type (msg_, fc_, rs_)",
-    "call-id-length": "call_id must be at most 64 characters",
-    "call-output-pairing": "every function_call_output needs an earlier function_call with its "
-    "call_id, and every function_call needs its output",
-    "duplicate-id": "an item id or a function_call call_id appears twice",
-    "assistant-input-text": "assistant-role messages take output_text parts or string content, "
-    "never input_text",
-    "json-object-needs-json": "text.format json_object needs the word 'json' in the input",
-    "programmatic-tools": "a function that only a program may call, and a tool_choice that "
-    "forces a program, need the programmatic_tool_calling tool, which needs a function a "
-    "program may call",
-}
-
-_ID_PREFIX = {"function_call": "fc_", "reasoning": "rs_", "message": "msg_"}
-_PASSIVE_TYPES = {"reasoning", "function_call_output", "item_reference"}
-# The item types the per-item rules treat by name (beyond the id rules every item has).
-_CHECKED_TYPES = {*_ID_PREFIX, "function_call_output"}
 
 _ENCODER = msgspec.json.Encoder()
 
@@ -140,6 +118,8 @@ def encode_body(body: RequestBody) -> bytes:
 
 
 SEGMENT_BYTES = 1 << 20
+
+
 """The size past which a body's segment no longer grows by merging (see :class:`EncodedBody`)."""
 
 
@@ -172,418 +152,6 @@ class EncodedBody:
 
     def __repr__(self) -> str:
         return f"EncodedBody({self.size} bytes in {len(self.parts)} parts)"
-
-
-def _fail(rule: str, detail: str, index: int | None = None) -> PreflightError:
-    where = "body" if index is None else f"input[{index}]"
-    return PreflightError(
-        f"{where}: {detail} (rule {rule}: {PREFLIGHT_RULES[rule]})", rule=rule, index=index
-    )
-
-
-# What the rules need to know about one input item, whatever its representation: a plain
-# tuple (cheaper than a NamedTuple on the hot path) of
-# (kind, item_id, call_id, assistant_input_text, has_encrypted_content).
-_Facts = tuple[str, str | None, str | None, bool, bool]
-
-
-def _input_message_facts(item: InputMessage) -> _Facts:
-    content = item.content
-    bad = (
-        item.role == "assistant"
-        and not isinstance(content, str)
-        and any(isinstance(part, InputText) for part in content)
-    )
-    return ("message", None, None, bad, False)
-
-
-_STRUCT_FACTS: dict[type, Callable[[Any], _Facts]] = {
-    InputMessage: _input_message_facts,
-    OutputMessage: lambda item: ("message", item.id, None, False, False),
-    FunctionCall: lambda item: ("function_call", item.id, item.call_id, False, False),
-    FunctionCallOutput: lambda item: ("function_call_output", None, item.call_id, False, False),
-    ReasoningItem: lambda item: ("reasoning", item.id, None, False, bool(item.encrypted_content)),
-}
-
-
-_PLAIN_MESSAGE: _Facts = ("message", None, None, False, False)
-
-
-def _facts_of(items: Sequence[Any]) -> list[_Facts]:
-    """:func:`_struct_facts` of each item, the common types inline."""
-    facts: list[_Facts] = []
-    append = facts.append
-    for item in items:
-        kind = type(item)
-        if kind is FunctionCallOutput:
-            append(("function_call_output", None, item.call_id, False, False))
-        elif kind is FunctionCall:
-            append(("function_call", item.id, item.call_id, False, False))
-        elif kind is OutputMessage:
-            append(("message", item.id, None, False, False))
-        elif kind is InputMessage and (item.role != "assistant" or type(item.content) is str):
-            append(_PLAIN_MESSAGE)
-        elif kind is ReasoningItem:
-            append(("reasoning", item.id, None, False, bool(item.encrypted_content)))
-        else:
-            append(_struct_facts(item))
-    return facts
-
-
-# A stand-in for facts the fast pass (:func:`_fast_state`) did not write down: the facts of the
-# item at that index are taken from the item itself when the warm path needs them. Compared by
-# identity; no other facts tuple is this object.
-_UNREAD: _Facts = ("unread", None, None, False, False)
-
-
-def _item_facts(facts: list[_Facts], items: Sequence[Any], index: int) -> _Facts:
-    """``facts[index]``, taken from ``items[index]`` (and kept) when it is :data:`_UNREAD`."""
-    fact = facts[index]
-    if fact is _UNREAD:
-        fact = facts[index] = _facts_of((items[index],))[0]
-    return fact
-
-
-def _struct_facts(item: object) -> _Facts:
-    extract = _STRUCT_FACTS.get(type(item))
-    if extract is not None:
-        return extract(item)
-    return (str(getattr(item, "type", "unknown")), getattr(item, "id", None), None, False, False)
-
-
-_Fast = tuple[dict[str, int], dict[str, int], dict[str, int]]
-
-
-def _fast_state(items: Sequence[Any], *, stateless: bool) -> _Fast | None:
-    """The ``seen_ids``, ``calls`` and ``answered`` the exact loop (:func:`_facts_of`,
-    :func:`_check_from`, :func:`_check_answered`) leaves after ``items``, when it is certain
-    that the loop raises nothing; ``None`` otherwise.
-
-    One pass that builds the three dictionaries and no facts tuples. The rules that depend on
-    order (a reasoning item's partner, a call before its output) are checked on the way, the
-    others in bulk at the end: a dictionary smaller than the ids put into it holds a duplicate,
-    and two counts over the joined ids of a type check their prefix. It only answers whether
-    every rule holds; ``None`` (a rule may fail, an item of another type, a value of an
-    unexpected type) sends the body to the exact loop, which finds and reports the first
-    violation. Whatever the answer, the errors are the exact loop's.
-    """
-    try:
-        return _fast_pass(items, stateless=stateless)
-    except Exception:  # a value of an unexpected type (unhashable, say): the exact loop decides
-        return None
-
-
-def _fast_pass(items: Sequence[Any], *, stateless: bool) -> _Fast | None:
-    """:func:`_fast_state`, raising what a value of an unexpected type raises."""
-    seen_ids: dict[str, int] = {}
-    calls: dict[str, int] = {}
-    answered: dict[str, int] = {}
-    message_ids: list[str] = []
-    call_item_ids: list[str] = []
-    reasoning_ids: list[str] = []
-    hosted_ids: list[str] = []
-    call_count = 0
-    partnered = False  # the item before is a reasoning item: this one must carry an id
-    # Local names: a global or builtin read per item would cost as much as a rule.
-    input_message, output_message, hosted_item = InputMessage, OutputMessage, HostedInputItem
-    call, output, reasoning = FunctionCall, FunctionCallOutput, ReasoningItem
-    string, type_of, passive = str, type, _PASSIVE_TYPES
-    for index, item in enumerate(items):
-        kind = type_of(item)  # exact types, as in _facts_of; by frequency
-        if kind is input_message:
-            if partnered or (
-                item.role == "assistant"  # read first, as in _facts_of: content is read less
-                and type_of(item.content) is not string
-                and _input_message_facts(item)[3]
-            ):
-                return None
-            continue
-        if kind is output:
-            call_id = item.call_id
-            if partnered or type_of(call_id) is not string or call_id not in calls:
-                return None  # (not yet called: the loop says which rule)
-            if call_id not in answered:
-                answered[call_id] = index
-            continue
-        # The kinds with an id: what each rule of its own asks, then the id rules they share.
-        if kind is call:
-            call_id = item.call_id
-            if type_of(call_id) is not string or len(call_id) > 64:  # the loop reads None as ""
-                return None
-            calls[call_id] = index
-            call_count += 1
-            ids = call_item_ids
-        elif kind is reasoning:
-            if partnered or (stateless and not item.encrypted_content):
-                return None
-            ids = reasoning_ids
-        elif kind is output_message:
-            ids = message_ids
-        elif kind is hosted_item:
-            if item.type in _CHECKED_TYPES:  # the rules of that type would apply: the loop
-                return None
-            ids = hosted_ids
-        else:
-            return None
-        item_id = item.id
-        if type_of(item_id) is string:
-            seen_ids[item_id] = index
-            ids.append(item_id)
-        elif item_id is not None:
-            return None
-        if kind is reasoning:
-            partnered = True
-        elif partnered:
-            if not item_id or (kind is hosted_item and item.type in passive):
-                return None
-            partnered = False
-    named = len(message_ids) + len(call_item_ids) + len(reasoning_ids) + len(hosted_ids)
-    if partnered or len(seen_ids) != named:
-        return None  # the last item is a reasoning item, or an id is used twice
-    if not (
-        _all_prefixed(message_ids, _ID_PREFIX["message"])
-        and _all_prefixed(call_item_ids, _ID_PREFIX["function_call"])
-        and _all_prefixed(reasoning_ids, _ID_PREFIX["reasoning"])
-    ):
-        return None
-    # Call ids: unique. Each output's call id is one of them, and every call is answered
-    # (answered ⊆ calls).
-    if len(calls) != call_count or len(answered) != call_count:
-        return None
-    return seen_ids, calls, answered
-
-
-def _all_prefixed(ids: list[str], prefix: str) -> bool:
-    """Whether every one of ``ids`` starts with ``prefix``, in two counts over their join.
-
-    An id holding a NUL answers ``False`` (a doubt, not a verdict).
-    """
-    if not ids:
-        return True
-    joined = "\0".join(ids)
-    gaps = len(ids) - 1
-    return (
-        joined.startswith(prefix)
-        and joined.count("\0") == gaps
-        and joined.count("\0" + prefix) == gaps
-    )
-
-
-def _mapping_facts(item: Mapping[str, Any]) -> _Facts:
-    kind = item.get("type", "message")
-    content = item.get("content")
-    bad = (
-        kind == "message"
-        and item.get("role") == "assistant"
-        and isinstance(content, Sequence)
-        and not isinstance(content, str)
-        and any(isinstance(part, Mapping) and part.get("type") == "input_text" for part in content)
-    )
-    call_id = item.get("call_id")
-    return (
-        kind,
-        item.get("id"),
-        None if call_id is None else str(call_id),
-        bad,
-        bool(item.get("encrypted_content")),
-    )
-
-
-def _text_of(item: Any) -> str:
-    content = item.get("content") if isinstance(item, Mapping) else getattr(item, "content", None)
-    if isinstance(content, str):
-        return content
-    if isinstance(content, Sequence):
-        texts = (
-            part.get("text", "") if isinstance(part, Mapping) else getattr(part, "text", "")
-            for part in content
-        )
-        return " ".join(t for t in texts if isinstance(t, str))
-    return ""
-
-
-_PROGRAMMATIC = "programmatic_tool_calling"
-
-
-def _check_programmatic(tools: Sequence[Any] | None, tool_choice: Any) -> None:
-    """The ``programmatic-tools`` rule over a body's ``tools`` and ``tool_choice`` (Structs
-    or decoded JSON)."""
-
-    def field(value: Any, name: str) -> Any:
-        return value.get(name) if isinstance(value, Mapping) else getattr(value, name, None)
-
-    def kind(value: Any) -> Any:
-        if isinstance(value, Mapping):
-            return value.get("type")
-        return getattr(getattr(value, "__struct_config__", None), "tag", None)
-
-    declared = any(kind(tool) == _PROGRAMMATIC for tool in tools or ())
-    eligible = only = None
-    for tool in tools or ():
-        callers = field(tool, "allowed_callers")
-        if kind(tool) != "function" or not isinstance(callers, Sequence):
-            continue
-        if "programmatic" in callers:
-            eligible = eligible or field(tool, "name")
-            if "direct" not in callers:
-                only = only or field(tool, "name")
-    if not declared and only is not None:
-        raise _fail(
-            "programmatic-tools",
-            f"function {only!r} may be called by a program only, and no "
-            "programmatic_tool_calling tool is declared",
-        )
-    if not declared and kind(tool_choice) == _PROGRAMMATIC:
-        raise _fail(
-            "programmatic-tools",
-            "tool_choice forces a program, and no programmatic_tool_calling tool is declared",
-        )
-    if declared and eligible is None:
-        raise _fail(
-            "programmatic-tools",
-            "the programmatic_tool_calling tool is declared, and no function lists "
-            "programmatic in its allowed_callers",
-        )
-
-
-def preflight(body: RequestBody | Mapping[str, Any]) -> None:
-    """Check ``body`` against the wire rules; raise the first violation, in input order.
-
-    ``body`` is either turnwire's own :class:`~turnwire.wire.RequestBody` or any decoded JSON
-    body (the rules are the same; recorded real requests are checked this way).
-    """
-    text_input = False
-    passed = False  # the items passed the fast check: every per-item rule holds
-    store: object
-    max_tokens: object
-    tools: Sequence[Any] | None
-    tool_choice: Any
-    if isinstance(body, RequestBody):
-        items: Sequence[Any] = body.input
-        passed = _fast_state(items, stateless=body.store is False) is not None
-        facts = [] if passed else _facts_of(items)
-        max_tokens, store = body.max_output_tokens, body.store
-        format_type = body.text.format.get("type") if body.text and body.text.format else None
-        tools, tool_choice = body.tools, body.tool_choice
-    else:
-        raw = body.get("input")
-        text_input = isinstance(raw, str) and bool(raw)
-        items = [item for item in raw or () if isinstance(item, Mapping)] if not text_input else []
-        facts = [_mapping_facts(item) for item in items]
-        max_tokens, store = body.get("max_output_tokens"), body.get("store")
-        text = body.get("text")
-        format_ = text.get("format") if isinstance(text, Mapping) else None
-        format_type = format_.get("type") if isinstance(format_, Mapping) else None
-        raw_tools = body.get("tools")
-        tools = raw_tools if isinstance(raw_tools, list) else None
-        tool_choice = body.get("tool_choice")
-    if not items and not text_input:
-        raise _fail("non-empty-input", "input is empty")
-    if isinstance(max_tokens, int) and max_tokens < 16:
-        raise _fail("max-output-tokens", f"max_output_tokens is {max_tokens}")
-    if not passed:
-        _check_items(facts, stateless=store is False)
-    _check_programmatic(tools, tool_choice)
-    if format_type == "json_object" and not any("json" in _text_of(i).lower() for i in items):
-        raise _fail("json-object-needs-json", "no input item mentions JSON")
-
-
-def _check_items(facts: Sequence[_Facts], *, stateless: bool) -> None:
-    calls: dict[str, int] = {}
-    answered: dict[str, int] = {}
-    _check_from(facts, 0, {}, calls, answered, stateless=stateless)
-    _check_answered(calls, answered)
-
-
-def _check_from(
-    facts: Sequence[_Facts],
-    start: int,
-    seen_ids: dict[str, int],
-    calls: dict[str, int],
-    answered: dict[str, int],
-    *,
-    stateless: bool,
-) -> None:
-    """The per-item rules for ``facts[start:]``, given the state the items before left.
-
-    The state is updated in place: item id → index, ``function_call`` call id → index, call id
-    → index of its first output.
-    """
-    prefixes = _ID_PREFIX
-    plain = _PLAIN_MESSAGE
-    for index, fact in enumerate(facts[start:], start):
-        if fact is plain:  # most messages: no id, no call, nothing to check
-            continue
-        kind, item_id, fact_call_id, assistant_input_text, encrypted = fact
-        if item_id is not None:
-            if item_id in seen_ids:
-                raise _fail(
-                    "duplicate-id",
-                    f"id {item_id!r} already used by input[{seen_ids[item_id]}]",
-                    index,
-                )
-            seen_ids[item_id] = index
-            prefix = prefixes.get(kind)
-            if prefix and not str(item_id).startswith(prefix):
-                raise _fail(
-                    "item-id-prefix", f"{kind} id {item_id!r} does not start with {prefix}", index
-                )
-        # The kinds by frequency; only message facts can carry assistant_input_text.
-        if kind == "message":
-            if assistant_input_text:
-                raise _fail("assistant-input-text", "assistant message has input_text parts", index)
-        elif kind in {"function_call_output", "function_call"}:
-            call_id = fact_call_id or ""
-            if len(call_id) > 64:
-                raise _fail("call-id-length", f"call_id is {len(call_id)} characters", index)
-            if kind == "function_call":
-                if call_id in calls:
-                    raise _fail(
-                        "duplicate-id",
-                        f"call_id {call_id!r} already used by input[{calls[call_id]}]",
-                        index,
-                    )
-                calls[call_id] = index
-            elif call_id not in calls:
-                raise _fail(
-                    "call-output-pairing",
-                    f"function_call_output {call_id!r} has no earlier function_call",
-                    index,
-                )
-            elif call_id not in answered:
-                answered[call_id] = index
-        elif kind == "reasoning":
-            _check_partner(facts, index)
-            if stateless and not encrypted:
-                raise _fail(
-                    "reasoning-encrypted",
-                    f"reasoning item {item_id!r} has no encrypted_content",
-                    index,
-                )
-        elif assistant_input_text:
-            raise _fail("assistant-input-text", "assistant message has input_text parts", index)
-
-
-def _check_partner(facts: Sequence[_Facts], index: int) -> None:
-    following = facts[index + 1] if index + 1 < len(facts) else None
-    if following is None or not following[1] or following[0] in _PASSIVE_TYPES:
-        raise _fail(
-            "reasoning-partner",
-            f"reasoning item {facts[index][1]!r} is not followed by an output item with an id",
-            index,
-        )
-
-
-def _check_answered(calls: dict[str, int], answered: dict[str, int]) -> None:
-    if len(answered) == len(calls):  # every output answers a call: answered ⊆ calls
-        return
-    for call_id, index in calls.items():
-        if call_id not in answered:
-            raise _fail(
-                "call-output-pairing",
-                f"function_call {call_id!r} has no function_call_output",
-                index,
-            )
 
 
 def checked_body(body: RequestBody, memo: RenderMemo | None = None) -> EncodedBody:
