@@ -33,8 +33,8 @@ from collections.abc import Callable
 import msgspec
 
 from turnwire.client.sse import SSEDecoder
+from turnwire.wire.accumulator import ResponseAccumulator
 from turnwire.wire.events import StreamEvent, UnknownEvent, decode_event
-from turnwire.wire.response import ResponseAccumulator
 
 DELTAS = 49_990
 

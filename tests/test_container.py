@@ -183,7 +183,8 @@ def test_the_response_accumulator_is_an_overridable_seam_the_client_uses():
     import yaml
 
     from turnwire.rendering.container import overriding
-    from turnwire.wire.response import MessageOutput, ResponseAccumulator
+    from turnwire.wire.accumulator import ResponseAccumulator
+    from turnwire.wire.response import MessageOutput
 
     from .client.server import Reply, ScriptedServer
     from .client.test_dispatch import AFTER_CALL, CALL, THREAD

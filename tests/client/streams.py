@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 
 from turnwire.client.sse import SSEDecoder
+from turnwire.wire.accumulator import ResponseAccumulator
 from turnwire.wire.events import decode_event
-from turnwire.wire.response import Generation, ResponseAccumulator
+from turnwire.wire.response import Generation
 
 from ..conftest import CONFORMANCE
 

@@ -7,8 +7,8 @@ import json
 import msgspec
 import pytest
 
+from turnwire.wire.accumulator import ResponseAccumulator
 from turnwire.wire.events import ErrorEvent, TextDelta, UnknownEvent, decode_event
-from turnwire.wire.response import ResponseAccumulator
 
 
 def test_the_flat_error_shape_of_the_spec():

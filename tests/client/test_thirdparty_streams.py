@@ -24,8 +24,9 @@ import msgspec
 import pytest
 
 from turnwire.client.sse import SSEDecoder
+from turnwire.wire.accumulator import ResponseAccumulator
 from turnwire.wire.events import decode_event
-from turnwire.wire.response import Generation, ResponseAccumulator
+from turnwire.wire.response import Generation
 
 from ..conftest import turnwire_process
 from .server import Reply, ScriptedServer

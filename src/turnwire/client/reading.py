@@ -21,6 +21,7 @@ from turnwire.client.sse import SSEDecoder
 from turnwire.client.transport import Transport
 from turnwire.errors import AnswerTooLargeError, StreamError, StreamStalledError
 from turnwire.rendering.body import EncodedBody
+from turnwire.wire.accumulator import ResponseAccumulator, generation_from_response
 from turnwire.wire.events import (
     ErrorEvent,
     OutputItemAdded,
@@ -34,9 +35,7 @@ from turnwire.wire.response import (
     HostedOutput,
     MessageOutput,
     ReasoningOutput,
-    ResponseAccumulator,
     ToolCallOutput,
-    generation_from_response,
 )
 
 __all__ = ["decoded_answer", "finish_reason", "raise_unless_answered", "read_answer", "read_stream"]

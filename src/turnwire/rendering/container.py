@@ -36,7 +36,7 @@ from turnwire.rendering._incremental.memo import RenderMemo
 from turnwire.rendering._incremental.plan import PlanCache, stage_plan
 from turnwire.rendering.plugins import build_plugin_manager
 from turnwire.rendering.relay import HOOK
-from turnwire.wire.response import ResponseAccumulator
+from turnwire.wire.accumulator import ResponseAccumulator
 
 __all__ = ["Container", "build_container", "envelope_secret_of", "overriding"]
 
