@@ -362,9 +362,9 @@ def test_the_configuration_holds_an_output_schema_checked_when_loaded():
     assert "root must be `type: object`" in str(caught.value)
 
 
-def test_render_takes_output_type_too():
+def test_render_takes_output_schema_too():
     loaded = thread(model="gpt-5", messages=[user()])
-    rendered = turnwire.render(loaded, container=make_container(), output_type=Price)
+    rendered = turnwire.render(loaded, container=make_container(), output_schema=Price)
     fmt = rendered.json["text"]["format"]
     assert fmt["name"] == "Price" and fmt["schema"] == strict_schema(Price)
 

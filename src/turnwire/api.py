@@ -15,6 +15,7 @@ from turnwire.errors import ConfigError, OutputValidationError
 from turnwire.files.pointers import file_roots
 from turnwire.files.thread_file import file_digest, load_thread, save_thread
 from turnwire.model.records import HostedItem, Thread, ToolCall
+from turnwire.model.structured import output_schema_argument
 from turnwire.rendering.compaction import CompactResult
 from turnwire.rendering.container import Container, build_container
 from turnwire.rendering.renderer import (
@@ -72,6 +73,7 @@ def run(
     render_context: Mapping[str, str] | None = None,
     roots: Iterable[str | os.PathLike[str]] | None = None,
     approvals: Mapping[str, ApprovalDecision] | None = None,
+    output_schema: Any = None,
     output_type: Any = None,
     **transport_options: Any,
 ) -> RunResult:
@@ -99,11 +101,12 @@ def run(
     :param approvals: decisions on the thread's pending MCP approval requests, by request id
         (``{"mcpr_...": True}``; see :mod:`turnwire.model.approvals`), recorded and sent before the
         first request.
-    :param output_type: the schema the answer must follow: a :class:`msgspec.Struct` class,
+    :param output_schema: the schema the answer must follow: a :class:`msgspec.Struct` class,
         a JSON Schema dict or a :class:`~turnwire.model.structured.OutputSchema` (over the thread's
         ``output_schema``, over ``request.output_schema``); the answer is decoded into
         ``RunResult.parsed``, a refusal lands in ``RunResult.refusal`` (see
-        :mod:`turnwire.model.structured`).
+        :mod:`turnwire.model.structured`). ``output_type=``, its spelling before, still works for
+        one version, with a :class:`DeprecationWarning`.
     :param transport_options: passed to :class:`turnwire.client.transport.Transport`
         (``sleep``, ``jitter``, ``client``...).
     :raises turnwire.errors.TurnwireError: bad input, or the exchange failed; nothing of a
@@ -111,6 +114,7 @@ def run(
     :raises turnwire.errors.OutputValidationError: the answer does not match the output
         schema; with ``save`` the thread file was saved first (the model did answer).
     """
+    output_schema = output_schema_argument(output_schema, output_type)
     if container is None:
         container = build_container(config_files)
     path: Path | None = None
@@ -142,7 +146,7 @@ def run(
         roots=chosen,
         on_event=on_event,
         approvals=approvals,
-        output_type=output_type,
+        output_schema=output_schema,
     )
     if save and path is not None:
         save_thread(result.thread, path, unchanged_since=read_as, result=result)
@@ -213,6 +217,7 @@ def run_thread(
     render_context: Mapping[str, str] | None = None,
     roots: Iterable[str | os.PathLike[str]] | None = None,
     approvals: Mapping[str, ApprovalDecision] | None = None,
+    output_schema: Any = None,
     output_type: Any = None,
     **transport_options: Any,
 ) -> RunResult:
@@ -227,6 +232,7 @@ def run_thread(
     its turns are stored, then :class:`~turnwire.errors.OutputValidationError` is raised). The
     other parameters are :func:`run`'s.
     """
+    output_schema = output_schema_argument(output_schema, output_type)
     if container is None:
         container = build_container(config_files)
     builder = store.builder
@@ -260,7 +266,7 @@ def run_thread(
         roots=chosen,
         on_event=on_event,
         approvals=approvals,
-        output_type=output_type,
+        output_schema=output_schema,
     )
     turns = builder.build_run_turns(
         question=current,

@@ -365,7 +365,7 @@ class ContextOverflowError(InputError):
 
 
 class OutputSchemaError(InputError):
-    """An output schema (``output_type=``, ``--output-schema``) cannot be sent: not a Struct,
+    """An output schema (``output_schema=``, ``--output-schema``) cannot be sent: not a Struct,
     a JSON Schema or an :class:`~turnwire.model.structured.OutputSchema`, or outside the strict
     subset. Raised before any request is sent.
 

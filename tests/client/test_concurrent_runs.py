@@ -121,13 +121,13 @@ def test_concurrent_runs_on_one_client_keep_their_own_state() -> None:
                 c.run(
                     thread,
                     render_context={"user": "A"},
-                    output_type=Ticket,
+                    output_schema=Ticket,
                     on_event=events["A"].append,
                 ),
                 c.run(
                     thread,
                     render_context={"user": "B"},
-                    output_type=Invoice,
+                    output_schema=Invoice,
                     on_event=events["B"].append,
                 ),
             )

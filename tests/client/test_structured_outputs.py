@@ -135,7 +135,7 @@ def _run(stream: bytes, thread: object = None, settings: dict | None = None, **k
 
 def test_a_struct_is_sent_as_a_strict_json_schema_and_the_answer_parses_into_it():
     text = json.dumps(_valid_invoice())
-    result, body = _run(_answer(text), output_type=Invoice)
+    result, body = _run(_answer(text), output_schema=Invoice)
     assert body["text"] == {
         "format": {
             "type": "json_schema",
@@ -155,7 +155,7 @@ def test_a_struct_is_sent_as_a_strict_json_schema_and_the_answer_parses_into_it(
 
 
 def test_a_refusal_is_no_error_parsed_is_none_and_the_refusal_is_kept():
-    result, body = _run(_refusal("I can't help with that."), output_type=Invoice)
+    result, body = _run(_refusal("I can't help with that."), output_schema=Invoice)
     assert body["text"]["format"]["type"] == "json_schema"
     assert result.parsed is None
     assert result.refusal == "I can't help with that."
@@ -178,7 +178,7 @@ def test_a_mismatch_raises_a_typed_error_naming_the_path_after_saving_the_turn(t
                 path,
                 container=make_container(),
                 base_url=server.base_url,
-                output_type=Invoice,
+                output_schema=Invoice,
                 save=True,
             )
     err = caught.value
@@ -194,20 +194,20 @@ def test_a_mismatch_raises_a_typed_error_naming_the_path_after_saving_the_turn(t
 
 def test_text_that_is_not_json_is_a_mismatch_at_the_root():
     with pytest.raises(OutputValidationError) as caught:
-        _run(_answer("Sure! Here it is: {"), output_type=SCHEMA)
+        _run(_answer("Sure! Here it is: {"), output_schema=SCHEMA)
     assert caught.value.path == "$"
     assert "not JSON" in str(caught.value)
 
 
 def test_a_truncated_answer_names_its_finish_reason():
     with pytest.raises(OutputValidationError) as caught:
-        _run(_answer('{"number": "F-', status="incomplete"), output_type=Invoice)
+        _run(_answer('{"number": "F-', status="incomplete"), output_schema=Invoice)
     assert "finish reason length" in str(caught.value)
 
 
 def test_a_schema_dict_is_sent_as_given_and_the_answer_is_plain_json():
     value = {"number": "F-7", "items": [{"name": "tea", "price": 3.5}]}
-    result, body = _run(_answer(json.dumps(value)), output_type=SCHEMA)
+    result, body = _run(_answer(json.dumps(value)), output_schema=SCHEMA)
     assert body["text"]["format"] == {
         "type": "json_schema",
         "name": "invoice",
@@ -220,12 +220,12 @@ def test_a_schema_dict_is_sent_as_given_and_the_answer_is_plain_json():
 def test_a_schema_dict_mismatch_names_the_path():
     value = {"number": "F-7", "items": [{"name": "tea", "price": 3.5}, {"name": "jam"}]}
     with pytest.raises(OutputValidationError) as caught:
-        _run(_answer(json.dumps(value)), output_type=SCHEMA)
+        _run(_answer(json.dumps(value)), output_schema=SCHEMA)
     assert caught.value.path == "$.items[1]"
     assert "missing required property `price`" in str(caught.value)
     value["items"][1]["price"] = "cheap"
     with pytest.raises(OutputValidationError) as caught:
-        _run(_answer(json.dumps(value)), output_type=SCHEMA)
+        _run(_answer(json.dumps(value)), output_schema=SCHEMA)
     assert caught.value.path == "$.items[1].price"
     assert "expected number, got string" in str(caught.value)
 
@@ -275,7 +275,7 @@ def test_precedence_is_argument_then_thread_then_configuration():
     _, body = _run(_answer(json.dumps(value)), thread, settings)
     assert body["text"]["format"]["name"] == "from_thread"
     text = json.dumps(_valid_invoice())
-    result, body = _run(_answer(text), thread, settings, output_type=Invoice)
+    result, body = _run(_answer(text), thread, settings, output_schema=Invoice)
     assert body["text"]["format"]["name"] == "Invoice"
     assert isinstance(result.parsed, Invoice)
     # What render shows is what run sends.
@@ -299,7 +299,7 @@ def test_without_a_schema_nothing_changes():
 
 def test_an_output_schema_value_sets_name_strict_and_description():
     schema = OutputSchema(name="loose", schema={"type": "object"}, strict=False, description="d")
-    result, body = _run(_answer('{"any": [1]}'), output_type=schema)
+    result, body = _run(_answer('{"any": [1]}'), output_schema=schema)
     assert body["text"]["format"] == {
         "type": "json_schema",
         "name": "loose",
@@ -310,14 +310,14 @@ def test_an_output_schema_value_sets_name_strict_and_description():
     assert result.parsed == {"any": [1]}
 
 
-def test_a_bad_output_type_fails_before_anything_is_sent():
+def test_a_bad_output_schema_fails_before_anything_is_sent():
     with ScriptedServer([Reply.sse(_answer("{}"))]) as server:
         with pytest.raises(turnwire.errors.OutputSchemaError) as caught:
             turnwire.api.run(
                 _thread(),
                 container=make_container(),
                 base_url=server.base_url,
-                output_type={"type": "object", "properties": {"a": {"type": "string"}}},
+                output_schema={"type": "object", "properties": {"a": {"type": "string"}}},
             )
     assert server.requests == []
     assert "additionalProperties: false" in str(caught.value)
@@ -333,9 +333,9 @@ def test_a_stored_thread_keeps_the_mismatched_turn_and_runs_on(tmp_path):
         ) as server:
             options = {"store": store, "container": make_container(), "base_url": server.base_url}
             with pytest.raises(OutputValidationError) as caught:
-                turnwire.run_thread(thread_id, prompt="first?", output_type=Invoice, **options)
+                turnwire.run_thread(thread_id, prompt="first?", output_schema=Invoice, **options)
             assert caught.value.path == "$.items[2].price"
-            result = turnwire.run_thread(thread_id, prompt="again?", output_type=Invoice, **options)
+            result = turnwire.run_thread(thread_id, prompt="again?", output_schema=Invoice, **options)
         assert isinstance(result.parsed, Invoice)
         stored = store.export_thread(thread_id)
     assert [(m.role, m.content) for m in stored.messages] == [

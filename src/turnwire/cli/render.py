@@ -31,7 +31,7 @@ def render_command(args: argparse.Namespace) -> int:
         container=built,
         model=args.model,
         render_context=context,
-        output_type=output_schema(args),
+        output_schema=output_schema(args),
     )
     echo_json(_without_credentials(rendered), flush=True, exact=True)
     summarise_warnings(args, rendered.rendered.warnings)

@@ -157,7 +157,7 @@ def run_command(args: argparse.Namespace) -> int:
                 on_event=on_event,
                 render_context=context,
                 approvals=_approvals(args),
-                output_type=schema,
+                output_schema=schema,
             )
     else:
         result = run(
@@ -172,7 +172,7 @@ def run_command(args: argparse.Namespace) -> int:
             on_event=on_event,
             render_context=context,
             approvals=_approvals(args),
-            output_type=schema,
+            output_schema=schema,
         )
     if args.json:
         echo_json(_payload(result))

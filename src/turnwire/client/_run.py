@@ -78,7 +78,7 @@ class Run:
 
     :param client: the client the run belongs to.
     :param render_context: values stages may ask for by name, for every request of the run.
-    :param output_type: the run's output schema, if one was asked.
+    :param output_schema: the run's output schema, if one was asked.
     :param on_event: the run's progress callback.
     """
 
@@ -87,7 +87,7 @@ class Run:
         client: Client,
         *,
         render_context: Mapping[str, str] | None = None,
-        output_type: StructuredOutput | None = None,
+        output_schema: StructuredOutput | None = None,
         on_event: Callable[[ProgressEvent], None] | None = None,
     ) -> None:
         self.client = client
@@ -99,7 +99,7 @@ class Run:
         self.clock = client.clock
         self.plugin_manager = client.plugin_manager
         self._render_context = dict(render_context or {})
-        self._output_type = output_type
+        self._output_schema = output_schema
         self._on_event = on_event
         self._event_model = ""
         self._last_rendered: Any = None
@@ -298,7 +298,7 @@ class Run:
             model,
             roots,
             render_context=self._render_context,
-            output_type=self._output_type,
+            output_schema=self._output_schema,
             replay_off=replay_off,
             pending=pending,
         )

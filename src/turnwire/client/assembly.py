@@ -68,7 +68,7 @@ def render_request(
     roots: tuple[str, ...],
     *,
     render_context: Mapping[str, str],
-    output_type: Any,
+    output_schema: Any,
     replay_off: bool = False,
     pending: frozenset[str] = frozenset(),
 ) -> RenderedRequest:
@@ -81,7 +81,7 @@ def render_request(
         reasoning_replay="off" if replay_off else None,
         render_context=render_context,
         roots=roots,
-        output_type=output_type,
+        output_schema=output_schema,
         pending_reasoning=pending,
     )
 

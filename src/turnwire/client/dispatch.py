@@ -53,7 +53,12 @@ from turnwire.errors import (
 from turnwire.files.pointers import ContextAssembler, file_roots
 from turnwire.model.approvals import ApprovalDecision
 from turnwire.model.records import HostedItem, Thread, ToolCall
-from turnwire.model.structured import StructuredOutput, requested_output, structured_output
+from turnwire.model.structured import (
+    StructuredOutput,
+    output_schema_argument,
+    requested_output,
+    structured_output,
+)
 from turnwire.model.timeline import timeline
 from turnwire.rendering.compaction import (
     CompactResult,
@@ -261,6 +266,7 @@ class Client:
         roots: Iterable[str | os.PathLike[str]] | None = None,
         on_event: Callable[[ProgressEvent], None] | None = None,
         approvals: Mapping[str, ApprovalDecision] | None = None,
+        output_schema: Any = None,
         output_type: Any = None,
     ) -> RunResult:
         """Send the thread, stream the answer, run tools and loop; return the extended thread.
@@ -284,16 +290,18 @@ class Client:
             reason), recorded as ``mcp_approval_response`` items before the first request
             (see :mod:`turnwire.model.approvals`; an id that is not pending raises
             :class:`~turnwire.errors.ApprovalNotPendingError` before anything is sent).
-        :param output_type: the schema the answer must follow (a :class:`msgspec.Struct`
+        :param output_schema: the schema the answer must follow (a :class:`msgspec.Struct`
             class, a JSON Schema dict or a :class:`~turnwire.model.structured.OutputSchema`); it
-            wins
-            over the thread's ``output_schema`` and ``request.output_schema``. The final answer
+            wins over the thread's ``output_schema`` and ``request.output_schema``
+            (``output_type=``, its spelling before, works for one version, with a
+            :class:`DeprecationWarning`). The final answer
             is decoded into :attr:`RunResult.parsed`; a refusal leaves it ``None`` and sets
             :attr:`RunResult.refusal`; a mismatch raises
             :class:`~turnwire.errors.OutputValidationError` (the run's result on its
             ``result``).
         """
-        asked = structured_output(output_type)  # a bad schema fails before anything runs
+        # a bad schema fails before anything runs
+        asked = structured_output(output_schema_argument(output_schema, output_type))
         if overrides:
             return await self.with_overrides(overrides).run(
                 thread,
@@ -305,9 +313,9 @@ class Client:
                 roots=roots,
                 on_event=on_event,
                 approvals=approvals,
-                output_type=asked,
+                output_schema=asked,
             )
-        run = Run(self, render_context=render_context, output_type=asked, on_event=on_event)
+        run = Run(self, render_context=render_context, output_schema=asked, on_event=on_event)
         with self.telemetry.run(model or thread.model) as span:
             result = await run.loop(
                 thread, model, once, on_text, on_tool_result, roots, approvals=approvals

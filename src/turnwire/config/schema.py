@@ -52,7 +52,7 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "model": "The model to ask; `--model` overrides it, `request.model` applies when it is "
         "null.",
         "output_schema": "The JSON Schema the answer must follow (structured outputs); "
-        "`output_type=` and `--output-schema` override it, and it overrides "
+        "`output_schema=` and `--output-schema` override it, and it overrides "
         "`request.output_schema`.",
         "system_prompt": "The system prompt, sent through `render.system_prompt_channel`.",
         "standing_instructions": "Rules the agent always follows, rendered as developer "

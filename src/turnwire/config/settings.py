@@ -234,7 +234,7 @@ class RequestSettings(_Section, frozen=True, kw_only=True):
     :ivar text: Output format and verbosity.
     :ivar output_schema: The JSON Schema every answer must follow (structured outputs); it replaces
         ``text.format`` in the body, keeping ``text.verbosity``. A thread's own ``output_schema``
-        and ``output_type=`` / ``--output-schema`` override it.
+        and ``output_schema=`` / ``--output-schema`` override it.
     :ivar background: Only false: background responses need polling.
     :ivar stream_options: Options of the streamed answer.
     """

@@ -2,7 +2,7 @@
 
 A schema comes from one of three places, the first that is set winning:
 
-1. the Python argument ``output_type=`` of :func:`turnwire.run`, :func:`turnwire.run_thread`,
+1. the Python argument ``output_schema=`` of :func:`turnwire.run`, :func:`turnwire.run_thread`,
    :meth:`turnwire.Client.run` and :func:`turnwire.render` (``--output-schema FILE`` on the
    command line): a :class:`msgspec.Struct` class, a JSON Schema ``dict``, or an
    :class:`OutputSchema`;
@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import copy
 import re
+import warnings
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -52,6 +53,7 @@ __all__ = [
     "STRICT_KEYWORDS",
     "OutputSchema",
     "StructuredOutput",
+    "output_schema_argument",
     "requested_output",
     "schema_name",
     "strict_problems",
@@ -604,3 +606,18 @@ def requested_output(
             )
         )
     return None
+
+
+def output_schema_argument(output_schema: Any, output_type: Any) -> Any:
+    """The ``output_schema=`` argument of the public functions, taking the spelling they had
+    before, ``output_type=``, for one version (with a :class:`DeprecationWarning`)."""
+    if output_type is None:
+        return output_schema
+    warnings.warn(
+        "output_type= is deprecated: pass output_schema= (it takes the same values)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    if output_schema is not None:
+        raise TypeError("pass output_schema= (or the deprecated output_type=), not both")
+    return output_type

@@ -19,7 +19,12 @@ from turnwire.errors import ConfigError, PreflightError, TurnwireError
 from turnwire.files.pointers import ContextAssembler, file_roots
 from turnwire.files.thread_file import load_thread
 from turnwire.model.records import Media, Message, Thread, ToolCall
-from turnwire.model.structured import OutputSchema, StructuredOutput, structured_output
+from turnwire.model.structured import (
+    OutputSchema,
+    StructuredOutput,
+    output_schema_argument,
+    structured_output,
+)
 from turnwire.rendering._incremental.identity import first_difference
 from turnwire.rendering._incremental.memo import InlineState, RenderMemo, common_prefix
 from turnwire.rendering.body import EncodedBody, build_body, checked_body
@@ -530,9 +535,10 @@ def render(
     reasoning_replay: str | None = None,
     render_context: Mapping[str, str] | None = None,
     roots: Iterable[str | os.PathLike[str]] | None = None,
-    output_type: Any = None,
+    output_schema: Any = None,
     pending_reasoning: Iterable[str] = (),
     cache: ContainerCache | None = None,
+    output_type: Any = None,
 ) -> RenderedRequest:
     """Render ``thread`` into the request body turnwire would POST, after the preflight check.
 
@@ -548,7 +554,8 @@ def render(
     :param roots: the folders (or files) file pointers may lead into, instead of
         ``files.roots``, whose default is the thread file's folder (for a thread given as a
         :class:`~turnwire.model.records.Thread` or a mapping: nowhere, so pass ``roots``).
-    :param output_type: the schema the answer must follow, as :func:`run` takes it; it wins
+    :param output_schema: the schema the answer must follow, as :func:`run` takes it (and its
+        spelling before, ``output_type=``, for one version); it wins
         over the thread's ``output_schema``, which wins over ``request.output_schema`` (see
         :mod:`turnwire.model.structured`).
     :param pending_reasoning: ids of reasoning thoughts a run recorded whose fingerprint is
@@ -560,7 +567,7 @@ def render(
         :class:`Renderer` does the same for one configuration.
     :raises turnwire.errors.InputError: bad thread, configuration or rendered body.
     """
-    asked = structured_output(output_type)
+    asked = structured_output(output_schema_argument(output_schema, output_type))
     if container is None:
         container = cache.get(config_files) if cache is not None else build_container(config_files)
     settings = container.settings()
@@ -650,6 +657,7 @@ class Renderer:
         reasoning_replay: str | None = None,
         render_context: Mapping[str, str] | None = None,
         roots: Iterable[str | os.PathLike[str]] | None = None,
+        output_schema: Any = None,
         output_type: Any = None,
     ) -> RenderedRequest:
         """:func:`render` through this renderer's container."""
@@ -660,7 +668,7 @@ class Renderer:
             reasoning_replay=reasoning_replay,
             render_context=render_context,
             roots=roots,
-            output_type=output_type,
+            output_schema=output_schema_argument(output_schema, output_type),
         )
 
     def clear(self) -> None:
