@@ -131,9 +131,9 @@ class Loop:
 def fixed_cost(runs: int) -> tuple[float, float, float]:
     """Median seconds of a repeated ``render(config_files=..., cache=...)`` with a cache the
     caller keeps, of the same render through a kept container, and of a cold container build."""
-    from turnwire.rendering.container_cache import ContainerCache
-
     import yaml
+
+    from turnwire.rendering.container_cache import ContainerCache
 
     thread = synthetic_thread(4)
     with tempfile.TemporaryDirectory() as folder:
