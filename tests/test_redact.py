@@ -305,7 +305,7 @@ def test_the_configurations_own_credentials_stay_out_of_reprs_logs_and_the_print
     """A password in ``client.base_url`` and credential headers of ``client.headers``."""
     import yaml
 
-    from turnwire.cli.main import _printable
+    from turnwire.cli.inspection import _printable
     from turnwire.client.dispatch import Client
     from turnwire.client.transport import Transport
 

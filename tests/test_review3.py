@@ -191,7 +191,8 @@ def test_a_plugin_registered_while_a_plan_is_built_is_not_kept_past_its_unregist
         container.stage_plan()
     manager.unregister(plugin)
     plan = container.stage_plan()
-    functions = [function for function, _ in plan.targets["render_tool_call_result"][1]]
+    kind, target = plan.targets["render_tool_call_result"]
+    functions = [target[0]] if kind == "only" else [function for function, _ in target[3]]
     assert _warning_result not in functions
     thread = _mixed(1)
     assert _outcome(container, thread) == _cold(container, thread)
