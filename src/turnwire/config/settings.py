@@ -494,11 +494,14 @@ class FileSettings(_Section, frozen=True, kw_only=True):
         a stored thread, the ``files`` folder beside the store and the files named for the turn).
     :ivar max_file_bytes: The largest file a pointer (or inline ``data_base64``) may hold.
     :ivar max_request_bytes: The most file bytes one request may carry, all pointers together.
+    :ivar allow_hard_links: Read a regular file that has more than one hard link (another name
+        for the same bytes, which may lie outside the roots); off, such a file is refused.
     """
 
     roots: tuple[NonEmpty, ...] | None = None
     max_file_bytes: Annotated[int, msgspec.Meta(ge=0)] = 32 * 2**20
     max_request_bytes: Annotated[int, msgspec.Meta(ge=0)] = 64 * 2**20
+    allow_hard_links: bool = False
 
     def __post_init__(self) -> None:
         for root in self.roots or ():
