@@ -48,12 +48,19 @@ def _run(checkout: Path, script: str) -> str | None:
 
 
 def _ratios(output: str) -> dict[str, list[float]]:
-    """Each line that holds ratios, by its text with the numbers left out: its ratios."""
+    """Each line that holds ratios, by its text with the numbers left out (and, for lines that
+    read alike, such as the rows of a table, their first number and how many came before):
+    its ratios."""
     found: dict[str, list[float]] = {}
     for line in output.splitlines():
         values = [float(v) for v in RATIO.findall(line)]
-        if values:
-            found[NUMBER.sub("#", line).strip()] = values
+        if not values:
+            continue
+        label = NUMBER.sub("#", line).strip()
+        if label in found or any(key.startswith(label + " [") for key in found):
+            first = NUMBER.search(line)
+            label = f"{label} [{first[0] if first else len(found)}]"
+        found[label] = values
     return found
 
 
