@@ -458,10 +458,12 @@ class ToolSettings(_Section, frozen=True, kw_only=True):
     :ivar hosted: Hosted tools every request declares (web search, file search, code interpreter,
         MCP servers, image generation), before a thread's own ``hosted_tools``; a thread's
         declaration of the same type (MCP: the same ``server_label``) is not sent.
-    :ivar allow_thread_mcp_servers: Glob patterns a thread's own MCP server (its ``server_url``, or
-        its ``connector_id``) must match to be declared (empty: a thread may declare none;
-        ``E_MCP_SERVER_NOT_ALLOWED`` before anything is sent). End a URL pattern with a path
-        (``https://mcp.example.com/*``): ``*`` matches dots too.
+    :ivar allow_thread_mcp_servers: Patterns a thread's own MCP server must match to be declared
+        (empty: a thread may declare none; ``E_MCP_SERVER_NOT_ALLOWED`` before anything is
+        sent). A ``server_url`` is matched as a URL against URL patterns: scheme, host (exact,
+        or ``*.`` and a suffix on a label boundary: ``https://*.corp.example/*``), port and a
+        path prefix ending in ``*``; a ``connector_id`` against globs without ``://``
+        (``connector_*``); ``*`` alone allows every server.
     """
 
     handlers: dict[NonEmpty, NonEmpty] = msgspec.field(default_factory=dict)

@@ -6,12 +6,16 @@ the configuration declares too (for an MCP server, the same ``server_label``) is
 with a warning, so a deployer's server, its credentials and its approval policy cannot be
 replaced by a thread file. The thread's other declarations follow, in thread order.
 
-A thread's own MCP server must match a glob pattern of ``tools.allow_thread_mcp_servers``
-(its ``server_url``, or its ``connector_id``; empty, the default: none may), else
+A thread's own MCP server must match a pattern of ``tools.allow_thread_mcp_servers`` (its
+``server_url``, or its ``connector_id``; empty, the default: none may), else
 :class:`~turnwire.errors.McpServerNotAllowedError` before anything is sent: the API calls the
 server a declaration names with whatever the model sends, and a thread file is untrusted
-input. End a URL pattern with ``/`` and a path (``https://mcp.deepwiki.com/*``): ``*``
-matches any character, dots included.
+input. A URL pattern is matched as a URL (:func:`url_allowed`), never as text: the scheme,
+the host (exactly, or ``*.`` and a suffix that must end on a label boundary), the port and the
+path prefix (a pattern's path may end in ``*``) are compared after parsing, and a server URL
+with a user name, a fragment, a ``.``/``..`` path segment, or an escaped or unusual character
+in its host or path never matches; ``*`` alone allows every server. A connector id is matched
+against a glob pattern without ``://`` (``connector_*``).
 
 :data:`HOSTED_INCLUDES` is what each declared type adds to the body's ``include`` so that its
 items can be replayed statelessly: a ``code_interpreter_call`` input item requires its
@@ -25,7 +29,9 @@ from __future__ import annotations
 
 import fnmatch
 import logging
+import re
 from collections.abc import Iterable, Sequence
+from urllib.parse import urlsplit
 
 from turnwire.errors import McpServerNotAllowedError
 from turnwire.wire.tools import HostedTool, McpTool, declaration_key
@@ -36,6 +42,7 @@ __all__ = [
     "hosted_includes",
     "merge_hosted_tools",
     "redacted_tools",
+    "url_allowed",
 ]
 
 logger = logging.getLogger("turnwire")
@@ -82,9 +89,14 @@ def check_thread_mcp_servers(
     for index, tool in enumerate(declared):
         if not isinstance(tool, McpTool) or declaration_key(tool) in shadowed:
             continue
-        server = tool.server_url or tool.connector_id or ""
-        if any(fnmatch.fnmatchcase(server, pattern) for pattern in allowed):
-            continue
+        if tool.server_url is not None:
+            if any(url_allowed(tool.server_url, pattern) for pattern in allowed):
+                continue
+            server = tool.server_url
+        else:
+            server = tool.connector_id or ""
+            if any("://" not in p and fnmatch.fnmatchcase(server, p) for p in allowed):
+                continue
         raise McpServerNotAllowedError(
             f"$.hosted_tools[{index}]: the thread declares MCP server {tool.server_label!r} "
             f"({server!r}), which tools.allow_thread_mcp_servers does not allow; declare it "
@@ -92,6 +104,60 @@ def check_thread_mcp_servers(
             path=f"$.hosted_tools[{index}]",
             server_label=tool.server_label,
         )
+
+
+_HOST = re.compile(
+    r"^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$"
+)
+_PATH = re.compile(r"^[A-Za-z0-9\-._~!$&'()+,;=:@/]*$")
+_DEFAULT_PORTS = {"https": 443, "http": 80}
+
+
+def url_allowed(server: str, pattern: str) -> bool:
+    """Whether the MCP server URL ``server`` is one that the URL pattern ``pattern`` allows.
+
+    Both are parsed: the schemes must be equal; the host equal to the pattern's, or, for a
+    pattern host ``*.example.com``, end in ``.example.com`` (a label boundary, so
+    ``evilexample.com`` does not); the ports equal (a missing one is the scheme's default);
+    and the server's path start with the pattern's path up to a final ``*`` (equal to it
+    when there is no ``*``). A server URL with a user name or password, a fragment, a host
+    that is no plain DNS name, or a path with an escape (``%``), a backslash or a ``.``/``..``
+    segment matches nothing. The pattern ``*`` alone allows every server (a deployment that
+    trusts its threads says so); any other pattern without ``://`` matches no URL.
+    """
+    if pattern == "*":
+        return True
+    if "://" not in pattern:
+        return False
+    try:
+        url, want = urlsplit(server), urlsplit(pattern.replace("*.", "wildcard.", 1))
+        port, wanted_port = url.port, want.port
+    except ValueError:
+        return False
+    if url.username is not None or url.password is not None or url.fragment or "#" in server:
+        return False
+    host = (url.hostname or "").lower()
+    if not _HOST.match(host) or not _PATH.match(url.path):
+        return False
+    if any(segment in (".", "..") for segment in url.path.split("/")):
+        return False
+    scheme = url.scheme.lower()
+    if scheme != want.scheme.lower() or scheme not in _DEFAULT_PORTS:
+        return False
+    if (port or _DEFAULT_PORTS[scheme]) != (wanted_port or _DEFAULT_PORTS[scheme]):
+        return False
+    wanted_host = (want.hostname or "").lower()
+    if pattern.split("://", 1)[1].startswith("*."):
+        suffix = wanted_host.removeprefix("wildcard")
+        if not host.endswith(suffix) or host == suffix.lstrip("."):
+            return False
+    elif host != wanted_host:
+        return False
+    path = url.path or "/"
+    wanted_path = want.path or "/"
+    if wanted_path.endswith("*"):
+        return path.startswith(wanted_path[:-1])
+    return path == wanted_path
 
 
 def hosted_includes(tools: Iterable[object] | None) -> list[str]:
