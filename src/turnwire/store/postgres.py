@@ -276,6 +276,11 @@ class PostgresStore(StoreRecords):
             ) from err
         except driver.OperationalError as err:
             raise StoreError(f"the thread store {self.url} failed: {_one_line(err)}") from err
+        except driver.DataError as err:  # a value PostgreSQL cannot hold, such as NUL in text
+            raise StoreError(
+                f"the thread store {self.url} cannot hold a value of this thread "
+                f"({_one_line(err)}); nothing was stored"
+            ) from err
 
     # ------------------------------------------------------------------ threads
 

@@ -245,10 +245,15 @@ class _IncompleteDetails(_Shape, frozen=True, kw_only=True):
     reason: str | None = None
 
 
+# A model name is a printable name: a control character in one (NUL, an escape) is refused where
+# the answer enters, before it reaches a store, a log or a terminal.
+_ModelName = Annotated[str, msgspec.Meta(pattern="^[^\\x00-\\x1f\\x7f-\\x9f]*$")]
+
+
 class _Response(_Shape, frozen=True, kw_only=True):
     id: str | None = None
     status: ResponseStatus | None = None
-    model: str | None = None
+    model: _ModelName | None = None
     usage: dict[str, Any] | None = None
     output: tuple[dict[str, Any], ...] | None = None
     error: _ErrorObject | None = None

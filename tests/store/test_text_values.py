@@ -1,0 +1,69 @@
+"""Text a store cannot hold is a typed error, and the same on SQLite and PostgreSQL.
+
+PostgreSQL's ``text`` holds no NUL character, where SQLite does. JSON columns escape it; a
+plain column (a title a user gives) that would carry one is a ``StoreError`` with nothing
+stored, never the driver's own error. An answer whose model name holds a control character is
+refused where it enters, before any store sees it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import turnwire
+from turnwire.errors import StoreError, StreamError
+from turnwire.store import open_store
+
+from ..client.server import Reply, ScriptedServer
+
+
+def test_a_title_postgresql_cannot_hold_is_a_store_error_and_stores_nothing(
+    postgres_url: str,
+) -> None:
+    header = turnwire.load_thread({"version": 1, "model": "gpt-5"})
+    with open_store(postgres_url) as store:
+        with pytest.raises(StoreError, match="cannot hold a value"):
+            store.create_thread(header, title="bad\x00title")
+        assert store.list_threads() == []
+        # NUL inside a record's text goes through the JSON columns, escaped
+        thread_id = store.create_thread(header, title="ok")
+        turn = store.builder.build_user_turn("a\x00b", [])
+        store.append_turns(thread_id, [turn])
+        assert store.load(thread_id).messages[-1].content == "a\x00b"
+
+
+def _answer(model: str) -> bytes:
+    import json
+
+    response = {"id": "resp_1", "status": "completed", "model": model}
+    item = {
+        "type": "message",
+        "id": "msg_1",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": "hi", "annotations": []}],
+    }
+    events = [
+        {"type": "response.created", "response": {**response, "status": "in_progress"}},
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {"type": "response.completed", "response": response},
+    ]
+    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+
+
+@pytest.mark.parametrize("model", ["gpt-5\x00", "gpt\x1b]0;owned\x07", "gpt\x9b31m"])
+def test_an_answer_whose_model_holds_a_control_character_is_refused_where_it_enters(
+    model: str,
+) -> None:
+    thread = turnwire.load_thread(
+        {
+            "version": 1,
+            "model": "gpt-5",
+            "messages": [
+                {"id": "u1", "role": "user", "content": "hi", "created_at": "2026-01-01T00:00:00Z"}
+            ],
+        }
+    )
+    with ScriptedServer([Reply.sse(_answer(model))]) as server:
+        with pytest.raises(StreamError, match="model"):
+            turnwire.run(thread, base_url=server.base_url)
