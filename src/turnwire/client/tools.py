@@ -185,6 +185,9 @@ class _TimedOut(Exception):
     pass
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 class _Settled:
     """What a handler ended with: a value or an exception (``SystemExit`` too)."""
 
@@ -447,7 +450,18 @@ class ToolExecutor:
         if name in dict(ARTIFACT_TOOLS):
             if caller != "direct":
                 return self._done(call, _refused_caller(name, caller, ("direct",)), True)
-            text, failed = self._artifact(name, call.args, thread, files or ContextAssembler())
+            reader = files or ContextAssembler()
+            try:  # a grep over a huge artifact is held to the handlers' time limit too
+                text, failed = await _in_daemon_thread(
+                    lambda: self._artifact(name, call.args, thread, reader), self.timeout_s
+                )
+            except _TimedOut:
+                return self._done(
+                    call,
+                    f"{name} failed: it did not finish within {self.timeout_s:g} s "
+                    "(tools.timeout_s); ask for fewer lines",
+                    True,
+                )
             if len(text.encode("utf-8", "surrogatepass")) > self.max_result_bytes:
                 text, failed = (
                     f"{name}: the answer is over {self.max_result_bytes} bytes "
@@ -575,6 +589,9 @@ class ToolExecutor:
         return value
 
     def _done(self, call: ToolCall, text: str, is_error: bool, *, inline: bool = False) -> ToolCall:
+        # A lone surrogate (from a handler's text or its error's message) is no text a request
+        # can carry: each becomes U+FFFD here, where the result enters the thread.
+        text = _LONE_SURROGATE.sub("\ufffd", text)
         if not (is_error or inline) and len(text.encode()) > self.inline_max_bytes:
             result = ToolResult(artifact=Artifact(text=text))
         else:
