@@ -28,6 +28,7 @@ import email.utils
 import importlib
 import logging
 import math
+import os
 import random
 import time
 import zlib
@@ -41,6 +42,7 @@ import msgspec
 from turnwire._redact import redact, remember_secret, remember_url_secrets
 from turnwire.errors import (
     AnswerTooLargeError,
+    ConfigError,
     HttpError,
     RequestTimeoutError,
     StreamError,
@@ -414,7 +416,10 @@ class Transport:
             timeout = httpx.Timeout(
                 self.request_timeout_s or None, connect=self.connect_timeout_s or None
             )
-            self._client = httpx.AsyncClient(timeout=timeout)
+            try:
+                self._client = httpx.AsyncClient(timeout=timeout)
+            except (ImportError, ValueError) as err:  # the environment's proxy variables
+                raise ConfigError(_proxy_problem(err)) from None
         return self._client
 
     def shared_client(self) -> httpx.AsyncClient:
@@ -640,3 +645,29 @@ class Transport:
                     yield piece
             except _Undecodable as err:
                 raise StreamError(f"the answer cannot be decoded: {err}") from err
+
+
+_PROXY_VARIABLES = (
+    "ALL_PROXY",
+    "all_proxy",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+)
+
+
+def _proxy_problem(err: Exception) -> str:
+    """What is wrong with the proxy the environment names, in one sentence (the variables'
+    values are not shown: a proxy URL may carry a password)."""
+    named = [name for name in _PROXY_VARIABLES if os.environ.get(name)]
+    where = ", ".join(named) or "the proxy variables"
+    if isinstance(err, ImportError):
+        return (
+            f"{where} names a SOCKS proxy, which needs the socksio package: "
+            "pip install 'httpx[socks]', or unset the variable"
+        )
+    return (
+        f"{where} names a proxy httpx cannot use ({str(err).split(' URL(')[0]}); proxies "
+        "must be http://, https:// or socks5:// URLs"
+    )
