@@ -159,6 +159,21 @@ def folder_key(thread_id: str) -> str:
     return hashlib.sha256(thread_id.encode()).hexdigest()[:24]
 
 
+_NAME_BYTES = 200  # a copy's file name, well under the 255 bytes of most file systems
+
+
+def copy_name(prefix: str, original: str) -> str:
+    """The file name of a copy: ``prefix``, then ``original`` cut (in its stem, on a character
+    boundary, its extension kept when short) so the whole fits in 200 bytes."""
+    stem, dot, extension = original.rpartition(".")
+    if not dot or not stem or len(extension.encode()) > 16:
+        stem, extension = original, ""
+    suffix = f".{extension}" if extension else ""
+    room = _NAME_BYTES - len(prefix.encode()) - len(suffix.encode())
+    cut = stem.encode()[: max(room, 1)].decode("utf-8", "ignore")
+    return f"{prefix}{cut}{suffix}"
+
+
 def copy_files(thread: Thread, folder: Path, files: ContextAssembler) -> Thread:
     """``thread`` with every file it points at read through ``files`` and copied into
     ``folder`` (each pointer once), the pointers leading to the copies."""
@@ -169,17 +184,22 @@ def copy_files(thread: Thread, folder: Path, files: ContextAssembler) -> Thread:
         if pointer not in copied:
             data = files.read(pointer, where=where, owner=where)
             folder.mkdir(parents=True, exist_ok=True)
-            target = folder / f"{len(copied)}-{Path(pointer).name}"
+            target = folder / copy_name(f"{len(copied)}-", Path(pointer).name)
             target.write_bytes(data)
             copied[pointer] = str(target)
         return copied[pointer]
 
     return located_pointers(
         thread,
+        # An empty path is refused here, as a render would refuse it, not stored.
         lambda where, media: (
-            replace(media, path=copy(media.path, f"{where}.path")) if media.path else media
+            replace(media, path=copy(media.path, f"{where}.path"))
+            if media.path is not None
+            else media
         ),
-        lambda where, art: replace(art, path=copy(art.path, f"{where}.path")) if art.path else art,
+        lambda where, art: (
+            replace(art, path=copy(art.path, f"{where}.path")) if art.path is not None else art
+        ),
     )
 
 
@@ -317,9 +337,9 @@ class StoreRecords:
             if not any(source.is_relative_to(root) for root in sources) or not source.is_file():
                 return pointer
             if pointer not in copied:
-                name, number = source.name, 0
+                name, number = copy_name("", source.name), 0
                 while name in names:  # each pointer a copy of its own
-                    name, number = f"{number}-{source.name}", number + 1
+                    name, number = copy_name(f"{number}-", source.name), number + 1
                 names.add(name)
                 shutil.copyfile(source, fresh / name)  # a new file in a new folder
                 copied[pointer] = str(folder / name)
