@@ -24,6 +24,7 @@ import stat
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,35 @@ def _convert(data: Any) -> Thread:
         path, detail = validation_location(err)
         raise ThreadFileError(f"{path}: {detail}", path=path) from err
     _check_pointers(thread)
+    _check_dates(thread)
     return thread
+
+
+FUTURE_SKEW = timedelta(minutes=5)
+"""How far ahead of this machine's clock a record may be dated (clocks drift)."""
+
+
+def _check_dates(thread: Thread, now: datetime | None = None) -> None:
+    """Refuse a record dated ahead of now (past :data:`FUTURE_SKEW`): the timeline sorts by
+    date, so it would sort after every turn added later, and a compaction dated ahead would cut
+    each new prompt out of the request."""
+    limit = (now or datetime.now(UTC)) + FUTURE_SKEW
+    kinds: tuple[tuple[str, Sequence[Message | Thought | ToolCall | HostedItem]], ...] = (
+        ("messages", thread.messages),
+        ("thoughts", thread.thoughts),
+        ("tool_calls", thread.tool_calls),
+        ("hosted_items", thread.hosted_items),
+    )
+    for field, records in kinds:
+        for index, record in enumerate(records):
+            if record.created_at > limit:
+                path = f"$.{field}[{index}].created_at"
+                raise ThreadFileError(
+                    f"{path}: {record.created_at.isoformat()} is in the future (this machine's "
+                    f"clock says {limit - FUTURE_SKEW:%Y-%m-%dT%H:%M:%SZ}); a record dated ahead "
+                    "would sort after every turn added later and hide it: fix the date",
+                    path=path,
+                )
 
 
 def _pointers(thread: Thread) -> Iterator[tuple[str, str | None]]:
@@ -198,6 +227,7 @@ def _decode_json(data: bytes, name: str, *, or_yaml: bool) -> Thread:
         return _convert(tree)
     check_unbounded(thread, name, data)
     _check_pointers(thread)
+    _check_dates(thread)
     return thread
 
 
