@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -362,6 +363,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         echo("error: E_INTERRUPTED: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`| head`): nothing more to write, nowhere to say so. Standard
+        # output goes to the null device, so the flush at exit raises nothing either.
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+        return 141
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -379,15 +379,32 @@ def save_thread(
             if hasattr(os, "fchmod"):  # POSIX
                 os.fchmod(written.fileno(), mode)
             written.write(data)
+            written.flush()
+            os.fsync(written.fileno())  # the bytes on disk before the name points at them
         if unchanged_since is None:
             os.replace(temporary, target)
-            return
-        with _locked(target):
-            if file_digest(target) != unchanged_since:
-                raise ThreadFileChangedError(str(target), result=result)
-            os.replace(temporary, target)
+        else:
+            with _locked(target):
+                if file_digest(target) != unchanged_since:
+                    raise ThreadFileChangedError(str(target), result=result)
+                os.replace(temporary, target)
+        _sync_folder(target.parent)  # and the rename itself
     finally:  # a save that failed leaves no temporary file behind (one that worked has none)
         temporary.unlink(missing_ok=True)
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make a rename into ``folder`` durable (where a folder can be opened for it)."""
+    try:
+        descriptor = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass  # a file system that cannot sync folders: the rename stands as it is
+    finally:
+        os.close(descriptor)
 
 
 @contextlib.contextmanager
