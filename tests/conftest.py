@@ -20,8 +20,10 @@ from .oracle import validate_body, validate_open_responses, validate_openapi
 
 # The recorded traffic the tests read, kept in the repository (origins and licences:
 # tests/data/conformance/SOURCES.md).
-CONFORMANCE = Path(__file__).resolve().parent / "data" / "conformance"
-REPO_EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+REPO = Path(__file__).resolve().parents[1]
+CONFORMANCE = REPO / "tests" / "data" / "conformance"
+GOLDEN = REPO / "tests" / "golden"
+REPO_EXAMPLES = REPO / "examples"
 SECRET = "test-envelope-secret"
 
 

@@ -110,30 +110,6 @@ def test_bucket_order_without_timeline_is_a_configuration_error():
     assert "timeline" in str(caught.value)
 
 
-# ------------------------------------------------------------------ step 2: the timeline
-
-
-def test_timeline_orders_by_created_at_then_seq_and_calls_are_siblings():
-    t = thread(
-        tools=[WEATHER_TOOL],
-        messages=[user("u1", "weather?", 0), assistant("a1", "done", 5, seq=2)],
-        tool_calls=[call("call_1", 5, seq=1)],
-    )
-    types = [(i.get("type"), i.get("role")) for i in render_body(t)["input"]]
-    assert types == [
-        ("message", "user"),
-        ("function_call", None),
-        ("function_call_output", None),
-        ("message", "assistant"),
-    ]
-
-
-def test_seq_breaks_a_timestamp_tie_that_would_otherwise_put_the_message_first():
-    t = thread(messages=[user("u1", "a", 0, seq=1), user("u2", "b", 0, seq=0)])
-    texts = [i["content"][0]["text"] for i in render_body(t)["input"]]
-    assert ">\nb\n" in texts[0] and ">\na\n" in texts[1]
-
-
 def test_function_call_arguments_are_compact_json_in_insertion_order():
     t = thread(
         tools=[WEATHER_TOOL],

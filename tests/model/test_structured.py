@@ -23,7 +23,7 @@ from turnwire.model.structured import (
     validate_json,
 )
 
-from .conftest import make_container, render_body, thread, user
+from ..conftest import REPO_EXAMPLES, make_container, render_body, thread, user
 
 
 class Color(enum.Enum):
@@ -332,7 +332,7 @@ def test_a_bad_output_schema_in_a_thread_file_names_its_place():
 
 
 def test_old_thread_files_load_and_dump_unchanged(tmp_path: Path):
-    examples = sorted(Path(__file__).resolve().parents[1].joinpath("examples").rglob("*.yaml"))
+    examples = sorted(REPO_EXAMPLES.rglob("*.yaml"))
     threads = [p for p in examples if p.read_text().lstrip().startswith(("version:", "#"))]
     checked = 0
     for path in threads:
