@@ -351,3 +351,17 @@ def test_a_header_http_cannot_carry_is_refused_at_load_without_its_value(headers
         turnwire.load_settings(overrides={"client": {"headers": headers}})
     assert caught.value.path == "$.client.headers" and problem in str(caught.value)
     assert "secret-value" not in str(caught.value)
+
+
+def test_an_upper_case_key_prefix_and_a_short_held_key_are_redacted():
+    assert redact("key SK-ABCDEFGH12345678 leaked") == f"key {MARK} leaked"
+    assert redact("key Sess-abcdefgh12345 leaked") == f"key {MARK} leaked"
+
+    class Holder:
+        pass
+
+    holder = Holder()
+    remember_secret("k3y!", holder=holder)
+    assert redact("sent k3y! to the server") == f"sent {MARK} to the server"
+    remember_secret("abc", holder=holder)  # under 4: would blank out ordinary words
+    assert redact("abc") == "abc"

@@ -4,11 +4,11 @@
 
 * the value of every known secret: the ones passed to it, the ones given to
   :func:`remember_secret` by an object that holds them (the transport's API key, a
-  configuration's or an MCP declaration's credentials) for as long as that object lives, and
-  the values of environment variables whose names say they hold one (``OPENAI_API_KEY``,
-  ``TURNWIRE_ENVELOPE_SECRET``, any ``*_KEY``, ``*_SECRET``, ``*_TOKEN``, ``*_PASSWORD``),
-  when at least 8 characters long;
-* whatever looks like a credential: ``sk-...`` and ``sess-...`` keys, the token after
+  configuration's or an MCP declaration's credentials) for as long as that object lives, when
+  at least 4 characters long, and the values of environment variables whose names say they
+  hold one (``OPENAI_API_KEY``, ``TURNWIRE_ENVELOPE_SECRET``, any ``*_KEY``, ``*_SECRET``,
+  ``*_TOKEN``, ``*_PASSWORD``), when at least 8 characters long;
+* whatever looks like a credential: ``sk-...`` and ``sess-...`` keys in any case, the token after
   ``Bearer`` or ``Basic``, a URL's ``user:password@``, and the value after ``api-key:``,
   ``api_key=``, ``"secret": "...`` and the like.
 
@@ -35,7 +35,8 @@ __all__ = [
 ]
 
 MARK = "[redacted]"
-_MIN_SECRET = 8
+_MIN_SECRET = 8  # a value from the environment, whose name alone says it is a secret
+_MIN_HELD = 4  # a value an object hands over as its credential (a short API key too)
 
 # Values handed over by the objects that hold secrets, each with how many live holders it has:
 # an error raised far from the transport must still hide its key, and a value is forgotten when
@@ -50,7 +51,12 @@ _SECRET_NAME = re.compile(r"(?:^|_)(?:API_?KEY|KEY|SECRET|TOKEN|PASSWORD|PASSWD)
 # always run on a text that is not ASCII (where case-insensitive matching has more
 # equivalences than lowering shows: the Kelvin sign, the long s, ...).
 _PATTERNS = (
-    (re.compile(r"\b(?:sk|sess)-[A-Za-z0-9_\-]{8,}"), MARK, ("sk-", "sess-"), False),
+    (
+        re.compile(r"\b(?:sk|sess)-[A-Za-z0-9_\-]{8,}", re.IGNORECASE),
+        MARK,
+        ("sk-", "sess-"),
+        True,
+    ),
     (
         re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/\-]{4,}=*", re.IGNORECASE),
         r"\1 " + MARK,
@@ -73,8 +79,9 @@ _PATTERNS = (
 
 def remember_secret(value: str | None, *, holder: object) -> None:
     """Redact ``value`` everywhere while ``holder`` (the object that keeps it, which must take
-    weak references) lives; ignored when shorter than 8 characters."""
-    if not value or len(value) < _MIN_SECRET:
+    weak references) lives; ignored when shorter than 4 characters (shorter ones would blank
+    out ordinary text)."""
+    if not value or len(value) < _MIN_HELD:
         return
     with _remembered_lock:
         _remembered[value] = _remembered.get(value, 0) + 1
