@@ -35,6 +35,14 @@ def render_command(args: argparse.Namespace) -> int:
     )
     echo_json(_without_credentials(rendered), flush=True, exact=True)
     summarise_warnings(args, rendered.rendered.warnings)
+    if not args.quiet and not built.envelope_nonce().keyed:
+        echo(
+            "turnwire: warning: no envelope secret could be read or made, so the envelope "
+            "nonces in this body are the unkeyed ones anyone can compute; set "
+            "TURNWIRE_ENVELOPE_SECRET (render.envelope_secret_env) or "
+            "render.envelope_secret_file",
+            file=sys.stderr,
+        )
     return 0
 
 
