@@ -29,7 +29,7 @@ from turnwire.files.loading import (
 from turnwire.files.thread_file import UNBOUNDED_FIELDS, load_thread_bytes
 from turnwire.model.records import Thread
 
-from .conftest import REPO_EXAMPLES, at, make_container, turnwire_process
+from ..conftest import REPO, REPO_EXAMPLES, at, make_container, turnwire_process
 
 EMOJI = "\U0001f600"
 BILLION_LAUGHS = (
@@ -789,7 +789,7 @@ def test_standard_input_is_read_within_the_size_limit() -> None:
 def test_render_dash_reads_an_ascii_escaped_thread_from_standard_input() -> None:
     import subprocess
 
-    from .conftest import SECRET
+    from ..conftest import SECRET
 
     doc = json.dumps(_doc(f"piped {EMOJI}")).encode()
     done = subprocess.run(
@@ -797,7 +797,7 @@ def test_render_dash_reads_an_ascii_escaped_thread_from_standard_input() -> None
         input=doc,
         capture_output=True,
         env={**os.environ, "TURNWIRE_ENVELOPE_SECRET": SECRET},
-        cwd=Path(__file__).parents[1],
+        cwd=REPO,
         timeout=120,
         check=False,
     )

@@ -1,8 +1,9 @@
-"""File pointers are thread data: confined to roots, regular files only, bounded (issue 10, 2).
+"""File pointers are thread data: the assembler inlines them per call and never stores their bytes,
+confined to the roots, regular files only, bounded, and read race-free (walked from the root's
+descriptor, component by component).
 
-The CLI cases run as processes with a timeout, so a FIFO that blocks or a device that never
-ends fails the test instead of hanging the suite.
-"""
+The CLI cases run as processes with a timeout, so a FIFO that blocks or a device that never ends
+fails the test instead of hanging the suite."""
 
 from __future__ import annotations
 
@@ -11,25 +12,93 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 import turnwire
-from turnwire import RenderError
+from turnwire.errors import FileNotAllowedError, RenderError, TurnwireError
 from turnwire.files.pointers import ContextAssembler
 from turnwire.store.sqlite import SQLiteStore
 
-from .client.server import Reply, ScriptedServer, recorded
-from .conftest import SECRET, at, make_container
+from ..client.server import Reply, ScriptedServer, recorded
+from ..conftest import REPO, SECRET, at, make_container
 
-try:
-    from turnwire.errors import FileNotAllowedError
-except ImportError:  # pragma: no cover - what today's code lacks makes these tests fail
-    FileNotAllowedError = RenderError  # type: ignore[misc,assignment]
 
-REPO = Path(__file__).resolve().parents[1]
+def _thread(paths):
+    return turnwire.load_thread(
+        {
+            "version": 1,
+            "messages": [
+                {
+                    "id": "u1",
+                    "role": "user",
+                    "content": "look",
+                    "created_at": at(0),
+                    "attachments": [
+                        {"id": f"a{i}", "kind": "image", "mime_type": "image/png", "path": str(p)}
+                        for i, p in enumerate(paths)
+                    ],
+                }
+            ],
+        }
+    )
+
+
+def test_pointers_are_inlined_for_the_call_and_the_thread_keeps_them(tmp_path):
+    picture = tmp_path / "a.png"
+    picture.write_bytes(b"12345")
+    thread = _thread([picture])
+    loaded = ContextAssembler(roots=[tmp_path]).inline(thread)
+    assert loaded.messages[0].attachments[0].data == b"12345"
+    assert thread.messages[0].attachments[0].data is None  # the stored record is untouched
+
+
+def test_a_file_over_the_per_file_limit_is_a_clear_error(tmp_path):
+    picture = tmp_path / "big.png"
+    picture.write_bytes(b"x" * 11)
+    with pytest.raises(RenderError) as caught:
+        ContextAssembler(roots=[tmp_path], max_file_bytes=10).inline(_thread([picture]))
+    assert caught.value.record == "a0"
+    assert "11 bytes" in str(caught.value) and "per-file limit of 10" in str(caught.value)
+
+
+def test_files_over_the_per_request_limit_are_a_clear_error(tmp_path):
+    paths = []
+    for name in ("a.png", "b.png"):
+        path = tmp_path / name
+        path.write_bytes(b"x" * 6)
+        paths.append(path)
+    with pytest.raises(RenderError) as caught:
+        ContextAssembler(roots=[tmp_path], max_request_bytes=10).inline(_thread(paths))
+    assert caught.value.record == "a1" and "per-request limit of 10" in str(caught.value)
+
+
+def test_artifact_pointers_are_read_as_text(tmp_path):
+    log = tmp_path / "out.log"
+    log.write_text("line 1\nline 2\n")
+    thread = turnwire.load_thread(
+        {
+            "version": 1,
+            "messages": [{"id": "u1", "role": "user", "content": "x", "created_at": at(0)}],
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "tool": "t",
+                    "created_at": at(1),
+                    "result": {"artifact": {"path": str(log), "inline": True}},
+                }
+            ],
+        }
+    )
+    loaded = ContextAssembler(roots=[tmp_path]).inline(thread)
+    assert loaded.tool_calls[0].result.artifact.text == "line 1\nline 2\n"
+
+
 TEXT = recorded("text_simple_gpt-4o-mini.sse")
+
+
 ENVIRON_MARK = "TURNWIRE_SECURITY_TEST_MARK"
 
 
@@ -331,30 +400,6 @@ def _artifact_thread(pointer: str) -> turnwire.Thread:
     )
 
 
-def test_the_artifact_tools_read_pointers_only_inside_the_roots(tmp_path):
-    import asyncio
-
-    from turnwire.client.tools import ToolExecutor
-    from turnwire.model.records import ToolCall
-
-    (tmp_path / "out.log").write_text("one\ntwo\nthree\n")
-    secret = secret_outside(tmp_path)
-    head = ToolCall(
-        id="c9", tool="artifact_head", args={"callId": "call_log", "n": 2}, created_at=at(2)
-    )
-    executor = ToolExecutor(inline_max_bytes=4096)
-    inside = ContextAssembler(roots=[tmp_path / "out.log"])
-    done = asyncio.run(
-        executor.execute(head, _artifact_thread(str(tmp_path / "out.log")), files=inside)
-    )
-    assert (done.result.text, done.is_error) == ("one\ntwo", False)
-    refused = asyncio.run(executor.execute(head, _artifact_thread(str(secret)), files=inside))
-    assert refused.is_error and "leaked" not in refused.result.text
-    assert refused.result.text.startswith(
-        "The artifact 'call_log' cannot be read: $.tool_calls[0].result.artifact.path: "
-    )
-
-
 def test_every_pointer_is_named_by_its_path(tmp_path):
     secret = secret_outside(tmp_path)
     thread = _artifact_thread(str(secret))
@@ -379,3 +424,155 @@ def test_a_symlink_loop_is_refused_with_one_line(tmp_path):
     folder.mkdir()
     (folder / "loop").symlink_to(folder / "loop")
     assert_refused(render_cli(thread_with(folder, "loop")), 2, "a symlink or a special file")
+
+
+INSIDE, OUTSIDE = b"inside bytes", b"SECRET outside"
+
+
+def _tree(tmp_path: Path) -> tuple[Path, Path]:
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "real").mkdir(parents=True)
+    outside.mkdir()
+    (root / "real" / "file.txt").write_bytes(INSIDE)
+    (outside / "file.txt").write_bytes(OUTSIDE)
+    return root, outside
+
+
+def _flipper(root: Path, outside: Path, stop: threading.Event) -> threading.Thread:
+    """Flips ``root/sub`` between a real folder, a symlink to the real folder inside the
+    root, and a symlink to the folder outside, as fast as it can."""
+
+    def flip() -> None:
+        sub, parked = root / "sub", root / "parked"
+        while not stop.is_set():
+            os.rename(root / "real", sub)  # a real folder
+            os.rename(sub, root / "real")
+            os.symlink("real", parked)  # a symlink that stays inside
+            os.replace(parked, sub)
+            os.symlink(str(outside), parked)  # a symlink out of the root
+            os.replace(parked, sub)
+            os.unlink(sub)
+
+    return threading.Thread(target=flip, daemon=True)
+
+
+def test_a_folder_flipping_to_a_symlink_never_leads_a_read_outside(tmp_path: Path) -> None:
+    root, outside = _tree(tmp_path)
+    files = ContextAssembler(roots=[root])
+    pointer = str(root / "sub" / "file.txt")
+    stop = threading.Event()
+    flipper = _flipper(root, outside, stop)
+    flipper.start()
+    read, refused, untyped = 0, 0, []
+    try:
+        for _ in range(5000):
+            try:
+                data = files.read(pointer, where="$.x.path", owner="m1")
+            except (FileNotAllowedError, RenderError) as err:
+                assert "$.x.path" in str(err) or "m1" in str(err)
+                refused += 1
+            except Exception as err:  # anything else is a defect
+                untyped.append(repr(err))
+            else:
+                assert data == INSIDE
+                read += 1
+    finally:
+        stop.set()
+        flipper.join(timeout=5)
+    assert untyped == []
+    assert read > 0 and refused > 0  # both sides of the race were met
+
+
+def test_renders_racing_a_flipping_folder_never_send_outside_bytes(tmp_path: Path) -> None:
+    root, outside = _tree(tmp_path)
+    thread = turnwire.load_thread(
+        {
+            "version": 1,
+            "model": "gpt-5",
+            "messages": [
+                {
+                    "id": "u1",
+                    "role": "user",
+                    "content": "read this",
+                    "created_at": "2026-01-01T00:00:00Z",
+                    "attachments": [
+                        {
+                            "id": "a1",
+                            "kind": "document",
+                            "mime_type": "text/plain",
+                            "filename": "file.txt",
+                            "path": str(root / "sub" / "file.txt"),
+                        }
+                    ],
+                }
+            ],
+        }
+    )
+    container = turnwire.build_container()
+    stop = threading.Event()
+    flipper = _flipper(root, outside, stop)
+    flipper.start()
+    sent, refused = 0, 0
+    try:
+        for _ in range(300):
+            try:
+                body = turnwire.render(thread, container=container, roots=[root]).body
+            except TurnwireError:
+                refused += 1
+            else:
+                sent += 1
+                assert b"SECRET" not in body and b"U0VDUkVU" not in body  # nor its base64
+    finally:
+        stop.set()
+        flipper.join(timeout=5)
+    assert sent + refused == 300
+
+
+def test_symlinks_inside_the_root_are_followed_and_dotdot_never_climbs_out(tmp_path: Path) -> None:
+    root, outside = _tree(tmp_path)
+    (root / "relative").symlink_to("real")
+    (root / "absolute").symlink_to(root / "real")
+    (root / "escape").symlink_to(outside)
+    (root / "real" / "up").symlink_to("../../outside")
+    files = ContextAssembler(roots=[root])
+
+    def read(pointer: Path | str) -> bytes:
+        return files.read(str(pointer), where="$.p", owner="o")
+
+    assert read(root / "relative" / "file.txt") == INSIDE
+    assert read(root / "absolute" / "file.txt") == INSIDE
+    assert read(root / "real" / ".." / "real" / "file.txt") == INSIDE
+    for pointer in (
+        root / "escape" / "file.txt",
+        root / "real" / "up" / "file.txt",
+        f"{root}/../outside/file.txt",
+    ):
+        with pytest.raises(FileNotAllowedError, match="leads outside the allowed roots"):
+            read(pointer)
+
+
+def test_a_hard_linked_file_is_refused_unless_configured(tmp_path: Path) -> None:
+    root, outside = _tree(tmp_path)
+    os.link(outside / "file.txt", root / "real" / "linked.txt")
+    pointer = str(root / "real" / "linked.txt")
+    with pytest.raises(FileNotAllowedError, match="2 hard links") as refused:
+        ContextAssembler(roots=[root]).read(pointer, where="$.p", owner="o")
+    assert refused.value.path == "$.p"
+    assert (
+        ContextAssembler(roots=[root], allow_hard_links=True).read(pointer, where="$.p", owner="o")
+        == OUTSIDE
+    )
+    settings = turnwire.load_settings(overrides={"files": {"allow_hard_links": True}})
+    assert ContextAssembler.from_settings(settings.files, [root]).allow_hard_links
+
+
+def test_a_missing_or_special_component_is_a_typed_error(tmp_path: Path) -> None:
+    root, _ = _tree(tmp_path)
+    os.mkfifo(root / "real" / "pipe")
+    files = ContextAssembler(roots=[root])
+    with pytest.raises(RenderError, match="cannot be read"):
+        files.read(str(root / "nothing" / "file.txt"), where="$.p", owner="o")
+    with pytest.raises(FileNotAllowedError, match="a FIFO"):
+        files.read(str(root / "real" / "pipe"), where="$.p", owner="o")
+    with pytest.raises(FileNotAllowedError):
+        files.read(str(root / "real" / "file.txt" / "deeper"), where="$.p", owner="o")

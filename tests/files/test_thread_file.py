@@ -1,16 +1,21 @@
-"""Thread files (schema v1) and the domain model's validation rules, with $.path errors."""
+"""Thread files (schema version 1, YAML or JSON): loading with relative pointers, dumping and saving
+(every character, the mode, through a link, one verdict per save), and records dated ahead of the
+clock refused where a thread comes in."""
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
 import turnwire
 from turnwire import ThreadFileError, dump_thread, load_thread
+from turnwire.files.thread_file import FUTURE_SKEW
 from turnwire.model.records import HostedItem
 
-from .conftest import REPO_EXAMPLES, at
+from ..conftest import REPO_EXAMPLES, at, turnwire_process
 
 
 def _fails(data, path, words):
@@ -190,3 +195,55 @@ def test_a_save_goes_through_a_link_and_a_folder_it_cannot_write_is_a_typed_erro
     assert load_thread(link).messages[0].attachments[0].path == str(real.parent / "photo.png")
     with pytest.raises(ThreadFileError, match="cannot be written"):
         turnwire.save_thread(thread, tmp_path / "missing" / "t.yaml")
+
+
+def _iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _thread(ahead: timedelta) -> dict:
+    now = datetime.now(UTC)
+    return {
+        "version": 1,
+        "model": "gpt-5",
+        "messages": [
+            {
+                "id": "u1",
+                "role": "user",
+                "content": "hi",
+                "created_at": _iso(now - timedelta(hours=1)),
+            }
+        ],
+        "hosted_items": [
+            {
+                "id": "cmp_1",
+                "type": "compaction",
+                "item": {"type": "compaction", "id": "cmp_1", "encrypted_content": "x"},
+                "created_at": _iso(now + ahead),
+            }
+        ],
+    }
+
+
+def test_a_compaction_dated_in_the_future_is_refused_naming_it() -> None:
+    with pytest.raises(ThreadFileError, match="is in the future") as refused:
+        turnwire.load_thread(_thread(timedelta(days=365)))
+    assert refused.value.path == "$.hosted_items[0].created_at"
+
+
+def test_a_few_minutes_of_clock_drift_are_allowed() -> None:
+    thread = turnwire.load_thread(_thread(FUTURE_SKEW - timedelta(minutes=1)))
+    assert len(thread.hosted_items) == 1
+
+
+def test_a_thread_file_and_an_import_refuse_it_alike(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(_thread(timedelta(days=1))))
+    for arguments in (
+        ("render", str(path)),
+        ("threads", "import", str(path), "--db", str(tmp_path / "threads.db")),
+    ):
+        done = turnwire_process(*arguments)
+        assert done.returncode == 2
+        last = done.stderr.strip().splitlines()[-1]
+        assert last.startswith("error: E_THREAD_FILE_INVALID: $.hosted_items[0].created_at: ")
