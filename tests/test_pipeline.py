@@ -103,13 +103,6 @@ def test_buckets_left_out_of_the_order_are_never_rendered():
     assert "memor" not in str(body)
 
 
-def test_bucket_order_without_timeline_is_a_configuration_error():
-    with pytest.raises(turnwire.ConfigError) as caught:
-        make_container({"render": {"bucket_order": ["memories"]}})
-    assert caught.value.path == "$.render.bucket_order"
-    assert "timeline" in str(caught.value)
-
-
 def test_function_call_arguments_are_compact_json_in_insertion_order():
     t = thread(
         tools=[WEATHER_TOOL],

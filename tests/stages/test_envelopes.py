@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
-import re
-
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -36,20 +33,6 @@ def test_trusted_uses_its_own_prefix_and_modality_comes_last():
 def test_attribute_values_are_escaped():
     attrs = EnvelopeAttrs(nonce=NONCE, kind="tool-result", tool='a"<b>&')
     assert 'tool="a&quot;&lt;b&gt;&amp;"' in render_untrusted_content(content="", attrs=attrs)
-
-
-def test_nonce_is_keyed_stable_and_not_the_id():
-    keyed = EnvelopeNonce("secret")
-    assert keyed("call_1") == keyed("call_1") == NONCE
-    assert re.fullmatch(r"[0-9a-f]{16}", NONCE)
-    assert "call_1" not in NONCE
-    assert EnvelopeNonce("other")("call_1") != NONCE
-    assert keyed("call_2") != NONCE
-
-
-def test_nonce_repr_never_shows_the_secret():
-    assert "secret" not in repr(EnvelopeNonce("secret"))
-    assert repr(EnvelopeNonce("secret")) == "EnvelopeNonce(keyed=True)"
 
 
 def test_a_body_that_forges_the_closing_tag_is_neutralised():
@@ -113,38 +96,3 @@ def test_no_body_closes_its_envelope_early_or_opens_developer_rules(body, stage)
     assert lowered.endswith(closer + ">")
     assert "<system_instructions" not in lowered
     assert "</system_instructions" not in lowered
-
-
-@given(
-    secret=st.one_of(
-        st.none(),
-        st.text(max_size=100),
-        st.binary(max_size=150),
-        st.sampled_from([b"k" * 63, b"k" * 64, b"k" * 65, "é" * 32, "é" * 33]),
-    ),
-    record_id=st.text(st.characters(blacklist_categories=("Cs",)), max_size=80),
-)
-def test_nonce_is_the_truncated_hmac_sha256_of_the_id(secret, record_id):
-    # The precomputed pad states give RFC 2104's HMAC byte for byte: keys shorter than, equal to
-    # and longer than the SHA-256 block, text and bytes, and the unkeyed default for no secret.
-    raw = secret.encode() if isinstance(secret, str) else secret
-    key = raw or b"turnwire:unkeyed-envelope-nonce:v1"
-    expected = hmac.digest(key, record_id.encode(), "sha256")[:8].hex()
-    nonce = EnvelopeNonce(secret)
-    assert nonce(record_id) == expected
-    assert nonce(record_id) == expected  # from the cache, the same
-    assert nonce.keyed is bool(secret)
-
-
-def test_nonce_values_are_pinned():
-    # Values of the hmac.digest derivation this replaced: secrets in use keep their nonces.
-    assert EnvelopeNonce("secret")("call_1") == "1b3a7b4da3acf7bf"
-    assert EnvelopeNonce(None)("call_1") == "ff7999f33695cb10"
-    assert EnvelopeNonce(b"x" * 100)("msg_7") == "164da3863501b531"
-
-
-def test_nonce_state_never_shows_the_secret():
-    nonce = EnvelopeNonce("hunter2-secret")
-    shown = repr(nonce) + str(nonce) + repr(nonce._inner) + repr(nonce._outer)
-    assert "hunter2" not in shown
-    assert not hasattr(nonce, "__dict__")

@@ -23,7 +23,7 @@ from turnwire.config.settings import (
     default_config_path,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+from ..conftest import REPO
 
 
 def write(tmp_path: Path, text: str, name: str = "p.yaml") -> Path:

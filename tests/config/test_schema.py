@@ -18,9 +18,8 @@ from turnwire.config.schema import DIALECT, FIELD_DOCS, config_schema, thread_sc
 from turnwire.config.settings import Settings
 from turnwire.model.records import Thread
 
-from .conftest import turnwire_process
+from ..conftest import REPO, turnwire_process
 
-REPO = Path(__file__).resolve().parents[1]
 THREAD_FILES = sorted(
     [*REPO.glob("examples/*.yaml"), *REPO.glob("tests/golden/*.yaml")],
     key=str,

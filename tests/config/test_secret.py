@@ -21,7 +21,7 @@ from turnwire import ConfigError
 from turnwire.config.secret import envelope_secret
 from turnwire.plugin import EnvelopeNonce
 
-from .conftest import make_container
+from ..conftest import make_container
 
 
 @pytest.fixture
@@ -178,16 +178,3 @@ def test_processes_that_race_to_make_the_secret_all_get_the_same_one(config_home
     assert {out.strip() for out, _ in results} == {secret}
     assert sum("created a new envelope secret" in err for _, err in results) == 1
     assert sorted(p.name for p in path.parent.iterdir()) == ["envelope-secret"]
-
-
-def test_the_nonce_cache_is_bounded(monkeypatch):
-    """A long-lived container derives nonces for every record id it ever sees: the cache
-    starts again from none once full, and the nonces stay the same."""
-    from turnwire.config import nonce as nonces
-
-    monkeypatch.setattr(nonces, "NONCE_CACHE_SIZE", 8)
-    nonce = nonces.EnvelopeNonce("s")
-    first = [nonce(f"id{i}") for i in range(20)]
-    assert len(nonce._cache) <= 8
-    assert [nonce(f"id{i}") for i in range(20)] == first
-    assert first == [nonces.EnvelopeNonce("s")(f"id{i}") for i in range(20)]
