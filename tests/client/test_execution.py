@@ -1,12 +1,6 @@
-"""Hosted tool declarations and MCP approvals through real runs on a local server.
-
-The declarations of the thread file (``hosted_tools``) and of the configuration
-(``tools.hosted``) reach the body the server receives, after the function tools, checked by
-both oracles; an MCP approval request streamed by the server is recorded, shown by ``turnwire
-run``, and answered on the next run (``--approve`` / ``--deny``, ``approvals=``) with an
-``mcp_approval_response`` item the server sees in position. An MCP server's credentials reach
-the body and nothing else.
-"""
+"""MCP approvals through real runs on a local server: an approval request streamed by the server is
+recorded, the user's decision goes after it in the next request, and a decision on anything but a
+pending request fails before anything is sent; the command line shows and decides them."""
 
 from __future__ import annotations
 
@@ -17,7 +11,6 @@ from typing import Any
 
 import msgspec
 import pytest
-import yaml
 
 import turnwire
 from turnwire.errors import ApprovalNotPendingError, ThreadFileError
@@ -25,47 +18,30 @@ from turnwire.model.approvals import Approval, pending_approvals
 from turnwire.model.records import McpTool
 
 from ..conftest import make_container, turnwire_process
-from ..oracle import validate_body, validate_open_responses
-from .server import Reply, ScriptedServer, recorded
+from ..wire.test_hosted_tools import (
+    FOLLOW_UP,
+    HOSTED,
+    MCP,
+    QUESTION,
+    SECRET,
+    TOKEN,
+    _checked,
+    _config,
+    _container,
+    _run,
+    _thread,
+)
+from .server import Reply, ScriptedServer
 from .test_output_shapes import streamed
 
-SECRET = "mcp-header-secret-0f9d8c7b6a"
-TOKEN = "oauth-token-5e4d3c2b1a09"
-FOLLOW_UP = recorded("text_simple_gpt-4o-mini.sse")
-QUESTION = {
-    "id": "u1",
-    "role": "user",
-    "content": "Ask the wiki.",
-    "created_at": "2026-01-01T10:00:00Z",
-}
-
-HOSTED = [
-    {"type": "web_search", "search_context_size": "medium", "user_location": {"city": "Paris"}},
-    {
-        "type": "file_search",
-        "vector_store_ids": ["vs_1"],
-        "max_num_results": 4,
-        "filters": {"type": "eq", "key": "region", "value": "eu"},
-        "ranking_options": {"ranker": "auto", "score_threshold": 0.25},
-    },
-    {"type": "code_interpreter", "container": {"type": "auto"}},
-    {"type": "image_generation", "quality": "low", "size": "1024x1024"},
-]
-MCP = {
-    "type": "mcp",
-    "server_label": "deepwiki",
-    "server_url": "https://mcp.deepwiki.com/mcp",
-    "allowed_tools": ["ask_question"],
-    "require_approval": "always",
-    "headers": {"X-Api-Token": SECRET},
-    "authorization": TOKEN,
-}
 LIST_TOOLS = {
     "type": "mcp_list_tools",
     "id": "mcpl_1",
     "server_label": "deepwiki",
     "tools": [{"name": "ask_question", "input_schema": {"type": "object"}}],
 }
+
+
 APPROVAL_REQUEST = {
     "type": "mcp_approval_request",
     "id": "mcpr_1",
@@ -73,6 +49,8 @@ APPROVAL_REQUEST = {
     "name": "ask_question",
     "arguments": '{"repoName":"openai/openai-python","question":"What is store?"}',
 }
+
+
 MCP_CALL = {
     "type": "mcp_call",
     "id": "mcp_1",
@@ -83,6 +61,8 @@ MCP_CALL = {
     "approval_request_id": "mcpr_1",
     "status": "completed",
 }
+
+
 ANSWER = {
     "type": "message",
     "id": "msg_9",
@@ -90,46 +70,6 @@ ANSWER = {
     "status": "completed",
     "content": [{"type": "output_text", "text": "It is server-side state.", "annotations": []}],
 }
-
-
-def _thread(tmp_path: Path, **fields: Any) -> Path:
-    path = tmp_path / "t.json"
-    path.write_text(json.dumps({"version": 1, "model": "gpt-5", "messages": [QUESTION], **fields}))
-    return path
-
-
-def _config(tmp_path: Path, **tools: Any) -> Path:
-    config = tmp_path / "c.yaml"
-    tree = {
-        "plugins": {"load_entrypoints": False},
-        "client": {"retry": {"max_retries": 0}},
-        "tools": tools,
-    }
-    config.write_text(yaml.safe_dump(tree))
-    return config
-
-
-def _container(**tools: Any) -> turnwire.Container:
-    return make_container({"client": {"retry": {"max_retries": 0}}, "tools": tools})
-
-
-def _run(path: Path, replies: list[Reply], container: Any = None, **options: Any) -> Any:
-    with ScriptedServer(replies) as server:
-        result = turnwire.api.run(
-            path,
-            container=container or _container(hosted=[MCP]),
-            base_url=server.base_url,
-            save=True,
-            **options,
-        )
-    return result, server.requests
-
-
-def _checked(seen: Any) -> dict[str, Any]:
-    body = seen.json
-    validate_body(body)
-    validate_open_responses(body)
-    return body
 
 
 # ------------------------------------------------------------------ declarations
