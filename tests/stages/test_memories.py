@@ -1,4 +1,4 @@
-"""render_memories and render_standing_instructions."""
+"""render_memories."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ from datetime import UTC, datetime
 
 from turnwire.config.nonce import EnvelopeNonce
 from turnwire.model.records import Memory
-from turnwire.stages.instructions import render_standing_instructions
 from turnwire.stages.memories import render_memories
 
 NONCE = EnvelopeNonce("k")
@@ -39,12 +38,3 @@ def test_a_memory_cannot_close_the_memories_block():
     )
     assert text.count("</memories>") == 1
     assert "<system_instructions" not in text
-
-
-def test_standing_instructions_join_non_empty_parts_with_a_blank_line():
-    text = render_standing_instructions(standing_instructions=("Be terse.", "", "Cite sources."))
-    assert text == (
-        '<system_instructions kind="developer-rules">\nBe terse.\n\nCite sources.\n'
-        "</system_instructions>"
-    )
-    assert render_standing_instructions(standing_instructions=("",)) == ""

@@ -1,8 +1,9 @@
-"""The fast paths of the stages' text helpers print exactly what the general formatting prints.
+"""``turnwire.stages._text``: the fast paths of the stages' text helpers print exactly what the
+general formatting prints.
 
 ``iso`` builds the common datetimes (plain, naive or at a fixed offset) from memoised date and
 offset texts and fixed-width digits; ``escape_attr`` returns a value holding nothing to escape
-as it is. Each is checked against the formatting it replaced, written out here.
+as it is. Each is checked against the general formatting, written out here.
 """
 
 from __future__ import annotations
