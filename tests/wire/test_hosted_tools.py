@@ -352,3 +352,18 @@ def test_credentials_are_not_part_of_a_reasoning_fingerprint():
     rotated = msgspec.structs.replace(tool, headers={"X-Api-Token": "another-secret-value"})
     assert prefix_tail("gpt-5", None, (tool,)) == prefix_tail("gpt-5", None, (rotated,))
     assert SECRET.encode() not in prefix_tail("gpt-5", None, (tool,))
+
+
+def test_threads_show_hides_mcp_credentials_and_export_keeps_them(tmp_path):
+    path = _thread(tmp_path, hosted_tools=[MCP])
+    db = str(tmp_path / "threads.db")
+    imported = turnwire_process("threads", "import", str(path), "--id", "t1", "--db", db)
+    assert imported.returncode == 0, imported.stderr
+    shown = turnwire_process("threads", "show", "t1", "--db", db)
+    assert shown.returncode == 0, shown.stderr + shown.stdout
+    declared = json.loads(shown.stdout)["hosted_tools"][0]
+    assert declared["headers"] == {"X-Api-Token": "[redacted]"}
+    assert declared["authorization"] == "[redacted]"
+    assert SECRET not in shown.stdout and TOKEN not in shown.stdout
+    exported = turnwire_process("threads", "export", "t1", "-", "--db", db)
+    assert json.loads(exported.stdout)["hosted_tools"] == [MCP]  # lossless, as imported
