@@ -448,7 +448,7 @@ plugins:
     redact: {phones: false}
 """,
     "store": """\
-store: {path: /var/lib/turnwire/threads.db}
+store: {location: /var/lib/turnwire/threads.db}
 """,
     "tools": """\
 tools:

@@ -161,19 +161,19 @@ def test_context_values_nothing_reads_are_reported(tmp_path):
         "version: 1\nmodel: m\nsystem_prompt: 'Help {user}.'\nmessages:\n- {id: u1, role: user, "
         "content: hi, created_at: '2026-01-01T00:00:00Z'}\n"
     )
-    unread = run("render", str(thread), "--context", "user=Ana")
+    unread = run("render", str(thread), "--render-context", "user=Ana")
     assert unread.returncode == 0, unread.stderr
-    assert "--context is not used: render.system_prompt_template is off" in unread.stderr
+    assert "--render-context is not used: render.system_prompt_template is off" in unread.stderr
     assert "Help {user}." in unread.stdout
     used = run(
         "render",
         str(thread),
-        "--context",
+        "--render-context",
         "user=Ana",
         "--set",
         "render.system_prompt_template=true",
     )
-    assert used.returncode == 0 and "--context" not in used.stderr, used.stderr
+    assert used.returncode == 0 and "--render-context" not in used.stderr, used.stderr
     assert "Help Ana." in used.stdout
 
 
@@ -186,6 +186,6 @@ def test_run_reports_its_own_usage_before_the_configuration(tmp_path):
         .splitlines()[-1]
         .endswith("--thread runs a stored thread: give no THREAD file and no --save")
     )
-    nothing = run("run", "--context", "a=1", *bad_config)
+    nothing = run("run", "--render-context", "a=1", *bad_config)
     assert "give a THREAD file, or --thread ID" in nothing.stderr
-    assert "--context is not used" not in nothing.stderr
+    assert "--render-context is not used" not in nothing.stderr

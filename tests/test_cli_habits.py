@@ -79,15 +79,15 @@ def _env() -> dict[str, str]:
 
 def test_export_to_stdout_and_import_from_stdin(tmp_path: Path):
     db = tmp_path / "threads.db"
-    imported = turnwire_process("threads", "import", str(WEATHER), "--db", str(db), "--id", "w")
+    imported = turnwire_process("threads", "import", str(WEATHER), "--store", str(db), "--id", "w")
     assert imported.returncode == 0, imported.stderr
-    exported = turnwire_process("threads", "export", "w", "-", "--db", str(db))
+    exported = turnwire_process("threads", "export", "w", "-", "--store", str(db))
     assert exported.returncode == 0, exported.stderr
-    shown = turnwire_process("threads", "show", "w", "--db", str(db))
+    shown = turnwire_process("threads", "show", "w", "--store", str(db))
     assert json.loads(exported.stdout) == json.loads(shown.stdout)
     assert not (tmp_path / "-").exists()
     again = subprocess.run(
-        [sys.executable, "-m", "turnwire", "threads", "import", "-", "--db", str(db), "--id", "w2"],
+        [sys.executable, "-m", "turnwire", "threads", "import", "-", "--store", str(db), "--id", "w2"],
         input=exported.stdout.encode(),
         capture_output=True,
         env=_env(),
@@ -96,7 +96,7 @@ def test_export_to_stdout_and_import_from_stdin(tmp_path: Path):
         check=False,
     )
     assert again.returncode == 0, again.stderr
-    copy = turnwire_process("threads", "show", "w2", "--db", str(db))
+    copy = turnwire_process("threads", "show", "w2", "--store", str(db))
     assert _without_paths(json.loads(copy.stdout)) == _without_paths(json.loads(shown.stdout))
 
 
@@ -161,7 +161,7 @@ def test_every_option_and_argument_has_help_text():
 
 def test_db_in_a_missing_folder_is_an_error_not_a_new_store(tmp_path: Path):
     target = tmp_path / "no-such-folder" / "threads.db"
-    done = turnwire_process("threads", "list", "--db", str(target))
+    done = turnwire_process("threads", "list", "--store", str(target))
     assert done.returncode == 2
     assert done.stderr.strip() == (
         f"error: E_STORE: the store's folder {target.parent} does not exist; create it first"

@@ -110,14 +110,14 @@ def stored(tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]) -> str:
     path = tmp_path / "hostile.json"
     path.write_text(json.dumps(THREAD))
     db = str(tmp_path / "threads.db")
-    imported = ["threads", "import", str(path), "--db", db, "--id", "h", "--title", HOSTILE]
+    imported = ["threads", "import", str(path), "--store", db, "--id", "h", "--title", HOSTILE]
     assert main(imported) == 0
     capsysbinary.readouterr()
     return db
 
 
 def test_a_transcript_shows_the_text_without_its_controls(stored, capsysbinary):
-    assert main(["threads", "show", "h", "--transcript", "--db", stored]) == 0
+    assert main(["threads", "show", "h", "--transcript", "--store", stored]) == 0
     out, err = capsysbinary.readouterr()
     assert raw_controls(out + err) == []
     lines = out.decode().splitlines()
@@ -128,7 +128,7 @@ def test_a_transcript_shows_the_text_without_its_controls(stored, capsysbinary):
 
 
 def test_the_thread_list_shows_a_title_without_its_controls(stored, capsysbinary):
-    assert main(["threads", "list", "--db", stored]) == 0
+    assert main(["threads", "list", "--store", stored]) == 0
     out, _ = capsysbinary.readouterr()
     assert raw_controls(out) == []
     (line,) = out.decode().splitlines()
@@ -138,7 +138,7 @@ def test_the_thread_list_shows_a_title_without_its_controls(stored, capsysbinary
 def test_a_shown_thread_is_json_with_its_c0_controls_escaped_and_its_text_whole(
     stored, capsysbinary
 ):
-    assert main(["threads", "show", "h", "--db", stored]) == 0
+    assert main(["threads", "show", "h", "--store", stored]) == 0
     out, _ = capsysbinary.readouterr()
     assert [c for c in raw_controls(out) if c < "U+0080"] == []
     assert json.loads(out)["messages"][0]["content"] == HOSTILE
@@ -147,7 +147,7 @@ def test_a_shown_thread_is_json_with_its_c0_controls_escaped_and_its_text_whole(
 def test_a_shown_thread_carries_no_c1_control_and_the_same_json(stored, capsysbinary):
     """JSON escapes only C0; DEL and C1 (CSI, DCS, ST) go out as \\u00XX escapes: the same
     value, nothing a terminal acts on."""
-    assert main(["threads", "show", "h", "--db", stored]) == 0
+    assert main(["threads", "show", "h", "--store", stored]) == 0
     out, _ = capsysbinary.readouterr()
     assert raw_controls(out) == []
     assert json.loads(out)["messages"][0]["content"] == HOSTILE

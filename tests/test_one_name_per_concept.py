@@ -43,3 +43,62 @@ def test_a_renderer_takes_output_schema_too() -> None:
     new = renderer.render(_thread(), output_schema=Answer).body
     with pytest.warns(DeprecationWarning, match="output_schema="):
         assert renderer.render(_thread(), output_type=Answer).body == new
+
+
+def _thread_file(tmp_path) -> str:  # type: ignore[no-untyped-def]
+    import json
+
+    path = tmp_path / "t.json"
+    path.write_text(
+        json.dumps(
+            {"version": 1, "model": "gpt-5", "system_prompt": "Help {user}.", "messages": [user()]}
+        )
+    )
+    return str(path)
+
+
+def test_render_context_on_the_command_line_and_its_old_name(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from .conftest import turnwire_process
+
+    thread_path = _thread_file(tmp_path)
+    common = ("render", thread_path, "--set", "render.system_prompt_template=true")
+    new = turnwire_process(*common, "--render-context", "user=Ana")
+    old = turnwire_process(*common, "--context", "user=Ana")
+    assert new.returncode == old.returncode == 0, (new.stderr, old.stderr)
+    assert json.loads(new.stdout)["instructions"] == json.loads(old.stdout)["instructions"]
+    assert json.loads(new.stdout)["instructions"].startswith("Help Ana.")
+    assert "deprecated" not in new.stderr
+    assert "--context is deprecated: use --render-context" in old.stderr
+
+
+def test_the_store_on_the_command_line_and_its_old_name(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from .conftest import turnwire_process
+
+    db = str(tmp_path / "threads.db")
+    new = turnwire_process("threads", "list", "--store", db)
+    old = turnwire_process("threads", "list", "--db", db)
+    assert new.returncode == old.returncode == 0, (new.stderr, old.stderr)
+    assert "deprecated" not in new.stderr
+    assert "--db is deprecated: use --store" in old.stderr
+
+
+def test_store_location_in_the_configuration_and_its_old_names(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from .conftest import turnwire_process
+
+    db = str(tmp_path / "threads.db")
+    assert turnwire.load_settings(overrides={"store": {"location": db}}).store.where == db
+    with pytest.warns(DeprecationWarning, match="store.path is deprecated: write store.location"):
+        assert turnwire.load_settings(overrides={"store": {"path": db}}).store.where == db
+    url = "postgresql://u@127.0.0.1:9/d"
+    with pytest.warns(DeprecationWarning, match="store.url is deprecated"):
+        assert turnwire.load_settings(overrides={"store": {"url": url}}).store.where == url
+    with pytest.raises(turnwire.ConfigError, match="set `location` alone"):
+        turnwire.load_settings(overrides={"store": {"location": db, "url": url}})
+    profile = tmp_path / "p.yaml"
+    profile.write_text(f"store:\n  path: {db}\n")
+    old = turnwire_process("threads", "list", "--config", str(profile))
+    assert old.returncode == 0, old.stderr
+    assert "turnwire: warning: store.path is deprecated: write store.location" in old.stderr
+    assert (tmp_path / "threads.db").exists()  # the old key still names the store

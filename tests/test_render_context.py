@@ -77,16 +77,16 @@ def test_context_on_the_command_line(tmp_path):
         str(path),
         "--set",
         "render.system_prompt_template=true",
-        "--context",
+        "--render-context",
         "user=Ana",
-        "--context",
+        "--render-context",
         "date=2026-12-01",
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["instructions"] == "Help Ana on 2026-12-01."
-    bad = turnwire_process("render", str(path), "--context", "no-equals")
+    bad = turnwire_process("render", str(path), "--render-context", "no-equals")
     assert bad.returncode == 2
-    assert bad.stderr.startswith("error: E_INVALID_OPENAI_RESPONSES_OPTIONS: --context 'no-equals'")
+    assert bad.stderr.startswith("error: E_INVALID_OPENAI_RESPONSES_OPTIONS: --render-context 'no-equals'")
 
 
 def test_content_stages_may_ask_for_it_too_and_a_warm_render_sees_each_context():

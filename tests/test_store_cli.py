@@ -38,14 +38,14 @@ def _without_paths(thread: turnwire.Thread) -> turnwire.Thread:
 def test_import_list_show_export_delete(tmp_path):
     db = str(tmp_path / "t.db")
     done = cli(
-        "threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--title", "Weather", "--db", db
+        "threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--title", "Weather", "--store", db
     )
     assert done.returncode == 0, done.stderr
     thread_id = done.stdout.strip()
     assert thread_id.startswith("thr_")
-    listing = json.loads(cli("threads", "list", "--json", "--db", db).stdout)
+    listing = json.loads(cli("threads", "list", "--json", "--store", db).stdout)
     assert [(t["id"], t["title"], t["turns"]) for t in listing] == [(thread_id, "Weather", 2)]
-    shown = turnwire.load_thread(json.loads(cli("threads", "show", thread_id, "--db", db).stdout))
+    shown = turnwire.load_thread(json.loads(cli("threads", "show", thread_id, "--store", db).stdout))
     original = turnwire.load_thread(REPO_EXAMPLES / "weather.yaml")
     assert _without_paths(shown) == _without_paths(original)
     # The attachment was copied into the store's own folder, byte for byte.
@@ -53,11 +53,11 @@ def test_import_list_show_export_delete(tmp_path):
     assert copy.path is not None and Path(copy.path).parent.parent == tmp_path / "files"
     assert Path(copy.path).read_bytes() == (REPO_EXAMPLES / "photo.png").read_bytes()
     exported = tmp_path / "out.yaml"
-    assert cli("threads", "export", thread_id, str(exported), "--db", db).returncode == 0
+    assert cli("threads", "export", thread_id, str(exported), "--store", db).returncode == 0
     assert _without_paths(turnwire.load_thread(exported)) == _without_paths(original)
-    assert cli("threads", "delete", thread_id, "--db", db).returncode == 0
+    assert cli("threads", "delete", thread_id, "--store", db).returncode == 0
     assert not Path(copy.path).exists()
-    missing = cli("threads", "show", thread_id, "--db", db)
+    missing = cli("threads", "show", thread_id, "--store", db)
     assert missing.returncode == 2
     assert missing.stderr.startswith("error: E_THREAD_NOT_FOUND: ")
 
@@ -73,7 +73,7 @@ def test_run_a_stored_thread_with_a_question_and_a_file(tmp_path):
             "run",
             "--thread",
             thread_id,
-            "--db",
+            "--store",
             str(db),
             "--prompt",
             "what is this?",
@@ -100,7 +100,7 @@ def test_run_a_stored_thread_with_a_question_and_a_file(tmp_path):
             "run",
             "--thread",
             thread_id,
-            "--db",
+            "--store",
             str(db),
             "--prompt",
             "and now?",
@@ -128,7 +128,7 @@ def test_a_failed_run_appends_nothing(tmp_path):
             "run",
             "--thread",
             thread_id,
-            "--db",
+            "--store",
             str(db),
             "--prompt",
             "hi",
@@ -142,11 +142,11 @@ def test_a_failed_run_appends_nothing(tmp_path):
 
 def test_the_demo_runs_end_to_end_offline(tmp_path):
     db = tmp_path / "demo" / "threads.db"
-    missing = cli("demo", "--db", str(db), cwd=tmp_path)  # as every --db: no new folder
+    missing = cli("demo", "--store", str(db), cwd=tmp_path)  # as every --db: no new folder
     assert missing.returncode == 2 and "does not exist; create it first" in missing.stderr
     assert not db.parent.exists()
     db.parent.mkdir()
-    done = cli("demo", "--db", str(db), cwd=tmp_path)
+    done = cli("demo", "--store", str(db), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "RECORDED" in out
@@ -215,12 +215,12 @@ def test_run_needs_a_thread_file_or_a_stored_thread(tmp_path):
 def test_an_imported_thread_runs_with_its_files_from_the_store(tmp_path):
     """The README's store tour: import a thread file, then run it with a new question."""
     db = str(tmp_path / "t.db")
-    done = cli("threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--db", db)
+    done = cli("threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--store", db)
     assert done.returncode == 0, done.stderr
     thread_id = done.stdout.strip()
     with ScriptedServer([Reply.sse(recorded("text_simple_gpt-4o-mini.sse"))]) as server:
         ran = cli(
-            "run", "--thread", thread_id, "--db", db, "--prompt", "And tomorrow?",
+            "run", "--thread", thread_id, "--store", db, "--prompt", "And tomorrow?",
             "--base-url", server.base_url, "--profile", "examples",
         )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
@@ -233,7 +233,7 @@ def test_an_imported_thread_runs_with_its_files_from_the_store(tmp_path):
         if part.get("type") == "input_image"
     ]
     assert images and images[0]["image_url"].startswith("data:image/png;base64,")
-    listing = json.loads(cli("threads", "list", "--json", "--db", db).stdout)
+    listing = json.loads(cli("threads", "list", "--json", "--store", db).stdout)
     assert listing[0]["turns"] == 4
 
 
@@ -246,8 +246,8 @@ def test_an_import_that_points_outside_its_folder_is_refused_and_stores_nothing(
         "[{id: a1, kind: document, mime_type: text/plain, path: /etc/hostname}]}\n"
     )
     db = str(tmp_path / "t.db")
-    done = cli("threads", "import", str(thread), "--db", db)
+    done = cli("threads", "import", str(thread), "--store", db)
     assert done.returncode == 2
     assert done.stderr.startswith("error: E_FILE_NOT_ALLOWED: $.messages[0].attachments[0].path")
-    assert json.loads(cli("threads", "list", "--json", "--db", db).stdout) == []
+    assert json.loads(cli("threads", "list", "--json", "--store", db).stdout) == []
     assert not any((tmp_path / "files").glob("*/*"))

@@ -198,10 +198,10 @@ def test_threads_show_transcript(tmp_path):
 
     db = tmp_path / "t.db"
     done = turnwire_process(
-        "threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--db", str(db), "--id", "w"
+        "threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--store", str(db), "--id", "w"
     )
     assert done.returncode == 0, done.stderr
-    shown = turnwire_process("threads", "show", "w", "--transcript", "--db", str(db))
+    shown = turnwire_process("threads", "show", "w", "--transcript", "--store", str(db))
     assert shown.returncode == 0, shown.stderr
     first = shown.stdout.splitlines()[0]
     assert first == "Alice: What's the weather in Paris? [attached photo.png]"

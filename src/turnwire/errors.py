@@ -407,7 +407,7 @@ class OutputValidationError(TurnwireError):
 
 class StoreError(InputError):
     """The store cannot be used: a store file that is unusable or newer than this turnwire, a
-    ``--db`` in a folder that does not exist, a row damaged outside turnwire (the message names
+    ``--store`` in a folder that does not exist, a row damaged outside turnwire (the message names
     the thread and the column), or a timestamp the store cannot keep."""
 
     code = "E_STORE"

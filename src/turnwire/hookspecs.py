@@ -106,7 +106,7 @@ def render_standing_instructions(
 
     :param standing_instructions: instruction texts, in order; empty ones are skipped.
     :param render_context: the caller's values for this dispatch (``render_context=``,
-        ``--context``); an implementation that names it reads them.
+        ``--render-context``); an implementation that names it reads them.
     :returns: the block, or ``""`` when there is nothing to say.
 
     Stops at the first non-None result. Runs once per request.
@@ -124,7 +124,7 @@ def render_memories(
     :param memories: the memories, in stored order.
     :param envelope_nonce: derives each record's nonce from its id.
     :param render_context: the caller's values for this dispatch (``render_context=``,
-        ``--context``); an implementation that names it reads them.
+        ``--render-context``); an implementation that names it reads them.
     :returns: the block, or ``""`` when there are no memories.
 
     Stops at the first non-None result. Runs once per request (twice never: a bucket is either
@@ -202,7 +202,7 @@ def render_retrievables(
     :param retrievables: all records, any tier.
     :param stages: the relay to the directive and the three tier stages.
     :param render_context: the caller's values for this dispatch (``render_context=``,
-        ``--context``); an implementation that names it reads them.
+        ``--render-context``); an implementation that names it reads them.
     :returns: the blocks separated by a blank line, or ``""`` when there are none.
 
     Stops at the first non-None result. Runs once per request.
@@ -258,7 +258,7 @@ def render_system_prompt(
     :param system_prompt_template: whether ``{name}`` placeholders in the prompt take values
         from ``render_context``.
     :param render_context: the values the caller passed for this dispatch (``render_context=``
-        in Python, ``--context KEY=VALUE`` on the command line); any stage may ask for it.
+        in Python, ``--render-context KEY=VALUE`` on the command line); any stage may ask for it.
     :param stages: the relay to the bucket stages.
     :returns: the parts separated by a blank line (``""`` when all are empty).
 
@@ -311,7 +311,7 @@ def render_timeline_message(
     :param envelope_nonce: derives the identity envelope's nonce from the message id.
     :param stages: the relay (media blocks, envelopes).
     :param render_context: the caller's values for this dispatch (``render_context=``,
-        ``--context``); an implementation that names it reads them.
+        ``--render-context``); an implementation that names it reads them.
     :returns: zero, one or two items (an assistant message's attachments follow it as a user
         item).
 
@@ -342,7 +342,7 @@ def render_tool_call_result(
     :param warn: reports a recoverable problem (unknown tool).
     :param stages: the relay (envelopes, media blocks, handle bodies).
     :param render_context: the caller's values for this dispatch (``render_context=``,
-        ``--context``); an implementation that names it reads them.
+        ``--render-context``); an implementation that names it reads them.
     :returns: a string, or content blocks for media results.
 
     Stops at the first non-None result. Runs once per tool call that has a result.
@@ -382,7 +382,7 @@ def render_thought(
     :param self_identity: the identifier of the agent's own output.
     :param envelope_nonce: derives the thought envelope's nonce from its id.
     :param render_context: the caller's values for this dispatch (``render_context=``,
-        ``--context``); an implementation that names it reads them.
+        ``--render-context``); an implementation that names it reads them.
     :returns: the text; the pipeline sends it as assistant string content.
 
     Stops at the first non-None result. Runs once per text-rendered thought.

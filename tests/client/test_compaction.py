@@ -355,7 +355,7 @@ def test_threads_compact_on_the_command_line(stored, capsys):
                 "threads",
                 "compact",
                 thread_id,
-                "--db",
+                "--store",
                 location,
                 "--base-url",
                 server.base_url,
@@ -368,7 +368,7 @@ def test_threads_compact_on_the_command_line(stored, capsys):
     assert printed["usage"]["total_tokens"] == 331
     assert server.requests[0].path == "/v1/responses/compact"
     # `threads show` still shows every turn, and the compaction.
-    assert main(["threads", "show", thread_id, "--db", location]) == 0
+    assert main(["threads", "show", thread_id, "--store", location]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert [m["id"] for m in shown["messages"]] == ["u1", "a1", "u2", "a2"]
     assert [h["id"] for h in shown["hosted_items"]] == ["cmp_1"]

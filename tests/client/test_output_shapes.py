@@ -365,14 +365,14 @@ def test_a_hostile_shape_leaves_a_stored_thread_as_it_was_and_showable(tmp_path)
     stream = streamed([{**MESSAGE, "id": 5, "phase": {"a": 1}}])
     with ScriptedServer([Reply.sse(stream)]) as server:
         done = turnwire_process(
-            "run", "--thread", thread_id, "--db", str(db), "--prompt", "hi",
+            "run", "--thread", thread_id, "--store", str(db), "--prompt", "hi",
             "--base-url", server.base_url,
         )  # fmt: skip
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "output[0].id: expected str | null, got int" in done.stderr.splitlines()[-1]
     with SQLiteStore(db) as store:
         assert store.turns(thread_id) == []
-    shown = turnwire_process("threads", "show", thread_id, "--db", str(db))
+    shown = turnwire_process("threads", "show", thread_id, "--store", str(db))
     assert shown.returncode == 0, shown.stderr
 
 

@@ -109,7 +109,7 @@ def test_when_the_config_folder_cannot_be_written_the_secret_goes_beside_the_sto
     blocker.write_text("")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(blocker))  # mkdir under a file fails, even as root
     store = tmp_path / "db" / "threads.db"
-    nonce = _nonce({"store": {"path": str(store)}})
+    nonce = _nonce({"store": {"location": str(store)}})
     beside = store.parent / "envelope-secret"
     assert nonce("m1") == EnvelopeNonce(beside.read_text().strip())("m1")
     assert stat.S_IMODE(beside.stat().st_mode) == 0o600

@@ -218,7 +218,7 @@ def test_run_thread_file_proc_environ_is_refused(tmp_path):
             "run",
             "--thread",
             thread_id,
-            "--db",
+            "--store",
             str(db),
             "--file",
             "/proc/self/environ",

@@ -241,7 +241,7 @@ def test_a_thread_file_and_an_import_refuse_it_alike(tmp_path: Path) -> None:
     path.write_text(json.dumps(_thread(timedelta(days=1))))
     for arguments in (
         ("render", str(path)),
-        ("threads", "import", str(path), "--db", str(tmp_path / "threads.db")),
+        ("threads", "import", str(path), "--store", str(tmp_path / "threads.db")),
     ):
         done = turnwire_process(*arguments)
         assert done.returncode == 2

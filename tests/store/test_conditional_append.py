@@ -66,7 +66,7 @@ def test_two_concurrent_cli_runs_on_one_thread_store_one_answer(path):
                         "run",
                         "--thread",
                         thread_id,
-                        "--db",
+                        "--store",
                         str(path),
                         "--prompt",
                         f"question {i}",

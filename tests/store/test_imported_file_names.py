@@ -52,18 +52,18 @@ def test_a_file_named_with_255_bytes_imports_and_renders(tmp_path: Path) -> None
     (tmp_path / name).write_text("the contents")
     thread = _thread_file(tmp_path, name, name)
     db = tmp_path / "threads.db"
-    done = turnwire_process("threads", "import", str(thread), "--db", str(db))
+    done = turnwire_process("threads", "import", str(thread), "--store", str(db))
     assert done.returncode == 0, done.stderr
     with SQLiteStore(db) as store:
         thread_id = store.list_threads()[0].id
-    rendered = turnwire_process("threads", "show", thread_id, "--db", str(db))
+    rendered = turnwire_process("threads", "show", thread_id, "--store", str(db))
     assert rendered.returncode == 0, rendered.stderr
 
 
 def test_an_empty_path_is_refused_at_import_and_nothing_is_stored(tmp_path: Path) -> None:
     thread = _thread_file(tmp_path, "a.txt", "")
     db = tmp_path / "threads.db"
-    done = turnwire_process("threads", "import", str(thread), "--db", str(db))
+    done = turnwire_process("threads", "import", str(thread), "--store", str(db))
     assert done.returncode == 2
     assert (
         done.stderr.strip()

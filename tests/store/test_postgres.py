@@ -167,21 +167,25 @@ def test_importing_turnwire_does_not_import_psycopg():
     ("store", "message"),
     [
         ({"url": "mysql://h/db"}, "starts with postgresql://"),
-        ({"url": "postgresql://h/db", "path": "/x.db"}, "not both"),
+        ({"url": "postgresql://h/db", "path": "/x.db"}, "not url and path"),
+        ({"location": "postgresql://h/db", "path": "/x.db"}, "not location and path"),
     ],
 )
 def test_store_settings_are_checked(store, message):
+    import warnings
+
     from turnwire.errors import ConfigError
 
-    with pytest.raises(ConfigError, match=message):
+    with warnings.catch_warnings(), pytest.raises(ConfigError, match=message):
+        warnings.simplefilter("ignore", DeprecationWarning)  # the old keys' own warning
         turnwire.load_settings(overrides={"store": store})
 
 
 def test_store_settings_take_a_url_and_a_folder():
     settings = turnwire.load_settings(
-        overrides={"store": {"url": "postgresql://h/db", "folder": "/srv/turnwire"}}
+        overrides={"store": {"location": "postgresql://h/db", "folder": "/srv/turnwire"}}
     )
-    assert (settings.store.url, settings.store.folder, settings.store.path) == (
+    assert (settings.store.where, settings.store.folder, settings.store.path) == (
         "postgresql://h/db",
         "/srv/turnwire",
         None,

@@ -13,7 +13,7 @@ def test_a_damaged_row_of_sqlite_text_is_a_store_error_on_the_command_line(tmp_p
 
     db = tmp_path / "c.db"
     done = turnwire_process(
-        "threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--db", str(db)
+        "threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--store", str(db)
     )
     assert done.returncode == 0, done.stderr
     thread_id = done.stdout.strip()
@@ -28,12 +28,12 @@ def test_a_damaged_row_of_sqlite_text_is_a_store_error_on_the_command_line(tmp_p
         backup.write_bytes(db.read_bytes())
         with sqlite3.connect(backup) as raw:
             raw.execute(sql)
-        listed = turnwire_process("threads", "list", "--db", str(backup))
+        listed = turnwire_process("threads", "list", "--store", str(backup))
         if "header" in sql:  # what the list reads of each thread
             assert listed.returncode == 2 and "Traceback" not in listed.stderr, listed.stderr
         else:
             assert listed.returncode == 0 and thread_id in listed.stdout, listed.stderr
-        shown = turnwire_process("threads", "show", thread_id, "--db", str(backup))
+        shown = turnwire_process("threads", "show", thread_id, "--store", str(backup))
         assert shown.returncode == 2, (sql, shown.stdout)  # bad input: exit 2
         assert "Traceback" not in shown.stderr, shown.stderr
         last = shown.stderr.strip().splitlines()[-1]

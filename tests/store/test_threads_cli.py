@@ -50,14 +50,14 @@ def test_import_list_show_export_delete(location, tmp_path):
     db = location
     done = cli(
         tmp_path, "threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--title", "Weather",
-        "--db", db,
+        "--store", db,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     thread_id = done.stdout.strip()
     assert thread_id.startswith("thr_")
-    listing = json.loads(cli(tmp_path, "threads", "list", "--json", "--db", db).stdout)
+    listing = json.loads(cli(tmp_path, "threads", "list", "--json", "--store", db).stdout)
     assert [(t["id"], t["title"], t["turns"]) for t in listing] == [(thread_id, "Weather", 2)]
-    shown = cli(tmp_path, "threads", "show", thread_id, "--db", db)
+    shown = cli(tmp_path, "threads", "show", thread_id, "--store", db)
     thread = turnwire.load_thread(json.loads(shown.stdout))
     original = turnwire.load_thread(REPO_EXAMPLES / "weather.yaml")
     assert _without_paths(thread) == _without_paths(original)
@@ -65,18 +65,18 @@ def test_import_list_show_export_delete(location, tmp_path):
     assert copy.path is not None
     assert Path(copy.path).parent.parent == _files_folder(location, tmp_path).resolve()
     assert Path(copy.path).read_bytes() == (REPO_EXAMPLES / "photo.png").read_bytes()
-    transcript = cli(tmp_path, "threads", "show", thread_id, "--transcript", "--db", db)
+    transcript = cli(tmp_path, "threads", "show", thread_id, "--transcript", "--store", db)
     assert transcript.returncode == 0 and "weather" in transcript.stdout.lower()
     exported = tmp_path / "out.yaml"
-    done = cli(tmp_path, "threads", "export", thread_id, str(exported), "--db", db)
+    done = cli(tmp_path, "threads", "export", thread_id, str(exported), "--store", db)
     assert done.returncode == 0, done.stderr
     assert _without_paths(turnwire.load_thread(exported)) == _without_paths(original)
-    assert cli(tmp_path, "threads", "delete", thread_id, "--db", db).returncode == 0
+    assert cli(tmp_path, "threads", "delete", thread_id, "--store", db).returncode == 0
     assert not Path(copy.path).exists()
-    missing = cli(tmp_path, "threads", "show", thread_id, "--db", db)
+    missing = cli(tmp_path, "threads", "show", thread_id, "--store", db)
     assert missing.returncode == 2
     assert missing.stderr.startswith("error: E_THREAD_NOT_FOUND: ")
-    empty = cli(tmp_path, "threads", "list", "--db", db)
+    empty = cli(tmp_path, "threads", "list", "--store", db)
     assert empty.returncode == 0 and empty.stderr.startswith("no threads in ")
 
 
@@ -87,7 +87,7 @@ def test_run_a_stored_thread_with_a_question_and_a_file(location, tmp_path):
         thread_id = store.create_thread(turnwire.load_thread({"version": 1, "model": "gpt-4o"}))
     with ScriptedServer([Reply.sse(recorded("text_simple_gpt-4o-mini.sse"))]) as server:
         done = cli(
-            tmp_path, "run", "--thread", thread_id, "--db", location, "--prompt", "what is this?",
+            tmp_path, "run", "--thread", thread_id, "--store", location, "--prompt", "what is this?",
             "--file", str(picture), "--base-url", server.base_url,
             "--config", str(REPO / "config" / "strict-media.yaml"),
         )  # fmt: skip
@@ -109,7 +109,7 @@ def test_a_failed_run_appends_nothing(location, tmp_path):
     failing = recorded("error_then_failed_insufficient_quota_gpt-5-nano.jsonl")
     with ScriptedServer([Reply.sse(failing)]) as server:
         done = cli(
-            tmp_path, "run", "--thread", thread_id, "--db", location, "--prompt", "hi",
+            tmp_path, "run", "--thread", thread_id, "--store", location, "--prompt", "hi",
             "--base-url", server.base_url,
         )  # fmt: skip
     assert done.returncode == 1
@@ -118,12 +118,12 @@ def test_a_failed_run_appends_nothing(location, tmp_path):
 
 
 def test_an_imported_thread_runs_with_its_files_from_the_store(location, tmp_path):
-    done = cli(tmp_path, "threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--db", location)
+    done = cli(tmp_path, "threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--store", location)
     assert done.returncode == 0, done.stderr
     thread_id = done.stdout.strip()
     with ScriptedServer([Reply.sse(recorded("text_simple_gpt-4o-mini.sse"))]) as server:
         ran = cli(
-            tmp_path, "run", "--thread", thread_id, "--db", location, "--prompt", "And tomorrow?",
+            tmp_path, "run", "--thread", thread_id, "--store", location, "--prompt", "And tomorrow?",
             "--base-url", server.base_url, "--profile", "examples",
         )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
@@ -135,12 +135,12 @@ def test_an_imported_thread_runs_with_its_files_from_the_store(location, tmp_pat
         if part.get("type") == "input_image"
     ]
     assert images and images[0]["image_url"].startswith("data:image/png;base64,")
-    listing = json.loads(cli(tmp_path, "threads", "list", "--json", "--db", location).stdout)
+    listing = json.loads(cli(tmp_path, "threads", "list", "--json", "--store", location).stdout)
     assert listing[0]["turns"] == 4
 
 
 def test_the_store_comes_from_the_environment_or_the_settings(location, tmp_path):
-    """$TURNWIRE_STORE and store.url / store.path name the store when --db does not."""
+    """$TURNWIRE_STORE and store.url / store.path name the store when --store does not."""
     done = cli(
         tmp_path, "threads", "import", str(REPO_EXAMPLES / "weather.yaml"),
         TURNWIRE_STORE=location,
@@ -157,12 +157,12 @@ def test_the_store_comes_from_the_environment_or_the_settings(location, tmp_path
 def test_threads_copy_between_the_two_kinds_and_back(location, tmp_path):
     other = str(tmp_path / "other" / "copy.db")
     (tmp_path / "other").mkdir()
-    done = cli(tmp_path, "threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--db", location,
+    done = cli(tmp_path, "threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--store", location,
                "--title", "Weather")  # fmt: skip
     thread_id = done.stdout.strip()
     with ScriptedServer([Reply.sse(recorded("text_simple_gpt-4o-mini.sse"))]) as server:
         ran = cli(
-            tmp_path, "run", "--thread", thread_id, "--db", location, "--prompt", "And tomorrow?",
+            tmp_path, "run", "--thread", thread_id, "--store", location, "--prompt", "And tomorrow?",
             "--base-url", server.base_url, "--profile", "examples",
         )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
@@ -171,7 +171,7 @@ def test_threads_copy_between_the_two_kinds_and_back(location, tmp_path):
     assert copied.stdout.split() == [thread_id]
     assert "copied 1 thread(s)" in copied.stderr
     listings = [
-        json.loads(cli(tmp_path, "threads", "list", "--json", "--db", where).stdout)
+        json.loads(cli(tmp_path, "threads", "list", "--json", "--store", where).stdout)
         for where in (location, other)
     ]
     assert listings[0] == listings[1] and listings[0][0]["title"] == "Weather"
@@ -183,7 +183,7 @@ def test_threads_copy_between_the_two_kinds_and_back(location, tmp_path):
     # Run the copy: its files were copied too, so it renders the same image from its own folder.
     with ScriptedServer([Reply.sse(recorded("text_simple_gpt-4o-mini.sse"))]) as server:
         ran = cli(
-            tmp_path, "run", "--thread", thread_id, "--db", other, "--prompt", "And after?",
+            tmp_path, "run", "--thread", thread_id, "--store", other, "--prompt", "And after?",
             "--base-url", server.base_url, "--profile", "examples",
         )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
@@ -204,14 +204,14 @@ def test_an_exported_thread_file_renders_and_imports_again_wherever_it_is_put(tm
     db = tmp_path / "store" / "t.db"
     db.parent.mkdir()
     imported = turnwire_process(
-        "threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--db", str(db)
+        "threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--store", str(db)
     )
     assert imported.returncode == 0, imported.stderr
     thread_id = imported.stdout.strip()
-    before = turnwire_process("threads", "show", thread_id, "--db", str(db))
+    before = turnwire_process("threads", "show", thread_id, "--store", str(db))
     for target in (tmp_path / "exports" / "w.yaml", tmp_path / "elsewhere" / "sub" / "w.json"):
         target.parent.mkdir(parents=True)
-        done = turnwire_process("threads", "export", thread_id, str(target), "--db", str(db))
+        done = turnwire_process("threads", "export", thread_id, str(target), "--store", str(db))
         assert done.returncode == 0, done.stderr
         text = target.read_text()
         assert str(db.parent) not in text  # no pointer back into the store
@@ -229,7 +229,7 @@ def test_an_exported_thread_file_renders_and_imports_again_wherever_it_is_put(tm
             "threads",
             "import",
             str(moved / target.name),
-            "--db",
+            "--store",
             str(tmp_path / f"{target.stem}.db"),
         )
         assert reimported.returncode == 0, reimported.stderr
@@ -248,12 +248,12 @@ def test_an_export_never_writes_through_a_link_and_keeps_each_files_folder_its_o
     victim = tmp_path / "victim"
     victim.mkdir()
     (out / "t.json.files").symlink_to(victim)  # planted: the copies must not land there
-    refused = turnwire_process("threads", "export", thread_id, str(out / "t.json"), "--db", str(db))
+    refused = turnwire_process("threads", "export", thread_id, str(out / "t.json"), "--store", str(db))
     assert refused.returncode == 2 and "is not a folder an export made" in refused.stderr
     assert list(victim.iterdir()) == [] and not (out / "t.json").exists()
     (out / "t.json.files").unlink()
     for name in ("t.json", "t.yaml", "t.json"):  # again over an earlier export: replaced
-        done = turnwire_process("threads", "export", thread_id, str(out / name), "--db", str(db))
+        done = turnwire_process("threads", "export", thread_id, str(out / name), "--store", str(db))
         assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in out.iterdir()) == [
         "t.json",
@@ -264,7 +264,7 @@ def test_an_export_never_writes_through_a_link_and_keeps_each_files_folder_its_o
     for name in ("t.json", "t.yaml"):
         assert turnwire_process("render", str(out / name)).returncode == 0
     missing = turnwire_process(
-        "threads", "export", thread_id, str(tmp_path / "nope" / "t.json"), "--db", str(db)
+        "threads", "export", thread_id, str(tmp_path / "nope" / "t.json"), "--store", str(db)
     )
     assert missing.returncode == 2 and "does not exist; create it first" in missing.stderr
 
@@ -387,7 +387,7 @@ def _weather_in_a_store(tmp_path: Path) -> tuple[Path, str, Path]:
 
     db = tmp_path / "t.db"
     done = turnwire_process(
-        "threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--db", str(db)
+        "threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--store", str(db)
     )
     assert done.returncode == 0, done.stderr
     out = tmp_path / "out"

@@ -93,4 +93,4 @@ def demo_command(args: argparse.Namespace) -> int:
     """Run the offline demo conversation."""
     from turnwire.demo import run_demo
 
-    return int(run_demo(db=args.db))
+    return int(run_demo(db=args.store))

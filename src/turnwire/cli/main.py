@@ -11,6 +11,7 @@ import argparse
 import logging
 import os
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,7 +21,7 @@ from turnwire.cli.inspection import (
     plugins_command,
     schema_command,
 )
-from turnwire.cli.options import config_options, logging_options
+from turnwire.cli.options import config_options, logging_options, renamed
 from turnwire.cli.printer import LogHandler, echo, echo_json
 from turnwire.cli.render import fingerprint_command, render_command
 from turnwire.cli.run import Decision, run_command
@@ -95,11 +96,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="with --thread: a file to attach to the question (repeatable)",
     )
-    run.add_argument(
+    renamed(
+        run,
+        "--store",
         "--db",
         metavar="URL_OR_PATH",
         help="with --thread: the store, a SQLite file or a postgresql:// URL (default: "
-        "store.url, store.path, $TURNWIRE_STORE, then $XDG_DATA_HOME/turnwire/threads.db)",
+        "store.location, $TURNWIRE_STORE, then $XDG_DATA_HOME/turnwire/threads.db; --db: its "
+        "name before, deprecated)",
     )
     run.add_argument(
         "--base-url",
@@ -197,12 +201,14 @@ def _parser() -> argparse.ArgumentParser:
         help="a configuration profile (its store: section applies); repeatable",
     )
     store_options = argparse.ArgumentParser(add_help=False, parents=[store_config])
-    store_options.add_argument(
+    renamed(
+        store_options,
+        "--store",
         "--db",
         metavar="URL_OR_PATH",
         help="the store: a SQLite file (its folder must exist) or a postgresql:// URL "
-        "(default: store.url, store.path, $TURNWIRE_STORE, then "
-        "$XDG_DATA_HOME/turnwire/threads.db)",
+        "(default: store.location, $TURNWIRE_STORE, then "
+        "$XDG_DATA_HOME/turnwire/threads.db; --db: its name before, deprecated)",
     )
     threads = commands.add_parser(
         "threads", parents=[logs], help="the stored threads", description="The stored threads."
@@ -290,7 +296,13 @@ def _parser() -> argparse.ArgumentParser:
         help="a whole conversation, offline, on recorded answers",
         description="Run a whole conversation end to end with no network and no key.",
     )
-    demo.add_argument("--db", help="where to store the demo thread (default: a temp folder)")
+    renamed(
+        demo,
+        "--store",
+        "--db",
+        help="where to store the demo thread (default: a temp folder; --db: its name before, "
+        "deprecated)",
+    )
 
     plugins = commands.add_parser(
         "plugins",
@@ -354,6 +366,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if args.trace:
         logging.getLogger("turnwire.trace").setLevel(logging.DEBUG)
+    with warnings.catch_warnings():
+        # A deprecated spelling in the configuration (store.path) says so, once, in a line.
+        warnings.simplefilter("default", DeprecationWarning)
+        warnings.showwarning = _show_warning
+        return _command(args)
+
+
+def _show_warning(message: Warning | str, *_: object, **__: object) -> None:
+    echo(f"turnwire: warning: {message}", file=sys.stderr)
+
+
+def _command(args: argparse.Namespace) -> int:
     try:
         return _COMMANDS[args.command](args)
     except TurnwireError as err:

@@ -1,6 +1,6 @@
 """The options several commands share, and what the commands make of them: the settings and
 container (``--config``, ``--profile``, ``--set``, ``--trace``), the render context, the output
-schema, the store (``--db``), and the warnings shown about them."""
+schema, the store (``--store``), and the warnings shown about them."""
 
 from __future__ import annotations
 
@@ -26,6 +26,38 @@ __all__ = [
     "show_warnings",
     "summarise_warnings",
 ]
+
+
+class _Renamed(argparse.Action):
+    """An option with a new name and the one it had before: the old spelling still works, for
+    one version, with a warning that names the new one."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        self.appends = kwargs.pop("append", False)
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        new = self.option_strings[0]
+        if option_string is not None and option_string != new:
+            echo(
+                f"turnwire: warning: {option_string} is deprecated: use {new} (the same value)",
+                file=sys.stderr,
+            )
+        if self.appends:
+            values = [*(getattr(namespace, self.dest, None) or []), values]
+        setattr(namespace, self.dest, values)
+
+
+def renamed(parser: Any, new: str, old: str, **kwargs: Any) -> None:
+    """Add option ``new`` to ``parser``, taking ``old`` too (see :class:`_Renamed`)."""
+    appends = kwargs.pop("action", None) == "append"
+    parser.add_argument(new, old, action=_Renamed, append=appends, **kwargs)
 
 
 def logging_options(*, top: bool) -> argparse.ArgumentParser:
@@ -82,13 +114,16 @@ def config_options(*, example: str) -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help=f"one setting, as a YAML value ({example}); repeatable, applied last",
     )
-    options.add_argument(
+    renamed(
+        options,
+        "--render-context",
         "--context",
         action="append",
         default=[],
+        dest="render_context",
         metavar="KEY=VALUE",
         help="a render-context value stages may ask for (with render.system_prompt_template: "
-        "true, {KEY} in the system prompt); repeatable",
+        "true, {KEY} in the system prompt); repeatable (--context: its name before, deprecated)",
     )
     return options
 
@@ -137,14 +172,14 @@ def container(args: argparse.Namespace) -> Any:
 
 
 def render_context(args: argparse.Namespace) -> dict[str, str]:
-    """``--context KEY=VALUE`` pairs (values stay strings)."""
+    """``--render-context KEY=VALUE`` pairs (values stay strings)."""
     values: dict[str, str] = {}
-    for assignment in getattr(args, "context", []):
+    for assignment in getattr(args, "render_context", []):
         key, equals, value = assignment.partition("=")
         if not equals or not key.isidentifier():
             raise ConfigError(
-                f"--context {assignment!r}: write KEY=VALUE with a name for KEY, such as "
-                "--context user=Ana"
+                f"--render-context {assignment!r}: write KEY=VALUE with a name for KEY, such as "
+                "--render-context user=Ana"
             )
         values[key] = value
     return values
@@ -185,18 +220,18 @@ def output_schema(args: argparse.Namespace) -> Any:
 
 
 def open_store(args: argparse.Namespace, location: str | None = None) -> Any:
-    """The store ``location``, else ``--db``, else the one the settings name."""
+    """The store ``location``, else ``--store``, else the one the settings name."""
     from turnwire import load_settings
     from turnwire import open_store as opened
     from turnwire.errors import StoreError
     from turnwire.store.postgres import is_postgres_url
 
     settings = load_settings(getattr(args, "config", ())).store
-    explicit = location or getattr(args, "db", None) or settings.url or settings.path
+    explicit = location or getattr(args, "store", None) or settings.where
     if explicit and not is_postgres_url(explicit):
         folder = Path(explicit).expanduser().resolve().parent
         if not folder.is_dir():
-            # A typo in --db must not quietly start a new, empty store somewhere else.
+            # A typo in --store must not quietly start a new, empty store somewhere else.
             raise StoreError(f"the store's folder {folder} does not exist; create it first")
     return opened(explicit or None, folder=settings.folder)
 
@@ -217,9 +252,10 @@ def summarise_warnings(args: argparse.Namespace, warnings: Sequence[str]) -> Non
 
 
 def check_context_read(args: argparse.Namespace, built: Any) -> None:
-    """--context with nothing to read it: the built-in system prompt fills its placeholders
-    only under ``render.system_prompt_template``, and no plugin stage takes the values."""
-    if not getattr(args, "context", None) or args.quiet:
+    """--render-context with nothing to read it: the built-in system prompt fills its
+    placeholders only under ``render.system_prompt_template``, and no plugin stage takes the
+    values."""
+    if not getattr(args, "render_context", None) or args.quiet:
         return
     if built.settings().render.system_prompt_template:
         return
@@ -231,7 +267,7 @@ def check_context_read(args: argparse.Namespace, built: Any) -> None:
             if "render_context" in impl.argnames and not module.startswith("turnwire.stages"):
                 return  # a plugin's stage reads them
     echo(
-        "turnwire: warning: --context is not used: render.system_prompt_template is off and "
+        "turnwire: warning: --render-context is not used: render.system_prompt_template is off and "
         "no plugin stage reads render_context (--set render.system_prompt_template=true fills "
         "the prompt's {name} placeholders)",
         file=sys.stderr,

@@ -23,7 +23,7 @@ def render_command(args: argparse.Namespace) -> int:
     """Print the exact body ``run`` would send, MCP credentials masked."""
     from turnwire import render
 
-    context = render_context(args)  # a malformed --context fails before anything else
+    context = render_context(args)  # a malformed --render-context fails before anything else
     built = container(args)
     check_context_read(args, built)
     rendered = render(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
@@ -147,9 +148,9 @@ class RenderSettings(_Section, frozen=True, kw_only=True):
         recorded it (its ``seal`` is valid; a ``compaction`` needs none), else as text, since an
         item can declare tools to the API or approve an MCP call; ``all``: every replayable item,
         sealed or not (thread files you trust).
-    :ivar system_prompt_template: Fill ``{name}`` placeholders of the system prompt from the render
-        context (``--context name=value``, ``render_context=``); names only, unknown ones stay as
-        written.
+    :ivar system_prompt_template: Fill ``{name}`` placeholders of the system prompt from the
+        render context (``--render-context name=value``, ``render_context=``); names only,
+        unknown ones stay as written.
     :ivar unsupported_media_policy: What audio and video become: an error, a stashed transcript or
         caption, or a short description; one policy or one per kind.
     :ivar media_stash_keys: The stash keys ``fallback-stash`` tries, in order.
@@ -409,29 +410,51 @@ class PluginSettings(_Section, frozen=True, kw_only=True):
 
 
 class StoreSettings(_Section, frozen=True, kw_only=True):
-    """``store:``: where ``--thread`` conversations live: a PostgreSQL database (``url``) or a
-    SQLite file (``path``), not both. ``--db`` wins over either; with both null, the store is
-    ``$TURNWIRE_STORE`` (a URL or a path), else ``$XDG_DATA_HOME/turnwire/threads.db``.
+    """``store:``: where ``--thread`` conversations live. ``--store`` wins over it; with it null,
+    the store is ``$TURNWIRE_STORE`` (a URL or a path), else ``$XDG_DATA_HOME/turnwire/threads.db``.
 
-    :ivar path: The SQLite store file (null: ``url``, else ``$TURNWIRE_STORE``, else
+    :ivar location: The store: a SQLite file, or a PostgreSQL database as a
+        ``postgresql://user@host:port/dbname`` URL (needs ``turnwire[postgres]``; keep the
+        password in ``$PGPASSWORD`` or ``~/.pgpass``), as ``--store``, ``$TURNWIRE_STORE`` and
+        ``open_store(location)`` take it (null: ``$TURNWIRE_STORE``, else
         ``$XDG_DATA_HOME/turnwire/threads.db``).
-    :ivar url: A PostgreSQL store instead, as a ``postgresql://user@host:port/dbname`` URL (needs
-        ``turnwire[postgres]``; keep the password in ``$PGPASSWORD`` or ``~/.pgpass``).
+    :ivar path: Deprecated: the name ``location`` had for a SQLite file (still read, with a
+        warning, for one version).
+    :ivar url: Deprecated: the name ``location`` had for a PostgreSQL URL (still read, with a
+        warning, for one version).
     :ivar folder: A PostgreSQL store's local folder: imported files go to ``files/`` in it (null:
         ``$XDG_DATA_HOME/turnwire``; hosts sharing a database share it, or import no files).
     """
 
+    location: NonEmpty | None = None
     path: str | None = None
     url: str | None = None
     folder: NonEmpty | None = None
 
     def __post_init__(self) -> None:
+        given = [name for name in ("location", "url", "path") if getattr(self, name) is not None]
+        if len(given) > 1:
+            raise ValueError(
+                "set `location` alone (a SQLite file or a postgresql:// URL), not "
+                + " and ".join(given)
+            )
         if self.url is not None and not self.url.startswith(("postgresql://", "postgres://")):
             raise ValueError(
-                "url: a PostgreSQL URL starts with postgresql:// (a SQLite file goes in `path`)"
+                "url: a PostgreSQL URL starts with postgresql:// (a SQLite file goes in `location`)"
             )
-        if self.url is not None and self.path is not None:
-            raise ValueError("set `url` (PostgreSQL) or `path` (SQLite), not both")
+        for old in ("path", "url"):
+            if getattr(self, old) is not None:
+                warnings.warn(
+                    f"store.{old} is deprecated: write store.location (a SQLite file or a "
+                    "postgresql:// URL, the same value)",
+                    DeprecationWarning,
+                    stacklevel=2,
+                )
+
+    @property
+    def where(self) -> str | None:
+        """The store's location as configured, under its name or the ones it had before."""
+        return self.location or self.url or self.path
 
 
 _HANDLER = re.compile(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*")

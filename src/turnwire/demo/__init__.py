@@ -172,7 +172,7 @@ def run_demo(
     folder = Path(db).parent if db else Path(tempfile.mkdtemp(prefix="turnwire-demo-"))
     store_path = Path(db) if db else folder / "threads.db"
     if not folder.is_dir():
-        # As every other --db: a typo must not quietly start a store somewhere else.
+        # As every other --store: a typo must not quietly start a store somewhere else.
         from turnwire.errors import StoreError
 
         raise StoreError(f"the store's folder {folder} does not exist; create it first")
@@ -234,9 +234,9 @@ def run_demo(
             )
         count = len(store.turns(thread_id))
     say(f"\nStored thread {thread_id} ({count} turns) in {store_path}")
-    say(f"  see it:   turnwire threads show {thread_id} --db {store_path}")
+    say(f"  see it:   turnwire threads show {thread_id} --store {store_path}")
     say(
-        f"  go on:    turnwire run --thread {thread_id} --db {store_path} --prompt '...' "
+        f"  go on:    turnwire run --thread {thread_id} --store {store_path} --prompt '...' "
         "--set 'tools.handlers={weather: turnwire.examples.tools:get_weather}' "
         "(with OPENAI_API_KEY set, against the real API)"
     )

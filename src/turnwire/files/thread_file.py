@@ -154,7 +154,8 @@ STDIN = "-"
 
 
 # The parts of a Thread whose type does not bound them: `Any` trees (checked for nesting and
-# integer range) and plain `int` fields. tests/files/test_loading.py derives this list from the model.
+# integer range) and plain `int` fields. tests/files/test_loading.py derives this list from the
+# model.
 UNBOUNDED_FIELDS = (
     "output_schema.schema",
     "tools[].parameters",

@@ -48,8 +48,15 @@ def envelope_secret_of(settings: Settings) -> str | bytes | None:
     return envelope_secret(
         env_var=render.envelope_secret_env,
         secret_file=render.envelope_secret_file,
-        store_path=settings.store.path,
+        store_path=_sqlite_file(settings.store.where),
     )
+
+
+def _sqlite_file(location: str | None) -> str | None:
+    """A store location that names a SQLite file (beside which a secret may be kept)."""
+    if location is None or location.startswith(("postgresql://", "postgres://")):
+        return None
+    return location
 
 
 def _envelope_nonce(settings: Settings) -> EnvelopeNonce:
