@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime, timedelta
 
 from turnwire.model.records import REPLAY_TAG, Identity, ReasoningPayload, Thought
 from turnwire.stages.reasoning import filter_thoughts, render_reasoning_item
 from turnwire.wire import ReasoningItem, SummaryText
+
+from ..conftest import (
+    REPLAY,
+    render_body,
+)
+from ..rendering.test_sweep import _fingerprint_after_user, _replay_thread
 
 T = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -99,3 +106,43 @@ def test_plain_text_tag_is_always_replayable():
         replay_compatibility=(),
     )
     assert [t.id for t in kept] == ["p"]
+
+
+# ------------------------------------------------------------------ replay through a render
+
+
+def test_replay_needs_the_compatibility_tag_and_says_so(caplog):
+    fp = _fingerprint_after_user(REPLAY)
+    with caplog.at_level(logging.WARNING, logger="turnwire"):
+        body = render_body(_replay_thread(fp), {"render": {"reasoning_replay": "encrypted"}})
+    assert all(i.get("type") != "reasoning" for i in body["input"])
+    assert "replay_compatibility" in caplog.text
+
+
+def test_summary_only_replays_the_summary_as_text_never_as_a_reasoning_item():
+    settings_ = {
+        "render": {
+            "reasoning_replay": "summary-only",
+            "replay_compatibility": ["openai-responses-reasoning-v1"],
+        }
+    }
+    body = render_body(_replay_thread(_fingerprint_after_user(settings_)), settings_)
+    assert all(i.get("type") != "reasoning" for i in body["input"])
+    thought = body["input"][1]
+    assert thought["role"] == "assistant" and 'kind="self-reasoning"' in thought["content"]
+    assert "\nplan\n" in thought["content"]
+    assert "include" not in body
+
+
+def test_without_encrypted_content_a_reasoning_item_is_never_sent():
+    t = _replay_thread(_fingerprint_after_user(REPLAY))
+    payload_item = t.thoughts[0].payload.item
+    import msgspec
+
+    bare = msgspec.structs.replace(payload_item, encrypted_content=None)
+    thought_ = msgspec.structs.replace(
+        t.thoughts[0], payload=msgspec.structs.replace(t.thoughts[0].payload, item=bare)
+    )
+    t = msgspec.structs.replace(t, thoughts=(thought_,))
+    body = render_body(t, REPLAY)
+    assert all(i.get("type") != "reasoning" for i in body["input"])

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from turnwire.config.nonce import EnvelopeNonce
 
-from ..conftest import SECRET, assistant, at, render_body, thread, user
+from ..conftest import (
+    SECRET,
+    assistant,
+    at,
+    render_body,
+    thread,
+    user,
+)
 
 N = EnvelopeNonce(SECRET)
 
@@ -140,3 +147,13 @@ def test_a_nonce_is_derived_only_for_messages_that_get_an_envelope():
             message=message, self_identity="assistant", envelope_nonce=spy, stages=None
         )
     assert asked == ["p1", "u1"]
+
+
+def test_own_output_without_its_reasoning_goes_out_as_assistant_string_content():
+    t = thread(messages=[user(), assistant("msg_1", "hello <system_instructions>", 1)])
+    item = render_body(t)["input"][1]
+    assert item == {
+        "type": "message",
+        "role": "assistant",
+        "content": "hello &lt;system_instructions>",
+    }

@@ -36,6 +36,8 @@ from turnwire.rendering._incremental.memo import InlineState, RenderMemo
 from turnwire.rendering.renderer import _inline, _inline_bytes, _loaded_bytes, _reads_files
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
 FILES = {
     "small.bin": b"12345",
     "large.bin": bytes(range(60)),
@@ -43,6 +45,8 @@ FILES = {
     "broken.txt": b"ok \xff\xfe \xe2\x82",
     "empty.bin": b"",
 }
+
+
 # Mostly files that can be read, so that most threads load and their limits decide.
 POINTERS = (*FILES, *FILES, *FILES, "missing.bin", "../outside.bin", "")
 

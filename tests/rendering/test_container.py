@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 import json
-from typing import Any
 
 import pytest
 from dependency_injector import providers
@@ -14,7 +13,7 @@ from turnwire.config.options import MediaPolicy, RenderOptions
 from turnwire.hookspecs import STAGES
 from turnwire.rendering.container import Container
 
-from .conftest import at, make_container, render_body, thread, user
+from ..conftest import at, make_container, render_body, thread, user
 
 AUDIO = {
     "id": "s1",
@@ -186,9 +185,9 @@ def test_the_response_accumulator_is_an_overridable_seam_the_client_uses():
     from turnwire.wire.accumulator import ResponseAccumulator
     from turnwire.wire.response import MessageOutput
 
-    from .client.server import Reply, ScriptedServer
-    from .client.test_dispatch import AFTER_CALL, CALL, THREAD
-    from .conftest import make_container
+    from ..client.server import Reply, ScriptedServer
+    from ..client.test_dispatch import AFTER_CALL, CALL, THREAD
+    from ..conftest import make_container
 
     made: list[object] = []
 
@@ -225,66 +224,6 @@ def test_the_response_accumulator_is_an_overridable_seam_the_client_uses():
     answer = result.records.messages[0].content
     assert answer == answer.upper() and any(c.isalpha() for c in answer)
     assert container.response_accumulator() is ResponseAccumulator
-
-
-def _plain_plugin_manager() -> Any:
-    """A pluggy manager of turnwire's hookspecs and built-ins that does not count its changes
-    (as a deployment may hand a container one of its own)."""
-    import pluggy
-
-    from turnwire import hookspecs
-    from turnwire.stages import DEFAULT_PLUGINS
-
-    manager = pluggy.PluginManager("turnwire")
-    manager.add_hookspecs(hookspecs)
-    for plugin in DEFAULT_PLUGINS:
-        manager.register(plugin)
-    return manager
-
-
-@pytest.mark.parametrize("manager", ["turnwire", "plain pluggy"])
-def test_the_stage_plan_is_kept_until_a_plugin_or_a_stage_provider_changes(manager):
-    """A container builds its stage plan again only when what it is built from changed: a
-    plugin registered or unregistered, a stage provider overridden or restored. turnwire's
-    own manager counts its changes; any other is looked into on every render."""
-    from types import SimpleNamespace
-
-    from turnwire.hookspecs import hookimpl
-
-    @hookimpl(tryfirst=True)
-    def render_thought(thought):
-        return "LOUD " + (thought.content or "")
-
-    container = make_container()
-    if manager != "turnwire":
-        container.plugin_manager.override(providers.Object(_plain_plugin_manager()))
-        assert not hasattr(container.plugin_manager(), "generation")
-    thoughtful = thread(
-        thoughts=[{"id": "t1", "content": "aside", "created_at": at(0)}], messages=[user()]
-    )
-
-    def rendered_text() -> str:
-        return json.dumps(turnwire.render(thoughtful, container=container, model="m").json)
-
-    first = container.stage_plan()
-    assert container.stage_plan() is first
-    assert "LOUD" not in rendered_text()
-
-    plugin = SimpleNamespace(render_thought=render_thought)
-    container.plugin_manager().register(plugin)
-    with_plugin = container.stage_plan()
-    assert with_plugin is not first and container.stage_plan() is with_plugin
-    assert "LOUD aside" in rendered_text()
-
-    with container.render_thought.override(providers.Object(lambda thought: "QUIET")):
-        overridden = container.stage_plan()
-        assert overridden is not with_plugin
-        assert "QUIET" in rendered_text() and "LOUD" not in rendered_text()
-    assert "LOUD aside" in rendered_text()  # the override is gone: the plugin again
-
-    container.plugin_manager().unregister(plugin)
-    assert container.stage_plan() is not with_plugin
-    assert "LOUD" not in rendered_text()
 
 
 def test_threads_first_using_a_container_share_its_single_instances():

@@ -19,7 +19,7 @@ from turnwire.rendering.tokens import (
     image_tokens,
 )
 
-from .conftest import REPLAY, at, make_container, reasoning_thought, thread, user
+from ..conftest import REPLAY, at, make_container, reasoning_thought, thread, user
 
 
 def _png(width: int, height: int) -> bytes:

@@ -1,17 +1,13 @@
-"""The fast preflight pass of a body never seen before, against the exact loop.
+"""The preflight check: each rule names the item and the rule, against recorded real requests; and
+the fast pass over a body never seen before agrees with the exact loop.
 
-``request._fast_state`` answers whether every per-item rule holds without building the facts
-of each item; on any doubt the exact loop (``_facts_of``, ``_check_from``, ``_check_answered``)
-decides. These tests compare the two on random inputs built to break each rule (duplicate ids,
-wrong prefixes, long or repeated call ids, outputs without their call, calls without their
-output, reasoning without its partner or its encrypted content, assistant ``input_text``,
-hosted items, values of unexpected types) and on valid ones: the error (type, rule, index,
-message) or the state left for the next body must be the same, and so must everything a warm
-body checked after it gives.
-"""
+``preflight._fast_state`` answers whether every per-item rule holds without building the facts of
+each item; on any doubt the exact loop (``_facts_of``, ``_check_from``, ``_check_answered``)
+decides. The tests compare the fast pass with the exact loop."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 from unittest import mock
@@ -21,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+import turnwire
 from turnwire import PreflightError
 from turnwire.rendering import body as request_module
 from turnwire.rendering._incremental.memo import BodyState, RenderMemo
@@ -45,6 +42,129 @@ from turnwire.wire import (
     ReasoningItem,
     RequestBody,
 )
+
+from ..conftest import CONFORMANCE, at, make_container, thread, user
+
+ACCEPTED = sorted((CONFORMANCE / "requests").glob("*.json"))
+
+
+# ------------------------------------------------------------------ preflight rules
+
+
+def _body(*items, **extra):
+    return {"model": "m", "input": list(items), "store": False, **extra}
+
+
+USER = {"role": "user", "content": "hi"}
+
+
+RS = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "e"}
+
+
+FC = {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}
+
+
+FCO = {"type": "function_call_output", "call_id": "c1", "output": "x"}
+
+
+VIOLATIONS = [
+    ("non-empty-input", _body(), None),
+    ("max-output-tokens", _body(USER, max_output_tokens=8), None),
+    ("reasoning-partner", _body(USER, RS), 1),
+    ("reasoning-partner", _body(USER, RS, {"role": "assistant", "content": "x"}), 1),
+    ("reasoning-partner", _body(USER, RS, {**RS, "id": "rs_2"}, {**FC, "id": "fc_1"}, FCO), 1),
+    (
+        "reasoning-encrypted",
+        _body(USER, {**RS, "encrypted_content": None}, {**FC, "id": "fc_1"}, FCO),
+        1,
+    ),
+    ("item-id-prefix", _body(USER, {**FC, "id": "call_1"}, FCO), 1),
+    (
+        "item-id-prefix",
+        _body(
+            USER,
+            {
+                "type": "message",
+                "role": "assistant",
+                "id": "lc_1",
+                "status": "completed",
+                "content": [],
+            },
+        ),
+        1,
+    ),
+    ("call-id-length", _body(USER, {**FC, "call_id": "c" * 65}, {**FCO, "call_id": "c" * 65}), 1),
+    ("call-output-pairing", _body(USER, FCO), 1),
+    ("call-output-pairing", _body(USER, FC), 1),
+    (
+        "duplicate-id",
+        _body(USER, {**FC, "id": "fc_1"}, FCO, {**FC, "call_id": "c2", "id": "fc_1"}),
+        3,
+    ),
+    ("duplicate-id", _body(USER, FC, FCO, FC), 3),
+    (
+        "assistant-input-text",
+        _body(USER, {"role": "assistant", "content": [{"type": "input_text", "text": "x"}]}),
+        1,
+    ),
+    ("json-object-needs-json", _body(USER, text={"format": {"type": "json_object"}}), None),
+]
+
+
+@pytest.mark.parametrize(
+    ("rule", "body", "index"),
+    VIOLATIONS,
+    ids=[f"{r}-{i}" for i, (r, _, _) in enumerate(VIOLATIONS)],
+)
+def test_each_rule_names_the_item_and_the_rule(rule, body, index):
+    with pytest.raises(PreflightError) as caught:
+        preflight(body)
+    assert caught.value.rule == rule
+    assert caught.value.index == index
+    where = "body" if index is None else f"input[{index}]"
+    assert str(caught.value).startswith(f"{where}: ") and f"rule {rule}" in str(caught.value)
+
+
+def test_a_valid_tool_round_trip_passes():
+    preflight(
+        _body(
+            USER,
+            RS,
+            {**FC, "id": "fc_1"},
+            FCO,
+            text={"format": {"type": "json_object"}},
+            max_output_tokens=16,
+        )
+        | {"input": [{"role": "user", "content": "answer in JSON"}, RS, {**FC, "id": "fc_1"}, FCO]}
+    )
+
+
+@pytest.mark.parametrize("path", ACCEPTED, ids=[p.stem for p in ACCEPTED])
+def test_recorded_accepted_requests_pass(path):
+    preflight(json.loads(path.read_text()))
+
+
+def test_the_recorded_rejected_pairing_request_fails_with_the_pairing_rule():
+    body = json.loads(
+        (
+            CONFORMANCE / "requests" / "rejected" / "reasoning_without_following_item_gpt-5.json"
+        ).read_text()
+    )
+    with pytest.raises(PreflightError) as caught:
+        preflight(body)
+    assert caught.value.rule == "reasoning-partner" and caught.value.index == 1
+    answer = json.loads(
+        (CONFORMANCE / "responses" / "error_400_reasoning_without_following_item.json").read_text()
+    )
+    assert "without its required following item" in json.dumps(answer)
+
+
+def test_render_refuses_a_body_that_breaks_a_rule():
+    t = thread(messages=[user()], tool_calls=[{"id": "c1", "tool": "t", "created_at": at(1)}])
+    with pytest.raises(PreflightError) as caught:
+        turnwire.render(t, container=make_container(), model="gpt-5")
+    assert caught.value.rule == "call-output-pairing" and caught.value.index == 1
+
 
 FAST = settings(
     max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
@@ -140,7 +260,11 @@ def exact_only() -> Any:
 IDS = st.sampled_from(
     ["msg_1", "fc_1", "rs_1", "fc_2", "rs_2", "msg_x", "ws_1", "", "fc_\0x", "x\0fc_", None]
 ) | st.builds(Twisted, st.sampled_from(["1", "fc_9", "rs_9"]))
+
+
 CALL_IDS = st.sampled_from(["call_0", "call_1", "call_2", "", "c" * 64, "c" * 65, None, 7])
+
+
 CONTENTS = st.sampled_from(
     [
         "hi",
@@ -150,6 +274,7 @@ CONTENTS = st.sampled_from(
         (),
     ]
 )
+
 
 ODD_ITEMS = st.one_of(
     st.builds(
@@ -384,13 +509,19 @@ def hosted(kind: str, item_id: str | None) -> HostedInputItem:
 
 
 REASONING = ReasoningItem(summary=(), id="rs_9", encrypted_content="enc")
+
+
 ANSWER = OutputMessage(
     role="assistant",
     status="completed",
     id="msg_9",
     content=(OutputText(text="a", annotations=()),),
 )
-USER = InputMessage(role="user", content="q")
+
+
+USER_ITEM = InputMessage(role="user", content="q")
+
+
 # One change of a valid body each, the rule it breaks (None: a TypeError of the loop).
 BROKEN: dict[str, tuple[Callable[[list[Any]], list[Any]], str | None]] = {
     "reasoning without encrypted content": (
@@ -415,7 +546,10 @@ BROKEN: dict[str, tuple[Callable[[list[Any]], list[Any]], str | None]] = {
         ],
         "reasoning-partner",
     ),
-    "reasoning before an input message": (lambda t: [*t, REASONING, USER], "reasoning-partner"),
+    "reasoning before an input message": (
+        lambda t: [*t, REASONING, USER_ITEM],
+        "reasoning-partner",
+    ),
     "reasoning before reasoning": (
         lambda t: [*t, REASONING, msgspec.structs.replace(REASONING, id="rs_10"), ANSWER],
         "reasoning-partner",
@@ -499,7 +633,7 @@ BROKEN: dict[str, tuple[Callable[[list[Any]], list[Any]], str | None]] = {
 def test_each_broken_rule_is_reported_as_the_exact_loop_reports_it(case):
     # turns(3): the call of the last turn at 12, its output at 13.
     searched = [msgspec.structs.replace(REASONING, id="rs_8"), hosted("web_search_call", "ws_8")]
-    valid = [*turns(3), *searched, msgspec.structs.replace(ANSWER, id="msg_8"), USER]
+    valid = [*turns(3), *searched, msgspec.structs.replace(ANSWER, id="msg_8"), USER_ITEM]
     assert _fast_state(valid, stateless=True) is not None
     change, rule = BROKEN[case]
     items = change(valid)

@@ -8,7 +8,7 @@ import msgspec
 from turnwire.rendering.compaction import compacted, covered, latest_compaction
 from turnwire.rendering.windows import apply_window, estimate_request_tokens
 
-from .conftest import assistant, at, render_body, thread, user
+from ..conftest import assistant, at, render_body, thread, user
 
 SYSTEM = "Be brief."
 
