@@ -6,9 +6,14 @@ from __future__ import annotations
 import json
 import logging
 
+import msgspec
+
 import turnwire
+from turnwire.rendering._incremental.memo import RenderMemo
+from turnwire.rendering.body import checked_body, encode_body
 
 from ..conftest import REPLAY, make_container, render_body, thread, user
+from ._incremental.test_memo import _growing_thread
 
 TOOL = {"name": "t"}
 
@@ -98,3 +103,41 @@ def test_the_body_bytes_are_what_json_shows():
     rendered = turnwire.render(thread(messages=[user()]), container=make_container(), model="gpt-5")
     assert json.loads(rendered.body) == rendered.json
     assert rendered.fingerprintable_length == 1
+
+
+def test_a_spliced_body_is_the_encoded_body_in_a_few_pieces(monkeypatch):
+    """Hundreds of requests, each growing or rewriting the tail: every body is byte for byte
+    the body encoded from scratch, and its pieces stay few (merged, never one per request)."""
+    from turnwire.rendering import body as request_module
+
+    monkeypatch.setattr(request_module, "SEGMENT_BYTES", 4096)  # full segments early
+    good = turnwire.api.render(_growing_thread(2), container=make_container(REPLAY)).request
+    memo = RenderMemo()
+    item = turnwire.wire.InputMessage(role="user", content=(turnwire.wire.InputText(text="x"),))
+    items = list(good.input)
+    most = 0
+    for step in range(400):
+        if step % 7 == 6:
+            del items[-3:]  # a cut inside a merged segment, then growth from there
+        items.append(
+            msgspec.structs.replace(item, content=(turnwire.wire.InputText(text=f"{step}" * 40),))
+        )
+        body = msgspec.structs.replace(good, input=tuple(items))
+        encoded = checked_body(body, memo)
+        assert bytes(encoded) == encode_body(body)
+        assert len(encoded) == len(encode_body(body))
+        most = max(most, len(encoded.parts))
+    total = len(encode_body(body))
+    assert most <= total // 4096 + 16, most  # full segments, plus a short run of smaller ones
+    assert most > 3  # the body really was spliced, not encoded whole
+
+
+def test_an_encoded_body_joins_once():
+    from turnwire.rendering.body import EncodedBody
+
+    body = EncodedBody((b'{"a":', memoryview(b"[1,2,3]")[:4], b"]}"))
+    assert bytes(body) == b'{"a":[1,2]}'
+    joined = bytes(body)
+    assert bytes(body) is joined  # kept, not joined again
+    assert len(body) == len(bytes(body))
+    assert "bytes in 3 parts" in repr(body)

@@ -3,12 +3,17 @@ compaction item and replays the item in their place; the header still renders.""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import msgspec
 
 from turnwire.rendering.compaction import compacted, covered, latest_compaction
+from turnwire.rendering.container import overriding
 from turnwire.rendering.windows import apply_window, estimate_request_tokens
 
-from ..conftest import assistant, at, render_body, thread, user
+from ..conftest import REPLAY, assistant, at, make_container, render_body, thread, user
+from ._incremental.test_memo import _outcome, _Scenario
 
 SYSTEM = "Be brief."
 
@@ -148,3 +153,40 @@ def test_a_compaction_stamped_at_a_reasoned_response_s_time_stays_an_item():
     body = render_body(cut, settings)
     assert [i.get("type", "message") for i in body["input"]] == ["compaction", "message"]
     assert body["input"][0]["id"] == "cmp_1"
+
+
+def test_a_compaction_cuts_the_warm_render_as_the_cold_one(tmp_path):
+    """Grow, compact, grow, compact again, compact earlier, drop the latest compaction: every
+    warm render is the cold render, and starts at the latest compaction."""
+    container = make_container(REPLAY)
+    scenario = _Scenario(tmp_path)
+    steps: list[tuple[Any, ...]] = [
+        ("append", {"x": 1}, False),
+        ("append", {"q": "a"}, True),
+        ("compact", 2),
+        ("append", {"x": 1}, False),
+        ("compact", 3),
+        ("append", {"n": 2**60}, False),
+        ("compact", 1),
+        ("remove", -1),
+        ("append", {"x": True}, False),
+    ]
+    firsts = []
+    for step in steps:
+        if step[0] == "remove":
+            hosted = scenario.records["hosted_items"]
+            hosted[:] = [record for record in hosted if record["id"] != "cmp_1"]
+        else:
+            scenario.edit(*step)
+        thread = scenario.thread()
+        roots = (scenario.folder,)
+        warm = _outcome(container, thread, False, roots)
+        with overriding(container.render_memo, None):
+            cold = _outcome(container, thread, False, roots)
+        assert warm == cold, step
+        assert _outcome(container, thread, False, roots) == cold
+        firsts.append(json.loads(warm[0])["input"][0].get("id"))
+    # Before any compaction the input starts with the first question, then with the latest
+    # compaction in the timeline (cmp_2 is placed before cmp_1, so cmp_1 stays the latest;
+    # dropping cmp_1 brings back cmp_0, the latest of those left).
+    assert firsts == [None, None, "cmp_0", "cmp_0", "cmp_1", "cmp_1", "cmp_1", "cmp_0", "cmp_0"]

@@ -43,7 +43,8 @@ from turnwire.wire import (
     RequestBody,
 )
 
-from ..conftest import CONFORMANCE, at, make_container, thread, user
+from ..conftest import CONFORMANCE, REPLAY, at, make_container, thread, user
+from ._incremental.test_memo import _growing_thread
 
 ACCEPTED = sorted((CONFORMANCE / "requests").glob("*.json"))
 
@@ -645,3 +646,21 @@ def test_each_broken_rule_is_reported_as_the_exact_loop_reports_it(case):
     assert outcome(lambda: checked_body(body_of(items), memo)) == expected
     assert memo.body is None
     assert outcome(lambda: preflight(body_of(items))) == expected
+
+
+def test_the_incremental_preflight_raises_what_preflight_raises():
+    container = make_container(REPLAY)
+    good = turnwire.api.render(_growing_thread(2), container=container).request
+    memo = RenderMemo()
+    assert bytes(checked_body(good, memo)) == encode_body(good)
+    calls = [i for i in good.input if isinstance(i, turnwire.wire.FunctionCall)]
+    duplicate = msgspec.structs.replace(good, input=(*good.input, calls[0]))
+    orphan = msgspec.structs.replace(good, input=(*good.input[:-1], calls[-1]))
+    for body in (duplicate, orphan):
+        with pytest.raises(turnwire.PreflightError) as full:
+            preflight(body)
+        with pytest.raises(turnwire.PreflightError) as incremental:
+            checked_body(body, memo)
+        assert str(incremental.value) == str(full.value)
+        assert incremental.value.index == full.value.index
+        assert bytes(checked_body(good, memo)) == encode_body(good)  # the memo survived the failure

@@ -33,7 +33,11 @@ from turnwire.model.records import (
     ToolResult,
 )
 from turnwire.rendering._incremental.memo import InlineState, RenderMemo
+from turnwire.rendering.container import overriding
 from turnwire.rendering.renderer import _inline, _inline_bytes, _loaded_bytes, _reads_files
+
+from ..conftest import REPLAY, at, make_container
+from ._incremental.test_memo import PNG, TOOLS, _cycle, _growing_thread
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -350,3 +354,75 @@ def test_a_record_that_reads_no_file_still_counts_against_the_limits(root: Path,
     # What a successful first render leaves is its own; a fallback leaves what was there.
     assert memo.loaded_from == ({} if expected is not None else stale)
     assert (expected is not None) == (case == "within every limit")
+
+
+def test_a_file_pointer_is_read_again_on_every_render(tmp_path):
+    picture = tmp_path / "p.png"
+    picture.write_bytes(PNG)
+    media = {"id": "img", "kind": "image", "mime_type": "image/png", "path": str(picture)}
+    records = _cycle(0, 10, {}, media)
+    thread = turnwire.load_thread({"version": 1, "model": "gpt-5", "tools": TOOLS, **records})
+    container = make_container(REPLAY)
+    before = turnwire.api.render(thread, container=container, roots=[tmp_path]).body
+    picture.write_bytes(PNG + b"changed")
+    after = turnwire.api.render(thread, container=container, roots=[tmp_path]).body
+    with overriding(container.render_memo, None):
+        cold = turnwire.api.render(thread, container=container, roots=[tmp_path]).body
+    assert after == cold
+    assert after != before
+
+
+def test_inline_bytes_of_kept_records_still_count_against_the_request_budget():
+    container = make_container({**REPLAY, "files": {"max_request_bytes": 150}})
+    full = _growing_thread(3)
+    picture = {"id": "img", "kind": "image", "mime_type": "image/png"}
+
+    def with_pictures(count: int) -> turnwire.Thread:
+        media = (
+            turnwire.load_thread(
+                {
+                    "version": 1,
+                    "messages": [
+                        {
+                            "id": "x",
+                            "role": "user",
+                            "content": "c",
+                            "created_at": at(1),
+                            "attachments": [{**picture, "data_base64": "QUJD" * 20}],
+                        }
+                    ],
+                }
+            )
+            .messages[0]
+            .attachments
+        )
+        messages = tuple(
+            msgspec.structs.replace(m, attachments=media) if m.role == "user" else m
+            for m in full.messages[: 2 * count]
+        )
+        return msgspec.structs.replace(full, messages=messages)
+
+    two = with_pictures(2)
+    three = msgspec.structs.replace(
+        two, messages=two.messages + with_pictures(3).messages[4:]
+    )  # as the client grows a thread: the old records are the same objects
+    turnwire.api.render(
+        two, container=container
+    )  # 120 bytes: within the budget of 150; 180 are not
+    with pytest.raises(turnwire.TurnwireError) as warm:
+        turnwire.api.render(three, container=container)
+    with overriding(container.render_memo, None), pytest.raises(turnwire.TurnwireError) as cold:
+        turnwire.api.render(three, container=container)
+    assert str(warm.value) == str(cold.value)
+
+
+def test_a_thread_without_file_pointers_keeps_its_own_tuples():
+    """Loading changes no record of such a thread: the render uses its tuples as they are
+    (no copy that grows with the thread), which the next render recognises by identity."""
+    container = make_container(REPLAY)
+    thread = _growing_thread(3)
+    turnwire.api.render(thread, container=container)
+    inlined = container.render_memo().inlined
+    assert inlined is not None
+    assert inlined.loaded_messages is thread.messages
+    assert inlined.loaded_tool_calls is thread.tool_calls

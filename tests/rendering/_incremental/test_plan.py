@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from dependency_injector import providers
 
 import turnwire
+from turnwire.hookspecs import hookimpl
 
 from ...conftest import at, make_container, thread, user
+from .test_memo import _cold_outcome, _mixed, _render_outcome
 
 
 def _plain_plugin_manager() -> Any:
@@ -71,3 +74,40 @@ def test_the_stage_plan_is_kept_until_a_plugin_or_a_stage_provider_changes(manag
     container.plugin_manager().unregister(plugin)
     assert container.stage_plan() is not with_plugin
     assert "LOUD" not in rendered_text()
+
+
+def test_a_plugin_registered_while_a_plan_is_built_is_not_kept_past_its_unregistration():
+    """Another thread registers a plugin between the moment the container reads what a stage
+    plan is built from and the moment it builds it (simulated here by registering it from
+    inside the build). Once that plugin is unregistered again, the container's plan must not
+    still call it."""
+    from unittest import mock
+
+    from turnwire.rendering.relay import StagePlan
+
+    container = make_container()
+    manager = container.plugin_manager()
+    plugin = SimpleNamespace(render_tool_call_result=_warning_result)
+    real_init = StagePlan.__init__
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        if not manager.is_registered(plugin):
+            manager.register(plugin)  # "another thread", between the inputs and the build
+        real_init(self, *args, **kwargs)
+
+    with mock.patch.object(StagePlan, "__init__", init):
+        container.stage_plan()
+    manager.unregister(plugin)
+    plan = container.stage_plan()
+    kind, target = plan.targets["render_tool_call_result"]
+    functions = [target[0]] if kind == "only" else [function for function, _ in target[3]]
+    assert _warning_result not in functions
+    thread = _mixed(1)
+    assert _render_outcome(container, thread) == _cold_outcome(container, thread)
+    assert not any("warned" in w for w in _render_outcome(container, thread)[1])
+
+
+@hookimpl(tryfirst=True)
+def _warning_result(tool_call: Any, warn: Any) -> Any:
+    warn(f"warned {tool_call.id}")
+    return None
