@@ -14,7 +14,7 @@ import yaml
 from turnwire.cli.main import _parser
 
 from .conftest import REPO_EXAMPLES, SECRET, turnwire_process
-from .test_fingerprints import IMPORTED
+from .rendering.test_fingerprints import IMPORTED
 
 WEATHER = REPO_EXAMPLES / "weather.yaml"
 

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import msgspec
-import yaml
 
 import turnwire
 from turnwire.rendering.fingerprints import stamp_fingerprints
 
-from .conftest import REPLAY, make_container, turnwire_process
-from .conftest import thread as make_thread
+from ..conftest import REPLAY, make_container
+from ..conftest import thread as make_thread
 
 IMPORTED: dict[str, Any] = {
     "version": 1,
@@ -131,30 +129,3 @@ def test_a_thought_replay_cannot_reach_is_reported_not_stamped() -> None:
     assert report.stamped == ()
     assert report.skipped == {"rs_1": "render.reasoning_replay is 'off', not 'encrypted'"}
     assert stamped.thoughts[0].payload.prefix_fingerprint is None
-
-
-def test_fingerprint_command_stamps_in_place(tmp_path: Path) -> None:
-    path = tmp_path / "imported.yaml"
-    path.write_text(yaml.safe_dump(IMPORTED))
-    profile = tmp_path / "replay.yaml"
-    profile.write_text(yaml.safe_dump(REPLAY))
-    done = turnwire_process("fingerprint", str(path), "--config", str(profile))
-    assert done.returncode == 0, done.stderr
-    assert done.stderr.strip() == f"stamped 1 of 1 thoughts ({path})"
-    saved = yaml.safe_load(path.read_text())
-    assert len(saved["thoughts"][0]["payload"]["prefix_fingerprint"]) == 64
-    rendered = turnwire_process("render", str(path), "--config", str(profile))
-    assert rendered.returncode == 0, rendered.stderr
-    assert _types(json.loads(rendered.stdout))[1] == "reasoning"
-    assert rendered.stderr == ""
-
-
-def test_fingerprint_command_to_stdout_leaves_the_file(tmp_path: Path) -> None:
-    path = tmp_path / "imported.json"
-    path.write_text(json.dumps(IMPORTED))
-    before = path.read_bytes()
-    done = turnwire_process("fingerprint", str(path), "-o", "-")
-    assert done.returncode == 0, done.stderr
-    assert path.read_bytes() == before
-    assert json.loads(done.stdout)["thoughts"][0]["id"] == "rs_1"
-    assert "not stamped: rs_1: render.reasoning_replay is 'off'" in done.stderr

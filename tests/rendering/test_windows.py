@@ -13,7 +13,7 @@ from turnwire.config.settings import WindowSettings
 from turnwire.errors import ConfigError
 from turnwire.rendering.windows import apply_window, estimate_tokens, timeline_turns, transcript
 
-from .conftest import REPLAY, assistant, at, make_container, reasoning_thought, thread, user
+from ..conftest import REPLAY, assistant, at, make_container, reasoning_thought, thread, user
 
 
 def _exchange(n: int, *, words: int = 3, reasoning: bool = False) -> dict[str, list[Any]]:
@@ -193,27 +193,12 @@ def test_transcript():
     assert turnwire.rendering.windows.transcript(thread()) == ""
 
 
-def test_threads_show_transcript(tmp_path):
-    from .conftest import REPO_EXAMPLES, turnwire_process
-
-    db = tmp_path / "t.db"
-    done = turnwire_process(
-        "threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--store", str(db), "--id", "w"
-    )
-    assert done.returncode == 0, done.stderr
-    shown = turnwire_process("threads", "show", "w", "--transcript", "--store", str(db))
-    assert shown.returncode == 0, shown.stderr
-    first = shown.stdout.splitlines()[0]
-    assert first == "Alice: What's the weather in Paris? [attached photo.png]"
-    assert '[tool get_weather({"city":"Paris"})] 21C' in shown.stdout
-
-
 def test_a_window_never_cuts_inside_one_response():
     """The reviewer's case: a user message stamped inside a response (a hand-made file) would
     start the last turn between a reasoning item and the call it produced."""
     import turnwire
 
-    from .conftest import REPLAY, make_container
+    from ..conftest import REPLAY, make_container
 
     stamp = "2026-01-01T10:00:02Z"
     data = {
