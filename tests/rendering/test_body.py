@@ -12,7 +12,13 @@ import turnwire
 from turnwire.rendering._incremental.memo import RenderMemo
 from turnwire.rendering.body import checked_body, encode_body
 
-from ..conftest import REPLAY, make_container, render_body, thread, user
+from ..conftest import (
+    REPLAY,
+    make_container,
+    render_body,
+    thread,
+    user,
+)
 from ._incremental.test_memo import _growing_thread
 
 TOOL = {"name": "t"}
@@ -141,3 +147,9 @@ def test_an_encoded_body_joins_once():
     assert bytes(body) is joined  # kept, not joined again
     assert len(body) == len(bytes(body))
     assert "bytes in 3 parts" in repr(body)
+
+
+def test_the_reasoning_free_body_shape_is_unchanged_by_msgspec_defaults():
+    """`store` has no default, so omit_defaults can never drop it."""
+    body = turnwire.render(thread(messages=[user()]), container=make_container(), model="m").request
+    assert b'"store":false' in msgspec.json.encode(body)

@@ -124,6 +124,8 @@ def test_no_assistant_item_ever_carries_input_text():
     for item in assistants:
         parts = item["content"] if isinstance(item["content"], list) else []
         assert all(p["type"] != "input_text" for p in parts)
+    # peer messages, own messages without their reasoning and thoughts: string content
+    assert all(isinstance(item["content"], str) for item in assistants)
 
 
 # ------------------------------------------------------------------ determinism

@@ -1070,3 +1070,30 @@ def test_threads_rendering_into_one_memo_at_once_render_as_cold(workers):
         for thread in pool:
             thread.join()
     assert not failures
+
+
+def test_ids_are_sent_only_where_the_api_can_check_them():
+    """Reference: own messages and calls keep ids with no reasoning before them."""
+    t = thread(
+        tools=[{"name": "s"}],
+        messages=[user(), assistant("msg_1", "a", 3)],
+        tool_calls=[
+            {"id": "call_1|fc_1", "tool": "s", "created_at": at(1), "result": {"text": "r"}}
+        ],
+    )
+    assert all("id" not in item for item in render_body(t)["input"])
+
+
+def test_model_binding_keeps_replay_when_the_prefix_changes():
+    """Reference: any change to instructions or earlier items drops all earlier reasoning."""
+    settings = {"render": {**REPLAY["render"], "fingerprint_binding": "model"}}
+    fp = prefix_fingerprint(thread(messages=[user()]), settings)
+    t = thread(
+        system_prompt="a new system prompt",
+        memories=[{"id": "m", "content": "new"}],
+        messages=[user(), assistant("msg_1", "a", 2, seq=1)],
+        thoughts=[reasoning_thought("rs_1", 2, fingerprint=fp, paired="msg_1")],
+    )
+    kinds = [i.get("type") for i in render_body(t, settings)["input"]]
+    assert kinds == ["message", "reasoning", "message"]
+    assert all(i.get("type") != "reasoning" for i in render_body(t, REPLAY)["input"])

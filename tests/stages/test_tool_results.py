@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 
+import turnwire
 from turnwire import hookimpl
 from turnwire.config.nonce import EnvelopeNonce
 
-from ..conftest import SECRET, at, render_body, thread, user
+from ..conftest import (
+    SECRET,
+    at,
+    render_body,
+    thread,
+    user,
+)
 
 N = EnvelopeNonce(SECRET)
+
+
 TOOL = {"name": "search", "parameters": {"type": "object", "properties": {}}}
 
 
@@ -113,3 +123,25 @@ def test_the_boundary_survives_an_envelope_renderer_that_drops_the_body(caplog):
 
 def test_error_results_render_like_text():
     assert "\nTool not found: x\n" in _output({"text": "Tool not found: x"})
+
+
+def test_nonces_are_keyed_not_the_raw_id_or_the_public_checksum():
+    """Reference: tool-result nonce = sha256(tool+args), message tag = the raw id."""
+    t = thread(
+        messages=[user("u1")],
+        tools=[{"name": "s"}],
+        tool_calls=[
+            {
+                "id": "call_1",
+                "tool": "s",
+                "args": {"q": "x"},
+                "created_at": at(1),
+                "result": {"text": "r"},
+            }
+        ],
+    )
+    body = render_body(t)
+    checksum = hashlib.sha256(b'{"args":{"q":"x"},"tool":"s"}').hexdigest()
+    text = str(body)
+    assert checksum not in text and "<message_u1 " not in text
+    assert turnwire.plugin.EnvelopeNonce(SECRET)("call_1") in body["input"][2]["output"]
