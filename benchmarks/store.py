@@ -91,7 +91,7 @@ def postgres(url: str | None) -> Iterator[Any]:
     import psycopg
 
     if url is None:
-        from tests.store.conftest import _start, _stop
+        from tests.postgres import _start, _stop
 
         folder = Path(tempfile.mkdtemp(prefix="turnwire-pg-bench-"))
         try:

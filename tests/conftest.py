@@ -17,6 +17,7 @@ from turnwire import build_container, load_settings
 from turnwire.config.settings import merge
 
 from .oracle import validate_body, validate_open_responses, validate_openapi
+from .postgres import location, postgres_server, postgres_url  # noqa: F401 (fixtures for every folder)
 
 # The recorded traffic the tests read, kept in the repository (origins and licences:
 # tests/data/conformance/SOURCES.md).

@@ -196,7 +196,7 @@ NO_SERVER = """
 import sys
 
 def pytest_sessionstart(session):  # as on a machine without PostgreSQL's binaries
-    sys.modules["tests.store.conftest"]._binaries = lambda: None
+    sys.modules["tests.postgres"]._binaries = lambda: None
 """
 
 
@@ -224,3 +224,18 @@ def test_without_a_server_the_postgres_half_skips_visibly_and_ci_fails(tmp_path,
         assert "SKIPPED [1]" in done.stdout and "no PostgreSQL server could be started" in (
             done.stdout
         )
+
+
+def test_a_title_postgresql_cannot_hold_is_a_store_error_and_stores_nothing(
+    postgres_url: str,
+) -> None:
+    header = turnwire.load_thread({"version": 1, "model": "gpt-5"})
+    with open_store(postgres_url) as store:
+        with pytest.raises(StoreError, match="cannot hold a value"):
+            store.create_thread(header, title="bad\x00title")
+        assert store.list_threads() == []
+        # NUL inside a record's text goes through the JSON columns, escaped
+        thread_id = store.create_thread(header, title="ok")
+        turn = store.builder.build_user_turn("a\x00b", [])
+        store.append_turns(thread_id, [turn])
+        assert store.load(thread_id).messages[-1].content == "a\x00b"

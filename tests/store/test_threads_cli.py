@@ -118,7 +118,9 @@ def test_a_failed_run_appends_nothing(location, tmp_path):
 
 
 def test_an_imported_thread_runs_with_its_files_from_the_store(location, tmp_path):
-    done = cli(tmp_path, "threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--store", location)
+    done = cli(
+        tmp_path, "threads", "import", str(REPO_EXAMPLES / "weather.yaml"), "--store", location
+    )
     assert done.returncode == 0, done.stderr
     thread_id = done.stdout.strip()
     with ScriptedServer([Reply.sse(recorded("text_simple_gpt-4o-mini.sse"))]) as server:
@@ -248,7 +250,9 @@ def test_an_export_never_writes_through_a_link_and_keeps_each_files_folder_its_o
     victim = tmp_path / "victim"
     victim.mkdir()
     (out / "t.json.files").symlink_to(victim)  # planted: the copies must not land there
-    refused = turnwire_process("threads", "export", thread_id, str(out / "t.json"), "--store", str(db))
+    refused = turnwire_process(
+        "threads", "export", thread_id, str(out / "t.json"), "--store", str(db)
+    )
     assert refused.returncode == 2 and "is not a folder an export made" in refused.stderr
     assert list(victim.iterdir()) == [] and not (out / "t.json").exists()
     (out / "t.json.files").unlink()

@@ -1,5 +1,6 @@
-"""An import copies every file a thread points at under a name the file system can hold, and
-refuses a pointer that names no file instead of storing it."""
+"""What every store does the same way above its SQL: an import copies every file a thread points at
+under a name the file system can hold, and refuses a pointer that names no file instead of storing
+it."""
 
 from __future__ import annotations
 

@@ -196,8 +196,8 @@ def test_run_thread_once_stores_an_answer_with_its_pending_call_as_one_turn(tmp_
     from turnwire.api import run_thread
     from turnwire.store.sqlite import SQLiteStore
 
-    from .client.server import Reply, ScriptedServer, recorded
-    from .conftest import make_container
+    from ..client.server import Reply, ScriptedServer, recorded
+    from ..conftest import make_container
 
     stream = recorded("phase_commentary_function_call_gpt-5.5.sse")
     container = make_container()
