@@ -25,9 +25,7 @@ from turnwire.cli.main import _parser
 from turnwire.config.schema import config_schema, thread_schema
 from turnwire.config.settings import Settings
 
-from .conftest import turnwire_process
-
-REPO = Path(__file__).resolve().parents[1]
+from .conftest import REPO, turnwire_process
 
 
 def undocumented(function: Any) -> list[str]:
@@ -428,3 +426,12 @@ def test_every_deliberate_difference_names_a_test_that_exists():
 def test_the_deliberate_differences_are_in_the_nav():
     nav = yaml.safe_load((REPO / "mkdocs.yml").read_text())["nav"]
     assert {"Deliberate differences": "design-differences.md"} in nav
+
+
+def test_the_readme_opens_with_the_two_commands_and_ci_runs_the_second():
+    lines = (REPO / "README.md").read_text().splitlines()
+    assert lines[2] == "```sh" and lines[5] == "```"
+    demo, tests = lines[3], lines[4]
+    assert demo.endswith("uv run turnwire demo") and tests.endswith("uv run pytest")
+    ci = (REPO / ".ci" / "run").read_text().splitlines()
+    assert tests.rsplit("&& ", 1)[1] in ci

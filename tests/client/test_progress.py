@@ -23,10 +23,10 @@ from turnwire.client.progress import (
     ToolStartedEvent,
 )
 
+from ..cli.test_run import turnwire_run
 from ..conftest import make_container
 from .server import Reply, ScriptedServer, recorded
 from .test_dispatch import AFTER_CALL, CALL, THREAD
-from .test_run_cli import turnwire_run
 
 REASONING = recorded("reasoning_summary_multipart_text_o3-mini.sse")
 

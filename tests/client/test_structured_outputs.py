@@ -16,9 +16,9 @@ from turnwire import OutputSchema, OutputValidationError
 from turnwire.model.structured import strict_schema
 from turnwire.store.sqlite import SQLiteStore
 
+from ..cli.test_run import turnwire_run
 from ..conftest import make_container
 from .server import Reply, ScriptedServer
-from .test_run_cli import turnwire_run
 
 THREAD = """\
 version: 1
@@ -335,7 +335,9 @@ def test_a_stored_thread_keeps_the_mismatched_turn_and_runs_on(tmp_path):
             with pytest.raises(OutputValidationError) as caught:
                 turnwire.run_thread(thread_id, prompt="first?", output_schema=Invoice, **options)
             assert caught.value.path == "$.items[2].price"
-            result = turnwire.run_thread(thread_id, prompt="again?", output_schema=Invoice, **options)
+            result = turnwire.run_thread(
+                thread_id, prompt="again?", output_schema=Invoice, **options
+            )
         assert isinstance(result.parsed, Invoice)
         stored = store.export_thread(thread_id)
     assert [(m.role, m.content) for m in stored.messages] == [

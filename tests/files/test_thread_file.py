@@ -5,6 +5,7 @@ clock refused where a thread comes in."""
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -12,10 +13,10 @@ import pytest
 
 import turnwire
 from turnwire import ThreadFileError, dump_thread, load_thread
-from turnwire.files.thread_file import FUTURE_SKEW
+from turnwire.files.thread_file import FUTURE_SKEW, save_thread
 from turnwire.model.records import HostedItem
 
-from ..conftest import REPO_EXAMPLES, at, turnwire_process
+from ..conftest import REPO_EXAMPLES, at, thread, turnwire_process, user
 
 
 def _fails(data, path, words):
@@ -247,3 +248,19 @@ def test_a_thread_file_and_an_import_refuse_it_alike(tmp_path: Path) -> None:
         assert done.returncode == 2
         last = done.stderr.strip().splitlines()[-1]
         assert last.startswith("error: E_THREAD_FILE_INVALID: $.hosted_items[0].created_at: ")
+
+
+def test_a_save_syncs_the_file_and_its_folder(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    synced: list[str] = []
+    real = os.fsync
+
+    def fsync(descriptor: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{descriptor}"))
+        real(descriptor)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    target = tmp_path / "t.json"
+    save_thread(thread(model="gpt-5", messages=[user()]), target)
+    assert any(Path(name).name.startswith(".t.json.") for name in synced)  # the new file
+    assert str(tmp_path) in synced  # the folder, after the rename
+    assert turnwire.load_thread(target).messages[0].content == "hi"

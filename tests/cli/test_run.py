@@ -1,4 +1,5 @@
-"""`turnwire run` as a process, against a local server playing every recorded stream."""
+"""``turnwire run`` as a process, against a local server playing every recorded stream: what it
+prints, saves and shows on the terminal, and what it needs to start."""
 
 from __future__ import annotations
 
@@ -8,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import turnwire_process
-from .server import Reply, ScriptedServer
-from .streams import STREAMS, payloads, wire_bytes
+from ..client.server import Reply, ScriptedServer
+from ..client.streams import STREAMS, payloads, wire_bytes
+from ..conftest import REPO_EXAMPLES, turnwire_process
 
-REPO = Path(__file__).resolve().parents[2]
 THREAD = """\
 version: 1
 model: gpt-5
@@ -37,6 +37,8 @@ def _terminal(path: Path) -> dict:
 
 
 OK_STREAMS = [p for p in STREAMS if not p.name.startswith("error_")]
+
+
 SLOT_TYPES = ("message", "reasoning", "function_call")
 
 
@@ -262,7 +264,7 @@ def test_run_shows_retries_as_they_happen(tmp_path):
 
 
 def _answer_stream(text: str, summary: str = "") -> bytes:
-    from .test_output_shapes import REASONING, streamed
+    from ..client.test_output_shapes import REASONING, streamed
 
     message = {
         "type": "message",
@@ -299,7 +301,7 @@ def _saved_answer(thread: Path) -> str:
 
 
 def test_a_tool_result_holding_a_secret_is_shown_redacted(tmp_path):
-    from .test_output_shapes import CALL, MESSAGE, streamed
+    from ..client.test_output_shapes import CALL, MESSAGE, streamed
 
     module = tmp_path / "leaky.py"
     module.write_text(
@@ -333,3 +335,25 @@ def test_a_tool_result_holding_a_secret_is_shown_redacted(tmp_path):
     (line,) = [line for line in done.stderr.splitlines() if line.startswith("[tool get_capital(")]
     assert "[redacted] for France" in line
     assert key not in done.stderr and "SECRET1234" not in done.stderr
+
+
+def test_run_reports_its_own_usage_before_the_configuration(tmp_path):
+    bad_config = ("--set", "client.max_stream_bytes=0")
+    both = turnwire_process("run", "--thread", "thr_x", "--save", *bad_config)
+    assert both.returncode == 1
+    assert (
+        both.stderr.strip()
+        .splitlines()[-1]
+        .endswith("--thread runs a stored thread: give no THREAD file and no --save")
+    )
+    nothing = turnwire_process("run", "--render-context", "a=1", *bad_config)
+    assert "give a THREAD file, or --thread ID" in nothing.stderr
+    assert "--render-context is not used" not in nothing.stderr
+
+
+def test_run_needs_a_thread_file_or_a_stored_thread(tmp_path):
+    done = turnwire_process("run", "--base-url", "http://127.0.0.1:9/v1")
+    assert done.returncode == 1
+    assert "give a THREAD file, or --thread ID" in done.stderr
+    mixed = turnwire_process("run", str(REPO_EXAMPLES / "weather.yaml"), "--prompt", "x")
+    assert mixed.returncode == 1 and "--prompt and --file go with --thread" in mixed.stderr

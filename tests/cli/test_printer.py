@@ -23,11 +23,11 @@ from turnwire.cli.main import main
 from turnwire.cli.printer import echo, plain
 from turnwire.cli.run import print_pending
 
-from .client.server import Reply, ScriptedServer
-from .client.test_output_shapes import CALL, REASONING, sse, streamed
-from .conftest import SECRET
+from ..client.server import Reply, ScriptedServer
+from ..client.test_output_shapes import CALL, REASONING, sse, streamed
+from ..conftest import REPO, SECRET
 
-CLI = Path(__file__).resolve().parents[1] / "src" / "turnwire" / "cli"
+CLI = REPO / "src" / "turnwire" / "cli"
 
 # ESC sequences (OSC 0 sets the window title, CSI 2J clears the screen, OSC 52 writes the
 # clipboard), BEL, the C1 codes CSI, DCS and ST, a carriage return and a backspace.
