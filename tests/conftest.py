@@ -201,3 +201,21 @@ def turnwire_process(*args: str, cwd: Path | None = None, env: dict[str, str] | 
         timeout=120,
         check=False,
     )
+
+
+def mypy_strict(path: Path, cache: Path) -> tuple[int, str]:
+    """``mypy --strict`` on ``path``, in this process: its exit status and output. mypy raises
+    the interpreter's recursion limit for its run; the limit is put back afterwards, so no later
+    test runs under mypy's."""
+    import sys
+
+    from mypy import api
+
+    limit = sys.getrecursionlimit()
+    try:
+        out, err, status = api.run(
+            ["--strict", "--no-error-summary", "--cache-dir", str(cache), str(path)]
+        )
+    finally:
+        sys.setrecursionlimit(limit)
+    return status, out + err

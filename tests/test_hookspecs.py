@@ -19,7 +19,7 @@ from turnwire.stages import DEFAULT_PLUGINS
 TEST_MODULE = {
     "render_untrusted_content": "stages/test_envelopes.py",
     "render_trusted_content": "stages/test_envelopes.py",
-    "render_standing_instructions": "stages/test_memories.py",
+    "render_standing_instructions": "stages/test_instructions.py",
     "render_memories": "stages/test_memories.py",
     "render_retrievable_safety_directive": "stages/test_retrievables.py",
     "render_first_party_retrievables": "stages/test_retrievables.py",

@@ -13,23 +13,14 @@ import turnwire
 from turnwire.errors import MissingApiKeyError
 
 from .client.server import Reply, ScriptedServer, recorded
-from .conftest import REPO_EXAMPLES, make_container, thread, turnwire_process, user
+from .conftest import REPO_EXAMPLES, make_container, mypy_strict, thread, turnwire_process, user
 
 OPENAI = "https://api.openai.com/v1"
 DOWNSTREAM = Path(__file__).parent / "typing" / "downstream.py"
 
 
-def _mypy(path: Path, tmp_path: Path) -> tuple[int, str]:
-    from mypy import api
-
-    out, err, status = api.run(
-        ["--strict", "--no-error-summary", "--cache-dir", str(tmp_path / "cache"), str(path)]
-    )
-    return status, out + err
-
-
 def test_downstream_script_type_checks_and_typos_are_type_errors(tmp_path: Path) -> None:
-    status, output = _mypy(DOWNSTREAM, tmp_path)
+    status, output = mypy_strict(DOWNSTREAM, tmp_path / "cache")
     assert status == 0, output
     typo = tmp_path / "typo.py"
     text = DOWNSTREAM.read_text()
@@ -39,7 +30,7 @@ def test_downstream_script_type_checks_and_typos_are_type_errors(tmp_path: Path)
             "result.records.tool_calls", "result.record.tool_calls"
         )
     )
-    status, output = _mypy(typo, tmp_path)
+    status, output = mypy_strict(typo, tmp_path / "cache")
     assert status == 1
     assert '"ResponseMeta" has no attribute "finish_raeson"' in output
     assert '"RunResult" has no attribute "record"' in output

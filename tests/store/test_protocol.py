@@ -9,6 +9,8 @@ from pathlib import Path
 
 from turnwire.store import ThreadStore
 
+from ..conftest import mypy_strict
+
 REPO = Path(__file__).resolve().parents[2]
 STORES = REPO / "tests" / "typing" / "stores.py"
 USERS = [
@@ -20,17 +22,8 @@ USERS = [
 STORE_NAMES = {"store", "source", "target"}  # what these modules call a store
 
 
-def _mypy(path: Path, cache: Path) -> tuple[int, str]:
-    from mypy import api
-
-    out, err, status = api.run(
-        ["--strict", "--no-error-summary", "--cache-dir", str(cache), str(path)]
-    )
-    return status, out + err
-
-
 def test_every_store_is_a_thread_store_to_mypy_and_a_missing_member_is_an_error(tmp_path):
-    status, output = _mypy(STORES, tmp_path / "cache")
+    status, output = mypy_strict(STORES, tmp_path / "cache")
     assert status == 0, output
     wider = tmp_path / "wider.py"  # a protocol asking one method more than the stores have
     wider.write_text(
@@ -42,7 +35,7 @@ def test_every_store_is_a_thread_store_to_mypy_and_a_missing_member_is_an_error(
             "    def rename_thread(self, thread_id: str, title: str) -> None: ...\n",
         )
     )
-    status, output = _mypy(wider, tmp_path / "cache")
+    status, output = mypy_strict(wider, tmp_path / "cache")
     assert status == 1
     for kind in ("SQLiteStore", "PostgresStore", "MemoryStore"):
         assert f'"{kind}" is missing following "ThreadStore" protocol member' in output
