@@ -25,8 +25,8 @@ from turnwire.client.progress import (
 
 from ..cli.test_run import turnwire_run
 from ..conftest import make_container
+from .conftest import AFTER_CALL, CALL, THREAD
 from .server import Reply, ScriptedServer, recorded
-from .test_dispatch import AFTER_CALL, CALL, THREAD
 
 REASONING = recorded("reasoning_summary_multipart_text_o3-mini.sse")
 

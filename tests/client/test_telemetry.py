@@ -8,8 +8,8 @@ import yaml
 import turnwire
 
 from ..conftest import make_container
+from .conftest import AFTER_CALL, CALL, THREAD
 from .server import Reply, ScriptedServer
-from .test_dispatch import AFTER_CALL, CALL, THREAD
 
 sdk = pytest.importorskip("opentelemetry.sdk.trace")
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402

@@ -80,5 +80,7 @@ def test_artifact_grep_is_held_to_the_tool_timeout() -> None:
     assert done.is_error
     assert "did not finish within" in (done.result.text or "")
     # with time to finish, the same call answers
-    relaxed = asyncio.run(ToolExecutor(inline_max_bytes=4096, timeout_s=60).execute(grep, _thread(earlier)))
+    relaxed = asyncio.run(
+        ToolExecutor(inline_max_bytes=4096, timeout_s=60).execute(grep, _thread(earlier))
+    )
     assert not relaxed.is_error

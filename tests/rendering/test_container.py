@@ -185,8 +185,8 @@ def test_the_response_accumulator_is_an_overridable_seam_the_client_uses():
     from turnwire.wire.accumulator import ResponseAccumulator
     from turnwire.wire.response import MessageOutput
 
+    from ..client.conftest import AFTER_CALL, CALL, THREAD
     from ..client.server import Reply, ScriptedServer
-    from ..client.test_dispatch import AFTER_CALL, CALL, THREAD
     from ..conftest import make_container
 
     made: list[object] = []
