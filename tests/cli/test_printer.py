@@ -19,21 +19,30 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from turnwire import load_thread
-from turnwire.cli.main import main
+from turnwire.cli.main import _Progress, main
 from turnwire.cli.printer import echo, plain
 from turnwire.cli.run import print_pending
+from turnwire.client.progress import (
+    ReasoningSummaryDeltaEvent,
+    TextDeltaEvent,
+)
 
 from ..client.server import Reply, ScriptedServer
-from ..client.test_output_shapes import CALL, REASONING, sse, streamed
+from ..client.test_reading import REASONING, SHAPES_CALL, sse, streamed
 from ..conftest import REPO, SECRET
 
 CLI = REPO / "src" / "turnwire" / "cli"
 
+
 # ESC sequences (OSC 0 sets the window title, CSI 2J clears the screen, OSC 52 writes the
 # clipboard), BEL, the C1 codes CSI, DCS and ST, a carriage return and a backspace.
 HOSTILE = "Hi\x1b]0;owned\x07 there\x1b[2J\x1b]52;c;ZWNobyBvd25lZA==\x07 \x9b31m\x90q\x9c\r\x08done"
+
+
 # What a terminal is given of it: the same text without the controls.
 SHOWN = "Hi]0;owned there[2J]52;c;ZWNobyBvd25lZA== 31mqdone"
+
+
 AT = "2026-01-01T10:00:00Z"
 
 
@@ -287,7 +296,7 @@ def _streamed_answer(text: str) -> bytes:
 
 
 def test_run_streams_the_answer_the_reasoning_and_the_tool_result_without_controls(tmp_path):
-    call = {**CALL, "name": "lookup", "arguments": '{"q":"x"}'}
+    call = {**SHAPES_CALL, "name": "lookup", "arguments": '{"q":"x"}'}
     done = _run(tmp_path, [Reply.sse(streamed([call])), Reply.sse(_streamed_answer(HOSTILE))])
     assert done.returncode == 0, done.stderr
     assert raw_controls(done.stdout) == [] and raw_controls(done.stderr) == []
@@ -306,3 +315,23 @@ def test_a_server_error_body_reaches_the_log_and_the_error_line_without_controls
     assert f"turnwire: ERROR: HTTP 400 (terminal): {SHOWN}" in lines
     assert lines[-1].startswith("error: E_OPENAI_RESPONSES_HTTP_ERROR: ")
     assert "\\x1b]0;owned\\x07" in lines[-1]
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_cli_dims_reasoning_on_a_terminal_and_prefixes_it_elsewhere():
+    events = [
+        ReasoningSummaryDeltaEvent(output_index=0, delta="first\nsecond"),
+        ReasoningSummaryDeltaEvent(output_index=0, summary_index=1, delta="third"),
+        TextDeltaEvent(output_index=1, delta="Hi"),
+    ]
+    plain, terminal = io.StringIO(), _Terminal()
+    for stream in (plain, terminal):
+        show = _Progress(stream)
+        for event in events:
+            show(event)
+    assert plain.getvalue() == "[reasoning] first\n[reasoning] second\n[reasoning] third\n"
+    assert terminal.getvalue() == "\x1b[2mfirst\nsecond\x1b[0m\n\x1b[2mthird\x1b[0m\n"

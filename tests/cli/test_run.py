@@ -4,14 +4,17 @@ prints, saves and shows on the terminal, and what it needs to start."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
-from ..client.server import Reply, ScriptedServer
+from ..client import conftest as client
+from ..client.server import Reply, ScriptedServer, recorded
 from ..client.streams import STREAMS, payloads, wire_bytes
-from ..conftest import REPO_EXAMPLES, turnwire_process
+from ..conftest import REPO_EXAMPLES, turnwire_process, user
 
 THREAD = """\
 version: 1
@@ -264,7 +267,7 @@ def test_run_shows_retries_as_they_happen(tmp_path):
 
 
 def _answer_stream(text: str, summary: str = "") -> bytes:
-    from ..client.test_output_shapes import REASONING, streamed
+    from ..client.test_reading import REASONING, streamed
 
     message = {
         "type": "message",
@@ -301,7 +304,7 @@ def _saved_answer(thread: Path) -> str:
 
 
 def test_a_tool_result_holding_a_secret_is_shown_redacted(tmp_path):
-    from ..client.test_output_shapes import CALL, MESSAGE, streamed
+    from ..client.test_reading import MESSAGE, SHAPES_CALL, streamed
 
     module = tmp_path / "leaky.py"
     module.write_text(
@@ -320,7 +323,7 @@ def test_a_tool_result_holding_a_secret_is_shown_redacted(tmp_path):
         "tools: {handlers: {get_capital: 'leaky:get_capital'}}\n"
     )
     key = "sk-test-SECRET1234567890"
-    replies = [Reply.sse(streamed([CALL])), Reply.sse(streamed([MESSAGE]))]
+    replies = [Reply.sse(streamed([SHAPES_CALL])), Reply.sse(streamed([MESSAGE]))]
     with ScriptedServer(replies) as server:
         done = turnwire_process(
             "run",
@@ -357,3 +360,159 @@ def test_run_needs_a_thread_file_or_a_stored_thread(tmp_path):
     assert "give a THREAD file, or --thread ID" in done.stderr
     mixed = turnwire_process("run", str(REPO_EXAMPLES / "weather.yaml"), "--prompt", "x")
     assert mixed.returncode == 1 and "--prompt and --file go with --thread" in mixed.stderr
+
+
+STRUCTURED_THREAD = """\
+version: 1
+model: gpt-4o
+messages:
+  - {id: u1, role: user, content: "Read the invoice.", created_at: "2026-01-01T10:00:00Z"}
+"""
+
+
+SCHEMA = {
+    "title": "invoice",
+    "type": "object",
+    "properties": {
+        "number": {"type": "string"},
+        "items": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "price": {"type": "number"}},
+                "required": ["name", "price"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    "required": ["number", "items"],
+    "additionalProperties": False,
+}
+
+
+def _sse(*events: dict) -> bytes:
+    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+
+
+def _answer(text: str, *, msg_id: str = "msg_1", status: str = "completed") -> bytes:
+    """A streamed answer with one assistant message of ``text``, in two deltas."""
+    half = len(text) // 2
+    item = {"type": "message", "id": msg_id, "role": "assistant", "status": "completed"}
+    part = {"type": "output_text", "text": text, "annotations": []}
+    terminal = "response.completed" if status == "completed" else "response.incomplete"
+    response = {"id": "resp_1", "status": status, "model": "gpt-4o"}
+    if status == "incomplete":
+        response["incomplete_details"] = {"reason": "max_output_tokens"}
+    return _sse(
+        {"type": "response.created", "response": {"id": "resp_1", "status": "in_progress"}},
+        {"type": "response.output_item.added", "output_index": 0, "item": {**item, "content": []}},
+        {"type": "response.output_text.delta", "output_index": 0, "delta": text[:half]},
+        {"type": "response.output_text.delta", "output_index": 0, "delta": text[half:]},
+        {
+            "type": "response.output_item.done",
+            "output_index": 0,
+            "item": {**item, "content": [part]},
+        },
+        {"type": terminal, "response": response},
+    )
+
+
+def _refusal(text: str) -> bytes:
+    return _sse(
+        {"type": "response.created", "response": {"id": "resp_1", "status": "in_progress"}},
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []},
+        },
+        {"type": "response.refusal.delta", "output_index": 0, "delta": text},
+        {"type": "response.completed", "response": {"id": "resp_1", "status": "completed"}},
+    )
+
+
+def test_the_cli_takes_an_output_schema_file_and_prints_parsed_and_refusals(tmp_path: Path):
+    thread = tmp_path / "t.yaml"
+    thread.write_text(STRUCTURED_THREAD)
+    schema = tmp_path / "invoice.json"
+    schema.write_text(json.dumps(SCHEMA))
+    value = {"number": "F-7", "items": []}
+    with ScriptedServer([Reply.sse(_answer(json.dumps(value)))]) as server:
+        done = turnwire_run(thread, server.base_url, "--output-schema", str(schema), "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["parsed"] == value
+    assert server.requests[0].json["text"]["format"]["name"] == "invoice"
+
+    wrapped = tmp_path / "wrapped.yaml"
+    wrapped.write_text(yaml.safe_dump({"name": "w", "schema": SCHEMA, "description": "x"}))
+    with ScriptedServer([Reply.sse(_refusal("I won't."))]) as server:
+        done = turnwire_run(thread, server.base_url, "--output-schema", str(wrapped))
+    assert done.returncode == 0, done.stderr
+    assert "[refusal] I won't." in done.stderr
+    assert server.requests[0].json["text"]["format"]["description"] == "x"
+
+    with ScriptedServer([Reply.sse(_answer('{"number": 7}'))]) as server:
+        done = turnwire_run(thread, server.base_url, "--output-schema", str(schema), "--json")
+    assert done.returncode == 1
+    error = json.loads(done.stdout.splitlines()[-1])["error"]
+    assert error["code"] == "E_OUTPUT_INVALID" and error["path"] == "$"
+    assert "missing required property `items`" in error["message"]
+
+
+def test_the_cli_names_a_bad_schema_file(tmp_path: Path):
+    thread = tmp_path / "t.yaml"
+    thread.write_text(STRUCTURED_THREAD)
+    schema = tmp_path / "s.json"
+    schema.write_text(json.dumps({"type": "object", "properties": {"a": {"type": "string"}}}))
+    done = turnwire_run(thread, "http://127.0.0.1:9", "--output-schema", str(schema))
+    assert done.returncode == 1
+    assert "E_OUTPUT_SCHEMA_INVALID" in done.stderr and "$.schema" in done.stderr
+
+
+PROGRESS_REASONING = recorded("reasoning_summary_multipart_text_o3-mini.sse")
+
+
+def test_turnwire_run_shows_reasoning_summaries_and_tool_progress_on_stderr(tmp_path):
+    thread = tmp_path / "t.yaml"
+    thread.write_text(client.THREAD.replace("gpt-4o", "gpt-5"))
+    with ScriptedServer([Reply.sse(PROGRESS_REASONING)]) as server:
+        done = turnwire_run(thread, server.base_url)
+    assert done.returncode == 0, done.stderr
+    shown = [line for line in done.stderr.splitlines() if line.startswith("[reasoning] ")]
+    assert shown and "**" in shown[0]
+    with ScriptedServer([Reply.sse(client.CALL)]) as server:
+        done = turnwire_run(thread, server.base_url, "--once")
+    assert "[tool" not in done.stderr  # --once runs nothing
+
+
+OPENAI = "https://api.openai.com/v1"
+
+
+def test_cli_without_a_key_says_which_variable_to_set(tmp_path: Path) -> None:
+    shutil.copy(REPO_EXAMPLES / "weather.yaml", tmp_path / "weather.yaml")
+    shutil.copy(REPO_EXAMPLES / "photo.png", tmp_path / "photo.png")
+    thread = str(tmp_path / "weather.yaml")
+    done = turnwire_process("run", thread, "--base-url", OPENAI, "--profile", "examples")
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()
+    assert last == [
+        "error: E_OPENAI_API_KEY_MISSING: no API key for https://api.openai.com/v1: "
+        "set OPENAI_API_KEY (or pass api_key= in code); nothing was sent"
+    ]
+
+
+def test_the_command_line_prints_one_error_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"version": 1, "model": "gpt-5", "messages": [user()]}))
+    done = turnwire_process(
+        "run",
+        str(path),
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        env={"HTTPS_PROXY": "ftp://127.0.0.1:9", "OPENAI_API_KEY": "sk-test-key-0000"},
+    )
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert lines[-1].startswith("error: E_INVALID_OPENAI_RESPONSES_OPTIONS: HTTPS_PROXY")
+    assert "Traceback" not in done.stderr

@@ -28,7 +28,7 @@ from ..wire.test_hosted_tools import (
     _thread,
 )
 from .server import Reply, ScriptedServer
-from .test_output_shapes import streamed
+from .test_reading import streamed
 
 LIST_TOOLS = {
     "type": "mcp_list_tools",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 
@@ -11,7 +10,6 @@ import yaml
 
 import turnwire
 from turnwire import hookimpl
-from turnwire.cli.main import _Progress
 from turnwire.client.progress import (
     ItemDoneEvent,
     ReasoningSummaryDeltaEvent,
@@ -23,7 +21,6 @@ from turnwire.client.progress import (
     ToolStartedEvent,
 )
 
-from ..cli.test_run import turnwire_run
 from ..conftest import make_container
 from .conftest import AFTER_CALL, CALL, THREAD
 from .server import Reply, ScriptedServer, recorded
@@ -149,36 +146,3 @@ def test_events_encode_to_json_with_their_type():
         "summary_index": 1,
         "delta": "plan",
     }
-
-
-class _Terminal(io.StringIO):
-    def isatty(self) -> bool:
-        return True
-
-
-def test_the_cli_dims_reasoning_on_a_terminal_and_prefixes_it_elsewhere():
-    events = [
-        ReasoningSummaryDeltaEvent(output_index=0, delta="first\nsecond"),
-        ReasoningSummaryDeltaEvent(output_index=0, summary_index=1, delta="third"),
-        TextDeltaEvent(output_index=1, delta="Hi"),
-    ]
-    plain, terminal = io.StringIO(), _Terminal()
-    for stream in (plain, terminal):
-        show = _Progress(stream)
-        for event in events:
-            show(event)
-    assert plain.getvalue() == "[reasoning] first\n[reasoning] second\n[reasoning] third\n"
-    assert terminal.getvalue() == "\x1b[2mfirst\nsecond\x1b[0m\n\x1b[2mthird\x1b[0m\n"
-
-
-def test_turnwire_run_shows_reasoning_summaries_and_tool_progress_on_stderr(tmp_path):
-    thread = tmp_path / "t.yaml"
-    thread.write_text(THREAD.replace("gpt-4o", "gpt-5"))
-    with ScriptedServer([Reply.sse(REASONING)]) as server:
-        done = turnwire_run(thread, server.base_url)
-    assert done.returncode == 0, done.stderr
-    shown = [line for line in done.stderr.splitlines() if line.startswith("[reasoning] ")]
-    assert shown and "**" in shown[0]
-    with ScriptedServer([Reply.sse(CALL)]) as server:
-        done = turnwire_run(thread, server.base_url, "--once")
-    assert "[tool" not in done.stderr  # --once runs nothing

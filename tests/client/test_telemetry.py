@@ -90,7 +90,7 @@ def test_telemetry_off_makes_no_spans():
 
 
 def test_a_compaction_is_a_client_span_with_its_response_and_usage(tmp_path):
-    from .test_compaction import compact_answer, history
+    from .test_run import compact_answer, history
 
     exporter, provider = _provider()
     with ScriptedServer([Reply.json(200, compact_answer("cmp_9"))]) as server:
@@ -118,7 +118,7 @@ def test_a_compaction_is_a_client_span_with_its_response_and_usage(tmp_path):
 def test_a_compaction_the_server_answers_wrongly_marks_its_span_as_an_error():
     from turnwire.errors import StreamError
 
-    from .test_compaction import history
+    from .test_run import history
 
     exporter, provider = _provider()
     with (
@@ -140,7 +140,7 @@ def test_a_compaction_the_server_answers_wrongly_marks_its_span_as_an_error():
 def test_an_automatic_compaction_is_a_span_inside_its_run(tmp_path):
     from turnwire.store import open_store
 
-    from .test_compaction import ANSWER, compact_answer, history
+    from .test_run import ANSWER, compact_answer, history
 
     exporter, provider = _provider()
     store = open_store(str(tmp_path / "threads.db"))

@@ -9,6 +9,7 @@ import pytest
 from dependency_injector import providers
 
 import turnwire
+import turnwire.wire
 from turnwire.config.options import MediaPolicy, RenderOptions
 from turnwire.hookspecs import STAGES
 from turnwire.rendering.container import Container
@@ -290,3 +291,13 @@ def test_every_stage_and_render_option_has_its_provider():
     assert set(RenderOptions.__struct_fields__) <= names
     assert set(container.stage_plan.kwargs) == set(STAGES)
     assert set(container.render_options.kwargs) == set(RenderOptions.__struct_fields__)
+
+
+def test_only_the_container_imports_dependency_injector():
+    from pathlib import Path
+
+    src = Path(turnwire.__file__).parent
+    importers = sorted(
+        str(p.relative_to(src)) for p in src.rglob("*.py") if "dependency_injector" in p.read_text()
+    )
+    assert importers == ["rendering/container.py"]

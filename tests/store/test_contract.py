@@ -371,7 +371,7 @@ def test_a_compaction_round_trip(store):
     during a compaction conflicts and stores nothing."""
     from turnwire.api import compact_thread
 
-    from ..client.test_compaction import compact_answer, history
+    from ..client.test_run import compact_answer, history
 
     thread_id = store.import_thread(history())
     before = len(store.turns(thread_id))
@@ -401,7 +401,7 @@ def test_a_compaction_round_trip(store):
 def test_a_thread_changed_during_a_compaction_conflicts(backend):
     from turnwire.api import compact_thread
 
-    from ..client.test_compaction import compact_answer, history
+    from ..client.test_run import compact_answer, history
 
     with backend.open() as store, backend.open() as other:
         thread_id = store.import_thread(history())

@@ -1,10 +1,8 @@
-"""Hosted items through a real run: every recorded stream that has them, on a local server.
-
-Each stream is answered to a one-question thread file; the saved thread must hold every hosted
-item exactly as ``output_item.done`` gave it, and the next request (rendered from the saved
-file, then sent on a second run) must replay each one in position, paired with the reasoning
-item that preceded it, in the shape of the recorded accepted requests.
-"""
+"""Recording: a generation into thread records, and the next request rendered from them. Reasoning
+is paired and fingerprinted, the phase of a message kept, usage per generation and for the run, tool
+call ids made unique (``filter_tool_call_id``), an incomplete answer recorded with its reason, and
+every hosted item of every recorded stream that has them kept whole (as ``output_item.done`` gave
+it) and replayed in place."""
 
 from __future__ import annotations
 
@@ -16,13 +14,318 @@ import msgspec
 import pytest
 
 import turnwire
+from turnwire import hookimpl
 from turnwire.model.hosted import INPUT_FIELDS, input_item
 from turnwire.model.records import Message
 
-from ..conftest import CONFORMANCE, REPLAY, make_container
+from ..conftest import CONFORMANCE, REPLAY, make_container, thread, user
 from ..oracle import validate_body
+from .conftest import AFTER_CALL, CALL, TEXT, run
 from .server import Reply, ScriptedServer, recorded
 from .streams import payloads
+
+
+def test_usage_per_generation_and_for_the_run(thread_file):
+    cached = CALL.replace(b'"cached_tokens":0', b'"cached_tokens":200')
+    assert cached != CALL
+    with ScriptedServer([Reply.sse(cached), Reply.sse(AFTER_CALL)]) as server:
+        result = run(server, thread_file)
+    first, second = result.generations
+    assert (first.provider, first.model, first.finish_reason) == (
+        "openai_responses",
+        "gpt-4o-2024-08-06",
+        "tool_calls",
+    )
+    assert second.finish_reason == "stop"
+    assert (first.usage.input_tokens, first.usage.cached_tokens) == (255, 200)
+    assert (first.usage.prompt_tokens, first.usage.completion_tokens) == (55, 16)
+    assert first.usage.total_tokens == 271
+    assert first.record_ids == (result.records.tool_calls[0].id,)
+    assert second.record_ids == (result.records.messages[0].id,)
+    assert result.usage.prompt_tokens == 55 + 278
+    assert result.usage.completion_tokens == 16 + 9
+    assert result.usage.total_tokens == 271 + 287
+
+
+def test_filter_tool_call_id_de_collides_and_keeps_the_fc_half():
+    from turnwire.stages.client_hooks import filter_tool_call_id
+
+    assert (
+        filter_tool_call_id(tool_call_id="call_1|fc_1", existing_ids=frozenset()) == "call_1|fc_1"
+    )
+    fresh = filter_tool_call_id(tool_call_id="call_1|fc_1", existing_ids=frozenset({"call_1|fc_1"}))
+    assert fresh.endswith("|fc_1") and fresh.startswith("call_") and fresh != "call_1|fc_1"
+    bare = filter_tool_call_id(tool_call_id="call_1", existing_ids=frozenset({"call_1"}))
+    assert "|" not in bare and bare != "call_1"
+
+
+def test_a_filter_tool_call_id_plugin_decides_the_stored_id(thread_file):
+    class Prefixer:
+        @hookimpl
+        def filter_tool_call_id(self, tool_call_id):
+            return "x-" + tool_call_id
+
+    container = make_container(extra_plugins=[Prefixer()])
+    with ScriptedServer([Reply.sse(CALL), Reply.sse(AFTER_CALL)]) as server:
+        result = run(server, thread_file, container=container)
+    assert result.records.tool_calls[0].id.startswith("x-call_")
+
+
+def test_an_incomplete_stream_is_recorded_with_its_reason(tmp_path):
+    incomplete = (
+        TEXT.replace(b"response.completed", b"response.incomplete")
+        .replace(b'"status":"completed","background"', b'"status":"incomplete","background"')
+        .replace(
+            b'"incomplete_details":null,"instructions":null,"max_output_tokens":4000,"max_tool_calls'
+            b'":null,"model":"gpt-4o-mini-2024-07-18","moderation":null,"output":[{',
+            b'"incomplete_details":{"reason":"max_output_tokens"},"instructions":null,'
+            b'"max_output_tokens":4000,"max_tool_calls":null,"model":"gpt-4o-mini-2024-07-18",'
+            b'"moderation":null,"output":[{',
+            1,
+        )
+    )
+    assert b"response.incomplete" in incomplete and b'"reason":"max_output_tokens"' in incomplete
+    t = thread(model="gpt-4o-mini", messages=[user()])
+    with ScriptedServer([Reply.sse(incomplete)]) as server:
+        result = turnwire.api.run(t, container=make_container(), base_url=server.base_url)
+    assert result.response.finish_reason == "length"
+    assert result.response.usage["output_tokens"] > 0
+    assert result.records.messages
+
+
+REASONING_THEN_CALL = recorded("reasoning_summary_encrypted_function_call_gpt-5.sse")
+
+
+REASONING_THEN_TEXT = recorded("reasoning_summary_encrypted_text_turn2_gpt-5.sse")
+
+
+ROUND_THREAD = {
+    "version": 1,
+    "model": "gpt-5",
+    "system_prompt": "You are terse.",
+    "tools": [
+        {
+            "name": "weather",
+            "parameters": {"type": "object", "properties": {"location": {"type": "string"}}},
+        }
+    ],
+    "messages": [
+        {
+            "id": "u1",
+            "role": "user",
+            "content": "Weather in Florence?",
+            "created_at": "2026-01-01T10:00:00Z",
+        }
+    ],
+}
+
+
+def _run(tmp_path: Path, settings: dict) -> tuple[turnwire.Thread, list]:
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(ROUND_THREAD))
+    container = make_container(settings)
+    with ScriptedServer([Reply.sse(REASONING_THEN_CALL), Reply.sse(REASONING_THEN_TEXT)]) as s:
+        turnwire.api.run(
+            path,
+            container=container,
+            base_url=s.base_url,
+            save=True,
+            handlers={"weather": lambda location: "40 C"},
+        )
+    return turnwire.load_thread(path), s.requests
+
+
+def test_replayed_reasoning_is_paired_in_the_next_requests(tmp_path):
+    saved, requests = _run(tmp_path, REPLAY)
+    second = requests[1].json
+    validate_body(second)
+    kinds = [(i.get("type"), i.get("id", "")[:3]) for i in second["input"]]
+    assert kinds == [
+        ("message", ""),
+        ("reasoning", "rs_"),
+        ("function_call", "fc_"),
+        ("function_call_output", ""),
+    ]
+    assert second["input"][1]["encrypted_content"].startswith("gAAAA")
+    assert "reasoning.encrypted_content" in second["include"]
+
+    # The thread on disk renders the same prefix, and the second reasoning item pairs too.
+    thoughts = saved.thoughts
+    assert [t.payload.paired_item_id[:4] for t in thoughts] == ["fc_0", "msg_"]
+    assert all(len(t.payload.prefix_fingerprint) == 64 for t in thoughts)
+    body = turnwire.render(saved, container=make_container(REPLAY)).json
+    assert [i.get("type") for i in body["input"]] == [
+        "message",
+        "reasoning",
+        "function_call",
+        "function_call_output",
+        "reasoning",
+        "message",
+    ]
+    assert body["input"][:4] == second["input"]
+    assert body["input"][5]["id"] == thoughts[1].payload.paired_item_id
+
+
+def test_a_changed_prefix_drops_the_reasoning_and_strips_the_partners_id(tmp_path):
+    saved, _ = _run(tmp_path, REPLAY)
+    changed = msgspec.structs.replace(saved, system_prompt="You are verbose.")
+    body = turnwire.render(changed, container=make_container(REPLAY)).json
+    validate_body(body)
+    assert all(i.get("type") != "reasoning" for i in body["input"])
+    assert all("id" not in i for i in body["input"])
+
+
+def test_model_binding_survives_a_changed_prefix(tmp_path):
+    settings = {"render": {**REPLAY["render"], "fingerprint_binding": "model"}}
+    saved, _ = _run(tmp_path, settings)
+    changed = msgspec.structs.replace(saved, system_prompt="You are verbose.")
+    body = turnwire.render(changed, container=make_container(settings)).json
+    assert [i.get("type") for i in body["input"]].count("reasoning") == 2
+
+
+def test_with_replay_off_reasoning_is_kept_as_text_and_never_replayed(tmp_path):
+    saved, requests = _run(tmp_path, {})
+    assert all(t.payload is None and t.content for t in saved.thoughts)
+    second = requests[1].json
+    assert all(i.get("type") != "reasoning" and "id" not in i for i in second["input"])
+    assert any("self-reasoning" in str(i.get("content")) for i in second["input"])
+
+
+def test_records_of_one_response_have_strictly_increasing_seq_in_output_order(tmp_path):
+    saved, _ = _run(tmp_path, REPLAY)
+    records = sorted(
+        [*saved.messages[1:], *saved.thoughts, *saved.tool_calls],
+        key=lambda r: (r.created_at, r.seq),
+    )
+    first_response = [r for r in records if r.created_at == saved.thoughts[0].created_at]
+    assert [type(r).__name__ for r in first_response] == ["Thought", "ToolCall"]
+    seqs = [r.seq for r in first_response]
+    assert seqs == sorted(set(seqs)) and len(seqs) == len(set(seqs))
+    second = [r for r in records if r.created_at == saved.thoughts[1].created_at]
+    assert [type(r).__name__ for r in second] == ["Thought", "Message"]
+    assert second[0].seq < second[1].seq
+
+
+def test_once_with_reasoning_replay_records_fingerprints_for_the_pending_call(tmp_path):
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(ROUND_THREAD))
+    container = make_container(REPLAY)
+    with ScriptedServer([Reply.sse(REASONING_THEN_CALL)]) as server:
+        result = turnwire.api.run(
+            path, container=container, base_url=server.base_url, save=True, once=True
+        )
+    (thought,) = result.records.thoughts
+    assert len(thought.payload.prefix_fingerprint) == 64
+    assert result.records.tool_calls[0].result is None
+    with ScriptedServer([Reply.sse(REASONING_THEN_TEXT)]) as server:
+        turnwire.api.run(
+            path,
+            container=container,
+            base_url=server.base_url,
+            save=True,
+            handlers={"weather": lambda location: "40 C"},
+        )
+    kinds = [i.get("type") for i in server.requests[0].json["input"]]
+    assert kinds == ["message", "reasoning", "function_call", "function_call_output"]
+
+
+def test_the_phase_of_an_assistant_message_is_recorded_and_replayed(tmp_path):
+    stream = recorded("phase_commentary_function_call_gpt-5.5.sse")
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({**ROUND_THREAD, "model": "gpt-5.5"}))
+    container = make_container(REPLAY)
+    with ScriptedServer([Reply.sse(stream)]) as server:
+        result = turnwire.api.run(
+            path, container=container, base_url=server.base_url, save=True, once=True
+        )
+    (message,) = result.records.messages
+    assert message.phase == "commentary"
+    saved = msgspec.structs.replace(turnwire.load_thread(path), tool_calls=())  # call not run
+    body = turnwire.render(saved, container=container).json
+    validate_body(body)
+    replayed = [i for i in body["input"] if i.get("role") == "assistant"]
+    assert replayed and all(i["phase"] == "commentary" for i in replayed)
+
+
+def test_each_request_is_rendered_once_and_stamps_the_reasoning_before_it(tmp_path, monkeypatch):
+    """The render that builds a request also fingerprints the reasoning the last response
+    brought: two requests, one more render to stamp the last answer's reasoning, no more."""
+    from turnwire.rendering import pipeline
+
+    renders = []
+    real = pipeline._build_input
+
+    def counted(thread, plan, options, memo, pending=frozenset()):
+        renders.append(pending)
+        return real(thread, plan, options, memo, pending)
+
+    monkeypatch.setattr(pipeline, "_build_input", counted)
+    saved, requests = _run(tmp_path, REPLAY)
+    assert len(requests) == 2
+    first, second = saved.thoughts
+    assert [set(p) for p in renders] == [set(), {first.id}, {second.id}]
+    # what the second request was checked against is what a fresh render computes
+    from ..conftest import prefix_fingerprint
+
+    before = msgspec.structs.replace(
+        saved,
+        messages=saved.messages[:1],
+        thoughts=(),
+        tool_calls=(),
+    )
+    assert first.payload.prefix_fingerprint == prefix_fingerprint(before, REPLAY)
+    assert [i.get("type") for i in requests[1].json["input"]][1] == "reasoning"
+
+
+def test_a_stale_old_reasoning_item_does_not_spoil_the_new_ones_fingerprint(tmp_path):
+    """The new reasoning's fingerprint is taken over the prefix the next request really sends,
+    in which an old, stale reasoning item is dropped (not over one that keeps it)."""
+    stale = {
+        **ROUND_THREAD,
+        "messages": [
+            {**ROUND_THREAD["messages"][0], "id": "u0", "created_at": "2026-01-01T09:00:00Z"},
+            {
+                "id": "msg_old",
+                "role": "assistant",
+                "content": "Earlier answer.",
+                "created_at": "2026-01-01T09:00:01Z",
+                "seq": 1,
+            },
+            ROUND_THREAD["messages"][0],
+        ],
+        "thoughts": [
+            {
+                "id": "rs_old",
+                "created_at": "2026-01-01T09:00:01Z",
+                "replay_compatibility": "openai-responses-reasoning-v1",
+                "payload": {
+                    "variant": "responses-reasoning",
+                    "paired_item_id": "msg_old",
+                    "prefix_fingerprint": "0" * 64,
+                    "item": {
+                        "type": "reasoning",
+                        "id": "rs_old",
+                        "summary": [],
+                        "encrypted_content": "gAAAA-old",
+                    },
+                },
+            }
+        ],
+    }
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(stale))
+    with ScriptedServer([Reply.sse(REASONING_THEN_CALL), Reply.sse(REASONING_THEN_TEXT)]) as s:
+        turnwire.api.run(
+            path,
+            container=make_container(REPLAY),
+            base_url=s.base_url,
+            save=True,
+            handlers={"weather": lambda location: "40 C"},
+        )
+    second = s.requests[1].json["input"]
+    ids = [i.get("id") for i in second if i.get("type") == "reasoning"]
+    assert ids == [turnwire.load_thread(path).thoughts[1].id]  # the new one, not rs_old
+
 
 HOSTED_STREAMS = (
     "web_search_reasoning_gpt-5.sse",
@@ -32,7 +335,11 @@ HOSTED_STREAMS = (
     "mcp_call_o4-mini.sse",
     "tool_search_function_call_gpt-5.4.sse",
 )
+
+
 FOLLOW_UP = recorded("text_simple_gpt-4o-mini.sse")
+
+
 SLOT_TYPES = {"message", "reasoning", "function_call"}
 
 
@@ -59,7 +366,7 @@ def _question(tmp_path: Path) -> Path:
     return path
 
 
-def _run(path: Path, stream: bytes) -> list:
+def _hosted_run(path: Path, stream: bytes) -> list:
     """One run of the thread file at ``path``; a function call the stream makes is answered
     (an unknown tool: an error result) and the follow-up answer ends the run."""
     with ScriptedServer([Reply.sse(stream), Reply.sse(FOLLOW_UP)]) as server:
@@ -80,7 +387,7 @@ def _ask(path: Path, question: str) -> None:
 def test_every_hosted_item_is_recorded_whole_and_replayed_in_place(tmp_path, name):
     done = _done_items(name)
     path = _question(tmp_path)
-    _run(path, recorded(name))
+    _hosted_run(path, recorded(name))
     saved = turnwire.load_thread(path)
 
     hosted = [item for item in done if item["type"] not in SLOT_TYPES]
@@ -133,9 +440,9 @@ def test_the_next_request_has_the_shape_the_api_accepted(tmp_path, name, accepte
     """Field for field like the recorded accepted request: the same item types in the same
     order, each with the same keys (the values are another conversation's)."""
     path = _question(tmp_path)
-    _run(path, recorded(name))
+    _hosted_run(path, recorded(name))
     _ask(path, "Thanks. And tomorrow?")
-    requests = _run(path, FOLLOW_UP)
+    requests = _hosted_run(path, FOLLOW_UP)
     assert len(requests) == 1  # no reasoning-free retry
     sent = requests[0].json["input"]
     validate_body(requests[0].json)
@@ -158,7 +465,7 @@ def test_a_stale_reasoning_item_sends_its_hosted_partner_as_text(tmp_path):
     """The API refuses a hosted call whose reasoning is missing: when the prefix changed, the
     reasoning goes and so does the call's item form; its text form stands in."""
     path = _question(tmp_path)
-    _run(path, recorded("web_search_reasoning_gpt-5.sse"))
+    _hosted_run(path, recorded("web_search_reasoning_gpt-5.sse"))
     saved = turnwire.load_thread(path)
     changed = msgspec.structs.replace(saved, system_prompt="Something else entirely.")
     body = turnwire.render(changed, container=make_container(REPLAY)).json
@@ -175,7 +482,7 @@ def test_hosted_items_survive_the_store(tmp_path):
     from turnwire.store import open_store
 
     path = _question(tmp_path)
-    _run(path, recorded("mcp_call_o4-mini.sse"))
+    _hosted_run(path, recorded("mcp_call_o4-mini.sse"))
     saved = turnwire.load_thread(path)
     with open_store(str(tmp_path / "db.sqlite")) as store:
         thread_id = store.import_thread(saved)
@@ -199,7 +506,7 @@ def test_without_their_reasoning_only_the_items_that_needed_it_go_as_text(
     tmp_path, name, as_items, as_text
 ):
     path = _question(tmp_path)
-    _run(path, recorded(name))
+    _hosted_run(path, recorded(name))
     saved = turnwire.load_thread(path)
     changed = msgspec.structs.replace(saved, system_prompt="A changed prefix.")
     body = turnwire.render(changed, container=make_container(REPLAY)).json
@@ -218,7 +525,7 @@ def test_what_a_run_records_is_sealed_and_an_edited_copy_is_not(tmp_path):
     from turnwire.model.hosted import is_sealed
 
     path = _question(tmp_path)
-    _run(path, recorded("web_search_reasoning_gpt-5.sse"))
+    _hosted_run(path, recorded("web_search_reasoning_gpt-5.sse"))
     saved = turnwire.load_thread(path)
     nonce = make_container(REPLAY).envelope_nonce()
     assert saved.hosted_items and all(is_sealed(h, nonce) for h in saved.hosted_items)
@@ -236,7 +543,7 @@ def test_fingerprint_seal_hosted_makes_a_trusted_files_items_replay(tmp_path):
     from ..conftest import turnwire_process
 
     path = _question(tmp_path)
-    _run(path, recorded("web_search_reasoning_gpt-5.sse"))
+    _hosted_run(path, recorded("web_search_reasoning_gpt-5.sse"))
     saved = turnwire.load_thread(path)
     # the same thread as another system would hand it over: no seals
     bare = tuple(msgspec.structs.replace(h, seal=None) for h in saved.hosted_items)
@@ -356,7 +663,7 @@ def test_a_function_a_tool_search_loaded_goes_back_with_its_namespace(tmp_path):
     (emitted,) = [item for item in _done_items(name) if item["type"] == "function_call"]
     assert emitted["namespace"] == "get_exchange_rate"
     path = _question(tmp_path)
-    requests = _run(path, recorded(name))
+    requests = _hosted_run(path, recorded(name))
     (call,) = turnwire.load_thread(path).tool_calls
     assert call.namespace == "get_exchange_rate"
     (sent,) = [i for i in requests[1].json["input"] if i["type"] == "function_call"]

@@ -1,9 +1,16 @@
-"""The public surface: a sorted __all__ that names exactly what is exported."""
+"""The public surface (``turnwire/__init__.py``): a sorted ``__all__`` that names exactly what is
+exported, every export loaded lazily from the module named, names that moved importing with a
+warning, no container or plugin manager at module level, and a downstream script that type-checks
+under ``mypy --strict``."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import turnwire
 import turnwire.wire
+
+from .conftest import mypy_strict
 
 
 def _isort_key(name: str) -> tuple[int, str]:
@@ -109,16 +116,6 @@ def test_no_container_or_plugin_manager_at_module_level():
         assert not any(isinstance(v, pluggy.PluginManager) for v in vars(module).values())
 
 
-def test_only_the_container_imports_dependency_injector():
-    from pathlib import Path
-
-    src = Path(turnwire.__file__).parent
-    importers = sorted(
-        str(p.relative_to(src)) for p in src.rglob("*.py") if "dependency_injector" in p.read_text()
-    )
-    assert importers == ["rendering/container.py"]
-
-
 def test_every_export_loads_lazily_from_the_module_named():
     import ast
     import importlib
@@ -139,43 +136,6 @@ def test_every_export_loads_lazily_from_the_module_named():
     assert seen == turnwire._EXPORTS
 
 
-def test_every_error_class_lives_in_errors_and_the_common_ones_are_top_level():
-    import inspect
-
-    import turnwire.errors
-
-    classes = {
-        name
-        for name, value in vars(turnwire.errors).items()
-        if inspect.isclass(value)
-        and issubclass(value, Exception)
-        and value.__module__ == "turnwire.errors"
-    }
-    assert classes <= set(turnwire.errors.__all__)
-    for module in _source_modules():
-        for name, value in vars(module).items():
-            ours = inspect.isclass(value) and value.__module__ == module.__name__
-            if ours and issubclass(value, Exception) and not name.startswith("_"):
-                assert module is turnwire.errors, f"{module.__name__}.{name}"
-    top = {name for name in turnwire.__all__ if name.endswith("Error")}
-    assert top <= classes
-    assert {"TurnwireError", "InputError", "ClientError"} <= top
-
-
-def _source_modules():
-    import importlib
-    from pathlib import Path
-
-    src = Path(turnwire.__file__).parent
-    for path in sorted(src.rglob("*.py")):
-        parts = list(path.relative_to(src.parent).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        if parts[-1] == "__main__":
-            continue
-        yield importlib.import_module(".".join(parts))
-
-
 def test_unknown_attribute_is_an_attribute_error():
     import pytest
 
@@ -189,53 +149,21 @@ def test_the_version_constant_is_the_installed_distributions():
     assert turnwire.__version__ == metadata.version("turnwire")
 
 
-def _imports(tree: object) -> list[tuple[str, bool]]:
-    """Each ``turnwire`` module an AST imports, and whether the import sits in a function."""
-    import ast
-
-    found: list[tuple[str, bool]] = []
-
-    def walk(node: ast.AST, nested: bool) -> None:
-        for child in ast.iter_child_nodes(node):
-            inner = nested or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
-            if isinstance(child, ast.Import):
-                found.extend((alias.name, inner) for alias in child.names)
-            elif isinstance(child, ast.ImportFrom) and child.module:
-                found.append((child.module, inner))
-                if child.module == "turnwire":
-                    found.extend((f"turnwire.{alias.name}", inner) for alias in child.names)
-            walk(child, inner)
-
-    assert isinstance(tree, ast.AST)
-    walk(tree, False)
-    return found
+DOWNSTREAM = Path(__file__).parent / "typing" / "downstream.py"
 
 
-def test_nothing_below_the_api_facade_imports_it():
-    """``turnwire.api`` sits above the render core and the client: no module below imports
-    it, and the client imports the render core at module level only."""
-    import ast
-    from pathlib import Path
-
-    src = Path(turnwire.__file__).parent
-    above = {"__init__.py", "api.py", "cli/main.py", "demo/__init__.py"}
-    facade, lazy = [], []
-    for path in sorted(src.rglob("*.py")):
-        name = str(path.relative_to(src))
-        if name in above:
-            continue
-        for module, nested in _imports(ast.parse(path.read_text())):
-            if module == "turnwire.api":
-                facade.append(name)
-            if nested and name.startswith("client/") and module == "turnwire.rendering.renderer":
-                lazy.append(name)
-    assert facade == []
-    assert lazy == []
-
-
-def test_the_api_facade_re_exports_the_render_core():
-    import turnwire.api
-    import turnwire.rendering.renderer
-
-    for name in turnwire.rendering.renderer.__all__:
-        assert getattr(turnwire.api, name) is getattr(turnwire.rendering.renderer, name), name
+def test_downstream_script_type_checks_and_typos_are_type_errors(tmp_path: Path) -> None:
+    status, output = mypy_strict(DOWNSTREAM, tmp_path / "cache")
+    assert status == 0, output
+    typo = tmp_path / "typo.py"
+    text = DOWNSTREAM.read_text()
+    assert "result.response.finish_reason" in text
+    typo.write_text(
+        text.replace("result.response.finish_reason", "result.response.finish_raeson").replace(
+            "result.records.tool_calls", "result.record.tool_calls"
+        )
+    )
+    status, output = mypy_strict(typo, tmp_path / "cache")
+    assert status == 1
+    assert '"ResponseMeta" has no attribute "finish_raeson"' in output
+    assert '"RunResult" has no attribute "record"' in output

@@ -1,10 +1,14 @@
-"""Compaction through a real local server: ``POST /responses/compact`` with the rendered input,
-the compaction item stored as a turn, and the next request sending it in place of the turns it
-covers, in the shape of the recorded accepted request (``[compaction, new user message]``)."""
+"""One run of a client, its state and its loop: the reasoning-free retry, ``once``, the iteration
+cap, cancellation, many runs at once on one client each keeping its own state, and compaction
+(``POST /responses/compact`` with the rendered input, the compaction item stored as a turn, and the
+next request sending it in place of the turns it covers, in the shape of the recorded accepted
+request)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -13,17 +17,333 @@ import pytest
 
 import turnwire
 from turnwire.api import compact_thread, run_thread
-from turnwire.errors import HttpError, InputError, StreamError
+from turnwire.client.dispatch import Client
+from turnwire.client.progress import ProgressEvent, ResponseDoneEvent
+from turnwire.errors import (
+    HttpError,
+    InputError,
+    ReasoningReplayRejectedError,
+    StreamError,
+)
 from turnwire.rendering.compaction import COMPACT_FIELDS, compacted
 from turnwire.store import open_store
 from turnwire.store.turns import HostedPart
 
-from ..conftest import CONFORMANCE, assistant, make_container, thread, user
+from ..conftest import (
+    CONFORMANCE,
+    REPLAY,
+    assistant,
+    make_container,
+    prefix_fingerprint,
+    thread,
+    user,
+)
 from ..oracle import validate_body, validate_compact_body
-from .server import Reply, ScriptedServer, recorded
+from .conftest import AFTER_CALL, CALL, ERROR_400, TEXT, run
+from .server import Reply, ScriptedServer, Seen, recorded
+
+# ------------------------------------------------------------------ the reasoning-free retry
+
+
+def _replay_thread(path: Path) -> Path:
+    base = thread(
+        model="gpt-5",
+        messages=[
+            {"id": "u1", "role": "user", "content": "hi", "created_at": "2026-01-01T10:00:00Z"}
+        ],
+    )
+    fp = prefix_fingerprint(base, REPLAY)
+    path.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "model": "gpt-5",
+                "messages": [
+                    {
+                        "id": "u1",
+                        "role": "user",
+                        "content": "hi",
+                        "created_at": "2026-01-01T10:00:00Z",
+                    },
+                    {
+                        "id": "msg_1",
+                        "role": "assistant",
+                        "content": "hello",
+                        "created_at": "2026-01-01T10:00:02Z",
+                        "seq": 1,
+                    },
+                ],
+                "thoughts": [
+                    {
+                        "id": "rs_1",
+                        "created_at": "2026-01-01T10:00:02Z",
+                        "seq": 0,
+                        "replay_compatibility": "openai-responses-reasoning-v1",
+                        "payload": {
+                            "variant": "responses-reasoning",
+                            "item": {
+                                "type": "reasoning",
+                                "id": "rs_1",
+                                "summary": [],
+                                "encrypted_content": "gAAAA-x",
+                            },
+                            "paired_item_id": "msg_1",
+                            "prefix_fingerprint": fp,
+                        },
+                    }
+                ],
+            }
+        )
+    )
+    return path
+
+
+PHRASES = [
+    "The encrypted content for item rs_1 could not be verified. (invalid_encrypted_content)",
+    "Item 'rs_1' of type 'reasoning' was provided without its required following item.",
+    "Item 'msg_1' of type 'message' was provided without its required preceding item of type "
+    "'reasoning'.",
+    "Item with id 'rs_1' not found. Items are not persisted when `store` is set to false.",
+    "Item 'msg_1' of type 'message' was provided without its required 'reasoning' item: 'rs_1'.",
+    "Item 'fc_1' of type 'function_call' was provided without its required 'reasoning' item: "
+    "'rs_1'.",
+]
+
+
+@pytest.mark.parametrize("phrase", PHRASES)
+def test_a_reasoning_400_gets_one_retry_without_reasoning_or_ids(tmp_path, phrase):
+    path = _replay_thread(tmp_path / "t.json")
+    body = {"error": {"message": phrase, "type": "invalid_request_error", "code": None}}
+    with ScriptedServer([Reply.json(400, body), Reply.sse(TEXT)]) as server:
+        result = run(server, path, settings=REPLAY)
+    first, second = (r.json for r in server.requests)
+    assert [i.get("type") for i in first["input"]] == ["message", "reasoning", "message"]
+    assert all(i.get("type") != "reasoning" and "id" not in i for i in second["input"])
+    validate_body(second)
+    assert result.records.messages
+
+
+def test_a_pairing_400_that_survives_the_retry_is_reasoning_replay_rejected(tmp_path):
+    path = _replay_thread(tmp_path / "t.json")
+    before = path.read_text()
+    body = {"error": {"message": PHRASES[1]}}
+    with ScriptedServer([Reply.json(400, body)]) as server:
+        with pytest.raises(ReasoningReplayRejectedError) as caught:
+            run(server, path, settings=REPLAY)
+    assert len(server.requests) == 2
+    assert caught.value.code == "E_OPENAI_RESPONSES_REASONING_REPLAY_REJECTED"
+    assert (caught.value.status, caught.value.http_status) == (422, 400)
+    assert caught.value.item_id == "rs_1" and "item rs_1" in str(caught.value)
+    assert path.read_text() == before
+
+
+def test_a_400_about_something_else_is_not_retried(tmp_path):
+    path = _replay_thread(tmp_path / "t.json")
+    with ScriptedServer([Reply.json(400, ERROR_400)]) as server:
+        with pytest.raises(HttpError) as caught:
+            run(server, path, settings=REPLAY)
+    assert caught.value.http_status == 400 and len(server.requests) == 1
+
+
+def test_no_reasoning_free_retry_when_the_request_carried_no_reasoning(thread_file):
+    body = {"error": {"message": PHRASES[0]}}
+    with ScriptedServer([Reply.json(400, body)]) as server, pytest.raises(HttpError):
+        run(server, thread_file)
+    assert len(server.requests) == 1
+
+
+def test_once_records_calls_without_running_them_and_the_next_run_runs_them(thread_file):
+    with ScriptedServer([Reply.sse(CALL)]) as server:
+        result = run(server, thread_file, once=True)
+    assert result.records.tool_calls[0].result is None
+    assert turnwire.load_thread(thread_file).tool_calls[0].result is None
+    with ScriptedServer([Reply.sse(AFTER_CALL)]) as server:
+        again = run(server, thread_file)
+    assert "the capital of" in server.requests[0].json["input"][-1]["output"]
+    assert again.thread.tool_calls[0].result.text.startswith("the capital of")
+
+
+def test_the_iteration_cap(thread_file, caplog):
+    with ScriptedServer([Reply.sse(CALL)]) as server:
+        with caplog.at_level(logging.WARNING, logger="turnwire"):
+            result = run(server, thread_file, settings={"client": {"max_iterations": 2}})
+    assert result.iterations == 2 and len(server.requests) == 2
+    assert "max-iterations" in [r.kind for r in caplog.records]
+
+
+def test_cancelling_a_run_stops_cleanly_and_records_nothing():
+    t = thread(model="gpt-5", messages=[user()])
+    cut = TEXT.index(b"response.output_text.delta") + 400
+    reply = Reply(chunks=[TEXT[:cut]], stall_after=1)  # some text, then silence
+
+    async def scenario(base_url: str) -> list[str]:
+        client = Client(make_container(), base_url=base_url)
+        streaming = asyncio.Event()
+        seen: list[str] = []
+
+        def on_text(delta: str) -> None:
+            seen.append(delta)
+            streaming.set()
+
+        task = asyncio.create_task(client.run(t, on_text=on_text))
+        await streaming.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await client.transport.aclose()
+        return seen
+
+    with ScriptedServer([reply]) as server:
+        seen = asyncio.run(scenario(server.base_url))
+    assert seen and len(server.requests) == 1
+
+
+TEMPLATE = {"render": {"system_prompt_template": True}}
+
+
+class Ticket(msgspec.Struct):
+    """A ticket for run A."""
+
+    owner: str
+
+
+class Invoice(msgspec.Struct):
+    """An invoice for run B."""
+
+    number: int
+
+
+def _sse(*events: dict[str, Any]) -> bytes:
+    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+
+
+def _call(run: str) -> bytes:
+    item = {
+        "type": "function_call",
+        "id": f"fc_{run}",
+        "call_id": f"call_{run}",
+        "name": "lookup",
+        "arguments": json.dumps({"who": run}),
+        "status": "completed",
+    }
+    response = {"id": f"resp_{run}_1", "status": "completed", "model": "gpt-4o"}
+    return _sse(
+        {"type": "response.created", "response": {**response, "status": "in_progress"}},
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {"type": "response.completed", "response": response},
+    )
+
+
+def _answer(run: str, text: str) -> bytes:
+    item = {
+        "type": "message",
+        "id": f"msg_{run}",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+    response = {"id": f"resp_{run}_2", "status": "completed", "model": "gpt-4o"}
+    return _sse(
+        {"type": "response.created", "response": {**response, "status": "in_progress"}},
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {"type": "response.completed", "response": response},
+    )
+
+
+def _reply(seen: Seen) -> Reply:
+    """Run A's requests say "Help A." in their instructions, run B's "Help B.": the first
+    request of each gets a tool call, the second (after the tool's output) the answer."""
+    body = seen.json
+    run = "A" if body["instructions"] == "Help A." else "B"
+    if body["input"][-1].get("type") != "function_call_output":
+        return Reply.sse(_call(run))
+    answer = {"owner": "ana"} if run == "A" else {"number": 7}
+    return Reply.sse(_answer(run, json.dumps(answer)))
+
+
+def test_concurrent_runs_on_one_client_keep_their_own_state() -> None:
+    thread = turnwire.load_thread(
+        {
+            "version": 1,
+            "model": "gpt-4o",
+            "system_prompt": "Help {user}.",
+            "tools": [
+                {
+                    "name": "lookup",
+                    "description": "Look someone up.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"who": {"type": "string"}},
+                        "required": ["who"],
+                        "additionalProperties": False,
+                    },
+                }
+            ],
+            "messages": [
+                {"id": "u1", "role": "user", "content": "hi", "created_at": "2026-01-01T00:00:00Z"}
+            ],
+        }
+    )
+    started: list[str] = []
+
+    async def lookup(who: str) -> str:
+        started.append(who)
+        # Hold each tool until both runs have one running, so the runs interleave.
+        for _ in range(200):
+            if {"A", "B"} <= set(started):
+                break
+            await asyncio.sleep(0.01)
+        return f"found {who}"
+
+    events: dict[str, list[ProgressEvent]] = {"A": [], "B": []}
+
+    async def both(base_url: str) -> tuple[Any, Any]:
+        container = make_container(TEMPLATE)
+        async with turnwire.Client(container, base_url=base_url, handlers={"lookup": lookup}) as c:
+            return await asyncio.gather(
+                c.run(
+                    thread,
+                    render_context={"user": "A"},
+                    output_schema=Ticket,
+                    on_event=events["A"].append,
+                ),
+                c.run(
+                    thread,
+                    render_context={"user": "B"},
+                    output_schema=Invoice,
+                    on_event=events["B"].append,
+                ),
+            )
+
+    with ScriptedServer(answer=_reply) as server:
+        first, second = asyncio.run(both(server.base_url))
+
+    assert sorted(started) == ["A", "B"]
+    bodies = [seen.json for seen in server.requests]
+    assert len(bodies) == 4
+    for name, schema in (("A", "Ticket"), ("B", "Invoice")):
+        sent = [b for b in bodies if b["instructions"] == f"Help {name}."]
+        assert len(sent) == 2, name
+        assert {b["text"]["format"]["name"] for b in sent} == {schema}
+        outputs = [
+            item for b in sent for item in b["input"] if item.get("type") == "function_call_output"
+        ]
+        assert len(outputs) == 1 and f"\nfound {name}\n" in outputs[0]["output"], outputs
+    assert first.requests == 2 and second.requests == 2
+    assert first.parsed == Ticket(owner="ana")
+    assert second.parsed == Invoice(number=7)
+    assert first.response.id == "resp_A_2" and second.response.id == "resp_B_2"
+    for name, seen_events in events.items():
+        done = [e.response_id for e in seen_events if isinstance(e, ResponseDoneEvent)]
+        assert done == [f"resp_{name}_1", f"resp_{name}_2"]
+
 
 ANSWER = recorded("text_simple_gpt-4o-mini.sse")
+
+
 ACCEPTED = CONFORMANCE / "requests" / "compaction_item_replay_gpt-4o-mini.json"
+
+
 SYSTEM = "You are a helpful math assistant. Give short answers."
 
 

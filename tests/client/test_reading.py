@@ -1,6 +1,9 @@
-"""What the server reported, kept whole and checked: items built from the terminal response when
-no output_item events came, disagreements logged, hostile shapes refused cleanly before anything
-is stored, and answerless statuses (cancelled, failed, null) as stream errors."""
+"""Stream reading: an answer into a generation. A stream that ends without its terminal event or
+drops mid-stream is drained, a stalled one raises with the partial answer and records nothing,
+malformed frames are skipped (logged redacted), a failed stream or an answerless status is a stream
+error, finish reasons; and what the server reported is kept whole and checked: items built from the
+terminal response when no output_item events came, disagreements logged, hostile shapes refused
+cleanly before anything is stored."""
 
 from __future__ import annotations
 
@@ -14,12 +17,192 @@ from typing import Any
 import pytest
 
 import turnwire
-from turnwire.errors import StreamError
+from turnwire.client.dispatch import finish_reason
+from turnwire.errors import (
+    StreamError,
+    StreamStalledError,
+)
+from turnwire.wire.response import Generation, ToolCallOutput
 
-from ..conftest import make_container, turnwire_process
+from ..conftest import (
+    CONFORMANCE,
+    make_container,
+    turnwire_process,
+)
+from .conftest import TEXT, assert_unchanged, run
 from .server import Reply, ScriptedServer, recorded
 
-THREAD = """\
+
+def test_stream_finalised_and_stream_error_log_kinds(thread_file, caplog):
+    with caplog.at_level(logging.DEBUG, logger="turnwire"):
+        with ScriptedServer([Reply.sse(TEXT)]) as s:
+            run(s, thread_file)
+    (done,) = [r for r in caplog.records if getattr(r, "kind", "") == "stream-finalised"]
+    assert (done.tool_call_count, done.saw_message, done.terminal_seen) == (0, True, True)
+    caplog.clear()
+    failed = recorded("error_then_failed_insufficient_quota_gpt-5-nano.jsonl")
+    with caplog.at_level(logging.DEBUG, logger="turnwire"):
+        with ScriptedServer([Reply.sse(failed)]) as s, pytest.raises(StreamError):
+            run(s, thread_file)
+    assert any(getattr(r, "kind", "") == "stream-error" for r in caplog.records)
+
+
+# ------------------------------------------------------------------ the stream
+
+
+def _truncated(data: bytes) -> bytes:
+    return data[: data.index(b"event: response.output_text.done")]
+
+
+def test_a_clean_end_without_a_terminal_event_drains_what_arrived(thread_file, caplog):
+    with ScriptedServer([Reply.sse(_truncated(TEXT))]) as server:
+        with caplog.at_level(logging.WARNING, logger="turnwire"):
+            result = run(server, thread_file)
+    assert "sse-eof-without-terminal-event" in [r.kind for r in caplog.records]
+    assert result.records.messages[0].content.startswith("Hi in Portuguese")
+    assert (
+        turnwire.load_thread(thread_file).messages[-1].content == result.records.messages[0].content
+    )
+
+
+def test_a_disconnect_mid_stream_drains_what_arrived(thread_file, caplog):
+    reply = Reply.sse(_truncated(TEXT), chunk=512)
+    reply.close_after = len(reply.chunks)
+    with ScriptedServer([reply]) as server, caplog.at_level(logging.WARNING, logger="turnwire"):
+        result = run(server, thread_file)
+    kinds = [r.kind for r in caplog.records]
+    assert "stream-disconnected" in kinds and "sse-eof-without-terminal-event" in kinds
+    assert result.records.messages[0].content.startswith("Hi in Portuguese")
+    assert len(server.requests) == 1
+
+
+def test_a_stalled_stream_raises_with_the_partial_answer_and_records_nothing(thread_file):
+    reply = Reply.sse(TEXT, chunk=900, stall_after=3)
+    with ScriptedServer([reply]) as server, pytest.raises(StreamStalledError) as caught:
+        run(server, thread_file, settings={"client": {"stream_idle_timeout_s": 0.3}})
+    partial = caught.value.partial
+    assert partial is not None and partial.terminal == "eof"
+    assert len(server.requests) == 1
+    assert_unchanged(thread_file)
+
+
+def test_malformed_frames_are_skipped(thread_file, caplog):
+    cut = TEXT.index(b"event: response.output_text.delta")
+    broken = TEXT[:cut] + b"data: {not json\n\n" + TEXT[cut:]
+    with ScriptedServer([Reply.sse(broken)]) as server:
+        with caplog.at_level(logging.WARNING, logger="turnwire"):
+            result = run(server, thread_file)
+    assert "sse-parse-failure" in [r.kind for r in caplog.records]
+    assert result.response.status == "completed"
+
+
+def test_a_malformed_frame_that_echoes_the_key_is_logged_redacted_before_it_is_cut(
+    thread_file, caplog
+):
+    """The log shows the first 120 characters of such a frame: a key cut at that boundary
+    would no longer match the redaction, so the frame is redacted whole first."""
+    key = "azureKEY0123456789abcdef0123456789"  # no recognisable prefix: known only as the key
+    cut = TEXT.index(b"event: response.output_text.delta")
+    frame = b"data: {" + b"x" * 100 + key.encode() + b"\n\n"
+    with ScriptedServer([Reply.sse(TEXT[:cut] + frame + TEXT[cut:])]) as server:
+        with caplog.at_level(logging.WARNING, logger="turnwire"):
+            run(server, thread_file, api_key=key)
+    (logged,) = [r.getMessage() for r in caplog.records if r.kind == "sse-parse-failure"]
+    assert "[redacted]" in logged or "[red" in logged
+    assert key[:8] not in logged
+
+
+def test_a_failed_stream_is_a_stream_error_and_records_nothing(thread_file):
+    failing = recorded("error_then_failed_insufficient_quota_gpt-5-nano.jsonl")
+    with ScriptedServer([Reply.sse(failing)]) as server, pytest.raises(StreamError) as caught:
+        run(server, thread_file)
+    assert caught.value.error_code == "insufficient_quota"
+    assert_unchanged(thread_file)
+
+
+def test_non_streaming_json_answers(thread_file):
+    answer = json.loads(
+        (CONFORMANCE / "responses" / "parallel_function_calls_gpt-4o-mini.json").read_text()
+    )
+    script = [
+        Reply.json(200, answer),
+        Reply.json(
+            200,
+            {
+                **answer,
+                "output": [
+                    {
+                        "type": "message",
+                        "id": "msg_x",
+                        "role": "assistant",
+                        "status": "completed",
+                        "content": [{"type": "output_text", "text": "done", "annotations": []}],
+                    }
+                ],
+            },
+        ),
+    ]
+    with ScriptedServer(script) as server:
+        result = run(
+            server,
+            thread_file,
+            settings={"client": {"stream": False}},
+            handlers={"add": lambda a, b: a + b, "multiply": lambda a, b: a * b},
+        )
+    assert server.requests[0].json["stream"] is False
+    assert [c.tool for c in result.records.tool_calls] == ["add", "multiply"]
+    assert result.records.messages[-1].content == "done"
+
+
+def test_a_json_answer_nested_too_deeply_is_a_stream_error(thread_file):
+    deep = b"[" * 100_000 + b"]" * 100_000
+    reply = Reply(status=200, chunks=[deep], content_type="application/json")
+    before = Path(thread_file).read_bytes() if isinstance(thread_file, Path) else None
+    with ScriptedServer([reply]) as server:
+        with pytest.raises(turnwire.StreamError, match="nested too deeply"):
+            run(server, thread_file, settings={"client": {"stream": False}})
+    if before is not None:
+        assert Path(thread_file).read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("generation", "expected"),
+    [
+        (Generation(terminal="completed", status="completed"), "stop"),
+        (
+            Generation(
+                terminal="completed",
+                status="completed",
+                outputs=(
+                    ToolCallOutput(
+                        output_index=0, item_id="fc_1", call_id="c", name="f", arguments="{}"
+                    ),
+                ),
+            ),
+            "tool_calls",
+        ),
+        (
+            Generation(
+                terminal="incomplete", status="incomplete", incomplete_reason="max_output_tokens"
+            ),
+            "length",
+        ),
+        (Generation(terminal="incomplete", status="incomplete", incomplete_reason=None), "length"),
+        (
+            Generation(
+                terminal="incomplete", status="incomplete", incomplete_reason="content_filter"
+            ),
+            "content_filter",
+        ),
+        (Generation(terminal="failed", status="failed"), "error"),
+        (Generation(terminal="eof"), "stop"),
+    ],
+)
+def test_finish_reasons(generation, expected):
+    assert finish_reason(generation) == expected
+
+
+SHAPES_THREAD = """\
 version: 1
 model: gpt-5
 tools:
@@ -28,6 +211,7 @@ messages:
   - {id: u1, role: user, content: "Capital of France?", created_at: "2026-01-01T10:00:00Z"}
 """
 
+
 MESSAGE = {
     "type": "message",
     "id": "msg_1",
@@ -35,13 +219,17 @@ MESSAGE = {
     "status": "completed",
     "content": [{"type": "output_text", "text": "Paris.", "annotations": []}],
 }
+
+
 REASONING = {
     "type": "reasoning",
     "id": "rs_1",
     "summary": [{"type": "summary_text", "text": "Think of France."}],
     "encrypted_content": "gAAAA-done-copy",
 }
-CALL = {
+
+
+SHAPES_CALL = {
     "type": "function_call",
     "id": "fc_1",
     "call_id": "call_1",
@@ -125,7 +313,7 @@ def test_a_server_that_never_sends_output_items_still_gives_its_records(caplog):
             "item_id": "msg_1",
             "delta": "is.",
         },
-        {"type": "response.completed", "response": _response([CALL, MESSAGE])},
+        {"type": "response.completed", "response": _response([SHAPES_CALL, MESSAGE])},
     )
     thread = turnwire.load_thread(
         {"version": 1, "model": "gpt-5", "messages": [MESSAGE_USER], "tools": [TOOL]}
@@ -146,6 +334,8 @@ MESSAGE_USER = {
     "content": "Capital?",
     "created_at": "2026-01-01T10:00:00Z",
 }
+
+
 TOOL = {"name": "get_capital"}
 
 
@@ -219,7 +409,7 @@ def _replace(index: int, value: Any) -> Callable[[list[Any]], list[Any]]:
 # (id, base items, item mutation, response fields, the field the error must name)
 SHAPES = [
     ("content-non-objects", [MESSAGE], _set(0, "content", ["x", 5]), {}, "output[0].content[0]"),
-    ("arguments-object", [CALL], _set(0, "arguments", {}), {}, "output[0].arguments"),
+    ("arguments-object", [SHAPES_CALL], _set(0, "arguments", {}), {}, "output[0].arguments"),
     ("error-string", [MESSAGE], None, {"error": "boom"}, "response.error"),
     ("int-id", [MESSAGE], _set(0, "id", 5), {}, "output[0].id"),
     ("object-phase", [MESSAGE], _set(0, "phase", {"a": 1}), {}, "output[0].phase"),
@@ -230,8 +420,8 @@ SHAPES = [
         {},
         "output[0].encrypted_content",
     ),
-    ("missing-call-id", [CALL], _drop(0, "call_id"), {}, "output[0].call_id"),
-    ("name-not-a-string", [CALL], _set(0, "name", 5), {}, "output[0].name"),
+    ("missing-call-id", [SHAPES_CALL], _drop(0, "call_id"), {}, "output[0].call_id"),
+    ("name-not-a-string", [SHAPES_CALL], _set(0, "name", 5), {}, "output[0].name"),
     ("summary-not-a-list", [REASONING, MESSAGE], _set(0, "summary", "x"), {}, "output[0].summary"),
     ("output-not-a-list", [MESSAGE], None, {"output": "x"}, "response.output"),
     ("item-not-an-object", [MESSAGE], _replace(0, "x"), {}, "item"),
@@ -261,7 +451,7 @@ def test_a_hostile_shape_is_one_clean_error_and_the_thread_file_stays_as_it_was(
     tmp_path: Path, items, mutate, fields, where
 ):
     path = tmp_path / "thread.yaml"
-    path.write_text(THREAD)
+    path.write_text(SHAPES_THREAD)
     before = path.read_bytes()
     config = tmp_path / "c.yaml"
     config.write_text(
@@ -307,21 +497,15 @@ def test_a_non_streamed_answer_is_checked_the_same_way():
     assert (caught.value.event, caught.value.field) == ("response", "output[0].id")
 
 
-# ------------------------------------------------------------------ answerless statuses
-
-
-TEXT = recorded("text_simple_gpt-4o-mini.sse")
-
-
 @pytest.mark.parametrize("status", ["cancelled", "failed"])
 def test_a_cancelled_or_failed_status_is_a_stream_error_with_nothing_recorded(tmp_path, status):
     path = tmp_path / "thread.yaml"
-    path.write_text(THREAD)
+    path.write_text(SHAPES_THREAD)
     stream = streamed([MESSAGE], _response([MESSAGE], status))
     with pytest.raises(StreamError) as caught:
         _run(path, [Reply.sse(stream)], save=True)
     assert status in str(caught.value) or caught.value.error_code == status
-    assert path.read_text() == THREAD
+    assert path.read_text() == SHAPES_THREAD
 
 
 def test_incomplete_stays_an_answer():
@@ -390,8 +574,8 @@ def test_arguments_the_thread_file_could_not_hold_are_answered_as_an_error_and_n
     """The call is answered with an error result the model can act on; the saved thread file
     loads and renders again, and holds no trace of the value."""
     path = tmp_path / "thread.yaml"
-    path.write_text(THREAD)
-    call = {**CALL, "arguments": arguments}
+    path.write_text(SHAPES_THREAD)
+    call = {**SHAPES_CALL, "arguments": arguments}
     replies = [Reply.sse(streamed([call])), Reply.sse(streamed([MESSAGE]))]
     with ScriptedServer(replies) as server:
         turnwire.api.run(

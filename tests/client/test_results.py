@@ -1,11 +1,10 @@
-"""Structured outputs over a real local server: the json_schema format the server receives,
-the answer parsed into a Struct or plain JSON, refusals, mismatches, and where the schema
-comes from (argument > thread > configuration)."""
+"""What a run gives back, with structured outputs over a real local server: the json_schema format
+the server receives, the answer parsed into a Struct or plain JSON, refusals, mismatches, and where
+the schema comes from (argument > thread > configuration)."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import msgspec
 import pytest
@@ -16,7 +15,6 @@ from turnwire import OutputSchema, OutputValidationError
 from turnwire.model.structured import strict_schema
 from turnwire.store.sqlite import SQLiteStore
 
-from ..cli.test_run import turnwire_run
 from ..conftest import make_container
 from .server import Reply, ScriptedServer
 
@@ -349,41 +347,3 @@ def test_a_stored_thread_keeps_the_mismatched_turn_and_runs_on(tmp_path):
     # The second request replayed the first answer as it came.
     replayed = server.requests[1].json["input"][1]
     assert (replayed["role"], replayed["content"]) == ("assistant", bad)
-
-
-def test_the_cli_takes_an_output_schema_file_and_prints_parsed_and_refusals(tmp_path: Path):
-    thread = tmp_path / "t.yaml"
-    thread.write_text(THREAD)
-    schema = tmp_path / "invoice.json"
-    schema.write_text(json.dumps(SCHEMA))
-    value = {"number": "F-7", "items": []}
-    with ScriptedServer([Reply.sse(_answer(json.dumps(value)))]) as server:
-        done = turnwire_run(thread, server.base_url, "--output-schema", str(schema), "--json")
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["parsed"] == value
-    assert server.requests[0].json["text"]["format"]["name"] == "invoice"
-
-    wrapped = tmp_path / "wrapped.yaml"
-    wrapped.write_text(yaml.safe_dump({"name": "w", "schema": SCHEMA, "description": "x"}))
-    with ScriptedServer([Reply.sse(_refusal("I won't."))]) as server:
-        done = turnwire_run(thread, server.base_url, "--output-schema", str(wrapped))
-    assert done.returncode == 0, done.stderr
-    assert "[refusal] I won't." in done.stderr
-    assert server.requests[0].json["text"]["format"]["description"] == "x"
-
-    with ScriptedServer([Reply.sse(_answer('{"number": 7}'))]) as server:
-        done = turnwire_run(thread, server.base_url, "--output-schema", str(schema), "--json")
-    assert done.returncode == 1
-    error = json.loads(done.stdout.splitlines()[-1])["error"]
-    assert error["code"] == "E_OUTPUT_INVALID" and error["path"] == "$"
-    assert "missing required property `items`" in error["message"]
-
-
-def test_the_cli_names_a_bad_schema_file(tmp_path: Path):
-    thread = tmp_path / "t.yaml"
-    thread.write_text(THREAD)
-    schema = tmp_path / "s.json"
-    schema.write_text(json.dumps({"type": "object", "properties": {"a": {"type": "string"}}}))
-    done = turnwire_run(thread, "http://127.0.0.1:9", "--output-schema", str(schema))
-    assert done.returncode == 1
-    assert "E_OUTPUT_SCHEMA_INVALID" in done.stderr and "$.schema" in done.stderr
