@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import inspect
+import re
 from pathlib import Path
 
 import pluggy
@@ -15,37 +17,7 @@ from turnwire.hookspecs import CLIENT_HOOKS, STAGES
 from turnwire.rendering.container import Container
 from turnwire.stages import DEFAULT_PLUGINS
 
-# Hook → the test module that covers its built-in (names mirror each other).
-TEST_MODULE = {
-    "render_untrusted_content": "stages/test_envelopes.py",
-    "render_trusted_content": "stages/test_envelopes.py",
-    "render_standing_instructions": "stages/test_instructions.py",
-    "render_memories": "stages/test_memories.py",
-    "render_retrievable_safety_directive": "stages/test_retrievables.py",
-    "render_first_party_retrievables": "stages/test_retrievables.py",
-    "render_third_party_public_retrievables": "stages/test_retrievables.py",
-    "render_third_party_private_retrievables": "stages/test_retrievables.py",
-    "render_retrievables": "stages/test_retrievables.py",
-    "render_retrievable_handle_body": "stages/test_artifacts.py",
-    "render_artifact_handle_body": "stages/test_artifacts.py",
-    "render_system_prompt": "stages/test_system_prompt.py",
-    "render_media_blocks": "stages/test_media.py",
-    "render_timeline_message": "stages/test_timeline.py",
-    "render_tool_call_result": "stages/test_tool_results.py",
-    "render_reasoning_item": "stages/test_reasoning.py",
-    "render_thought": "stages/test_thoughts.py",
-    "render_hosted_item": "stages/test_hosted.py",
-    "render_hosted_item_text": "stages/test_hosted.py",
-    "filter_thoughts": "stages/test_reasoning.py",
-    "fingerprint_prefix": "stages/test_fingerprint.py",
-    "tools_to_wire": "stages/test_tools.py",
-    "description_to_json_schema": "stages/test_tools.py",
-    "on_prompt_assembled": "client/test_dispatch.py",
-    "on_raw_generation": "client/test_dispatch.py",
-    "on_stream_event": "client/test_progress.py",
-    "filter_tool_call_id": "client/test_dispatch.py",
-    "parse_text_tool_calls": "client/test_text_tool_calls.py",
-}
+TESTS = Path(__file__).resolve().parent
 
 # Per-call data arguments; every other argument is injected by name from a provider.
 DATA_ARGUMENTS = {
@@ -118,11 +90,50 @@ def test_every_stage_has_a_provider_of_the_same_name():
     assert set(STAGES) <= set(Container.providers)
 
 
+def _hook_tests() -> dict[str, list[tuple[Path, ast.FunctionDef | ast.AsyncFunctionDef]]]:
+    """Every test function named ``test_hook_*`` in a test module under tests/, by name."""
+    found: dict[str, list[tuple[Path, ast.FunctionDef | ast.AsyncFunctionDef]]] = {}
+    for path in sorted(TESTS.rglob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(
+                "test_hook_"
+            ):
+                found.setdefault(node.name, []).append((path, node))
+    return found
+
+
+HOOK_TESTS = _hook_tests()
+
+
 @pytest.mark.parametrize("name", [*STAGES, *CLIENT_HOOKS])
-def test_every_hook_has_a_test_module(name):
-    path = Path(__file__).parent / TEST_MODULE[name]
-    assert path.is_file()
-    assert name in path.read_text() or name.replace("render_", "") in path.read_text()
+def test_every_hook_has_a_test_hook_function(name):
+    """datasette's ``test_plugin_hooks_have_tests``: for every hookspec a ``test_hook_<name>``
+    test exists under tests/, once, that names the hook (a plugin implementing it, or its
+    container provider) and asserts on what it did."""
+    found = HOOK_TESTS.get(f"test_hook_{name}", [])
+    assert found, f"no test_hook_{name} under tests/"
+    assert len(found) == 1, [str(path.relative_to(TESTS)) for path, _ in found]
+    path, node = found[0]
+    text = path.read_text()
+    # the test's body, and the module-level plugins and helpers it names
+    module = {
+        n.name: n
+        for n in ast.parse(text).body
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    }
+    used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    body = (ast.get_source_segment(text, node) or "").split(":", 1)[1]
+    sources = [body, *(ast.get_source_segment(text, module[n]) or "" for n in used & set(module))]
+    assert any(re.search(rf"\b{name}\b", source) for source in sources), (
+        f"test_hook_{name} never names {name}"
+    )
+    assert any(isinstance(n, ast.Assert) for n in ast.walk(node)), (
+        f"test_hook_{name} asserts nothing"
+    )
+
+
+def test_every_test_hook_function_names_a_hook():
+    assert sorted(HOOK_TESTS) == sorted(f"test_hook_{name}" for name in (*STAGES, *CLIENT_HOOKS))
 
 
 def test_every_built_in_is_trylast_and_implements_a_known_hook():

@@ -338,3 +338,37 @@ def test_client_is_an_async_context_manager_that_closes_its_connections() -> Non
 def test_client_repr_never_shows_the_key() -> None:
     client = turnwire.Client(make_container(), api_key="sk-secret-value-123")
     assert "sk-secret" not in repr(client) and "sk-secret" not in repr(client.transport)
+
+
+def test_hook_on_prompt_assembled(thread_file):
+    """A plugin sees each request body as sent, with the model and the attempt's kind."""
+    seen: list[tuple[bytes, str, str]] = []
+
+    class Recorder:
+        @hookimpl
+        def on_prompt_assembled(self, body, model, attempt_kind):
+            seen.append((body, model, attempt_kind))
+
+    container = make_container(extra_plugins=[Recorder()])
+    with ScriptedServer([Reply.sse(CALL), Reply.sse(AFTER_CALL)]) as server:
+        run(server, thread_file, container=container)
+    assert [(model, kind) for _, model, kind in seen] == [("gpt-4o", "request")] * 2
+    assert [body for body, _, _ in seen] == [request.body for request in server.requests]
+
+
+def test_hook_on_raw_generation(thread_file):
+    """A plugin sees each response as read, before it is recorded, with the model asked."""
+    seen: list[tuple[object, str]] = []
+
+    class Recorder:
+        @hookimpl
+        def on_raw_generation(self, generation, model):
+            seen.append((generation, model))
+
+    container = make_container(extra_plugins=[Recorder()])
+    with ScriptedServer([Reply.sse(CALL), Reply.sse(AFTER_CALL)]) as server:
+        result = run(server, thread_file, container=container)
+    assert [model for _, model in seen] == ["gpt-4o", "gpt-4o"]
+    first, last = (generation for generation, _ in seen)
+    assert [call.name for call in first.tool_calls] == ["get_capital"]
+    assert last.text == result.records.messages[-1].content

@@ -146,3 +146,13 @@ def test_events_encode_to_json_with_their_type():
         "summary_index": 1,
         "delta": "plan",
     }
+
+
+def test_hook_on_stream_event():
+    """A plugin sees every progress event of a run, in order, with the model that streams it."""
+    collector = Collector()
+    _run([Reply.sse(CALL), Reply.sse(AFTER_CALL)], plugins=[collector])
+    kinds = [type(event).__name__ for event, _ in collector.events]
+    assert kinds.index("ToolStartedEvent") < kinds.index("ToolFinishedEvent")
+    assert kinds.count("ResponseDoneEvent") == 2 and kinds[-1] == "ResponseDoneEvent"
+    assert {model for _, model in collector.events} == {"gpt-4o"}

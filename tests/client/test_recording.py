@@ -47,19 +47,9 @@ def test_usage_per_generation_and_for_the_run(thread_file):
     assert result.usage.total_tokens == 271 + 287
 
 
-def test_filter_tool_call_id_de_collides_and_keeps_the_fc_half():
-    from turnwire.stages.client_hooks import filter_tool_call_id
+def test_hook_filter_tool_call_id(thread_file):
+    """A plugin decides the id a tool call is stored under."""
 
-    assert (
-        filter_tool_call_id(tool_call_id="call_1|fc_1", existing_ids=frozenset()) == "call_1|fc_1"
-    )
-    fresh = filter_tool_call_id(tool_call_id="call_1|fc_1", existing_ids=frozenset({"call_1|fc_1"}))
-    assert fresh.endswith("|fc_1") and fresh.startswith("call_") and fresh != "call_1|fc_1"
-    bare = filter_tool_call_id(tool_call_id="call_1", existing_ids=frozenset({"call_1"}))
-    assert "|" not in bare and bare != "call_1"
-
-
-def test_a_filter_tool_call_id_plugin_decides_the_stored_id(thread_file):
     class Prefixer:
         @hookimpl
         def filter_tool_call_id(self, tool_call_id):

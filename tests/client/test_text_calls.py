@@ -60,7 +60,9 @@ def _answer(text: str, response_id: str) -> dict[str, Any]:
 TOOLS = [{"name": "get_capital", "parameters": {"type": "object", "properties": {}}}]
 
 
-def test_a_call_written_as_text_runs_and_its_result_goes_back():
+def test_hook_parse_text_tool_calls():
+    """A plugin's parser turns a call written as text into a call that runs, and its result
+    goes back to the model."""
     call = {"name": "get_capital", "arguments": {"country": "France"}}
     text = f"Let me look.\n<tool_call>{json.dumps(call)}</tool_call>"
     script = [

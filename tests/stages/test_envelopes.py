@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from hypothesis import given
 from hypothesis import strategies as st
 
+from turnwire import hookimpl
 from turnwire.config.nonce import EnvelopeNonce
 from turnwire.config.options import EnvelopeAttrs
 from turnwire.stages.envelopes import render_trusted_content, render_untrusted_content
+
+from ..conftest import at, render_body, thread, user
 
 NONCE = EnvelopeNonce("secret")("call_1")
 ATTRS = EnvelopeAttrs(nonce=NONCE, kind="tool-result", tool="search")
@@ -96,3 +101,44 @@ def test_no_body_closes_its_envelope_early_or_opens_developer_rules(body, stage)
     assert lowered.endswith(closer + ">")
     assert "<system_instructions" not in lowered
     assert "</system_instructions" not in lowered
+
+
+def _tool_result_body(plugin: object, *, trusted: bool) -> dict:
+    t = thread(
+        messages=[user()],
+        tools=[{"name": "search", "trusted": trusted}],
+        tool_calls=[
+            {"id": "call_1", "tool": "search", "created_at": at(1), "result": {"text": "42"}}
+        ],
+    )
+    return render_body(t, extra_plugins=[plugin])
+
+
+def test_hook_render_untrusted_content():
+    """A plugin's envelope wraps an untrusted tool result, given its text and attributes."""
+    seen = []
+
+    @hookimpl
+    def render_untrusted_content(content, attrs):
+        seen.append((content, attrs.kind, attrs.tool))
+        return f"[untrusted {attrs.kind}] {content}"
+
+    plugin = SimpleNamespace(render_untrusted_content=render_untrusted_content)
+    body = _tool_result_body(plugin, trusted=False)
+    assert body["input"][2]["output"] == "[untrusted tool-result] 42"
+    assert seen == [("42", "tool-result", "search")]
+
+
+def test_hook_render_trusted_content():
+    """A plugin's envelope wraps a trusted tool's result, given its text and attributes."""
+    seen = []
+
+    @hookimpl
+    def render_trusted_content(content, attrs):
+        seen.append((content, attrs.kind, attrs.tool))
+        return f"[trusted {attrs.kind}] {content}"
+
+    plugin = SimpleNamespace(render_trusted_content=render_trusted_content)
+    body = _tool_result_body(plugin, trusted=True)
+    assert body["input"][2]["output"] == "[trusted trusted-tool-result] 42"
+    assert seen == [("42", "trusted-tool-result", "search")]

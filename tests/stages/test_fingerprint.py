@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+from types import SimpleNamespace
 
+from turnwire import hookimpl
 from turnwire.config.options import Endpoint
 from turnwire.model.canonical import UNDEFINED, canonical_json
 from turnwire.stages.fingerprint import fingerprint_prefix
@@ -11,6 +13,8 @@ from turnwire.wire import (
     InputMessage,
     InputText,
 )
+
+from ..conftest import REPLAY, assistant, reasoning_thought, render_body, thread, user
 
 
 def fingerprint(input_items, *, instructions=None, tools=None, model="m"):
@@ -82,3 +86,23 @@ def test_model_binding_ignores_the_prefix_but_not_the_endpoint():
     assert a == bound([InputMessage(role="user", content="x")], Endpoint())
     assert a != bound([], Endpoint(organization="org-2"))
     assert a != bound([], Endpoint(base_url="http://127.0.0.1:9/v1"))
+
+
+def test_hook_fingerprint_prefix():
+    """A plugin's fingerprint decides whether recorded reasoning still matches its prefix."""
+    seen = []
+
+    @hookimpl
+    def fingerprint_prefix(model, through_item):
+        seen.append((model, through_item))
+        return "f" * 64
+
+    t = thread(
+        messages=[user(), assistant("msg_1", "answer", 2, seq=1)],
+        thoughts=[reasoning_thought("rs_1", 2, fingerprint="f" * 64, paired="msg_1")],
+    )
+    plugin = SimpleNamespace(fingerprint_prefix=fingerprint_prefix)
+    kinds = [i.get("type") for i in render_body(t, REPLAY, extra_plugins=[plugin])["input"]]
+    assert kinds == ["message", "reasoning", "message"]
+    assert ("gpt-5", 1) in seen
+    assert "reasoning" not in [i.get("type") for i in render_body(t, REPLAY)["input"]]

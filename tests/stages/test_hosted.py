@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import msgspec
 import pytest
 
+from turnwire import hookimpl
 from turnwire.config.nonce import EnvelopeNonce
 from turnwire.model.hosted import (
     input_item,
@@ -20,6 +21,8 @@ from turnwire.model.records import HostedItem
 from turnwire.stages.envelopes import render_untrusted_content
 from turnwire.stages.hosted import render_hosted_item, render_hosted_item_text
 from turnwire.wire import HostedInputItem, InputMessage
+
+from ..conftest import render_body, thread, user
 
 N = EnvelopeNonce("k")
 T = datetime(2026, 1, 1, tzinfo=UTC)
@@ -305,3 +308,38 @@ def test_a_web_search_whose_sources_are_not_a_list_goes_as_text():
     (sent,) = replay(sealed(hosted(item)), warnings=said)
     assert isinstance(sent, InputMessage)
     assert any("input shape" in w for w in said)
+
+
+SHELL = {
+    "id": "sh_1",
+    "type": "shell_call",
+    "item": {"type": "shell_call", "id": "sh_1", "action": {"commands": ["ls"]}},
+    "created_at": "2026-01-01T10:00:01Z",
+}
+
+
+def test_hook_render_hosted_item():
+    """A plugin renders a hosted item's input items, given the record."""
+
+    @hookimpl
+    def render_hosted_item(hosted_item):
+        return (InputMessage(role="user", content=f"(the model ran {hosted_item.type})"),)
+
+    t = thread(messages=[user()], hosted_items=[SHELL])
+    plugin = SimpleNamespace(render_hosted_item=render_hosted_item)
+    items = render_body(t, extra_plugins=[plugin])["input"]
+    assert items[1] == {"type": "message", "role": "user", "content": "(the model ran shell_call)"}
+
+
+def test_hook_render_hosted_item_text():
+    """A plugin writes the text form of a hosted item the API does not take back as an item."""
+
+    @hookimpl
+    def render_hosted_item_text(hosted_item):
+        return f"{hosted_item.type} {hosted_item.id} ran: " + " ".join(
+            hosted_item.item["action"]["commands"]
+        )
+
+    t = thread(messages=[user()], hosted_items=[SHELL])
+    plugin = SimpleNamespace(render_hosted_item_text=render_hosted_item_text)
+    assert "shell_call sh_1 ran: ls" in json.dumps(render_body(t, extra_plugins=[plugin]))

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import base64
 import logging
+from types import SimpleNamespace
 
 import pytest
 
 import turnwire
+from turnwire import hookimpl
 from turnwire.config.nonce import EnvelopeNonce
 from turnwire.config.options import MediaPolicy
 from turnwire.model.records import Media, StashEntry
 from turnwire.stages.media import render_media_blocks
 from turnwire.wire import InputFile, InputImage, InputText
 
-from ..conftest import SECRET, at, render_body, thread
+from ..conftest import SECRET, at, render_body, thread, user
 
 N = EnvelopeNonce(SECRET)
 
@@ -199,3 +201,18 @@ def test_audio_in_a_thread_with_a_per_kind_profile(caplog):
     parts = body["input"][0]["content"]
     assert parts[1]["text"].startswith("[media id: v1 | a.mp3]\n<untrusted_content_")
     assert "no stash entry" in caplog.text
+
+
+def test_hook_render_media_blocks():
+    """A plugin renders an attachment's content parts, given the media record."""
+
+    @hookimpl
+    def render_media_blocks(media):
+        return (InputText(text=f"[{media.kind} {media.id} withheld]"),)
+
+    image = {"id": "i1", "kind": "image", "mime_type": "image/png", "data_base64": "AAAA"}
+    t = thread(messages=[user("u1", "look", 0, attachments=[image])])
+    plugin = SimpleNamespace(render_media_blocks=render_media_blocks)
+    parts = render_body(t, extra_plugins=[plugin])["input"][0]["content"]
+    assert {"type": "input_text", "text": "[image i1 withheld]"} in parts
+    assert all(part["type"] != "input_image" for part in parts)

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from types import SimpleNamespace
 
+from turnwire import hookimpl
 from turnwire.config.nonce import EnvelopeNonce
 from turnwire.model.records import Memory
 from turnwire.stages.memories import render_memories
+
+from ..conftest import render_body, thread, user
 
 NONCE = EnvelopeNonce("k")
 
@@ -38,3 +42,19 @@ def test_a_memory_cannot_close_the_memories_block():
     )
     assert text.count("</memories>") == 1
     assert "<system_instructions" not in text
+
+
+def test_hook_render_memories():
+    """A plugin renders the memories block, given the memories in stored order."""
+
+    @hookimpl
+    def render_memories(memories):
+        return "MEMORIES: " + "; ".join(m.content for m in memories)
+
+    plugin = SimpleNamespace(render_memories=render_memories)
+    t = thread(
+        memories=[{"id": "m1", "content": "Prefers tea"}, {"id": "m2", "content": "Lives in Oslo"}],
+        messages=[user()],
+    )
+    body = render_body(t, extra_plugins=[plugin])
+    assert body["instructions"] == "MEMORIES: Prefers tea; Lives in Oslo"

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
+from turnwire import hookimpl
 from turnwire.model.records import REPLAY_TAG, Identity, ReasoningPayload, Thought
 from turnwire.stages.reasoning import filter_thoughts, render_reasoning_item
 from turnwire.wire import ReasoningItem, SummaryText
 
-from ..conftest import (
-    REPLAY,
-    render_body,
-)
+from ..conftest import REPLAY, at, render_body, thread, user
 from ..rendering.test_sweep import _fingerprint_after_user, _replay_thread
 
 T = datetime(2026, 1, 1, tzinfo=UTC)
@@ -146,3 +145,42 @@ def test_without_encrypted_content_a_reasoning_item_is_never_sent():
     t = msgspec.structs.replace(t, thoughts=(thought_,))
     body = render_body(t, REPLAY)
     assert all(i.get("type") != "reasoning" for i in body["input"])
+
+
+def test_hook_render_reasoning_item():
+    """A plugin decides the reasoning item a replayable thought goes out as."""
+
+    @hookimpl
+    def render_reasoning_item(thought):
+        item = thought.payload.item
+        return ReasoningItem(
+            summary=(SummaryText(text="summary from the plugin"),),
+            id=item.id,
+            encrypted_content=item.encrypted_content,
+        )
+
+    plugin = SimpleNamespace(render_reasoning_item=render_reasoning_item)
+    t = _replay_thread(_fingerprint_after_user(REPLAY))
+    body = render_body(t, REPLAY, extra_plugins=[plugin])
+    (reasoning,) = [i for i in body["input"] if i.get("type") == "reasoning"]
+    assert reasoning["summary"] == [{"type": "summary_text", "text": "summary from the plugin"}]
+    assert reasoning["id"] == "rs_1"
+
+
+def test_hook_filter_thoughts():
+    """A plugin chooses which thoughts the model sees, given them all."""
+
+    @hookimpl
+    def filter_thoughts(thoughts):
+        return tuple(t for t in thoughts if "keep" in t.content)
+
+    t = thread(
+        messages=[user()],
+        thoughts=[
+            {"id": "t1", "content": "keep this", "created_at": at(1)},
+            {"id": "t2", "content": "drop that", "created_at": at(2)},
+        ],
+    )
+    text = str(render_body(t, extra_plugins=[SimpleNamespace(filter_thoughts=filter_thoughts)]))
+    assert "keep this" in text and "drop that" not in text
+    assert "drop that" in str(render_body(t))

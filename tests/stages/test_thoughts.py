@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from types import SimpleNamespace
 
+from turnwire import hookimpl
 from turnwire.config.nonce import EnvelopeNonce
 from turnwire.model.records import Identity, Thought
 from turnwire.stages.thoughts import render_thought
+
+from ..conftest import at, render_body, thread, user
 
 N = EnvelopeNonce("k")
 T = datetime(2026, 1, 1, tzinfo=UTC)
@@ -50,3 +54,15 @@ def test_a_thought_cannot_close_its_envelope():
         envelope_nonce=N,
     )
     assert text.count(f"</thought_{n}>") == 1
+
+
+def test_hook_render_thought():
+    """A plugin writes the text a thought is shown as, given the thought."""
+
+    @hookimpl
+    def render_thought(thought):
+        return f"(thinking) {thought.content}"
+
+    t = thread(messages=[user()], thoughts=[{"id": "t1", "content": "hmm", "created_at": at(1)}])
+    body = render_body(t, extra_plugins=[SimpleNamespace(render_thought=render_thought)])
+    assert body["input"][1] == {"type": "message", "role": "assistant", "content": "(thinking) hmm"}

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+from turnwire import hookimpl
 from turnwire.config.nonce import EnvelopeNonce
+from turnwire.wire import InputMessage
 
 from ..conftest import (
     SECRET,
@@ -157,3 +161,19 @@ def test_own_output_without_its_reasoning_goes_out_as_assistant_string_content()
         "role": "assistant",
         "content": "hello &lt;system_instructions>",
     }
+
+
+def test_hook_render_timeline_message():
+    """A plugin renders a message's items, given the message; ``None`` leaves the others."""
+
+    @hookimpl
+    def render_timeline_message(message):
+        if message.role != "user":
+            return None
+        return (InputMessage(role="user", content=f"{message.id} asks: {message.content}"),)
+
+    t = thread(messages=[user("u1", "hi", 0), assistant("msg_1", "hello", 1)])
+    plugin = SimpleNamespace(render_timeline_message=render_timeline_message)
+    items = render_body(t, extra_plugins=[plugin])["input"]
+    assert items[0] == {"type": "message", "role": "user", "content": "u1 asks: hi"}
+    assert items[1] == {"type": "message", "role": "assistant", "content": "hello"}

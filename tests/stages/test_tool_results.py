@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from types import SimpleNamespace
 
 import turnwire
 from turnwire import hookimpl
@@ -145,3 +146,15 @@ def test_nonces_are_keyed_not_the_raw_id_or_the_public_checksum():
     text = str(body)
     assert checksum not in text and "<message_u1 " not in text
     assert turnwire.plugin.EnvelopeNonce(SECRET)("call_1") in body["input"][2]["output"]
+
+
+def test_hook_render_tool_call_result():
+    """A plugin renders a call's output, given the call and its declared tool."""
+
+    @hookimpl
+    def render_tool_call_result(tool_call, tool):
+        return f"{tool.name} answered {tool_call.result.text!r} to {tool_call.id}"
+
+    plugin = SimpleNamespace(render_tool_call_result=render_tool_call_result)
+    output = _output({"text": "42 results"}, extra_plugins=[plugin])
+    assert output == "search answered '42 results' to call_7|fc_42"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+from turnwire import hookimpl
 from turnwire.stages.tools import description_to_json_schema
 
 from ..conftest import render_body, thread, user
@@ -75,3 +78,36 @@ def test_the_configured_include_is_kept_and_not_repeated():
         "code_interpreter_call.outputs",
         "file_search_call.results",
     ]
+
+
+def test_hook_tools_to_wire():
+    """A plugin declares the request's tools, given the thread's."""
+    seen = []
+
+    @hookimpl
+    def tools_to_wire(tools):
+        seen.append([t.name for t in tools])
+        return ()
+
+    t = thread(messages=[user()], tools=[{"name": "a"}, {"name": "b", "hidden": True}])
+    body = render_body(t, extra_plugins=[SimpleNamespace(tools_to_wire=tools_to_wire)])
+    assert "tools" not in body
+    assert seen and "a" in seen[0]
+    assert [tool["name"] for tool in render_body(t)["tools"]] == ["a"]
+
+
+def test_hook_description_to_json_schema():
+    """A plugin turns a tool's description into its parameters schema."""
+
+    @hookimpl
+    def description_to_json_schema(description):
+        return {"type": "object", "properties": {}, "description": f"keys: {sorted(description)}"}
+
+    t = thread(messages=[user()], tools=[{"name": "a", "parameters": {"type": "object"}}])
+    plugin = SimpleNamespace(description_to_json_schema=description_to_json_schema)
+    (tool,) = render_body(t, extra_plugins=[plugin])["tools"]
+    assert tool["parameters"] == {
+        "type": "object",
+        "properties": {},
+        "description": "keys: ['type']",
+    }
