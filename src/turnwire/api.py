@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from turnwire.client.dispatch import Client, RunResult
-from turnwire.errors import ConfigError, OutputValidationError
+from turnwire.errors import ConfigError, MaxIterationsError, OutputValidationError
 from turnwire.files.pointers import file_roots
 from turnwire.files.thread_file import file_digest, load_thread, save_thread
 from turnwire.model.records import HostedItem, Thread, ToolCall
@@ -113,6 +113,8 @@ def run(
         failed exchange is recorded.
     :raises turnwire.errors.OutputValidationError: the answer does not match the output
         schema; with ``save`` the thread file was saved first (the model did answer).
+    :raises turnwire.errors.MaxIterationsError: the run stopped at ``client.max_iterations``
+        with the model still calling tools; with ``save`` the thread file was saved first.
     """
     output_schema = output_schema_argument(output_schema, output_type)
     if container is None:
@@ -156,11 +158,11 @@ def run(
 
 
 def _kept(client: Any, thread: Thread, **kwargs: Any) -> tuple[RunResult, Exception | None]:
-    """``client.run_sync(thread, ...)``, and the output mismatch it raised, if any, with the
-    result the mismatch carries: what the run recorded is kept either way."""
+    """``client.run_sync(thread, ...)``, and the output mismatch or iteration limit it raised,
+    if any, with the result the error carries: what the run recorded is kept either way."""
     try:
         return client.run_sync(thread, **kwargs), None
-    except OutputValidationError as err:
+    except (OutputValidationError, MaxIterationsError) as err:
         if not isinstance(err.result, RunResult):
             raise
         return err.result, err
@@ -229,8 +231,10 @@ def run_thread(
     The new turns (the question, tool results of calls a ``--once`` left pending, one turn per
     answer step, the ``approvals`` decisions among them) are appended in one transaction, and
     only when the run succeeded (an answer that does not match the output schema is an answer:
-    its turns are stored, then :class:`~turnwire.errors.OutputValidationError` is raised). The
-    other parameters are :func:`run`'s.
+    its turns are stored, then :class:`~turnwire.errors.OutputValidationError` is raised; so is
+    a run that stopped at ``client.max_iterations``: its turns are stored, then
+    :class:`~turnwire.errors.MaxIterationsError` is raised). The other parameters are
+    :func:`run`'s.
     """
     output_schema = output_schema_argument(output_schema, output_type)
     if container is None:

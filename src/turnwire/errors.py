@@ -27,11 +27,12 @@ TurnwireError                            E_TURNWIRE (the base class)
 │   ├── HttpError                        E_OPENAI_RESPONSES_HTTP_ERROR (http_status; 0 = transport)
 │   │   └── ReasoningReplayRejectedError E_OPENAI_RESPONSES_REASONING_REPLAY_REJECTED (item_id)
 │   ├── RequestTimeoutError              E_OPENAI_RESPONSES_REQUEST_TIMEOUT (seconds, phase)
-│   ├── StreamError                      E_OPENAI_RESPONSES_STREAM_ERROR (event, field)
+│   ├── StreamError                      E_OPENAI_RESPONSES_STREAM_ERROR (event, field, partial)
 │   │   └── AnswerTooLargeError          E_OPENAI_RESPONSES_STREAM_ERROR (limit, setting)
 │   └── StreamStalledError               E_OPENAI_RESPONSES_STREAM_STALLED (seconds, partial)
 ├── OutputValidationError                E_OUTPUT_INVALID ($.path in the answer, text, result)
 ├── ThreadFileChangedError               E_THREAD_FILE_CONFLICT (file, result)
+├── MaxIterationsError                   E_MAX_ITERATIONS (iterations, pending, result)
 ├── StoreConflictError                   E_STORE_CONFLICT (thread_id)
 └── InvalidToolCallArgs                  E_OPENAI_RESPONSES_INVALID_TOOL_CALL_ARGS (never raised)
 ```
@@ -63,6 +64,7 @@ __all__ = [
     "HttpError",
     "InputError",
     "InvalidToolCallArgs",
+    "MaxIterationsError",
     "McpServerNotAllowedError",
     "MissingApiKeyError",
     "OutputSchemaError",
@@ -170,6 +172,39 @@ class ThreadFileChangedError(TurnwireError):
         )
         self.file = file
         self.result = result
+
+
+class MaxIterationsError(TurnwireError):
+    """A run stopped at ``client.max_iterations`` while the model was still calling tools:
+    the calls of its last response ran, but no request sent their results. What the run
+    recorded is kept: :func:`turnwire.run` with ``save=True`` has saved the thread file and
+    :func:`turnwire.run_thread` has stored the turns before it is raised, and :attr:`result`
+    holds the whole run. Not fatal: a next run sends the results and goes on (or raise
+    ``client.max_iterations``).
+
+    :ivar iterations: the requests the run sent for answers (``client.max_iterations``).
+    :ivar pending: the ids of the calls whose results the model has not read.
+    :ivar result: the :class:`~turnwire.client.dispatch.RunResult` of the run.
+    """
+
+    code = "E_MAX_ITERATIONS"
+    status = 508
+    fatal = False
+
+    def __init__(
+        self, *, iterations: int, pending: tuple[str, ...] = (), tools: tuple[str, ...] = ()
+    ) -> None:
+        called = f" ({', '.join(dict.fromkeys(tools))})" if tools else ""
+        requests = f"{iterations} request{'' if iterations == 1 else 's'}"
+        unsent = f"{len(pending)} result{'' if len(pending) == 1 else 's'}"
+        super().__init__(
+            f"the run stopped after {requests} (client.max_iterations) with the model still "
+            f"calling tools{called}: {unsent} not sent yet; what the run recorded is kept: run "
+            "again to go on, or raise client.max_iterations"
+        )
+        self.iterations = iterations
+        self.pending = pending
+        self.result: object = None
 
 
 class ConfigError(InputError):
@@ -534,13 +569,18 @@ class RequestTimeoutError(ClientError):
 
 
 class StreamError(ClientError):
-    """The stream reported a failure (``response.failed``, ``error``, a ``cancelled`` status)
-    or could not be read, or the server sent a value of a shape the schema cannot hold.
+    """The stream reported a failure (``response.failed``, ``error``, a ``cancelled`` status),
+    ended or dropped before its terminal event (``response.completed``, ``.incomplete`` or
+    ``.failed``), or could not be read, or the server sent a value of a shape the schema cannot
+    hold. Nothing of the answer is recorded.
 
     :ivar error_code: the upstream error code, when the server gave one.
     :ivar event: for a shape error, the event that carried the value
         (``response.output_item.done``; ``response`` for a non-streamed answer).
     :ivar field: for a shape error, where in that event, such as ``output[1].content[0].text``.
+    :ivar partial: for a stream that ended or dropped before its terminal event, what had
+        arrived (a :class:`turnwire.wire.response.Generation`, its ``terminal`` ``eof``), for
+        inspection only: it is never persisted as history.
     """
 
     code = "E_OPENAI_RESPONSES_STREAM_ERROR"
@@ -552,17 +592,18 @@ class StreamError(ClientError):
         error_code: str | None = None,
         event: str | None = None,
         field: str | None = None,
+        partial: object = None,
     ) -> None:
         super().__init__(f"stream error: {message}")
         self.error_code = error_code
         self.event = event
         self.field = field
+        self.partial = partial
 
 
 class AnswerTooLargeError(StreamError):
     """The answer's decoded body passed its limit (``client.max_stream_bytes`` for an event
-    stream); it was not read further and nothing of it was recorded (unlike a connection
-    that drops mid-stream, whose partial answer is kept).
+    stream); it was not read further and nothing of it was recorded.
 
     :ivar limit: the limit, in bytes.
     :ivar setting: what sets it.

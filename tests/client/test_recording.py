@@ -567,18 +567,24 @@ def _cut_after_second_hosted_added(name: str) -> bytes:
 
 
 def test_a_hosted_call_the_stream_never_finished_is_not_recorded(tmp_path, caplog):
-    """A stream cut after a web search's ``output_item.added``: the call as opened (no
-    ``action``) is dropped with a warning, so the saved thread still renders a valid request."""
+    """A stream cut after a web search's ``output_item.added``: the answer never finished, so
+    nothing of it is recorded, and the partial output on the error drops the call as opened
+    (no ``action``) with a warning."""
     path = _question(tmp_path)
+    before = path.read_bytes()
     data = _cut_after_second_hosted_added("web_search_annotations_gpt-5.2.sse")
-    with ScriptedServer([Reply.sse(data)]) as server:
+    with (
+        ScriptedServer([Reply.sse(data)]) as server,
+        pytest.raises(turnwire.errors.StreamError) as caught,
+    ):
         turnwire.api.run(
             path, container=make_container(REPLAY), base_url=server.base_url, save=True, once=True
         )
-    saved = turnwire.load_thread(path)
-    assert all(h.item.get("status") != "in_progress" for h in saved.hosted_items)
+    partial = caught.value.partial
+    assert partial.hosted_items  # the first search finished: it is in the partial output
+    assert all(h.item.get("status") != "in_progress" for h in partial.hosted_items)
     assert any(r.__dict__.get("kind") == "unfinished-hosted-item" for r in caplog.records)
-    validate_body(turnwire.render(saved, container=make_container(REPLAY)).json)
+    assert path.read_bytes() == before
 
 
 def _stream_with(item_json: str) -> bytes:

@@ -22,6 +22,7 @@ from turnwire.client.progress import ProgressEvent, ResponseDoneEvent
 from turnwire.errors import (
     HttpError,
     InputError,
+    MaxIterationsError,
     ReasoningReplayRejectedError,
     StreamError,
 )
@@ -166,9 +167,12 @@ def test_once_records_calls_without_running_them_and_the_next_run_runs_them(thre
 def test_the_iteration_cap(thread_file, caplog):
     with ScriptedServer([Reply.sse(CALL)]) as server:
         with caplog.at_level(logging.WARNING, logger="turnwire"):
-            result = run(server, thread_file, settings={"client": {"max_iterations": 2}})
+            with pytest.raises(MaxIterationsError) as caught:
+                run(server, thread_file, settings={"client": {"max_iterations": 2}})
+    result = caught.value.result
     assert result.iterations == 2 and len(server.requests) == 2
     assert "max-iterations" in [r.kind for r in caplog.records]
+    assert len(turnwire.load_thread(thread_file).tool_calls) == 2  # saved before it raised
 
 
 def test_cancelling_a_run_stops_cleanly_and_records_nothing():

@@ -105,6 +105,9 @@ class Run:
         self._last_rendered: Any = None
         self.requests = 0
         """How many requests this run sent (the compact endpoint's included)."""
+        self.unsent: tuple[ToolCall, ...] = ()
+        """The calls whose results no request sent, when the run stopped at
+        ``client.max_iterations`` (their results are recorded)."""
 
     async def loop(
         self,
@@ -118,7 +121,8 @@ class Run:
         approvals: Mapping[str, ApprovalDecision] | None = None,
     ) -> RunResult:
         """The run: render, send, read, record, run the tools, and again until the model
-        answers without calls (or ``once``, or ``client.max_iterations``)."""
+        answers without calls (or ``once``, or ``client.max_iterations``: then the calls of
+        the last response, run and recorded, are :attr:`unsent`)."""
         resolved = resolve_model(thread, self.container, model)
         self._event_model = resolved
         allowed = file_roots(roots, self.settings.files)
@@ -203,6 +207,7 @@ class Run:
                     iterations,
                     extra={"kind": "max-iterations"},
                 )
+                self.unsent = tuple(calls)
                 thread = fingerprint_new_thoughts(
                     thread,
                     container=self.container,

@@ -6,12 +6,13 @@ exact bytes, reads the stream into a :class:`~turnwire.wire.response.Generation`
 as thread records: messages, thoughts (with the replay payload when reasoning replay is on)
 and tool calls (composite ``call_id|fc_...`` ids), all stamped with one timestamp and strictly
 increasing ``seq``. Tool calls then run in order and their results are recorded; the loop goes
-on until the model answers without calls, or ``client.max_iterations``.
+on until the model answers without calls, or ``client.max_iterations`` (then
+:class:`~turnwire.errors.MaxIterationsError`, carrying the run's result).
 
 A 400 that blames a replayed reasoning item (``invalid_encrypted_content`` or a pairing
 phrase) is retried once without reasoning, and only when the request carried reasoning items
-or paired ids; the retry strips both. Nothing is recorded from a failed, stalled or rejected
-exchange: the thread stays as it was.
+or paired ids; the retry strips both. Nothing is recorded from a failed, stalled, unfinished
+(no terminal event) or rejected exchange: the thread stays as it was.
 
 Each job has its module: :mod:`turnwire.client.assembly` (what a request is rendered from and
 checked against), :mod:`turnwire.client.reading` (the answer into a generation),
@@ -47,6 +48,7 @@ from turnwire.client.transport import RetryPolicy, Transport
 from turnwire.config.settings import merge, settings_from_tree
 from turnwire.errors import (
     InputError,
+    MaxIterationsError,
     MissingApiKeyError,
     OutputValidationError,
 )
@@ -299,6 +301,12 @@ class Client:
             :attr:`RunResult.refusal`; a mismatch raises
             :class:`~turnwire.errors.OutputValidationError` (the run's result on its
             ``result``).
+        :raises turnwire.errors.MaxIterationsError: the run stopped at
+            ``client.max_iterations`` with the model still calling tools (the run's result,
+            its last calls run and recorded, on its ``result``).
+        :raises turnwire.errors.StreamError: the exchange failed, or the stream ended before
+            its terminal event (the output that arrived on its ``partial``); nothing of that
+            answer is recorded.
         """
         # a bad schema fails before anything runs
         asked = structured_output(output_schema_argument(output_schema, output_type))
@@ -321,9 +329,18 @@ class Client:
                 thread, model, once, on_text, on_tool_result, roots, approvals=approvals
             )
             self.telemetry.finished(span, result.generations, result.usage)
-        return _with_output(
+        result = _with_output(
             result, requested_output(asked, thread.output_schema, self.settings.request)
         )
+        if run.unsent:
+            stopped = MaxIterationsError(
+                iterations=result.iterations,
+                pending=tuple(call.id for call in run.unsent),
+                tools=tuple(call.tool for call in run.unsent),
+            )
+            stopped.result = result
+            raise stopped
+        return result
 
     async def compact(
         self,

@@ -2,9 +2,11 @@
 
 An event stream is decoded (:class:`~turnwire.client.sse.SSEDecoder`, then the wire events)
 and fed to the container's response accumulator, each event reported as progress; an answer
-that is one response object is decoded whole. A connection that drops mid-stream keeps what
-arrived, a stall raises with the partial answer; a failed or cancelled response is a
-:class:`~turnwire.errors.StreamError` (:func:`raise_unless_answered`).
+that is one response object is decoded whole. An answer is finished only when the server says
+so (``response.completed``, ``response.incomplete`` or ``response.failed``): a stream that ends
+or drops before that, or a stall, raises with the partial answer attached and nothing of it is
+recorded; a failed or cancelled response is a :class:`~turnwire.errors.StreamError`
+(:func:`raise_unless_answered`).
 """
 
 from __future__ import annotations
@@ -38,16 +40,27 @@ from turnwire.wire.response import (
     ToolCallOutput,
 )
 
-__all__ = ["decoded_answer", "finish_reason", "raise_unless_answered", "read_answer", "read_stream"]
+__all__ = [
+    "decoded_answer",
+    "finish_reason",
+    "raise_unless_answered",
+    "read_answer",
+    "read_stream",
+    "unfinished",
+]
 
 logger = logging.getLogger("turnwire")
 
 
 def finish_reason(generation: Generation) -> str:
-    """``stop``, ``tool_calls``, ``length``, ``content_filter`` or ``error``."""
-    if generation.terminal in ("completed", "eof") and generation.status != "incomplete":
+    """``stop``, ``tool_calls``, ``length``, ``content_filter`` or ``error`` (a response that
+    failed, or never finished: ``eof``)."""
+    terminal = generation.terminal
+    if terminal == "eof":
+        return "error"
+    if terminal == "completed" and generation.status != "incomplete":
         return "tool_calls" if generation.tool_calls else "stop"
-    if generation.terminal == "incomplete" or generation.status == "incomplete":
+    if terminal == "incomplete" or generation.status == "incomplete":
         return "content_filter" if generation.incomplete_reason == "content_filter" else "length"
     return "error"
 
@@ -62,8 +75,11 @@ _ANSWERLESS = {"failed": "failed", "cancelled": "was cancelled"}
 
 
 def raise_unless_answered(generation: Generation) -> None:
-    """A failed, errored or cancelled response is a stream error: nothing of it is recorded
-    (``incomplete`` is an answer, cut short: its finish reason says why)."""
+    """A failed, errored or cancelled response is a stream error, and so is one that never
+    finished (``eof``): nothing of it is recorded (``incomplete`` is an answer, cut short: its
+    finish reason says why)."""
+    if generation.terminal == "eof":
+        raise unfinished(generation)
     status = generation.status
     if generation.terminal in ("failed", "error") or status in _ANSWERLESS:
         what = _ANSWERLESS.get(status or "", generation.terminal)
@@ -76,6 +92,25 @@ def raise_unless_answered(generation: Generation) -> None:
             generation.error_message or f"the response {what}; nothing was recorded",
             error_code=generation.error_code or ("cancelled" if status == "cancelled" else None),
         )
+
+
+_UNFINISHED = (
+    "{why} before the response finished (no response.completed, response.incomplete or "
+    "response.failed event); nothing of it was recorded (the output that arrived is on the "
+    "error's `partial`)"
+)
+
+
+def unfinished(partial: Generation, why: str = "the stream ended") -> StreamError:
+    """The :class:`StreamError` of a response that never finished, ``partial`` attached:
+    a complete Responses stream always ends with a terminal event, so what arrived before the
+    end is no answer (the official SDK refuses it too), and no call in it may run."""
+    logger.warning(
+        "%s without a terminal event; nothing of it is recorded",
+        why,
+        extra={"kind": "sse-eof-without-terminal-event"},
+    )
+    return StreamError(_UNFINISHED.format(why=why), partial=partial)
 
 
 def decoded_answer(raw: bytes, what: str) -> Any:
@@ -212,6 +247,7 @@ async def read_stream(
                 emit(progress)
 
     reader = aiter(chunks)
+    dropped: StreamError | None = None
     while True:
         # Only reading may fail as a disconnect; a StreamError from `apply` (a value of
         # the wrong shape) ends the exchange as it is.
@@ -226,22 +262,28 @@ async def read_stream(
             raise  # not a disconnect: what arrived is not kept
         except StreamError as err:
             logger.warning(
-                "the connection dropped mid-stream (%s); keeping what arrived",
+                "the connection dropped mid-stream (%s)",
                 err,
                 extra={"kind": "stream-disconnected"},
             )
+            dropped = err
             break
         apply(decoder.feed_data(chunk))
         if finished:
-            return finished[0]
+            return _answered(finished[0])
     apply(decoder.close_data())
     if finished:
-        return finished[0]
+        return _answered(finished[0])
     tail = accumulator.close()
     if tail is None:
-        raise StreamError("the stream ended before any event")
-    logger.warning(
-        "the stream ended without a terminal event; keeping what arrived",
-        extra={"kind": "sse-eof-without-terminal-event"},
-    )
-    return tail
+        raise StreamError("the stream ended before any event") from dropped
+    why = "the stream ended" if dropped is None else "the connection dropped mid-stream"
+    raise unfinished(tail, why) from dropped
+
+
+def _answered(generation: Generation) -> Generation:
+    """``generation``, unless it never finished: a ``response.created`` that opened another
+    response before the first one's terminal event."""
+    if generation.terminal == "eof":
+        raise unfinished(generation, "another response began")
+    return generation

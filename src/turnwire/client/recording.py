@@ -1,9 +1,10 @@
 """Recording: a :class:`~turnwire.wire.response.Generation` into thread records.
 
 Each output becomes a record (messages, reasoning thoughts with their replay payload, tool calls
-with composite ``call_id|fc_...`` ids and their arguments parsed, hosted items sealed for
-replay), all stamped with one timestamp and strictly increasing ``seq``, and each is checked
-against the thread-file schema before it joins the thread (:func:`check_records`).
+with composite ``call_id|fc_...`` ids and their arguments parsed, or kept as the model sent them
+when they are no JSON object a thread can hold, hosted items sealed for replay), all stamped
+with one timestamp and strictly increasing ``seq``, and each is checked against the
+thread-file schema before it joins the thread (:func:`check_records`).
 """
 
 from __future__ import annotations
@@ -159,6 +160,8 @@ def record_generation(
                 id=chosen,
                 tool=output.name or "(unnamed tool call)",
                 args=args,
+                # Replayed as the model sent them: history never rewrites the model's call.
+                raw_args=output.arguments if error is not None else None,
                 caller=output.caller,
                 namespace=output.namespace,
                 created_at=stamp,

@@ -447,6 +447,11 @@ class ToolExecutor:
         """
         name = call.tool
         caller: ToolCaller = "direct" if call.caller is None else "programmatic"
+        if call.raw_args is not None:  # the text the model sent, which `args` could not hold
+            args, error = parse_arguments(call.raw_args)
+            if error is not None:
+                return self._done(call, error, True)
+            call = msgspec.structs.replace(call, args=args)  # replayed as raw_args still
         if name in dict(ARTIFACT_TOOLS):
             if caller != "direct":
                 return self._done(call, _refused_caller(name, caller, ("direct",)), True)

@@ -312,6 +312,9 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "id": "`call_id`, or `call_id|item_id` when the response gave the call an `fc_` item id.",
         "tool": "The name of the tool called.",
         "args": "The arguments, a JSON object.",
+        "raw_args": "The arguments exactly as the model sent them, when they are not a JSON "
+        "object `args` can hold (not JSON, an array, nested too deeply): the call is sent "
+        "back with this text, `args` stays empty and the result is an error.",
         "is_error": "The result is an error text (bad arguments, an unknown tool, an "
         "exception in the handler).",
         "inline": "Overrides the result's inlining: true inlines, false shows a handle.",

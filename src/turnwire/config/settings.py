@@ -305,7 +305,9 @@ class ClientSettings(_Section, frozen=True, kw_only=True, weakref=True):
         decoded); past either the stream is dropped with ``E_OPENAI_RESPONSES_STREAM_ERROR`` and
         nothing of it is recorded, so a server that never ends its answer cannot exhaust memory.
     :ivar retry: The retry policy.
-    :ivar max_iterations: The most requests one run sends while the model keeps calling tools.
+    :ivar max_iterations: The most requests one run sends while the model keeps calling tools;
+        a run that reaches it with the model still calling tools keeps what it recorded and
+        fails with ``E_MAX_ITERATIONS``.
     :ivar strict_tool_choice: Fail, instead of warning, when ``request.tool_choice`` forces a tool
         the thread hides or does not have.
     :ivar telemetry: OpenTelemetry spans of each run, request and tool call (GenAI semantic

@@ -329,11 +329,16 @@ class ToolCall(_Record, frozen=True, kw_only=True):
     ``caller`` is the ``call_id`` of the ``program`` item that made the call (programmatic
     tool calling); a call the model made directly has none. ``namespace`` is the namespace
     the API put the function in (a function a tool search loaded), sent back with the call.
+    ``raw_args`` is the arguments text exactly as the model sent it, kept when it is not a JSON
+    object ``args`` can hold (not JSON, an array, nested too deeply ...): the call is replayed
+    with that very text, ``args`` stays empty, and the call is answered with an error result
+    instead of running.
     """
 
     id: NonEmpty
     tool: ToolName
     args: dict[str, Any] = msgspec.field(default_factory=dict)
+    raw_args: str | None = None
     is_error: bool = False
     inline: bool | None = None
     result: ToolResult | None = None

@@ -96,7 +96,11 @@ def _needs_js_numbers(value: Any) -> bool:
 
 
 def _arguments(tool_call: ToolCall) -> str:
-    """``JSON.stringify`` of the stored arguments (compact, insertion order, JS numbers)."""
+    """The arguments as the model sent them when they are kept raw (``raw_args``: not a JSON
+    object the thread could hold), else ``JSON.stringify`` of the stored arguments (compact,
+    insertion order, JS numbers)."""
+    if tool_call.raw_args is not None:
+        return tool_call.raw_args
     args = tool_call.args
     # the usual arguments (strings, flags, nulls) tested here, without a call
     if (type(args) is dict and _PLAIN.issuperset(map(type, args.values()))) or (

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 import msgspec
 
 from turnwire.config.settings import Window, WindowSettings
-from turnwire.model.records import HostedItem, Message, Thought, Thread
+from turnwire.model.records import HostedItem, Message, Thought, Thread, ToolCall
 from turnwire.model.timeline import Record, only_records, timeline
 
 __all__ = [
@@ -68,6 +68,13 @@ def _text_tokens(text: str | None) -> int:
     return -(-len(text.encode()) // _BYTES_PER_TOKEN)
 
 
+def _arguments_text(call: ToolCall) -> str:
+    """A call's arguments as the model sent them (``raw_args``), else as JSON."""
+    if call.raw_args is not None:
+        return call.raw_args
+    return msgspec.json.encode(call.args).decode()
+
+
 def estimate_tokens(record: Record) -> int:
     """A quick estimate of what ``record`` costs in a request (see the module docstring)."""
     if isinstance(record, Message):
@@ -78,7 +85,7 @@ def estimate_tokens(record: Record) -> int:
     if isinstance(record, HostedItem):
         return _text_tokens(msgspec.json.encode(record.item).decode())
     result = record.result
-    tokens = _text_tokens(record.tool) + _text_tokens(msgspec.json.encode(record.args).decode())
+    tokens = _text_tokens(record.tool) + _text_tokens(_arguments_text(record))
     if result is not None:
         tokens += _text_tokens(result.text)
         tokens += ATTACHMENT_TOKENS * len(result.media or ())
@@ -182,7 +189,7 @@ def transcript(thread: Thread) -> str:
         elif isinstance(record, HostedItem):
             lines.append(f"[{_hosted_line(record)}]")
         else:
-            arguments = msgspec.json.encode(record.args).decode()
+            arguments = _arguments_text(record)
             if record.result is None:
                 outcome = "(not run yet)"
             elif record.result.text is not None:

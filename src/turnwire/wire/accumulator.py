@@ -290,7 +290,7 @@ class ResponseAccumulator:
         shape = self._shaped_response(event.response, "response.created")
         finished = None
         if self._started:  # a new response without a terminal event for the previous one
-            finished = self._generation("eof")
+            finished = self._generation("eof", strict=False)
         self._reset()
         self._started = True
         self._response = event.response
@@ -477,10 +477,13 @@ class ResponseAccumulator:
         return False
 
     def close(self) -> Generation | None:
-        """End of stream: the response still open, drained as ``eof`` (``None`` if nothing)."""
+        """End of stream: the response still open, as ``eof`` (``None`` if nothing arrived).
+        A response without its terminal event is no answer: what it holds is for inspection,
+        never persisted, so an item that could not be answered (a call without its
+        ``call_id``) is kept as it is."""
         if not self._started and not self._slots:
             return None
-        generation = self._generation("eof")
+        generation = self._generation("eof", strict=False)
         self._reset()
         return generation
 

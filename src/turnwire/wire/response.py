@@ -116,7 +116,8 @@ Output = MessageOutput | ReasoningOutput | ToolCallOutput | HostedOutput
 class Generation(msgspec.Struct, frozen=True, kw_only=True):
     """One response as it was received.
 
-    :ivar terminal: how it ended; ``eof`` means the stream closed without a terminal event.
+    :ivar terminal: how it ended; ``eof`` means the stream closed (or another response began)
+        without a terminal event: no answer, only ever the ``partial`` of a stream error.
     :ivar outputs: the slots in ``output_index`` order.
     :ivar hosted: the types of the hosted output items, in output order.
     :ivar sequence_gaps: how many times ``sequence_number`` skipped.
