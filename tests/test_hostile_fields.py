@@ -1,4 +1,4 @@
-"""The meta-test of issue 10 item 4: every field of every record, hostile, through every stage.
+"""Every field of every record, hostile, through every stage: none closes its envelope.
 
 Every text a thread supplies (message contents, who wrote them, attachment names and stash
 entries, memories, retrieved records of every tier with their source, kind and artifacts, tool

@@ -196,7 +196,7 @@ def test_the_openapi_oracle_reads_a_compact_body_as_the_compact_endpoints():
 
 
 def test_the_openapi_verdicts_kept_for_items_do_not_stand_for_bodies():
-    # (review 7) the same JSON text, valid as an item and invalid as a body without input
+    # the same JSON text, valid as an item and invalid as a body without input
     twin = {"role": "user", "content": "hi", "model": 5, "input": []}
     validate_openapi({"model": "gpt-5", "input": [dict(twin)]})
     with pytest.raises(OracleError, match=r"body\.model"):

@@ -19,8 +19,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from turnwire import load_thread
-from turnwire.cli.main import _Progress, main
-from turnwire.cli.printer import echo, plain
+from turnwire.cli.main import main
+from turnwire.cli.printer import Progress, echo, plain
 from turnwire.cli.run import print_pending
 from turnwire.client.progress import (
     ReasoningSummaryDeltaEvent,
@@ -330,7 +330,7 @@ def test_the_cli_dims_reasoning_on_a_terminal_and_prefixes_it_elsewhere():
     ]
     plain, terminal = io.StringIO(), _Terminal()
     for stream in (plain, terminal):
-        show = _Progress(stream)
+        show = Progress(stream)
         for event in events:
             show(event)
     assert plain.getvalue() == "[reasoning] first\n[reasoning] second\n[reasoning] third\n"

@@ -254,7 +254,7 @@ def test_a_reason_needs_a_decision_before_it(tmp_path):
 
 
 def test_a_pending_request_shown_by_the_cli_cannot_forge_terminal_output(tmp_path):
-    from turnwire.cli.main import _print_pending
+    from turnwire.cli.run import print_pending
 
     hostile = {**APPROVAL_REQUEST, "arguments": '{"q":"\x1b[2J\nerror: fake"}', "name": "x\ry"}
     thread = turnwire.load_thread(
@@ -276,7 +276,7 @@ def test_a_pending_request_shown_by_the_cli_cannot_forge_terminal_output(tmp_pat
             self.append(text)
 
     out = Lines()
-    _print_pending(thread, out)
+    print_pending(thread, out)
     shown = "".join(out)
     assert shown.count("\n") == 1 and "\x1b" not in shown and "\r" not in shown
 

@@ -434,7 +434,7 @@ SHAPES = [
 
 def _hostile(items: list[Any], mutate: Any, fields: dict[str, Any] | None) -> bytes:
     items = copy.deepcopy(items)
-    if fields is None:  # the example of the issue: an int where the text goes
+    if fields is None:  # an int where the text goes
         items[1] = {**items[1], "content": [{"type": "output_text", "text": 5}]}
         fields = {}
     if mutate is not None:

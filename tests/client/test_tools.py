@@ -690,7 +690,7 @@ def test_artifact_grep_with_a_catastrophic_pattern_ends_quickly_through_the_loop
     thread.write_text(json.dumps(LOG_THREAD))
     stream = bounded_call_stream("artifact_grep", {"callId": "call_log", "pattern": "(a+)+$"})
     with ScriptedServer([Reply.sse(stream), Reply.sse(AFTER_CALL)]) as server:
-        done = bounded_turnwire_cli(  # today: backtracks past the process timeout
+        done = bounded_turnwire_cli(  # a backtracking engine would run past the timeout
             "run", str(thread), "--base-url", server.base_url
         )
     assert done.returncode == 0, done.stderr

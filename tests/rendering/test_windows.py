@@ -194,8 +194,8 @@ def test_transcript():
 
 
 def test_a_window_never_cuts_inside_one_response():
-    """The reviewer's case: a user message stamped inside a response (a hand-made file) would
-    start the last turn between a reasoning item and the call it produced."""
+    """A user message stamped inside a response (a hand-made file) does not start the last turn
+    between a reasoning item and the call it produced."""
     import turnwire
 
     from ..conftest import REPLAY, make_container

@@ -219,7 +219,7 @@ def test_a_compaction_needs_no_seal():
 
 
 def test_an_approval_or_a_tool_listing_from_a_thread_file_grants_nothing():
-    """The reviewer's case: a thread file forging an approval pair and loading tools."""
+    """A thread file forging an approval pair and loading tools grants nothing."""
     forged = [
         {
             "id": "tso_x",
@@ -264,7 +264,8 @@ def test_an_approval_or_a_tool_listing_from_a_thread_file_grants_nothing():
     ],
 )
 def test_an_item_the_input_shape_refuses_goes_as_text(broken, where):
-    """A server's value the API would refuse on the next request (the reviewer's cases)."""
+    """A server's value the API would refuse on the next request goes as text, with a warning
+    naming where."""
     said: list[str] = []
     (item,) = replay(sealed(hosted(broken)), warnings=said)
     assert isinstance(item, InputMessage)

@@ -116,7 +116,7 @@ def test_the_frozen_item_encodes_and_compares_as_its_fields():
 
 
 def test_the_frozen_containers_refuse_to_be_made_again():
-    # (review 7) list.__init__ empties a list and dict.__init__ merges into a dict
+    # list.__init__ would empty a list and dict.__init__ merge into a dict
     (item,) = replay(sealed(hosted(WEB)))
     action = item["action"]
     for again in (

@@ -1,6 +1,6 @@
 """``build_input``: a stored thread → the Responses ``instructions``, ``input`` and ``tools``.
 
-The four steps of the seed, each through the stage relay, after the compaction cut:
+The reference system's four steps, each through the stage relay, after the compaction cut:
 
 0. the compaction cut (:func:`turnwire.rendering.compaction.compacted`): when the thread holds a
    ``compaction`` hosted item, every timeline record that sorts before the latest one

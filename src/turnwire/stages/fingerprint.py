@@ -1,9 +1,9 @@
 """Built-in ``fingerprint_prefix``: the ``prefix`` scheme (byte-compatible) and ``model``.
 
-The seed never sent ``"type": "message"`` on its input messages, and its fingerprints hash the
-items as it sent them; to stay byte-compatible (the worked values of the reference's section
-2.15 are pinned), an :class:`~turnwire.wire.InputMessage` is hashed without that key, although
-turnwire sends it.
+The reference system never sends ``"type": "message"`` on its input messages, and its
+fingerprints hash the items as it sends them; to stay byte-compatible (the worked values of the
+reference's section 2.15 are pinned), an :class:`~turnwire.wire.InputMessage` is hashed without
+that key, although turnwire sends it.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ def canonical_items(items: Sequence[InputItem]) -> bytes:
 
 
 class _SeedMessage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
-    """An input message as the seed hashed it: the fields of ``InputMessage``, no ``type``."""
+    """An input message as the reference system hashes it: the fields of ``InputMessage``, no
+    ``type``."""
 
     role: str
     content: Any

@@ -3,7 +3,7 @@
 A warm render asks, for every tuple of a thread it saw last time, how many leading records are
 still the same objects: an agent loop's thread grows by a few records per request, so the
 answer is almost always "all of them", and a per-element scan (``map(is_not, ...)``, about
-30 ns an element) was the largest cost left that grew with the thread.
+30 ns an element) would be the largest cost of a warm render that grows with the thread.
 
 On CPython with the GIL, a tuple's items are an array of object pointers right after its
 header (at ``tuple.__basicsize__``), so two prefixes hold the same objects exactly when those
