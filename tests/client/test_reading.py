@@ -1,6 +1,6 @@
-"""Stream reading: an answer into a generation. A stream that ends without its terminal event or
-drops mid-stream is drained, a stalled one raises with the partial answer and records nothing,
-malformed frames are skipped (logged redacted), a failed stream or an answerless status is a stream
+"""Stream reading: an answer into a generation. A stream that ends without its terminal event,
+drops mid-stream or stalls raises with the partial answer and records nothing, malformed frames
+are skipped (logged redacted), a failed stream or an answerless status is a stream
 error, finish reasons; and what the server reported is kept whole and checked: items built from the
 terminal response when no output_item events came, disagreements logged, hostile shapes refused
 cleanly before anything is stored."""
@@ -54,26 +54,29 @@ def _truncated(data: bytes) -> bytes:
     return data[: data.index(b"event: response.output_text.done")]
 
 
-def test_a_clean_end_without_a_terminal_event_drains_what_arrived(thread_file, caplog):
+def test_a_clean_end_without_a_terminal_event_raises_with_the_partial_answer(thread_file, caplog):
     with ScriptedServer([Reply.sse(_truncated(TEXT))]) as server:
         with caplog.at_level(logging.WARNING, logger="turnwire"):
-            result = run(server, thread_file)
+            with pytest.raises(StreamError) as caught:
+                run(server, thread_file)
     assert "sse-eof-without-terminal-event" in [r.kind for r in caplog.records]
-    assert result.records.messages[0].content.startswith("Hi in Portuguese")
-    assert (
-        turnwire.load_thread(thread_file).messages[-1].content == result.records.messages[0].content
-    )
+    partial = caught.value.partial
+    assert partial.terminal == "eof" and partial.text.startswith("Hi in Portuguese")
+    assert len(server.requests) == 1
+    assert_unchanged(thread_file)
 
 
-def test_a_disconnect_mid_stream_drains_what_arrived(thread_file, caplog):
+def test_a_disconnect_mid_stream_raises_with_the_partial_answer(thread_file, caplog):
     reply = Reply.sse(_truncated(TEXT), chunk=512)
     reply.close_after = len(reply.chunks)
     with ScriptedServer([reply]) as server, caplog.at_level(logging.WARNING, logger="turnwire"):
-        result = run(server, thread_file)
+        with pytest.raises(StreamError) as caught:
+            run(server, thread_file)
     kinds = [r.kind for r in caplog.records]
     assert "stream-disconnected" in kinds and "sse-eof-without-terminal-event" in kinds
-    assert result.records.messages[0].content.startswith("Hi in Portuguese")
+    assert caught.value.partial.text.startswith("Hi in Portuguese")
     assert len(server.requests) == 1
+    assert_unchanged(thread_file)
 
 
 def test_a_stalled_stream_raises_with_the_partial_answer_and_records_nothing(thread_file):
@@ -195,7 +198,7 @@ def test_a_json_answer_nested_too_deeply_is_a_stream_error(thread_file):
             "content_filter",
         ),
         (Generation(terminal="failed", status="failed"), "error"),
-        (Generation(terminal="eof"), "stop"),
+        (Generation(terminal="eof"), "error"),
     ],
 )
 def test_finish_reasons(generation, expected):
@@ -568,11 +571,11 @@ def test_a_hostile_shape_leaves_a_stored_thread_as_it_was_and_showable(tmp_path)
         '{"a":' * 70 + "1" + "}" * 70,
     ],
 )
-def test_arguments_the_thread_file_could_not_hold_are_answered_as_an_error_and_never_stored(
+def test_arguments_the_thread_file_could_not_hold_are_answered_as_an_error_and_kept_as_text(
     tmp_path, arguments
 ):
     """The call is answered with an error result the model can act on; the saved thread file
-    loads and renders again, and holds no trace of the value."""
+    loads and renders again, and holds the value only as the text the model sent."""
     path = tmp_path / "thread.yaml"
     path.write_text(SHAPES_THREAD)
     call = {**SHAPES_CALL, "arguments": arguments}
@@ -587,10 +590,11 @@ def test_arguments_the_thread_file_could_not_hold_are_answered_as_an_error_and_n
         )
     saved = turnwire.load_thread(path)
     (stored,) = saved.tool_calls
-    assert stored.args == {} and stored.is_error
+    assert stored.args == {} and stored.is_error and stored.raw_args == arguments
     assert stored.result.text.startswith("Tool arguments are out of bounds (")
-    (answered,) = [
-        item for item in server.requests[1].json["input"] if item["type"] == "function_call_output"
-    ]
+    sent = server.requests[1].json["input"]
+    (answered,) = [item for item in sent if item["type"] == "function_call_output"]
     assert "out of bounds" in answered["output"]
+    (replayed,) = [item for item in sent if item["type"] == "function_call"]
+    assert replayed["arguments"] == arguments
     turnwire.render(saved, container=make_container())
