@@ -17,32 +17,8 @@ from turnwire.errors import StreamError
 from turnwire.wire.response import Generation
 
 from ..conftest import REPLAY, assistant, at, make_container, prefix_fingerprint, thread
-from .server import Reply, ScriptedServer, recorded
-
-TEXT = recorded("text_simple_gpt-4o-mini.sse")
-CALL = recorded("function_call_legacy_noseq_gpt-4o.sse")
-AFTER_CALL = recorded("text_after_tool_legacy_noseq_gpt-4o.sse")
-
-THREAD = """\
-version: 1
-model: gpt-4o
-tools:
-  - {name: get_capital, parameters: {type: object, properties: {country: {type: string}}}}
-messages:
-  - {id: u1, role: user, content: "What's the weather?", created_at: "2026-01-01T10:00:00Z"}
-"""
-
-
-@pytest.fixture
-def thread_file(tmp_path: Path) -> Path:
-    path = tmp_path / "thread.yaml"
-    path.write_text(THREAD)
-    return path
-
-
-class Sleeps(list):
-    async def __call__(self, seconds: float) -> None:
-        self.append(seconds)
+from .conftest import AFTER_CALL, CALL, TEXT, THREAD, Sleeps
+from .server import Reply, ScriptedServer
 
 
 def _run(server: ScriptedServer, source: Path, ran: list[dict] | None = None, **settings):
