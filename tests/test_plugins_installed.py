@@ -22,6 +22,9 @@ from .oracle import validate_body
 REPO = Path(__file__).resolve().parents[1]
 PLUGINS = ("turnwire-redact", "turnwire-markdown-context", "turnwire-local-tools")
 
+# One worker builds and installs the wheels once for the whole module.
+pytestmark = pytest.mark.xdist_group("installed_wheels")
+
 THREAD = """\
 version: 1
 model: gpt-5

@@ -212,7 +212,8 @@ def test_without_a_server_the_postgres_half_skips_visibly_and_ci_fails(tmp_path,
         "TURNWIRE_REQUIRE_POSTGRES": "1" if required else "",
     }
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no_server", "-p", "no:cacheprovider",
+        [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no_server",
+         "-p", "no:cacheprovider",
          "tests/store/test_postgres.py::test_the_version_table_records_each_migration"],
         capture_output=True, text=True, timeout=300, cwd=repo, env=env, check=False,
     )  # fmt: skip
