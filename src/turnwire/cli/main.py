@@ -30,11 +30,6 @@ from turnwire.errors import InputError, TurnwireError
 
 __all__ = ["main"]
 
-# Moved to printer and run; tests/client/test_progress.py and tests/client/test_hosted_tools.py
-# still import them from here.
-from turnwire.cli.printer import Progress as _Progress  # noqa: F401
-from turnwire.cli.run import print_pending as _print_pending  # noqa: F401
-
 
 def _version() -> str:
     # The package's own constant: no scan of the installed distributions (a test keeps it

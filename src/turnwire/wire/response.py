@@ -1,4 +1,7 @@
-"""Output slots: the state machine that turns stream events into one finished generation.
+"""What a response gives back: :class:`Generation` and its outputs, and the shapes of the
+answer's items that are checked as they arrive (a mismatch is a :class:`StreamError` naming the
+field). The slots that build each output live in :mod:`turnwire.wire.slots`, the state machine
+that drives them in :mod:`turnwire.wire.accumulator`; what they do:
 
 Slots are keyed by ``output_index``. A ``message`` item opens a text slot, ``reasoning`` a
 thinking slot, ``function_call`` a tool-call slot; any other item type (hosted tools: web

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .conftest import turnwire_process, user
+from ..conftest import turnwire_process, user
 
 
 def test_render_warns_when_the_nonce_is_unkeyed(tmp_path: Path) -> None:
