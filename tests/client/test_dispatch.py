@@ -4,9 +4,7 @@ retry, the tool loop, observers, and what ends up in the thread file on disk."""
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-from pathlib import Path
 
 import httpx
 import pytest
@@ -22,79 +20,23 @@ from turnwire.errors import (
 from ..conftest import (
     REPLAY,
     make_container,
-    prefix_fingerprint,
     thread,
     user,
 )
-from .conftest import AFTER_CALL, CALL, ERROR_400, TEXT, THREAD, assert_unchanged, run
+from .conftest import (
+    AFTER_CALL,
+    CALL,
+    ERROR_400,
+    PHRASES,
+    TEXT,
+    THREAD,
+    assert_unchanged,
+    replay_thread,
+    run,
+)
 from .server import Reply, ScriptedServer, recorded
 
 # ------------------------------------------------------------------ the reasoning-free retry
-
-
-def _replay_thread(path: Path) -> Path:
-    base = thread(
-        model="gpt-5",
-        messages=[
-            {"id": "u1", "role": "user", "content": "hi", "created_at": "2026-01-01T10:00:00Z"}
-        ],
-    )
-    fp = prefix_fingerprint(base, REPLAY)
-    path.write_text(
-        json.dumps(
-            {
-                "version": 1,
-                "model": "gpt-5",
-                "messages": [
-                    {
-                        "id": "u1",
-                        "role": "user",
-                        "content": "hi",
-                        "created_at": "2026-01-01T10:00:00Z",
-                    },
-                    {
-                        "id": "msg_1",
-                        "role": "assistant",
-                        "content": "hello",
-                        "created_at": "2026-01-01T10:00:02Z",
-                        "seq": 1,
-                    },
-                ],
-                "thoughts": [
-                    {
-                        "id": "rs_1",
-                        "created_at": "2026-01-01T10:00:02Z",
-                        "seq": 0,
-                        "replay_compatibility": "openai-responses-reasoning-v1",
-                        "payload": {
-                            "variant": "responses-reasoning",
-                            "item": {
-                                "type": "reasoning",
-                                "id": "rs_1",
-                                "summary": [],
-                                "encrypted_content": "gAAAA-x",
-                            },
-                            "paired_item_id": "msg_1",
-                            "prefix_fingerprint": fp,
-                        },
-                    }
-                ],
-            }
-        )
-    )
-    return path
-
-
-PHRASES = [
-    "The encrypted content for item rs_1 could not be verified. (invalid_encrypted_content)",
-    "Item 'rs_1' of type 'reasoning' was provided without its required following item.",
-    "Item 'msg_1' of type 'message' was provided without its required preceding item of type "
-    "'reasoning'.",
-    "Item with id 'rs_1' not found. Items are not persisted when `store` is set to false.",
-    "Item 'msg_1' of type 'message' was provided without its required 'reasoning' item: 'rs_1'.",
-    "Item 'fc_1' of type 'function_call' was provided without its required 'reasoning' item: "
-    "'rs_1'.",
-]
 
 
 # ------------------------------------------------------------------ hooks
@@ -121,7 +63,7 @@ class Broken:
 
 
 def test_observers_see_every_request_sent_and_a_broken_one_never_fails_the_turn(tmp_path, caplog):
-    path = _replay_thread(tmp_path / "t.json")
+    path = replay_thread(tmp_path / "t.json")
     observer = Observer()
     container = make_container(REPLAY, extra_plugins=[observer, Broken()])
     body = {"error": {"message": PHRASES[0]}}

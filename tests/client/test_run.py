@@ -35,85 +35,19 @@ from ..conftest import (
     REPLAY,
     assistant,
     make_container,
-    prefix_fingerprint,
     thread,
     user,
 )
 from ..oracle import validate_body, validate_compact_body
-from .conftest import AFTER_CALL, CALL, ERROR_400, TEXT, run
+from .conftest import AFTER_CALL, CALL, ERROR_400, PHRASES, TEXT, replay_thread, run
 from .server import Reply, ScriptedServer, Seen, recorded
 
 # ------------------------------------------------------------------ the reasoning-free retry
 
 
-def _replay_thread(path: Path) -> Path:
-    base = thread(
-        model="gpt-5",
-        messages=[
-            {"id": "u1", "role": "user", "content": "hi", "created_at": "2026-01-01T10:00:00Z"}
-        ],
-    )
-    fp = prefix_fingerprint(base, REPLAY)
-    path.write_text(
-        json.dumps(
-            {
-                "version": 1,
-                "model": "gpt-5",
-                "messages": [
-                    {
-                        "id": "u1",
-                        "role": "user",
-                        "content": "hi",
-                        "created_at": "2026-01-01T10:00:00Z",
-                    },
-                    {
-                        "id": "msg_1",
-                        "role": "assistant",
-                        "content": "hello",
-                        "created_at": "2026-01-01T10:00:02Z",
-                        "seq": 1,
-                    },
-                ],
-                "thoughts": [
-                    {
-                        "id": "rs_1",
-                        "created_at": "2026-01-01T10:00:02Z",
-                        "seq": 0,
-                        "replay_compatibility": "openai-responses-reasoning-v1",
-                        "payload": {
-                            "variant": "responses-reasoning",
-                            "item": {
-                                "type": "reasoning",
-                                "id": "rs_1",
-                                "summary": [],
-                                "encrypted_content": "gAAAA-x",
-                            },
-                            "paired_item_id": "msg_1",
-                            "prefix_fingerprint": fp,
-                        },
-                    }
-                ],
-            }
-        )
-    )
-    return path
-
-
-PHRASES = [
-    "The encrypted content for item rs_1 could not be verified. (invalid_encrypted_content)",
-    "Item 'rs_1' of type 'reasoning' was provided without its required following item.",
-    "Item 'msg_1' of type 'message' was provided without its required preceding item of type "
-    "'reasoning'.",
-    "Item with id 'rs_1' not found. Items are not persisted when `store` is set to false.",
-    "Item 'msg_1' of type 'message' was provided without its required 'reasoning' item: 'rs_1'.",
-    "Item 'fc_1' of type 'function_call' was provided without its required 'reasoning' item: "
-    "'rs_1'.",
-]
-
-
 @pytest.mark.parametrize("phrase", PHRASES)
 def test_a_reasoning_400_gets_one_retry_without_reasoning_or_ids(tmp_path, phrase):
-    path = _replay_thread(tmp_path / "t.json")
+    path = replay_thread(tmp_path / "t.json")
     body = {"error": {"message": phrase, "type": "invalid_request_error", "code": None}}
     with ScriptedServer([Reply.json(400, body), Reply.sse(TEXT)]) as server:
         result = run(server, path, settings=REPLAY)
@@ -125,7 +59,7 @@ def test_a_reasoning_400_gets_one_retry_without_reasoning_or_ids(tmp_path, phras
 
 
 def test_a_pairing_400_that_survives_the_retry_is_reasoning_replay_rejected(tmp_path):
-    path = _replay_thread(tmp_path / "t.json")
+    path = replay_thread(tmp_path / "t.json")
     before = path.read_text()
     body = {"error": {"message": PHRASES[1]}}
     with ScriptedServer([Reply.json(400, body)]) as server:
@@ -139,7 +73,7 @@ def test_a_pairing_400_that_survives_the_retry_is_reasoning_replay_rejected(tmp_
 
 
 def test_a_400_about_something_else_is_not_retried(tmp_path):
-    path = _replay_thread(tmp_path / "t.json")
+    path = replay_thread(tmp_path / "t.json")
     with ScriptedServer([Reply.json(400, ERROR_400)]) as server:
         with pytest.raises(HttpError) as caught:
             run(server, path, settings=REPLAY)
