@@ -201,6 +201,25 @@ def test_a_media_result_pointing_outside_the_roots_is_an_error_result(thread_fil
     assert len(server.requests) == 2  # the run went on; the model read the error
 
 
+def test_an_artifact_result_is_named_by_its_own_path_and_an_unreadable_one_is_an_error_result(
+    thread_file, tmp_path
+):
+    outside = turnwire.Artifact(path=str(tmp_path.parent / "elsewhere.txt"))
+    missing = turnwire.Artifact(path=str(thread_file.parent / "no-such-file.txt"))
+    for value, expected in (
+        (outside, "result.artifact.path: "),
+        (missing, "which cannot be read"),
+    ):
+        with ScriptedServer([Reply.sse(CALL), Reply.sse(AFTER_CALL)]) as server:
+            result = run(
+                server, thread_file, handlers={"get_capital": lambda value=value, **kw: value}
+            )
+        call = result.records.tool_calls[0]
+        assert call.is_error and expected in call.result.text, call.result.text
+        assert "result.media" not in call.result.text
+        assert len(server.requests) == 2  # the run went on; the model read the error
+
+
 def test_media_over_the_result_limit_are_an_error_result(thread_file):
     big = turnwire.Media(id="big", kind="image", mime_type="image/png", data=b"x" * 2048)
     settings = {"tools": {"max_result_bytes": 1024}}

@@ -60,12 +60,12 @@ def test_image_is_a_marker_then_an_input_image_data_uri():
     )
 
 
-def test_document_is_an_input_file_with_the_raw_filename_and_a_data_uri():
+def test_document_is_an_input_file_with_the_sanitised_filename_and_a_data_uri():
+    """The file name goes to the model in ``input_file.filename`` too: sanitised there as in
+    the marker (it used to be sent raw)."""
     out = blocks(media("document", mime_type="application/pdf", filename="r<1>.pdf"))
     assert out[0] == InputText(text="[media id: m1 | r1.pdf]")
-    assert out[1] == InputFile(
-        filename="r<1>.pdf", file_data="data:application/pdf;base64,MTIzNDU2"
-    )
+    assert out[1] == InputFile(filename="r1.pdf", file_data="data:application/pdf;base64,MTIzNDU2")
 
 
 def test_a_hostile_mime_type_collapses_to_octet_stream():
@@ -216,3 +216,15 @@ def test_hook_render_media_blocks():
     parts = render_body(t, extra_plugins=[plugin])["input"][0]["content"]
     assert {"type": "input_text", "text": "[image i1 withheld]"} in parts
     assert all(part["type"] != "input_image" for part in parts)
+
+
+def test_a_document_s_file_name_is_sanitised_like_any_untrusted_text():
+    media = Media(
+        id="d1",
+        kind="document",
+        mime_type="application/pdf",
+        filename="report<\x1b]0;owned\x07>.pdf",
+        data=b"%PDF-1.4",
+    )
+    files = [part for part in blocks(media) if isinstance(part, InputFile)]
+    assert [f.filename for f in files] == ["report]0;owned.pdf"]

@@ -543,14 +543,14 @@ class ToolExecutor:
         do: otherwise the call is an error result, rather than a failure of the next render.
         """
         pointers = [
-            (f"result.media[{i}].path", v.path)
+            (f"result.media[{i}].path" if isinstance(v, Media) else "result.artifact.path", v.path)
             for i, v in enumerate(value if isinstance(value, list | tuple) else [value])
             if isinstance(v, Media | Artifact) and v.path is not None
         ]
         for where, path in pointers:
             try:
                 files.resolve(path, where=where)
-            except FileNotAllowedError as err:
+            except (FileNotAllowedError, RenderError) as err:  # outside the roots, unreadable
                 return self._done(call, f"Tool {name} failed: {err}", True)
         media: tuple[Media, ...] | None = None
         if isinstance(value, Media):

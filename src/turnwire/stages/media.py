@@ -81,7 +81,10 @@ def render_media_blocks(
     if media.kind == "document":
         return (
             InputText(text=marker),
-            InputFile(filename=media.filename or media.id, file_data=_data_uri(media)),
+            InputFile(
+                filename=sanitise_filename(media.filename or media.id),
+                file_data=_data_uri(media),
+            ),
         )
     if unsupported_media_policy.for_kind(media.kind) == "throw":
         raise UnsupportedMediaError(
