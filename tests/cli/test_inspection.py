@@ -33,3 +33,14 @@ def test_check_config_print_shows_the_merged_settings_without_secrets(tmp_path: 
     assert merged["client"]["headers"] == {"Authorization": "[redacted]", "X-Team": "blue"}
     assert "sk-hidden" not in done.stdout + done.stderr
     assert done.stderr.strip() == f"ok: {profile}"
+
+
+def test_check_config_print_hides_a_key_copied_into_an_ordinary_field(tmp_path: Path):
+    profile = tmp_path / "p.yaml"
+    profile.write_text("request: {metadata: {copied: '${OPENAI_API_KEY}'}}\n")
+    done = turnwire_process(
+        "check-config", str(profile), "--print", env={"OPENAI_API_KEY": "sk-live-0123456789"}
+    )
+    assert done.returncode == 0, done.stderr
+    assert yaml.safe_load(done.stdout)["request"]["metadata"] == {"copied": "[redacted]"}
+    assert "0123456789" not in done.stdout + done.stderr

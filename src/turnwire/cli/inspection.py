@@ -51,7 +51,20 @@ def _printable(settings: Any) -> dict[str, Any]:
             tool["headers"] = dict.fromkeys(tool["headers"], "[redacted]")
         if "authorization" in tool:
             tool["authorization"] = "[redacted]"
-    return tree
+    # A credential the configuration copied into an ordinary field (``${OPENAI_API_KEY}`` in
+    # request.metadata, say): every other text goes through the one redaction routine too.
+    redacted: dict[str, Any] = _redacted(tree, redact)
+    return redacted
+
+
+def _redacted(value: Any, redact: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: _redacted(item, redact) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_redacted(item, redact) for item in value]
+    return value
 
 
 def plugins_command(args: argparse.Namespace) -> int:
