@@ -13,7 +13,14 @@ import yaml
 
 from ..client import conftest as client
 from ..client.server import Reply, ScriptedServer, recorded
-from ..client.streams import STREAMS, payloads, wire_bytes
+from ..client.streams import (
+    INVOICE_SCHEMA,
+    STREAMS,
+    payloads,
+    refusal_answer,
+    text_answer,
+    wire_bytes,
+)
 from ..conftest import REPO_EXAMPLES, turnwire_process, user
 
 THREAD = """\
@@ -370,87 +377,27 @@ messages:
 """
 
 
-SCHEMA = {
-    "title": "invoice",
-    "type": "object",
-    "properties": {
-        "number": {"type": "string"},
-        "items": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"name": {"type": "string"}, "price": {"type": "number"}},
-                "required": ["name", "price"],
-                "additionalProperties": False,
-            },
-        },
-    },
-    "required": ["number", "items"],
-    "additionalProperties": False,
-}
-
-
-def _sse(*events: dict) -> bytes:
-    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
-
-
-def _answer(text: str, *, msg_id: str = "msg_1", status: str = "completed") -> bytes:
-    """A streamed answer with one assistant message of ``text``, in two deltas."""
-    half = len(text) // 2
-    item = {"type": "message", "id": msg_id, "role": "assistant", "status": "completed"}
-    part = {"type": "output_text", "text": text, "annotations": []}
-    terminal = "response.completed" if status == "completed" else "response.incomplete"
-    response = {"id": "resp_1", "status": status, "model": "gpt-4o"}
-    if status == "incomplete":
-        response["incomplete_details"] = {"reason": "max_output_tokens"}
-    return _sse(
-        {"type": "response.created", "response": {"id": "resp_1", "status": "in_progress"}},
-        {"type": "response.output_item.added", "output_index": 0, "item": {**item, "content": []}},
-        {"type": "response.output_text.delta", "output_index": 0, "delta": text[:half]},
-        {"type": "response.output_text.delta", "output_index": 0, "delta": text[half:]},
-        {
-            "type": "response.output_item.done",
-            "output_index": 0,
-            "item": {**item, "content": [part]},
-        },
-        {"type": terminal, "response": response},
-    )
-
-
-def _refusal(text: str) -> bytes:
-    return _sse(
-        {"type": "response.created", "response": {"id": "resp_1", "status": "in_progress"}},
-        {
-            "type": "response.output_item.added",
-            "output_index": 0,
-            "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []},
-        },
-        {"type": "response.refusal.delta", "output_index": 0, "delta": text},
-        {"type": "response.completed", "response": {"id": "resp_1", "status": "completed"}},
-    )
-
-
 def test_the_cli_takes_an_output_schema_file_and_prints_parsed_and_refusals(tmp_path: Path):
     thread = tmp_path / "t.yaml"
     thread.write_text(STRUCTURED_THREAD)
     schema = tmp_path / "invoice.json"
-    schema.write_text(json.dumps(SCHEMA))
+    schema.write_text(json.dumps(INVOICE_SCHEMA))
     value = {"number": "F-7", "items": []}
-    with ScriptedServer([Reply.sse(_answer(json.dumps(value)))]) as server:
+    with ScriptedServer([Reply.sse(text_answer(json.dumps(value)))]) as server:
         done = turnwire_run(thread, server.base_url, "--output-schema", str(schema), "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["parsed"] == value
     assert server.requests[0].json["text"]["format"]["name"] == "invoice"
 
     wrapped = tmp_path / "wrapped.yaml"
-    wrapped.write_text(yaml.safe_dump({"name": "w", "schema": SCHEMA, "description": "x"}))
-    with ScriptedServer([Reply.sse(_refusal("I won't."))]) as server:
+    wrapped.write_text(yaml.safe_dump({"name": "w", "schema": INVOICE_SCHEMA, "description": "x"}))
+    with ScriptedServer([Reply.sse(refusal_answer("I won't."))]) as server:
         done = turnwire_run(thread, server.base_url, "--output-schema", str(wrapped))
     assert done.returncode == 0, done.stderr
     assert "[refusal] I won't." in done.stderr
     assert server.requests[0].json["text"]["format"]["description"] == "x"
 
-    with ScriptedServer([Reply.sse(_answer('{"number": 7}'))]) as server:
+    with ScriptedServer([Reply.sse(text_answer('{"number": 7}'))]) as server:
         done = turnwire_run(thread, server.base_url, "--output-schema", str(schema), "--json")
     assert done.returncode == 1
     error = json.loads(done.stdout.splitlines()[-1])["error"]

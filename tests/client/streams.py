@@ -1,4 +1,5 @@
-"""Helpers to read the recorded streams in tests/data/conformance/streams."""
+"""Helpers to read the recorded streams in tests/data/conformance/streams, and to build small
+streamed answers by hand."""
 
 from __future__ import annotations
 
@@ -48,3 +49,67 @@ def parse(data: bytes, chunk: int) -> list[Generation]:
     if tail is not None:
         generations.append(tail)
     return generations
+
+
+# Hand-built answers: a structured-output schema and the streams that answer it.
+
+INVOICE_SCHEMA = {
+    "title": "invoice",
+    "type": "object",
+    "properties": {
+        "number": {"type": "string"},
+        "items": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "price": {"type": "number"}},
+                "required": ["name", "price"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    "required": ["number", "items"],
+    "additionalProperties": False,
+}
+
+
+def sse(*events: dict) -> bytes:
+    """Events as a server sends them: ``data:`` frames."""
+    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+
+
+def text_answer(text: str, *, msg_id: str = "msg_1", status: str = "completed") -> bytes:
+    """A streamed answer with one assistant message of ``text``, in two deltas."""
+    half = len(text) // 2
+    item = {"type": "message", "id": msg_id, "role": "assistant", "status": "completed"}
+    part = {"type": "output_text", "text": text, "annotations": []}
+    terminal = "response.completed" if status == "completed" else "response.incomplete"
+    response = {"id": "resp_1", "status": status, "model": "gpt-4o"}
+    if status == "incomplete":
+        response["incomplete_details"] = {"reason": "max_output_tokens"}
+    return sse(
+        {"type": "response.created", "response": {"id": "resp_1", "status": "in_progress"}},
+        {"type": "response.output_item.added", "output_index": 0, "item": {**item, "content": []}},
+        {"type": "response.output_text.delta", "output_index": 0, "delta": text[:half]},
+        {"type": "response.output_text.delta", "output_index": 0, "delta": text[half:]},
+        {
+            "type": "response.output_item.done",
+            "output_index": 0,
+            "item": {**item, "content": [part]},
+        },
+        {"type": terminal, "response": response},
+    )
+
+
+def refusal_answer(text: str) -> bytes:
+    """A streamed refusal of ``text``."""
+    return sse(
+        {"type": "response.created", "response": {"id": "resp_1", "status": "in_progress"}},
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []},
+        },
+        {"type": "response.refusal.delta", "output_index": 0, "delta": text},
+        {"type": "response.completed", "response": {"id": "resp_1", "status": "completed"}},
+    )

@@ -24,6 +24,7 @@ from turnwire.client.progress import (
 from ..conftest import make_container
 from .conftest import AFTER_CALL, CALL, THREAD
 from .server import Reply, ScriptedServer, recorded
+from .streams import sse
 
 REASONING = recorded("reasoning_summary_multipart_text_o3-mini.sse")
 
@@ -104,12 +105,8 @@ def test_tool_arguments_stream_and_tools_start_and_finish():
     ]
 
 
-def _sse(*events: dict) -> bytes:
-    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
-
-
 def test_refusals_are_reported_as_they_stream():
-    refusal = _sse(
+    refusal = sse(
         {"type": "response.created", "response": {"id": "resp_1", "status": "in_progress"}},
         {
             "type": "response.output_item.added",

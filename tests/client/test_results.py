@@ -17,6 +17,7 @@ from turnwire.store.sqlite import SQLiteStore
 
 from ..conftest import make_container
 from .server import Reply, ScriptedServer
+from .streams import INVOICE_SCHEMA, refusal_answer, text_answer
 
 THREAD = """\
 version: 1
@@ -50,65 +51,6 @@ INVOICE_JSON = {
     "currency": "EUR",
 }
 
-SCHEMA = {
-    "title": "invoice",
-    "type": "object",
-    "properties": {
-        "number": {"type": "string"},
-        "items": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"name": {"type": "string"}, "price": {"type": "number"}},
-                "required": ["name", "price"],
-                "additionalProperties": False,
-            },
-        },
-    },
-    "required": ["number", "items"],
-    "additionalProperties": False,
-}
-
-
-def _sse(*events: dict) -> bytes:
-    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
-
-
-def _answer(text: str, *, msg_id: str = "msg_1", status: str = "completed") -> bytes:
-    """A streamed answer with one assistant message of ``text``, in two deltas."""
-    half = len(text) // 2
-    item = {"type": "message", "id": msg_id, "role": "assistant", "status": "completed"}
-    part = {"type": "output_text", "text": text, "annotations": []}
-    terminal = "response.completed" if status == "completed" else "response.incomplete"
-    response = {"id": "resp_1", "status": status, "model": "gpt-4o"}
-    if status == "incomplete":
-        response["incomplete_details"] = {"reason": "max_output_tokens"}
-    return _sse(
-        {"type": "response.created", "response": {"id": "resp_1", "status": "in_progress"}},
-        {"type": "response.output_item.added", "output_index": 0, "item": {**item, "content": []}},
-        {"type": "response.output_text.delta", "output_index": 0, "delta": text[:half]},
-        {"type": "response.output_text.delta", "output_index": 0, "delta": text[half:]},
-        {
-            "type": "response.output_item.done",
-            "output_index": 0,
-            "item": {**item, "content": [part]},
-        },
-        {"type": terminal, "response": response},
-    )
-
-
-def _refusal(text: str) -> bytes:
-    return _sse(
-        {"type": "response.created", "response": {"id": "resp_1", "status": "in_progress"}},
-        {
-            "type": "response.output_item.added",
-            "output_index": 0,
-            "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []},
-        },
-        {"type": "response.refusal.delta", "output_index": 0, "delta": text},
-        {"type": "response.completed", "response": {"id": "resp_1", "status": "completed"}},
-    )
-
 
 def _valid_invoice() -> dict:
     data = json.loads(json.dumps(INVOICE_JSON))
@@ -133,7 +75,7 @@ def _run(stream: bytes, thread: object = None, settings: dict | None = None, **k
 
 def test_a_struct_is_sent_as_a_strict_json_schema_and_the_answer_parses_into_it():
     text = json.dumps(_valid_invoice())
-    result, body = _run(_answer(text), output_schema=Invoice)
+    result, body = _run(text_answer(text), output_schema=Invoice)
     assert body["text"] == {
         "format": {
             "type": "json_schema",
@@ -153,7 +95,7 @@ def test_a_struct_is_sent_as_a_strict_json_schema_and_the_answer_parses_into_it(
 
 
 def test_a_refusal_is_no_error_parsed_is_none_and_the_refusal_is_kept():
-    result, body = _run(_refusal("I can't help with that."), output_schema=Invoice)
+    result, body = _run(refusal_answer("I can't help with that."), output_schema=Invoice)
     assert body["text"]["format"]["type"] == "json_schema"
     assert result.parsed is None
     assert result.refusal == "I can't help with that."
@@ -161,7 +103,7 @@ def test_a_refusal_is_no_error_parsed_is_none_and_the_refusal_is_kept():
 
 
 def test_a_refusal_is_reported_without_a_schema_too():
-    result, body = _run(_refusal("No."))
+    result, body = _run(refusal_answer("No."))
     assert "text" not in body
     assert (result.parsed, result.refusal) == (None, "No.")
 
@@ -170,7 +112,7 @@ def test_a_mismatch_raises_a_typed_error_naming_the_path_after_saving_the_turn(t
     path = tmp_path / "t.yaml"
     path.write_text(THREAD)
     text = json.dumps(INVOICE_JSON)
-    with ScriptedServer([Reply.sse(_answer(text))]) as server:
+    with ScriptedServer([Reply.sse(text_answer(text))]) as server:
         with pytest.raises(OutputValidationError) as caught:
             turnwire.api.run(
                 path,
@@ -192,24 +134,24 @@ def test_a_mismatch_raises_a_typed_error_naming_the_path_after_saving_the_turn(t
 
 def test_text_that_is_not_json_is_a_mismatch_at_the_root():
     with pytest.raises(OutputValidationError) as caught:
-        _run(_answer("Sure! Here it is: {"), output_schema=SCHEMA)
+        _run(text_answer("Sure! Here it is: {"), output_schema=INVOICE_SCHEMA)
     assert caught.value.path == "$"
     assert "not JSON" in str(caught.value)
 
 
 def test_a_truncated_answer_names_its_finish_reason():
     with pytest.raises(OutputValidationError) as caught:
-        _run(_answer('{"number": "F-', status="incomplete"), output_schema=Invoice)
+        _run(text_answer('{"number": "F-', status="incomplete"), output_schema=Invoice)
     assert "finish reason length" in str(caught.value)
 
 
 def test_a_schema_dict_is_sent_as_given_and_the_answer_is_plain_json():
     value = {"number": "F-7", "items": [{"name": "tea", "price": 3.5}]}
-    result, body = _run(_answer(json.dumps(value)), output_schema=SCHEMA)
+    result, body = _run(text_answer(json.dumps(value)), output_schema=INVOICE_SCHEMA)
     assert body["text"]["format"] == {
         "type": "json_schema",
         "name": "invoice",
-        "schema": SCHEMA,
+        "schema": INVOICE_SCHEMA,
         "strict": True,
     }
     assert result.parsed == value
@@ -218,17 +160,17 @@ def test_a_schema_dict_is_sent_as_given_and_the_answer_is_plain_json():
 def test_a_schema_dict_mismatch_names_the_path():
     value = {"number": "F-7", "items": [{"name": "tea", "price": 3.5}, {"name": "jam"}]}
     with pytest.raises(OutputValidationError) as caught:
-        _run(_answer(json.dumps(value)), output_schema=SCHEMA)
+        _run(text_answer(json.dumps(value)), output_schema=INVOICE_SCHEMA)
     assert caught.value.path == "$.items[1]"
     assert "missing required property `price`" in str(caught.value)
     value["items"][1]["price"] = "cheap"
     with pytest.raises(OutputValidationError) as caught:
-        _run(_answer(json.dumps(value)), output_schema=SCHEMA)
+        _run(text_answer(json.dumps(value)), output_schema=INVOICE_SCHEMA)
     assert caught.value.path == "$.items[1].price"
     assert "expected number, got string" in str(caught.value)
 
 
-THREAD_SCHEMA = {"name": "from_thread", "schema": SCHEMA}
+THREAD_SCHEMA = {"name": "from_thread", "schema": INVOICE_SCHEMA}
 CONFIG_SCHEMA = {
     "name": "from_config",
     "schema": {
@@ -244,15 +186,15 @@ CONFIG_SCHEMA = {
 def test_the_thread_file_names_the_schema():
     value = {"number": "F-7", "items": []}
     thread = _thread(output_schema=THREAD_SCHEMA)
-    result, body = _run(_answer(json.dumps(value)), thread)
+    result, body = _run(text_answer(json.dumps(value)), thread)
     assert body["text"]["format"]["name"] == "from_thread"
-    assert body["text"]["format"]["schema"] == SCHEMA
+    assert body["text"]["format"]["schema"] == INVOICE_SCHEMA
     assert result.parsed == value
 
 
 def test_the_configuration_names_the_schema_and_keeps_the_verbosity():
     settings = {"request": {"output_schema": CONFIG_SCHEMA, "text": {"verbosity": "low"}}}
-    result, body = _run(_answer('{"answer": "42"}'), settings=settings)
+    result, body = _run(text_answer('{"answer": "42"}'), settings=settings)
     assert body["text"] == {
         "format": {
             "type": "json_schema",
@@ -270,10 +212,10 @@ def test_precedence_is_argument_then_thread_then_configuration():
     settings = {"request": {"output_schema": CONFIG_SCHEMA}}
     thread = _thread(output_schema=THREAD_SCHEMA)
     value = {"number": "F-7", "items": []}
-    _, body = _run(_answer(json.dumps(value)), thread, settings)
+    _, body = _run(text_answer(json.dumps(value)), thread, settings)
     assert body["text"]["format"]["name"] == "from_thread"
     text = json.dumps(_valid_invoice())
-    result, body = _run(_answer(text), thread, settings, output_schema=Invoice)
+    result, body = _run(text_answer(text), thread, settings, output_schema=Invoice)
     assert body["text"]["format"]["name"] == "Invoice"
     assert isinstance(result.parsed, Invoice)
     # What render shows is what run sends.
@@ -282,22 +224,24 @@ def test_precedence_is_argument_then_thread_then_configuration():
 
 
 def test_a_hand_written_json_schema_text_format_is_parsed_and_sent_unchanged():
-    fmt = {"type": "json_schema", "name": "raw", "schema": SCHEMA, "strict": False}
+    fmt = {"type": "json_schema", "name": "raw", "schema": INVOICE_SCHEMA, "strict": False}
     value = {"number": "F-7", "items": []}
-    result, body = _run(_answer(json.dumps(value)), settings={"request": {"text": {"format": fmt}}})
+    result, body = _run(
+        text_answer(json.dumps(value)), settings={"request": {"text": {"format": fmt}}}
+    )
     assert body["text"] == {"format": fmt}
     assert result.parsed == value
 
 
 def test_without_a_schema_nothing_changes():
-    result, body = _run(_answer('{"number": 1}'))
+    result, body = _run(text_answer('{"number": 1}'))
     assert "text" not in body
     assert result.parsed is None and result.refusal is None
 
 
 def test_an_output_schema_value_sets_name_strict_and_description():
     schema = OutputSchema(name="loose", schema={"type": "object"}, strict=False, description="d")
-    result, body = _run(_answer('{"any": [1]}'), output_schema=schema)
+    result, body = _run(text_answer('{"any": [1]}'), output_schema=schema)
     assert body["text"]["format"] == {
         "type": "json_schema",
         "name": "loose",
@@ -309,7 +253,7 @@ def test_an_output_schema_value_sets_name_strict_and_description():
 
 
 def test_a_bad_output_schema_fails_before_anything_is_sent():
-    with ScriptedServer([Reply.sse(_answer("{}"))]) as server:
+    with ScriptedServer([Reply.sse(text_answer("{}"))]) as server:
         with pytest.raises(turnwire.errors.OutputSchemaError) as caught:
             turnwire.api.run(
                 _thread(),
@@ -327,7 +271,7 @@ def test_a_stored_thread_keeps_the_mismatched_turn_and_runs_on(tmp_path):
         bad = json.dumps(INVOICE_JSON)
         good = json.dumps(_valid_invoice())
         with ScriptedServer(
-            [Reply.sse(_answer(bad)), Reply.sse(_answer(good, msg_id="msg_2"))]
+            [Reply.sse(text_answer(bad)), Reply.sse(text_answer(good, msg_id="msg_2"))]
         ) as server:
             options = {"store": store, "container": make_container(), "base_url": server.base_url}
             with pytest.raises(OutputValidationError) as caught:

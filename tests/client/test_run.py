@@ -41,6 +41,7 @@ from ..conftest import (
 from ..oracle import validate_body, validate_compact_body
 from .conftest import AFTER_CALL, CALL, ERROR_400, PHRASES, TEXT, replay_thread, run
 from .server import Reply, ScriptedServer, Seen, recorded
+from .streams import sse
 
 # ------------------------------------------------------------------ the reasoning-free retry
 
@@ -151,10 +152,6 @@ class Invoice(msgspec.Struct):
     number: int
 
 
-def _sse(*events: dict[str, Any]) -> bytes:
-    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
-
-
 def _call(run: str) -> bytes:
     item = {
         "type": "function_call",
@@ -165,7 +162,7 @@ def _call(run: str) -> bytes:
         "status": "completed",
     }
     response = {"id": f"resp_{run}_1", "status": "completed", "model": "gpt-4o"}
-    return _sse(
+    return sse(
         {"type": "response.created", "response": {**response, "status": "in_progress"}},
         {"type": "response.output_item.done", "output_index": 0, "item": item},
         {"type": "response.completed", "response": response},
@@ -181,7 +178,7 @@ def _answer(run: str, text: str) -> bytes:
         "content": [{"type": "output_text", "text": text, "annotations": []}],
     }
     response = {"id": f"resp_{run}_2", "status": "completed", "model": "gpt-4o"}
-    return _sse(
+    return sse(
         {"type": "response.created", "response": {**response, "status": "in_progress"}},
         {"type": "response.output_item.done", "output_index": 0, "item": item},
         {"type": "response.completed", "response": response},
