@@ -108,6 +108,28 @@ def assistant(mid: str, content: str, second: int, seq: int = 0, **extra: Any) -
     }
 
 
+WEATHER_TOOL = {
+    "name": "get_weather",
+    "description": "Weather",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+}
+"""A tool the tool-call builder's records name."""
+
+
+def call(
+    cid: str, second: int, *, seq: int = 0, result: dict | None = None, tool: str = "get_weather"
+) -> dict[str, Any]:
+    """A tool call record (``get_weather`` for Paris) answered with ``result`` (``21C``)."""
+    return {
+        "id": cid,
+        "tool": tool,
+        "args": {"city": "Paris"},
+        "created_at": at(second),
+        "seq": seq,
+        "result": result if result is not None else {"text": "21C"},
+    }
+
+
 def load_json(path: Path) -> Any:
     return json.loads(path.read_text())
 

@@ -4,29 +4,13 @@ file."""
 from __future__ import annotations
 
 from ..conftest import (
+    WEATHER_TOOL,
     assistant,
-    at,
+    call,
     render_body,
     thread,
     user,
 )
-
-WEATHER_TOOL = {
-    "name": "get_weather",
-    "description": "Weather",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
-}
-
-
-def call(cid: str, second: int, *, seq: int = 0, result: dict | None = None, tool="get_weather"):
-    return {
-        "id": cid,
-        "tool": tool,
-        "args": {"city": "Paris"},
-        "created_at": at(second),
-        "seq": seq,
-        "result": result if result is not None else {"text": "21C"},
-    }
 
 
 def test_timeline_orders_by_created_at_then_seq_and_calls_are_siblings():

@@ -7,29 +7,13 @@ from turnwire.rendering.items import short_call_id
 
 from ..conftest import (
     REPLAY,
-    at,
+    WEATHER_TOOL,
+    call,
     reasoning_thought,
     render_body,
     thread,
     user,
 )
-
-WEATHER_TOOL = {
-    "name": "get_weather",
-    "description": "Weather",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
-}
-
-
-def call(cid: str, second: int, *, seq: int = 0, result: dict | None = None, tool="get_weather"):
-    return {
-        "id": cid,
-        "tool": tool,
-        "args": {"city": "Paris"},
-        "created_at": at(second),
-        "seq": seq,
-        "result": result if result is not None else {"text": "21C"},
-    }
 
 
 def test_function_call_arguments_are_compact_json_in_insertion_order():

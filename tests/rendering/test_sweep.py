@@ -48,8 +48,10 @@ from turnwire.stages.fingerprint import PREFIX_HEAD, canonical_items
 
 from ..conftest import (
     REPLAY,
+    WEATHER_TOOL,
     assistant,
     at,
+    call,
     make_container,
     prefix_fingerprint,
     reasoning_thought,
@@ -70,23 +72,6 @@ from ._incremental.test_memo import (
     check_step,
     compaction,
 )
-
-WEATHER_TOOL = {
-    "name": "get_weather",
-    "description": "Weather",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
-}
-
-
-def call(cid: str, second: int, *, seq: int = 0, result: dict | None = None, tool="get_weather"):
-    return {
-        "id": cid,
-        "tool": tool,
-        "args": {"city": "Paris"},
-        "created_at": at(second),
-        "seq": seq,
-        "result": result if result is not None else {"text": "21C"},
-    }
 
 
 def _replay_thread(
