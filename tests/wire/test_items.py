@@ -4,72 +4,19 @@ compared as its fields, copied as plain mutable values)."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
-from types import SimpleNamespace
 
 import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from turnwire.config.nonce import EnvelopeNonce
 from turnwire.model.hosted import (
     INPUT_FIELDS,
     input_item,
-    seal,
 )
-from turnwire.model.records import HostedItem
-from turnwire.stages.envelopes import render_untrusted_content
-from turnwire.stages.hosted import render_hosted_item, render_hosted_item_text
 from turnwire.wire.items import FrozenDict, FrozenList, frozen_tree
 
-N = EnvelopeNonce("k")
-
-
-T = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def hosted(item: dict, **extra: object) -> HostedItem:
-    return HostedItem(id=item.get("id", "x_1"), type=item["type"], item=item, created_at=T, **extra)
-
-
-class Relay(SimpleNamespace):
-    """The two sub-stages the defaults reach through ``stages``."""
-
-    def __init__(self) -> None:
-        super().__init__(
-            render_untrusted_content=render_untrusted_content,
-            render_hosted_item_text=lambda hosted_item: render_hosted_item_text(
-                hosted_item=hosted_item, envelope_nonce=N, stages=self
-            ),
-        )
-
-
-def replay(record: HostedItem, mode: str = "sealed", warnings: list | None = None) -> tuple:
-    said = warnings if warnings is not None else []
-    return render_hosted_item(
-        hosted_item=record,
-        hosted_replay=mode,
-        envelope_nonce=N,
-        warn=said.append,
-        stages=Relay(),
-    )
-
-
-def sealed(record: HostedItem) -> HostedItem:
-    return seal(record, N)
-
-
-WEB = {
-    "id": "ws_1",
-    "type": "web_search_call",
-    "status": "completed",
-    "action": {
-        "type": "search",
-        "query": "weather",
-        "sources": [{"type": "url", "url": "https://w.example"}],
-    },
-}
+from ..hosted_items import WEB, hosted, replay, sealed
 
 
 def test_the_item_form_is_read_only():
