@@ -220,19 +220,29 @@ class Relay(SimpleNamespace):
         )
 
 
-def replay(record: HostedItem, mode: str = "sealed", warnings: list | None = None) -> tuple:
+ANCHOR = '["message","m1","2026-01-01T10:00:00+00:00",0]'
+"""The thread the helpers seal for and render in."""
+
+
+def replay(
+    record: HostedItem,
+    mode: str = "sealed",
+    warnings: list | None = None,
+    anchor: str = ANCHOR,
+) -> tuple:
     said = warnings if warnings is not None else []
     return render_hosted_item(
         hosted_item=record,
         hosted_replay=mode,
         envelope_nonce=N,
+        thread_anchor=anchor,
         warn=said.append,
         stages=Relay(),
     )
 
 
-def sealed(record: HostedItem) -> HostedItem:
-    return seal(record, N)
+def sealed(record: HostedItem, anchor: str = ANCHOR) -> HostedItem:
+    return seal(record, N, anchor)
 
 
 WEB = {

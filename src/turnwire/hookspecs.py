@@ -396,6 +396,7 @@ def render_hosted_item(
     hosted_item: HostedItem,
     hosted_replay: HostedReplay,
     envelope_nonce: EnvelopeNonce,
+    thread_anchor: str,
     warn: Warn,
     stages: StageRelay,
 ) -> tuple[InputItem, ...] | None:
@@ -408,6 +409,8 @@ def render_hosted_item(
     :param hosted_replay: ``sealed``: only items this deployment recorded (a valid seal) go
         as items; ``all``: every replayable one.
     :param envelope_nonce: checks the item's seal (the envelope secret's HMAC).
+    :param thread_anchor: the rendered thread's :func:`~turnwire.model.hosted.thread_anchor`:
+        a seal is valid only in the thread it was made for.
     :param warn: reports an item sent as text for want of a seal.
     :param stages: the relay (``render_hosted_item_text`` for the text form).
     :returns: the items to send in its place (empty: send nothing).
@@ -418,7 +421,7 @@ def render_hosted_item(
     the emitted order; when a reasoning item of its response came before it and that reasoning
     is not sent, the pairing sweep sends its text form (an assistant message) instead, since
     the API refuses such an item without its reasoning. Any other type, and under
-    ``hosted_replay: sealed`` an item without this deployment's seal (a thread file is
+    ``hosted_replay: sealed`` an item without this deployment's seal for this thread (a thread file is
     untrusted: an item can declare tools to the API or approve an MCP call), is sent as its
     text form only; a ``compaction`` needs no seal.
     """

@@ -512,13 +512,13 @@ def test_without_their_reasoning_only_the_items_that_needed_it_go_as_text(
 
 
 def test_what_a_run_records_is_sealed_and_an_edited_copy_is_not(tmp_path):
-    from turnwire.model.hosted import is_sealed
+    from turnwire.model.hosted import is_sealed, thread_anchor
 
     path = _question(tmp_path)
     _hosted_run(path, recorded("web_search_reasoning_gpt-5.sse"))
     saved = turnwire.load_thread(path)
-    nonce = make_container(REPLAY).envelope_nonce()
-    assert saved.hosted_items and all(is_sealed(h, nonce) for h in saved.hosted_items)
+    nonce, anchor = make_container(REPLAY).envelope_nonce(), thread_anchor(saved)
+    assert saved.hosted_items and all(is_sealed(h, nonce, anchor) for h in saved.hosted_items)
     (search,) = saved.hosted_items
     edited = msgspec.structs.replace(
         search, item={**search.item, "action": {"type": "search", "query": "something else"}}
@@ -527,6 +527,46 @@ def test_what_a_run_records_is_sealed_and_an_edited_copy_is_not(tmp_path):
         msgspec.structs.replace(saved, hosted_items=(edited,)), container=make_container(REPLAY)
     ).json
     assert "web_search_call" not in [i.get("type") for i in body["input"]]
+
+
+def test_a_sealed_item_copied_into_another_thread_goes_as_text_a_copy_of_its_thread_keeps_it(
+    tmp_path,
+):
+    """A seal binds an item to the thread it was recorded in (its opening record): moved into
+    another thread it is text with a warning; the whole thread copied (a fork) still replays."""
+    path = _question(tmp_path)
+    _hosted_run(path, recorded("web_search_reasoning_gpt-5.sse"))
+    saved = turnwire.load_thread(path)
+    (search,) = saved.hosted_items
+    container = make_container(REPLAY)
+
+    def sent(thread) -> tuple[list, tuple]:
+        rendered = turnwire.render(thread, container=container)
+        types = [i.get("type") for i in rendered.json["input"]]
+        return types, rendered.rendered.warnings
+
+    types, _ = sent(saved)
+    assert "web_search_call" in types
+    fork = msgspec.structs.replace(saved)  # threads copy keeps every record
+    assert "web_search_call" in sent(fork)[0]
+    # another thread: its own opening question, the sealed search (and its reasoning) pasted in
+    first = saved.messages[0]
+    other = msgspec.structs.replace(
+        saved,
+        messages=(msgspec.structs.replace(first, id="someone-else"), *saved.messages[1:]),
+    )
+    types, warnings = sent(other)
+    assert "web_search_call" not in types
+    assert any(search.id in w and "in this thread" in w for w in warnings)
+    # nor when the copy is dated otherwise
+    later = msgspec.structs.replace(
+        saved,
+        messages=(
+            msgspec.structs.replace(first, created_at=first.created_at.replace(year=2025)),
+            *saved.messages[1:],
+        ),
+    )
+    assert "web_search_call" not in sent(later)[0]
 
 
 def test_fingerprint_seal_hosted_makes_a_trusted_files_items_replay(tmp_path):

@@ -1145,7 +1145,7 @@ def test_a_program_that_goes_as_text_leaves_a_warning_for_its_calls(tmp_path):
 @pytest.mark.parametrize(("role", "replayed"), [("developer", True), ("assistant", False)])
 def test_an_additional_tools_item_replays_when_its_input_shape_allows(tmp_path, role, replayed):
     """The input shape takes role developer only; another role goes as its text form."""
-    from turnwire.model.hosted import seal
+    from turnwire.model.hosted import seal, thread_anchor
     from turnwire.model.records import HostedItem
 
     item = {
@@ -1166,7 +1166,9 @@ def test_an_additional_tools_item_replays_when_its_input_shape_allows(tmp_path, 
     record = HostedItem(
         id="at_1", type="additional_tools", item=item, created_at=thread.messages[0].created_at
     )
-    record = seal(msgspec.structs.replace(record, seq=1), container.envelope_nonce())
+    record = seal(
+        msgspec.structs.replace(record, seq=1), container.envelope_nonce(), thread_anchor(thread)
+    )
     sealed = msgspec.structs.replace(thread, hosted_items=(record,))
     rendered = turnwire.render(sealed, container=container)
     sent = rendered.json["input"][1]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -14,13 +15,14 @@ from turnwire.config.nonce import EnvelopeNonce
 from turnwire.model.hosted import (
     input_item,
     is_sealed,
+    thread_anchor,
     seal,
 )
 from turnwire.stages.hosted import render_hosted_item_text
 from turnwire.wire import HostedInputItem, InputMessage
 
 from ..conftest import render_body, thread, user
-from ..hosted_items import WEB, N, Relay, hosted, replay, sealed
+from ..hosted_items import ANCHOR, WEB, N, Relay, hosted, replay, sealed
 
 COMPACTION = {"id": "cmp_1", "type": "compaction", "encrypted_content": "gAAA", "created_by": "x"}
 
@@ -154,16 +156,47 @@ def test_only_an_item_this_deployment_sealed_goes_as_an_item():
     (item,) = replay(sealed(hosted(WEB)))
     assert isinstance(item, HostedInputItem)
     other = EnvelopeNonce("another deployment")
-    (item,) = replay(seal(hosted(WEB), other))
+    (item,) = replay(seal(hosted(WEB), other, ANCHOR))
     assert isinstance(item, InputMessage)  # sealed elsewhere
     forged = msgspec.structs.replace(
         sealed(hosted(WEB)), item={**WEB, "action": {"type": "search", "query": "changed"}}
     )
-    assert not is_sealed(forged, N)
+    assert not is_sealed(forged, N, ANCHOR)
     (item,) = replay(forged)
     assert isinstance(item, InputMessage)  # the item changed after sealing
     (item,) = replay(hosted(WEB), mode="all")
     assert isinstance(item, HostedInputItem)
+
+
+def test_a_seal_is_valid_only_in_the_thread_it_was_made_for():
+    said: list[str] = []
+    (item,) = replay(sealed(hosted(WEB)), anchor='["message","m2","2026-01-01T10:00:00+00:00",0]')
+    assert isinstance(item, InputMessage)
+    (item,) = replay(sealed(hosted(WEB)), anchor="", warnings=said)
+    assert isinstance(item, InputMessage)
+    assert "in this thread" in said[0]
+    (item,) = replay(sealed(hosted(WEB), anchor=""), anchor="")
+    assert isinstance(item, HostedInputItem)
+
+
+def test_a_thread_s_anchor_is_its_opening_record_in_utc_hosted_items_aside():
+    from datetime import datetime, timedelta, timezone
+
+    from turnwire.model.records import HostedItem, Message, Thought, Thread
+
+    early = datetime(2026, 1, 1, 10, tzinfo=UTC)
+    message = Message(id="m1", role="user", content="hi", created_at=early)
+    thought = Thought(id="t0", content="x", created_at=early - timedelta(seconds=1))
+    elsewhere = timezone(timedelta(hours=5))
+    assert thread_anchor(Thread()) == ""
+    assert thread_anchor(Thread(messages=(message,))) == ANCHOR
+    shifted = msgspec.structs.replace(message, created_at=early.astimezone(elsewhere))
+    assert thread_anchor(Thread(messages=(shifted,))) == ANCHOR  # the same instant
+    assert '"t0"' in thread_anchor(Thread(messages=(message,), thoughts=(thought,)))
+    opener = HostedItem(
+        id="ws_1", type="web_search_call", item=WEB, created_at=early - timedelta(hours=1)
+    )
+    assert thread_anchor(Thread(messages=(message,), hosted_items=(opener,))) == ANCHOR
 
 
 def test_a_compaction_needs_no_seal():

@@ -72,10 +72,10 @@ def fingerprint_command(args: argparse.Namespace) -> int:
     if args.seal_hosted and thread.hosted_items:
         import msgspec
 
-        from turnwire.model.hosted import seal
+        from turnwire.model.hosted import seal, thread_anchor
 
-        nonce = built.envelope_nonce()
-        items = tuple(seal(record, nonce) for record in thread.hosted_items)
+        nonce, anchor = built.envelope_nonce(), thread_anchor(thread)
+        items = tuple(seal(record, nonce, anchor) for record in thread.hosted_items)
         sealed = sum(a.seal != b.seal for a, b in zip(items, thread.hosted_items, strict=True))
         thread = msgspec.structs.replace(thread, hosted_items=items)
     stamped, report = stamp_fingerprints(

@@ -20,7 +20,7 @@ from turnwire.client.telemetry import Telemetry
 from turnwire.client.tools import ToolExecutor
 from turnwire.files.pointers import ContextAssembler
 from turnwire.model.approvals import ApprovalDecision, approval_records
-from turnwire.model.hosted import seal
+from turnwire.model.hosted import seal, thread_anchor
 from turnwire.model.records import HostedItem, Thread, ToolCall
 
 __all__ = ["decided_approvals", "execute"]
@@ -35,9 +35,10 @@ def decided_approvals(
 ) -> tuple[HostedItem, ...]:
     """The ``mcp_approval_response`` records of ``approvals``, sealed for replay (see
     :func:`turnwire.model.approvals.approval_records`)."""
-    nonce = container.envelope_nonce()
+    nonce, anchor = container.envelope_nonce(), thread_anchor(thread)
     return tuple(
-        seal(record, nonce) for record in approval_records(thread, approvals or {}, clock())
+        seal(record, nonce, anchor)
+        for record in approval_records(thread, approvals or {}, clock())
     )
 
 

@@ -24,7 +24,7 @@ from turnwire.client.tools import parse_arguments
 from turnwire.config.settings import Settings
 from turnwire.errors import StreamError, ThreadFileError, validation_location
 from turnwire.files.thread_file import THREAD_FILES
-from turnwire.model.hosted import seal
+from turnwire.model.hosted import seal, thread_anchor
 from turnwire.model.records import (
     REPLAY_TAG,
     HostedItem,
@@ -175,16 +175,19 @@ def record_generation(
     check_records("thoughts", thoughts)
     check_records("tool_calls", calls)
     check_records("hosted_items", hosted)
-    if hosted:  # recorded by this deployment: replayed as items (render.hosted_replay)
-        nonce = container.envelope_nonce()
-        hosted = [seal(record, nonce) for record in hosted]
     extended = msgspec.structs.replace(
         thread,
         messages=thread.messages + tuple(messages),
         thoughts=thread.thoughts + tuple(thoughts),
         tool_calls=thread.tool_calls + tuple(calls),
-        hosted_items=thread.hosted_items + tuple(hosted),
     )
+    if hosted:  # recorded by this deployment: replayed as items (render.hosted_replay)
+        nonce, anchor = container.envelope_nonce(), thread_anchor(extended)
+        extended = msgspec.structs.replace(
+            extended,
+            hosted_items=thread.hosted_items
+            + tuple(seal(record, nonce, anchor) for record in hosted),
+        )
     return extended, calls
 
 

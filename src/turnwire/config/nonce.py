@@ -72,7 +72,7 @@ class EnvelopeNonce:
         what marks a hosted item as recorded by this deployment (see
         :mod:`turnwire.model.hosted`)."""
         inner = self._inner.copy()
-        inner.update(b"turnwire:hosted-item-seal:v1\0")
+        inner.update(b"turnwire:hosted-item-seal:v2\0")
         inner.update(data)
         outer = self._outer.copy()
         outer.update(inner.digest())

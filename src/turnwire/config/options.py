@@ -121,6 +121,8 @@ class RenderOptions(msgspec.Struct, frozen=True, kw_only=True):
     strict: bool | None = None
     endpoint: Endpoint = msgspec.field(default_factory=Endpoint)
     envelope_nonce: Any = None
+    # Per render, never from the settings: set by the pipeline from the thread it renders.
+    thread_anchor: str = ""
 
     def injectable(self) -> dict[str, Any]:
         """Option values by provider name, as the stage relay injects them."""

@@ -17,12 +17,13 @@ renders it as text instead.
 from __future__ import annotations
 
 import hmac
+from datetime import UTC
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
 if TYPE_CHECKING:
-    from turnwire.model.records import HostedItem
+    from turnwire.model.records import HostedItem, Thread
 
 __all__ = [
     "INPUT_FIELDS",
@@ -45,6 +46,7 @@ __all__ = [
     "input_problem",
     "is_sealed",
     "seal",
+    "thread_anchor",
     "view",
 ]
 
@@ -83,18 +85,56 @@ UNSEALED_REPLAY = frozenset({"compaction"})
 _CANONICAL = msgspec.json.Encoder(order="sorted")
 
 
-def seal(record: HostedItem, nonce: Any) -> HostedItem:
+def thread_anchor(thread: Thread) -> str:
+    """What a seal binds a hosted item to: the identity of the thread's opening record.
+
+    The earliest (by ``created_at``, then ``seq``) of the first message, thought and tool call
+    as the thread holds them (records are appended, so each kind's first is its earliest), named
+    by its kind, id, instant (in UTC, so a store that returns another offset names the same
+    one) and seq: none of which a later render, stamp or compaction changes. A copy of the
+    thread (``threads copy``) keeps its seals; another thread has another opening record, so an
+    item sealed in one does not replay in the other. Hosted items are not candidates (a thread
+    opened by a copied item would be anchored on that item); a thread with none of the three
+    kinds has the empty anchor ``""``.
+    """
+    best: tuple[Any, ...] | None = None
+    for kind, records in (
+        ("message", thread.messages),
+        ("thought", thread.thoughts),
+        ("tool_call", thread.tool_calls),
+    ):
+        if records:
+            head = records[0]
+            candidate = (head.created_at, head.seq, kind, head.id)
+            if best is None or candidate[:2] < best[:2]:
+                best = candidate
+    if best is None:
+        return ""
+    moment, seq, kind, record_id = best
+    return _ANCHOR.encode([kind, record_id, moment.astimezone(UTC).isoformat(), seq]).decode()
+
+
+_ANCHOR = msgspec.json.Encoder()
+
+
+def _sealed_bytes(record: HostedItem, anchor: str) -> bytes:
+    # The anchor is JSON (or empty), so ``anchor \0 item`` splits one way only.
+    return anchor.encode() + b"\0" + _CANONICAL.encode(record.item)
+
+
+def seal(record: HostedItem, nonce: Any, anchor: str) -> HostedItem:
     """``record`` sealed under ``nonce``'s secret (an
-    :class:`~turnwire.config.nonce.EnvelopeNonce`):
-    what the client does to every hosted item it records."""
-    return msgspec.structs.replace(record, seal=nonce.seal(_CANONICAL.encode(record.item)))
+    :class:`~turnwire.config.nonce.EnvelopeNonce`) for the thread whose
+    :func:`thread_anchor` is ``anchor``: what the client does to every hosted item it records."""
+    return msgspec.structs.replace(record, seal=nonce.seal(_sealed_bytes(record, anchor)))
 
 
-def is_sealed(record: HostedItem, nonce: Any) -> bool:
-    """Whether ``record`` carries the seal ``nonce``'s secret gives its item."""
+def is_sealed(record: HostedItem, nonce: Any, anchor: str) -> bool:
+    """Whether ``record`` carries the seal ``nonce``'s secret gives its item in the thread whose
+    :func:`thread_anchor` is ``anchor``."""
     if record.seal is None:
         return False
-    return hmac.compare_digest(record.seal, nonce.seal(_CANONICAL.encode(record.item)))
+    return hmac.compare_digest(record.seal, nonce.seal(_sealed_bytes(record, anchor)))
 
 
 def input_item(item: dict[str, Any]) -> dict[str, Any] | None:

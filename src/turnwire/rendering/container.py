@@ -136,6 +136,8 @@ class Container(containers.DeclarativeContainer):
         settings,
     )
     envelope_nonce = providers.ThreadSafeSingleton(_envelope_nonce, settings)
+    # Per render: the pipeline sets it from the thread (``model.hosted.thread_anchor``).
+    thread_anchor = providers.Object("")
     vars().update(_render_setting_providers(vars(), settings))
 
     # ---------------------------------------------------------------- client seams

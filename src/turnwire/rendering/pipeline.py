@@ -45,6 +45,7 @@ import msgspec
 
 from turnwire.config.options import RenderOptions, bucket_order_problem
 from turnwire.errors import ConfigError
+from turnwire.model.hosted import thread_anchor
 from turnwire.model.records import REPLAY_TAG, Thread
 from turnwire.rendering._incremental.memo import RenderMemo, common_prefix
 from turnwire.rendering._incremental.timeline import _timeline, _WarnSink
@@ -152,9 +153,11 @@ def _build_input(
     memo: RenderMemo,
     pending: frozenset[str] = frozenset(),
 ) -> RenderedInput:
-    thread = compacted(thread)
     warnings: list[str] = []
     injectable = options.injectable()
+    if thread.hosted_items:  # anchored before compaction leaves the opening records out
+        injectable["thread_anchor"] = thread_anchor(thread)
+    thread = compacted(thread)
     sink = _WarnSink(warnings)
     stages = StageRelay(plan, {**injectable, "warn": sink, "scratch": {}})
     declared = tuple(

@@ -28,6 +28,7 @@ def render_hosted_item(
     hosted_item: HostedItem,
     hosted_replay: HostedReplay,
     envelope_nonce: EnvelopeNonce,
+    thread_anchor: str,
     warn: Warn,
     stages: Any,
 ) -> tuple[InputItem, ...]:
@@ -36,12 +37,14 @@ def render_hosted_item(
     as_text = InputMessage(role="assistant", content=text) if text else None
     fields = input_item(item.item)
     if fields is not None and not (
-        hosted_replay == "all" or item.type in UNSEALED_REPLAY or is_sealed(item, envelope_nonce)
+        hosted_replay == "all"
+        or item.type in UNSEALED_REPLAY
+        or is_sealed(item, envelope_nonce, thread_anchor)
     ):
         warn(
-            f"hosted item {item.id} ({item.type}) was not recorded by this deployment (no "
-            "valid seal): sent as text; `turnwire fingerprint --seal-hosted` seals a thread "
-            "you trust, render.hosted_replay: all replays every one"
+            f"hosted item {item.id} ({item.type}) was not recorded by this deployment in this "
+            "thread (no valid seal): sent as text; `turnwire fingerprint --seal-hosted` seals "
+            "a thread you trust, render.hosted_replay: all replays every one"
         )
         fields = None
     problem = None if fields is None else input_problem(fields)
