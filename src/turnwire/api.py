@@ -5,8 +5,10 @@ through :class:`~turnwire.client.dispatch.Client`."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-from collections.abc import Callable, Iterable, Mapping
+import shutil
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +34,7 @@ from turnwire.store.turns import HostedPart, Turn, TurnBuilder
 
 if TYPE_CHECKING:
     from turnwire.client.progress import ProgressEvent
+    from turnwire.config.settings import Settings
     from turnwire.model.approvals import ApprovalDecision
     from turnwire.model.records import Media
     from turnwire.store import ThreadStore
@@ -243,50 +246,106 @@ def run_thread(
     # Read before loading: if another writer appends after this, our append stores nothing and
     # fails with E_STORE_CONFLICT, so concurrent runs cannot interleave their turns.
     expected_last = store.last_position(thread_id)
+    settings = container.settings()
     uploads = [media_from_path(path) for path in files]
-    current = builder.build_user_turn(prompt, uploads) if (prompt or uploads) else None
-    thread = store.load(thread_id, current=current)
-    folder = getattr(store, "files_folder", None)
-    defaults = () if folder is None else (folder,)
-    chosen = file_roots(roots, container.settings().files, defaults)
-    chosen += tuple(media.path for media in uploads if media.path)
-    client = Client(
-        container,
-        base_url=base_url,
-        api_key=api_key,
-        organization=organization,
-        project=project,
-        handlers=handlers,
-        **transport_options,
-    )
-    result, invalid = _kept(
-        client,
-        thread,
-        model=model,
-        once=once,
-        on_text=on_text,
-        on_tool_result=on_tool_result,
-        render_context=render_context,
-        roots=chosen,
-        on_event=on_event,
-        approvals=approvals,
-        output_schema=output_schema,
-    )
-    turns = builder.build_run_turns(
-        question=current,
-        resolved=result.resolved,
-        records=result.records.timeline(),
-        model=result.response.model,
-        usage=result.response.usage,
-        request_fingerprint=result.request_fingerprint,
-        generations=result.generations,
-    )
-    if result.compaction is not None:
-        turns.insert(0, compaction_turn(builder, result.compaction.record))
-    store.append_turns(thread_id, turns, expected_last=expected_last)
+    with _question_files(store, thread_id, uploads, settings) as uploads:
+        current = builder.build_user_turn(prompt, uploads) if (prompt or uploads) else None
+        thread = store.load(thread_id, current=current)
+        chosen = _stored_roots(store, thread_id, roots, settings)
+        chosen += tuple(media.path for media in uploads if media.path)
+        client = Client(
+            container,
+            base_url=base_url,
+            api_key=api_key,
+            organization=organization,
+            project=project,
+            handlers=handlers,
+            **transport_options,
+        )
+        result, invalid = _kept(
+            client,
+            thread,
+            model=model,
+            once=once,
+            on_text=on_text,
+            on_tool_result=on_tool_result,
+            render_context=render_context,
+            roots=chosen,
+            on_event=on_event,
+            approvals=approvals,
+            output_schema=output_schema,
+        )
+        turns = builder.build_run_turns(
+            question=current,
+            resolved=result.resolved,
+            records=result.records.timeline(),
+            model=result.response.model,
+            usage=result.response.usage,
+            request_fingerprint=result.request_fingerprint,
+            generations=result.generations,
+        )
+        if result.compaction is not None:
+            turns.insert(0, compaction_turn(builder, result.compaction.record))
+        store.append_turns(thread_id, turns, expected_last=expected_last)
     if invalid is not None:
         raise invalid
     return result
+
+
+@contextlib.contextmanager
+def _question_files(
+    store: ThreadStore, thread_id: str, uploads: list[Media], settings: Settings
+) -> Iterator[list[Media]]:
+    """The files of a question, copied into a new folder of the thread's among the store's
+    files (read through the files rules: size limits, no special files), the pointers leading
+    to the copies: every later request sends them again (so it extends this one), and they
+    stay readable when the originals move. A store without a files folder keeps the pointers
+    as given. When the block fails before its turns are stored, the copies are removed."""
+    folder = getattr(store, "files_folder", None)
+    if not uploads or folder is None:
+        yield uploads
+        return
+    import msgspec
+
+    from turnwire.files.pointers import ContextAssembler
+    from turnwire.store._base import copy_name, new_thread_folder
+
+    # The user named these files: each is a root of its own for this read.
+    reader = ContextAssembler.from_settings(
+        settings.files, tuple(media.path for media in uploads if media.path)
+    )
+    copies = new_thread_folder(folder, thread_id)
+    kept: list[Media] = []
+    try:
+        for index, media in enumerate(uploads):
+            assert media.path is not None  # media_from_path always points at the file
+            data = reader.read(media.path, where=f"files[{index}]", owner=media.id)
+            copies.mkdir(parents=True, exist_ok=True)
+            copy = copies / copy_name(f"{index}-", Path(media.path).name)
+            copy.write_bytes(data)
+            kept.append(msgspec.structs.replace(media, path=str(copy)))
+        yield kept
+    except BaseException:
+        shutil.rmtree(copies, ignore_errors=True)
+        raise
+
+
+def _stored_roots(
+    store: ThreadStore,
+    thread_id: str,
+    roots: Iterable[str | os.PathLike[str]] | None,
+    settings: Settings,
+) -> tuple[str, ...]:
+    """Where a stored thread's pointers may lead: ``roots``, else ``files.roots``; and always
+    the thread's own folders among the store's files (the copies of the files its questions
+    sent and its imports brought), never another thread's."""
+    chosen = file_roots(roots, settings.files)
+    folder = getattr(store, "files_folder", None)
+    if folder is None:
+        return chosen
+    from turnwire.store._base import thread_folders
+
+    return chosen + tuple(str(own) for own in thread_folders(folder, thread_id))
 
 
 def compaction_turn(builder: TurnBuilder, record: HostedItem) -> Turn:
@@ -398,9 +457,7 @@ def compact_thread(
         container = build_container(config_files)
     expected_last = store.last_position(thread_id)
     thread = store.load(thread_id)
-    folder = getattr(store, "files_folder", None)
-    defaults = () if folder is None else (folder,)
-    chosen = file_roots(roots, container.settings().files, defaults)
+    chosen = _stored_roots(store, thread_id, roots, container.settings())
     result = _compact_once(
         thread,
         container,

@@ -421,9 +421,9 @@ def render_hosted_item(
     the emitted order; when a reasoning item of its response came before it and that reasoning
     is not sent, the pairing sweep sends its text form (an assistant message) instead, since
     the API refuses such an item without its reasoning. Any other type, and under
-    ``hosted_replay: sealed`` an item without this deployment's seal for this thread (a thread file is
-    untrusted: an item can declare tools to the API or approve an MCP call), is sent as its
-    text form only; a ``compaction`` needs no seal.
+    ``hosted_replay: sealed`` an item without this deployment's seal for this thread (a thread
+    file is untrusted: an item can declare tools to the API or approve an MCP call), is sent as
+    its text form only; a ``compaction`` needs no seal.
     """
 
 

@@ -112,27 +112,78 @@ def test_run_a_stored_thread_with_a_question_and_a_file(location, tmp_path):
     assert done.stdout.startswith("Hi in Portuguese")
     sent = server.requests[0].json["input"][0]["content"]
     assert [p["type"] for p in sent] == ["input_text", "input_text", "input_image"]
+    first = server.requests[0].json
     with _opened(location, tmp_path) as store:
         turns = store.turns(thread_id)
         assert [t.role for t in turns] == ["user", "assistant"]
-        assert turns[0].parts[1].media.path == str(picture) and turns[0].parts[1].media.data is None
+        kept = turns[0].parts[1].media
+        # the store keeps a copy of its own, in the thread's folder among its files
+        assert kept.data is None and kept.path != str(picture)
+        assert Path(kept.path).read_bytes() == picture.read_bytes()
         assert turns[1].model == "gpt-4o-mini-2024-07-18" and turns[1].usage["total_tokens"] > 0
         assert len(turns[1].request_fingerprint) == 64
-    # The next question sends the history, without the earlier file's bytes.
+    picture.unlink()  # the original may go: the thread has its copy
+    # The next question sends the history with the earlier file, the same block in the same
+    # place: the request extends the one before byte for byte.
     with ScriptedServer([Reply.sse(recorded("text_simple_gpt-4o-mini.sse"))]) as server:
         again = cli(
             tmp_path, "run", "--thread", thread_id, "--store", location, "--prompt", "and now?",
             "--base-url", server.base_url,
+            "--config", str(REPO / "config" / "strict-media.yaml"),
         )  # fmt: skip
     assert again.returncode == 0, again.stderr
     history = server.requests[0].json["input"]
     assert [i.get("role") for i in history] == ["user", "assistant", "user"]
-    assert all(
-        p["type"] != "input_image"
-        for i in history
-        if isinstance(i["content"], list)
-        for p in i["content"]
-    )
+    assert history[: len(first["input"])] == first["input"]
+    assert history[0]["content"][2]["type"] == "input_image"
+
+
+def test_a_stored_thread_s_files_are_its_own_another_thread_cannot_point_at_them(
+    location, tmp_path
+):
+    """The store's copies of one thread's files are roots for that thread only: a stored
+    pointer (untrusted data) naming another thread's copy is refused."""
+    picture = tmp_path / "cat.png"
+    picture.write_bytes(b"\x89PNG fake")
+    with _opened(location, tmp_path) as store:
+        owner = store.create_thread(turnwire.load_thread({"version": 1, "model": "gpt-4o"}))
+    with ScriptedServer([Reply.sse(recorded("text_simple_gpt-4o-mini.sse"))]) as server:
+        done = cli(
+            tmp_path, "run", "--thread", owner, "--store", location, "--prompt", "what is this?",
+            "--file", str(picture), "--base-url", server.base_url,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    with _opened(location, tmp_path) as store:
+        copy = store.turns(owner)[0].parts[1].media.path
+        # a thread stored with its pointers as given (no files= to copy them)
+        other = store.import_thread(
+            turnwire.load_thread(
+                {
+                    "version": 1,
+                    "model": "gpt-4o",
+                    "messages": [
+                        {
+                            "id": "u1",
+                            "role": "user",
+                            "content": "and this?",
+                            "created_at": "2026-01-01T00:00:00Z",
+                            "attachments": [
+                                {"id": "a1", "kind": "image", "mime_type": "image/png",
+                                 "filename": "cat.png", "path": copy}
+                            ],
+                        }
+                    ],
+                }
+            )
+        )  # fmt: skip
+    with ScriptedServer([Reply.sse(recorded("text_simple_gpt-4o-mini.sse"))]) as server:
+        refused = cli(
+            tmp_path, "run", "--thread", other, "--store", location, "--prompt", "and now?",
+            "--base-url", server.base_url,
+        )  # fmt: skip
+    assert refused.returncode == 1
+    assert "E_FILE_NOT_ALLOWED" in refused.stderr
+    assert server.requests == []
 
 
 def test_a_failed_run_appends_nothing(location, tmp_path):

@@ -15,8 +15,8 @@ from turnwire.config.nonce import EnvelopeNonce
 from turnwire.model.hosted import (
     input_item,
     is_sealed,
-    thread_anchor,
     seal,
+    thread_anchor,
 )
 from turnwire.stages.hosted import render_hosted_item_text
 from turnwire.wire import HostedInputItem, InputMessage

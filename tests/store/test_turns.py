@@ -229,18 +229,17 @@ def test_run_thread_once_stores_an_answer_with_its_pending_call_as_one_turn(tmp_
     assert turns[1].usage["generations"] == 1
 
 
-def test_to_messages_is_the_reverse_minus_the_files():
+def test_to_messages_is_the_reverse_every_question_with_its_files():
+    """An earlier question keeps its file: a later request sends it again, in its place."""
     b = builder()
     first = b.build_user_turn("look at this", [pointer()])
     answers = b.build_assistant_turns(_run(), model="gpt-5")
     current = b.build_user_turn("and this one?", [pointer("dog.png")])
-    messages, thoughts, calls = b.to_messages([first, *answers, current], current=current)
+    messages, thoughts, calls = b.to_messages([first, *answers, current])
     assert [m.id for m in messages] == [first.id, "msg_1", "msg_2", current.id]
-    assert messages[0].attachments == ()  # an earlier turn's file: dropped
-    assert [a.filename for a in messages[3].attachments] == ["dog.png"]  # this call's file
+    assert [a.filename for a in messages[0].attachments] == ["cat.png"]  # kept
+    assert [a.filename for a in messages[3].attachments] == ["dog.png"]
     assert [t.id for t in thoughts] == ["rs_1"] and [c.id for c in calls] == ["call_1|fc_1"]
-    exported, _, _ = b.to_messages([first], keep_all_files=True)
-    assert exported[0].attachments[0].filename == "cat.png"
 
 
 def test_a_tool_call_stored_again_supersedes_the_pending_copy_in_place():

@@ -37,8 +37,7 @@ def decided_approvals(
     :func:`turnwire.model.approvals.approval_records`)."""
     nonce, anchor = container.envelope_nonce(), thread_anchor(thread)
     return tuple(
-        seal(record, nonce, anchor)
-        for record in approval_records(thread, approvals or {}, clock())
+        seal(record, nonce, anchor) for record in approval_records(thread, approvals or {}, clock())
     )
 
 

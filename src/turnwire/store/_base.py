@@ -159,6 +159,17 @@ def folder_key(thread_id: str) -> str:
     return hashlib.sha256(thread_id.encode()).hexdigest()[:24]
 
 
+def thread_folders(files_folder: Path, thread_id: str) -> list[Path]:
+    """The folders of ``files_folder`` that hold ``thread_id``'s files (one per import and per
+    question that sent files), each ``<folder_key>.<suffix>``."""
+    return sorted(files_folder.glob(f"{folder_key(thread_id)}.*"))
+
+
+def new_thread_folder(files_folder: Path, thread_id: str) -> Path:
+    """A fresh folder name for files of ``thread_id`` (not created)."""
+    return files_folder / f"{folder_key(thread_id)}.{uuid.uuid4().hex[:8]}"
+
+
 _NAME_BYTES = 200  # a copy's file name, well under the 255 bytes of most file systems
 
 
@@ -267,24 +278,20 @@ class StoreRecords:
             header, turns, thread_id, title, created_at=created_at, updated_at=updated_at
         )
 
-    def load(
-        self, thread_id: str, *, current: Turn | None = None, keep_all_files: bool = False
-    ) -> Thread:
-        """The thread as the renderer reads it (files of ``current`` kept as pointers)."""
+    def load(self, thread_id: str, *, current: Turn | None = None) -> Thread:
+        """The thread as the renderer reads it, ``current`` (a question not stored yet) last."""
         header = self.header(thread_id)
         turns = self.turns(thread_id)
         if current is not None:
             turns.append(current)
-        messages, thoughts, calls, hosted = self.builder.to_records(
-            turns, current=current, keep_all_files=keep_all_files
-        )
+        messages, thoughts, calls, hosted = self.builder.to_records(turns)
         return msgspec.structs.replace(
             header, messages=messages, thoughts=thoughts, tool_calls=calls, hosted_items=hosted
         )
 
     def export_thread(self, thread_id: str) -> Thread:
         """The thread with every record and file pointer, as a thread file holds it."""
-        return self.load(thread_id, keep_all_files=True)
+        return self.load(thread_id)
 
     def export_file(self, thread_id: str, path: str | os.PathLike[str]) -> Thread:
         """Write the thread to the thread file ``path`` with the files it keeps in this store
@@ -391,7 +398,7 @@ class StoreRecords:
             return self._new_thread(thread, self.builder.records_as_turns(thread), new_id, title)
         # A folder of its own per import: a failed or duplicate import never touches the files
         # of a thread already stored, and leaves nothing behind.
-        folder = self.files_folder / f"{folder_key(new_id)}.{uuid.uuid4().hex[:8]}"
+        folder = new_thread_folder(self.files_folder, new_id)
         try:
             thread = copy_files(thread, folder, files)
             return self._new_thread(thread, self.builder.records_as_turns(thread), new_id, title)
@@ -401,5 +408,5 @@ class StoreRecords:
 
     def _remove_files(self, thread_id: str) -> None:
         """Remove the files imports copied for ``thread_id``."""
-        for folder in self.files_folder.glob(f"{folder_key(thread_id)}.*"):
+        for folder in thread_folders(self.files_folder, thread_id):
             shutil.rmtree(folder, ignore_errors=True)

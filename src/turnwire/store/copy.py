@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import uuid
 from collections.abc import Iterable
 from typing import Any
 
 import msgspec
 
 from turnwire.errors import StoreError, UnknownThreadError
-from turnwire.store._base import folder_key
+from turnwire.store._base import new_thread_folder, thread_folders
 from turnwire.store.protocol import ThreadStore
 
 __all__ = ["copy_threads"]
@@ -69,8 +68,8 @@ def _copy_thread_files(source: ThreadStore, target: ThreadStore, thread_id: str)
     origin, into = source.files_folder, target.files_folder
     if origin == into:
         return moved
-    for folder in sorted(origin.glob(f"{folder_key(thread_id)}.*")):
-        destination = into / f"{folder_key(thread_id)}.{uuid.uuid4().hex[:8]}"
+    for folder in thread_folders(origin, thread_id):
+        destination = new_thread_folder(into, thread_id)
         shutil.copytree(folder, destination)
         moved[str(folder)] = str(destination)
     return moved

@@ -137,14 +137,12 @@ class ThreadStore(Protocol):
         """The thread's turns, in the order they were appended."""
         ...
 
-    def load(
-        self, thread_id: str, *, current: Turn | None = None, keep_all_files: bool = False
-    ) -> Thread:
-        """The thread as the renderer reads it: the header with the records of its turns.
+    def load(self, thread_id: str, *, current: Turn | None = None) -> Thread:
+        """The thread as the renderer reads it: the header with the records of its turns, every
+        question with its files (as pointers).
 
         :param current: the question of the run about to start (not stored yet), loaded as
-            its last turn with its files kept as pointers to read for this call.
-        :param keep_all_files: keep the file pointers of every question (an export).
+            its last turn.
         """
         ...
 

@@ -356,26 +356,26 @@ class TurnBuilder:
         return turns + self._steps(run, None, lossless=True)
 
     def to_messages(
-        self, turns: Iterable[Turn], *, current: Turn | None = None, keep_all_files: bool = False
+        self, turns: Iterable[Turn]
     ) -> tuple[tuple[Message, ...], tuple[Thought, ...], tuple[ToolCall, ...]]:
         """Stored turns as messages, thoughts and tool calls: :meth:`to_records` without the
         hosted items."""
-        messages, thoughts, calls, _ = self.to_records(
-            turns, current=current, keep_all_files=keep_all_files
-        )
+        messages, thoughts, calls, _ = self.to_records(turns)
         return messages, thoughts, calls
 
     def to_records(
-        self, turns: Iterable[Turn], *, current: Turn | None = None, keep_all_files: bool = False
+        self, turns: Iterable[Turn]
     ) -> tuple[
         tuple[Message, ...], tuple[Thought, ...], tuple[ToolCall, ...], tuple[HostedItem, ...]
     ]:
         """Stored turns as thread records (messages, thoughts, tool calls, hosted items).
 
-        A user turn built from a prompt becomes a message with the turn's id; its file parts
-        are dropped, except those of ``current`` (or all of them with ``keep_all_files``, for
-        an export), which stay as pointers for the :class:`ContextAssembler` to inline for this
-        call. A turn left without anything to say is dropped. A tool call stored again later
+        A user turn built from a prompt becomes a message with the turn's id, its file parts
+        its attachments: pointers for the :class:`ContextAssembler` to inline. Every question
+        keeps its files, so a file once sent is sent again, the same content block in the same
+        place, on every later request (a request that left it out would not extend the one
+        before: the API would drop the reasoning recorded after it, and the prompt cache would
+        miss). A turn left without anything to say is dropped. A tool call stored again later
         (run after a ``--once``) supersedes the earlier copy, in the earlier place.
         """
         messages: list[Message] = []
@@ -385,8 +385,6 @@ class TurnBuilder:
         for turn in turns:
             text = "".join(p.text for p in turn.parts if isinstance(p, TextPart))
             files = tuple(p.media for p in turn.parts if isinstance(p, FilePart))
-            if not keep_all_files and (current is None or turn.id != current.id):
-                files = ()
             if text or files:
                 messages.append(
                     Message(

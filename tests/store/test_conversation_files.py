@@ -1,0 +1,80 @@
+"""A stored thread's files stay in its history: a later request extends the earlier one, the
+reasoning recorded after a file is replayed, and a history over the file budget is an error."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import turnwire
+from turnwire.errors import RenderError
+from turnwire.store.sqlite import SQLiteStore
+
+from ..client.server import Reply, ScriptedServer, recorded
+from ..conftest import REPLAY, make_container
+
+REASONED = recorded("reasoning_summary_encrypted_text_turn2_gpt-5.sse")
+_IDS = re.compile(rb"\b((?:rs|msg|resp)_[0-9a-f]{8})")
+
+
+def _answer(turn: int) -> bytes:
+    """The recorded answer with ids of its own for ``turn`` (a thread never holds one twice)."""
+    return _IDS.sub(lambda m: m.group(1)[:-2] + b"%02d" % turn, REASONED)
+
+
+def _ask(store, thread_id, container, prompt, files=()):
+    turn = len(store.turns(thread_id))
+    with ScriptedServer([Reply.sse(_answer(turn))]) as server:
+        turnwire.run_thread(
+            thread_id,
+            store=store,
+            prompt=prompt,
+            files=files,
+            container=container,
+            base_url=server.base_url,
+            api_key="sk-test-key",
+        )
+    (request,) = server.requests
+    return request.json
+
+
+def test_a_question_s_file_stays_in_the_history_and_its_turn_s_reasoning_is_replayed(tmp_path):
+    picture = tmp_path / "photo.png"
+    picture.write_bytes(b"\x89PNG\r\n\x1a\n fake image")
+    container = make_container(REPLAY)
+    with SQLiteStore(tmp_path / "t.db") as store:
+        thread_id = store.create_thread(turnwire.load_thread({"version": 1, "model": "gpt-5"}))
+        first = _ask(store, thread_id, container, "what is in it?", [picture])
+        second = _ask(store, thread_id, container, "and the colours?")
+        third = _ask(store, thread_id, container, "thanks")
+    for before, after in ((first, second), (second, third)):
+        assert after["instructions"] == before["instructions"] if "instructions" in before else True
+        assert after["input"][: len(before["input"])] == before["input"]  # extends it exactly
+    images = [
+        part
+        for item in third["input"]
+        if isinstance(item.get("content"), list)
+        for part in item["content"]
+        if part["type"] == "input_image"
+    ]
+    assert len(images) == 1  # the photo, still shown
+    replayed = [item for item in third["input"] if item.get("type") == "reasoning"]
+    assert len(replayed) == 2  # the reasoning of both earlier answers, none dropped
+
+
+def test_a_history_over_the_request_file_budget_is_an_error_not_a_silent_drop(tmp_path):
+    one, two = tmp_path / "a.png", tmp_path / "b.png"
+    one.write_bytes(b"a" * 600)
+    two.write_bytes(b"b" * 600)
+    container = make_container({"files": {"max_request_bytes": 1000}})
+    with SQLiteStore(tmp_path / "t.db") as store:
+        thread_id = store.create_thread(turnwire.load_thread({"version": 1, "model": "gpt-5"}))
+        _ask(store, thread_id, container, "first", [one])
+        before = store.turns(thread_id)
+        with pytest.raises(RenderError) as caught:
+            _ask(store, thread_id, container, "second", [two])
+        assert "files.max_request_bytes" in str(caught.value)
+        assert store.turns(thread_id) == before  # nothing stored
+    copies = sorted(p.name for p in (tmp_path / "files").rglob("*") if p.is_file())
+    assert copies == ["0-a.png"]  # the failed question's copy was removed
