@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from turnwire.cli.diff import diff_command
 from turnwire.cli.inspection import (
     check_config_command,
     demo_command,
@@ -314,6 +315,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     plugins.add_argument("--json", action="store_true", help="print JSON")
 
+    diff = commands.add_parser(
+        "diff",
+        parents=[logs],
+        help="say whether one request body extends another, or where it stops",
+        description="Compare two request bodies (JSON, as `turnwire render` prints them) the "
+        "way reasoning replay and the prompt cache do: the same model, instructions and tools, "
+        "and BEFORE's input as the first items of AFTER's. Exit 0 when AFTER extends BEFORE, 1 "
+        "when not (the first difference is printed).",
+    )
+    diff.add_argument("before", help="the earlier request body (a file, or - for stdin)")
+    diff.add_argument("after", help="the later request body")
+
     schema = commands.add_parser(
         "schema",
         parents=[logs],
@@ -334,6 +347,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "threads": threads_command,
     "demo": demo_command,
     "schema": schema_command,
+    "diff": diff_command,
 }
 
 
