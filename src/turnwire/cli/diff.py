@@ -11,7 +11,6 @@ extends A, 1 when it does not.
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from turnwire.cli.printer import echo, plain, shown
@@ -25,7 +24,7 @@ def _load(path: str) -> dict[str, Any]:
     from turnwire.errors import InputError
 
     try:
-        with open(path, "rb") if path != "-" else sys.stdin.buffer as stream:
+        with open(path, "rb") as stream:
             data = stream.read()
     except OSError as err:
         raise InputError(f"{path}: cannot read the request body: {err.strerror}") from err

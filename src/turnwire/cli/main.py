@@ -324,7 +324,7 @@ def _parser() -> argparse.ArgumentParser:
         "and BEFORE's input as the first items of AFTER's. Exit 0 when AFTER extends BEFORE, 1 "
         "when not (the first difference is printed).",
     )
-    diff.add_argument("before", help="the earlier request body (a file, or - for stdin)")
+    diff.add_argument("before", help="the earlier request body (a JSON file)")
     diff.add_argument("after", help="the later request body")
 
     schema = commands.add_parser(

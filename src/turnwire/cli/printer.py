@@ -119,7 +119,8 @@ class LogHandler(logging.Handler):
 
 class Progress:
     """``turnwire run``'s progress on stderr: reasoning summaries as they stream (dimmed on a
-    terminal, else each line prefixed ``[reasoning] ``) and each tool call as it starts."""
+    terminal, else each line prefixed ``[reasoning] ``), each tool call as it starts, and each
+    request that does not extend the one before it (a prefix reset, with its cause)."""
 
     DIM, RESET, PREFIX = "\x1b[2m", "\x1b[0m", "[reasoning] "
 
@@ -135,7 +136,11 @@ class Progress:
             self._open = None
 
     def __call__(self, event: Any) -> None:
-        from turnwire.client.progress import ReasoningSummaryDeltaEvent, ToolStartedEvent
+        from turnwire.client.progress import (
+            PrefixResetEvent,
+            ReasoningSummaryDeltaEvent,
+            ToolStartedEvent,
+        )
 
         if isinstance(event, ReasoningSummaryDeltaEvent):
             key = (event.output_index, event.summary_index)
@@ -150,5 +155,9 @@ class Progress:
         elif isinstance(event, ToolStartedEvent):
             self.end_line()
             echo(f"[tool {plain(event.call.tool)} started]", file=self.stream, flush=True)
+        elif isinstance(event, PrefixResetEvent):
+            self.end_line()
+            line = f"turnwire: request {event.request}: {event.report.describe()}"
+            echo(line, file=self.stream, flush=True)
         elif self._open is not None and not type(event).__name__.startswith("Reasoning"):
             self.end_line()

@@ -4,7 +4,9 @@ A run reports each event to the ``on_event=`` callback of :meth:`turnwire.Client
 :func:`turnwire.run`) and to the ``on_stream_event`` hook, in the order things happen: deltas
 as they stream (answer text, refusals, reasoning summaries, raw reasoning, tool arguments),
 each output item once finished, each response once finished (with its finish reason and
-usage), and each tool call as it starts and finishes. A callback or hook implementation that
+usage), each tool call as it starts and finishes, and each request that does not extend the
+one before it (a prefix reset: the API drops the reasoning after the change and the prompt
+cache misses). A callback or hook implementation that
 raises is logged (kind ``observer-error``) and the run goes on.
 
 Events are frozen msgspec Structs tagged by ``type``, so ``msgspec.json.encode(event)`` is
@@ -19,6 +21,7 @@ import msgspec
 
 from turnwire.model.records import ToolCall
 from turnwire.model.usage import Usage
+from turnwire.rendering.ledger import PrefixReport
 from turnwire.wire.events import (
     FunctionCallArgumentsDelta,
     OutputItemDone,
@@ -30,6 +33,7 @@ from turnwire.wire.events import (
 
 __all__ = [
     "ItemDoneEvent",
+    "PrefixResetEvent",
     "ProgressEvent",
     "ReasoningSummaryDeltaEvent",
     "ReasoningTextDeltaEvent",
@@ -118,6 +122,14 @@ class ToolFinishedEvent(_Progress, frozen=True, kw_only=True, tag="tool.finished
     call: ToolCall
 
 
+class PrefixResetEvent(_Progress, frozen=True, kw_only=True, tag="prefix.reset"):
+    """Request ``request`` of the run (1 for the first) does not extend the request sent before
+    it; ``report`` says where and why (:class:`~turnwire.rendering.ledger.PrefixReport`)."""
+
+    request: int
+    report: PrefixReport
+
+
 ProgressEvent = (
     TextDeltaEvent
     | RefusalDeltaEvent
@@ -128,6 +140,7 @@ ProgressEvent = (
     | ResponseDoneEvent
     | ToolStartedEvent
     | ToolFinishedEvent
+    | PrefixResetEvent
 )
 
 

@@ -21,6 +21,7 @@ from turnwire.errors import InputError, StoreError
 from turnwire.files.pointers import ContextAssembler, located_pointers
 from turnwire.files.thread_file import check_unbounded, save_thread
 from turnwire.model.records import Thread, map_pointers
+from turnwire.rendering.ledger import Ledger
 from turnwire.store.turns import Part, Turn, TurnBuilder
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
 
 _HEADER = msgspec.json.Decoder(Thread)
 _PARTS = msgspec.json.Decoder(tuple[Part, ...])
+_LEDGER = msgspec.json.Decoder(Ledger)
 _ENCODER = msgspec.json.Encoder()
 _DAMAGE = (msgspec.DecodeError, ValueError, TypeError, OverflowError, RecursionError)
 _T = TypeVar("_T")
@@ -109,16 +111,17 @@ def header_without_hosted_items(data: str | bytes) -> str | None:
     return encode_header(header) if header.hosted_items else None
 
 
-def encode_turn(turn: Turn) -> tuple[str, str | None]:
-    """A turn's parts and usage as the JSON text a store keeps."""
+def encode_turn(turn: Turn) -> tuple[str, str | None, str | None]:
+    """A turn's parts, usage and ledger as the JSON text a store keeps."""
     usage = None if turn.usage is None else _ENCODER.encode(turn.usage).decode()
-    return _ENCODER.encode(turn.parts).decode(), usage
+    ledger = None if turn.ledger is None else _ENCODER.encode(turn.ledger).decode()
+    return _ENCODER.encode(turn.parts).decode(), usage, ledger
 
 
 def decode_turn(thread_id: str, row: Sequence[Any], timestamp: Callable[[Any], datetime]) -> Turn:
     """A stored turn from its row ``(id, role, created_at, parts, model, usage,
-    request_fingerprint)``; ``timestamp`` reads the ``created_at`` column."""
-    turn_id, role, created, parts, model, usage, fingerprint = row
+    request_fingerprint, ledger)``; ``timestamp`` reads the ``created_at`` column."""
+    turn_id, role, created, parts, model, usage, fingerprint, ledger = row
     where = f"turn {turn_id!r}"
     return Turn(
         id=turn_id,
@@ -130,6 +133,9 @@ def decode_turn(thread_id: str, row: Sequence[Any], timestamp: Callable[[Any], d
         if usage is None
         else stored(thread_id, f"{where} usage", msgspec.json.decode, usage),
         request_fingerprint=fingerprint,
+        ledger=None
+        if ledger is None
+        else stored(thread_id, f"{where} ledger", _LEDGER.decode, ledger),
     )
 
 

@@ -105,6 +105,7 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[psycopg.Connection[Any]], None]], .
     """,
     ),
     (3, _drop_header_copies),
+    (4, "ALTER TABLE turns ADD COLUMN ledger TEXT"),
 )
 """The schema, version by version: a script of statements, or a function run on the open
 transaction."""
@@ -387,10 +388,10 @@ class PostgresStore(StoreRecords):
             )
 
     def _insert(self, cur: psycopg.Cursor[Any], thread_id: str, position: int, turn: Turn) -> None:
-        parts, usage = encode_turn(turn)
+        parts, usage, ledger = encode_turn(turn)
         cur.execute(
             "INSERT INTO turns (thread_id, position, id, role, created_at, parts, model, usage, "
-            "request_fingerprint) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            "request_fingerprint, ledger) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             (
                 thread_id,
                 position,
@@ -401,6 +402,7 @@ class PostgresStore(StoreRecords):
                 turn.model,
                 usage,
                 turn.request_fingerprint,
+                ledger,
             ),
         )
 
@@ -410,7 +412,7 @@ class PostgresStore(StoreRecords):
             cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             self._require(cur, thread_id)
             rows = cur.execute(
-                "SELECT id, role, created_at, parts, model, usage, request_fingerprint "
+                "SELECT id, role, created_at, parts, model, usage, request_fingerprint, ledger "
                 "FROM turns WHERE thread_id = %s ORDER BY position",
                 (thread_id,),
             ).fetchall()

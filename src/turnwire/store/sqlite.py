@@ -80,6 +80,7 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] =
     """,
     ),
     (3, _drop_header_copies),
+    (4, "ALTER TABLE turns ADD COLUMN ledger TEXT"),
 )
 """The schema, version by version: a script of statements, or a function run on the open
 transaction."""
@@ -256,10 +257,10 @@ class SQLiteStore(StoreRecords):
             )
 
     def _insert(self, db: sqlite3.Connection, thread_id: str, position: int, turn: Turn) -> None:
-        parts, usage = encode_turn(turn)
+        parts, usage, ledger = encode_turn(turn)
         db.execute(
             "INSERT INTO turns (thread_id, position, id, role, created_at, parts, model, usage, "
-            "request_fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "request_fingerprint, ledger) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 thread_id,
                 position,
@@ -270,13 +271,15 @@ class SQLiteStore(StoreRecords):
                 turn.model,
                 usage,
                 turn.request_fingerprint,
+                ledger,
             ),
         )
 
     def turns(self, thread_id: str) -> list[Turn]:
         self._require(thread_id)
         rows = self._db.execute(
-            "SELECT id, role, created_at, parts, model, usage, request_fingerprint FROM turns "
+            "SELECT id, role, created_at, parts, model, usage, request_fingerprint, ledger "
+            "FROM turns "
             "WHERE thread_id = ? ORDER BY position",
             (thread_id,),
         ).fetchall()

@@ -26,6 +26,7 @@ from turnwire.model.records import (
     ToolCall,
 )
 from turnwire.model.usage import GenerationStats, Usage
+from turnwire.rendering.ledger import Ledger
 
 __all__ = [
     "FilePart",
@@ -100,6 +101,8 @@ class Turn(
     :ivar usage: what the turn cost: a run's turns each hold the summed usage of the
         generations that produced them (see :meth:`TurnBuilder.build_assistant_turns`).
     :ivar request_fingerprint: the fingerprint of the request prefix the run was sent with.
+    :ivar ledger: on a run's last turn, the :class:`~turnwire.rendering.ledger.Ledger` of the
+        run's last request (digests only): what the next run's first request is compared with.
     """
 
     id: str
@@ -109,6 +112,7 @@ class Turn(
     model: str | None = None
     usage: dict[str, Any] | None = None
     request_fingerprint: str | None = None
+    ledger: Ledger | None = None
 
 
 def _now() -> datetime:
@@ -217,6 +221,7 @@ class TurnBuilder:
         request_fingerprint: str | None = None,
         without_final_answer: bool = False,
         generations: Sequence[GenerationStats] = (),
+        ledger: Ledger | None = None,
     ) -> list[Turn]:
         """A run's records as assistant turns: one per answer, in order.
 
@@ -245,7 +250,7 @@ class TurnBuilder:
         if turns:
             last_turn = turns[-1]
             turns[-1] = msgspec.structs.replace(
-                last_turn, usage=usage, request_fingerprint=request_fingerprint
+                last_turn, usage=usage, request_fingerprint=request_fingerprint, ledger=ledger
             )
         return turns
 
@@ -259,6 +264,7 @@ class TurnBuilder:
         usage: dict[str, Any] | None = None,
         request_fingerprint: str | None = None,
         generations: Sequence[GenerationStats] = (),
+        ledger: Ledger | None = None,
     ) -> list[Turn]:
         """Every turn one run adds to a stored thread, in order: the user's ``question``
         (if any), one turn holding the calls a ``--once`` left pending that this run
@@ -277,8 +283,17 @@ class TurnBuilder:
             usage=usage,
             request_fingerprint=request_fingerprint,
             generations=generations,
+            ledger=ledger,
         )
         return turns
+
+    @staticmethod
+    def last_ledger(turns: Sequence[Turn]) -> Ledger | None:
+        """The ledger of the last request a thread's ``turns`` recorded (``None``: none)."""
+        for turn in reversed(turns):
+            if turn.ledger is not None:
+                return turn.ledger
+        return None
 
     def _assistant(self, parts: list[Part], created: datetime, model: str | None) -> Turn:
         return Turn(
