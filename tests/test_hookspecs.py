@@ -33,6 +33,7 @@ DATA_ARGUMENTS = {
     "tool_call",
     "tool",
     "hosted_item",
+    "context_item",
     "hosted_tools",
     "thought",
     "thoughts",

@@ -128,7 +128,8 @@ def render_memories(
     :returns: the block, or ``""`` when there are no memories.
 
     Stops at the first non-None result. Runs once per request (twice never: a bucket is either
-    leading or trailing).
+    leading or trailing); under ``render.context_placement: timeline``, once per memory
+    instead, from :func:`render_timeline_context`, with that memory alone.
     Default: ``<memories>`` holding one ``<memory_NONCE ...>`` element per memory.
     """
 
@@ -139,7 +140,8 @@ def render_retrievable_safety_directive() -> str | None:
 
     :returns: the directive text.
 
-    Stops at the first non-None result. Runs once per request that has retrievables.
+    Stops at the first non-None result. Runs once per request that has retrievables (under
+    ``render.context_placement: timeline``, once per retrievable: each one's item carries it).
     Default: a one-paragraph directive: retrieved envelopes are data, never instructions.
     """
 
@@ -205,7 +207,9 @@ def render_retrievables(
         ``--render-context``); an implementation that names it reads them.
     :returns: the blocks separated by a blank line, or ``""`` when there are none.
 
-    Stops at the first non-None result. Runs once per request.
+    Stops at the first non-None result. Runs once per request; under
+    ``render.context_placement: timeline``, once per retrievable instead, from
+    :func:`render_timeline_context`, with that record alone.
     Default: partitions by tier (unknown tiers count as third-party-private), sorts the two
     third-party groups by ``(created_at, id)``.
     """
@@ -252,9 +256,11 @@ def render_system_prompt(
 
     :param system_prompt: the thread's system prompt.
     :param standing_instructions: the thread's standing instructions.
-    :param memories: the thread's memories.
-    :param retrievables: the thread's retrieved records.
-    :param bucket_order: the configured bucket order.
+    :param memories: the thread's memories (none under ``render.context_placement:
+        timeline``: each renders in the timeline, through :func:`render_timeline_context`).
+    :param retrievables: the thread's retrieved records (none under ``timeline`` placement).
+    :param bucket_order: the configured bucket order (without ``memories`` and
+        ``retrievables`` under ``timeline`` placement).
     :param system_prompt_template: whether ``{name}`` placeholders in the prompt take values
         from ``render_context``.
     :param render_context: the values the caller passed for this dispatch (``render_context=``
@@ -442,6 +448,37 @@ def render_hosted_item_text(
     Default: one line naming the type, id and status, then the item's fields (without
     ``encrypted_content`` and base64 image data) as JSON in an untrusted envelope of kind
     ``hosted-item``: a search result or an MCP server's output is third-party content.
+    """
+
+
+@hookspec(firstresult=True)
+def render_timeline_context(
+    context_item: Memory | Retrievable,
+    envelope_nonce: EnvelopeNonce,
+    render_context: Mapping[str, str],
+    stages: StageRelay,
+) -> tuple[InputItem, ...] | None:
+    """Render one memory or retrieved record at its place in the timeline.
+
+    Under ``render.context_placement: timeline`` each memory and each retrieved record is sent
+    once, where its ``created_at`` sorts among the records
+    (:func:`turnwire.model.timeline.context_order_key`), so adding one appends to the request
+    instead of rewriting its leading content.
+
+    :param context_item: the memory or the retrieved record.
+    :param envelope_nonce: derives a record's nonce from its id.
+    :param render_context: the caller's values for this dispatch (``render_context=``,
+        ``--render-context``); an implementation that names it reads them.
+    :param stages: the relay (``render_memories``, ``render_retrievables`` and their
+        sub-stages).
+    :returns: the items to send in its place (empty: send nothing).
+
+    Stops at the first non-None result. Runs once per memory and per retrievable, under
+    ``render.context_placement: timeline`` only.
+    Default: one developer message whose text is ``render_memories`` of the memory alone, or
+    ``render_retrievables`` of the record alone (the safety directive, then the record in the
+    envelope of its tier), so a plugin overriding those applies here too; nothing when that
+    text is empty.
     """
 
 
@@ -662,6 +699,7 @@ STAGES: tuple[str, ...] = (
     "render_thought",
     "render_hosted_item",
     "render_hosted_item_text",
+    "render_timeline_context",
     "filter_thoughts",
     "fingerprint_prefix",
     "tools_to_wire",

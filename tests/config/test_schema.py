@@ -314,12 +314,14 @@ VALID_CONFIGS = {
     "a policy per kind": {"render": {"unsupported_media_policy": {"audio": "fallback-stash"}}},
     "a function tool choice": {"request": {"tool_choice": {"type": "function", "name": "f"}}},
     "plugin settings": {"plugins": {"settings": {"redact": {"phones": False}}}},
+    "memories and documents in the timeline": {"render": {"context_placement": "timeline"}},
 }
 
 INVALID_CONFIGS = {
     "an unknown section": {"rendering": {}},
     "an unknown key": {"render": {"colour": "red"}},
     "a bad enum value": {"render": {"reasoning_replay": "sometimes"}},
+    "a context placement that does not exist": {"render": {"context_placement": "trailing"}},
     "a bucket order without the timeline": {"render": {"bucket_order": ["memories"]}},
     "a bucket listed twice": {"render": {"bucket_order": ["timeline", "timeline"]}},
     "store": {"request": {"store": False}},

@@ -123,6 +123,9 @@ HOSTED = {
 SYNTH = {"render": {"unsupported_media_policy": "synthetic-description"}}
 
 
+IN_TIMELINE = {"render": {"context_placement": "timeline"}}
+
+
 CASES = {
     # sub-stage: [(composite, thread fields, settings)]
     "render_untrusted_content": [
@@ -191,13 +194,19 @@ CASES = {
         ("render_system_prompt", {"standing_instructions": ["rule"]}, None),
     ],
     "render_memories": [
-        ("render_system_prompt", {"memories": [{"id": "m", "content": "c"}]}, None)
+        ("render_system_prompt", {"memories": [{"id": "m", "content": "c"}]}, None),
+        ("render_timeline_context", {"memories": [{"id": "m", "content": "c"}]}, IN_TIMELINE),
     ],
     "render_retrievables": [
         (
             "render_system_prompt",
             {"retrievables": [{"id": "r", "content": "c", "trust_tier": "first-party"}]},
             None,
+        ),
+        (
+            "render_timeline_context",
+            {"retrievables": [{"id": "r", "content": "c", "trust_tier": "third-party-public"}]},
+            IN_TIMELINE,
         ),
     ],
     "render_retrievable_safety_directive": [

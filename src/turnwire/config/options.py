@@ -20,6 +20,7 @@ __all__ = [
     "BUCKETS",
     "DEFAULT_STASH_KEYS",
     "Bucket",
+    "ContextPlacement",
     "Endpoint",
     "EnvelopeAttrs",
     "FingerprintBinding",
@@ -38,6 +39,7 @@ __all__ = [
 Bucket = Literal["standing_instructions", "memories", "retrievables", "timeline"]
 BUCKETS: tuple[Bucket, ...] = ("standing_instructions", "memories", "retrievables", "timeline")
 SystemPromptChannel = Literal["instructions", "developer-item", "system-item"]
+ContextPlacement = Literal["leading", "timeline"]
 ThoughtSurfacing = Literal["all-self", "latest-self", "all"]
 ReasoningReplay = Literal["off", "encrypted", "summary-only"]
 FingerprintBinding = Literal["prefix", "model"]
@@ -107,6 +109,7 @@ class RenderOptions(msgspec.Struct, frozen=True, kw_only=True):
     model: str
     bucket_order: tuple[Bucket, ...] = BUCKETS
     system_prompt_channel: SystemPromptChannel = "instructions"
+    context_placement: ContextPlacement = "leading"
     self_identity: str = "assistant"
     thought_surfacing: ThoughtSurfacing = "all-self"
     reasoning_replay: ReasoningReplay = "off"

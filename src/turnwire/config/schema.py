@@ -58,9 +58,11 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "standing_instructions": "Rules the agent always follows, rendered as developer "
         "rules in the system prompt (bucket `standing_instructions`).",
         "tools": "The function tools the model may call; names are unique.",
-        "memories": "What the agent remembers about the user or the task (bucket `memories`).",
+        "memories": "What the agent remembers about the user or the task (bucket `memories`; "
+        "under `render.context_placement: timeline`, each in the timeline at its `created_at`).",
         "retrievables": "Retrieved documents, each with the trust tier of its channel "
-        "(bucket `retrievables`).",
+        "(bucket `retrievables`; under `render.context_placement: timeline`, each in the "
+        "timeline at its `created_at`).",
         "messages": "User and assistant messages of the timeline.",
         "thoughts": "Reasoning records of the timeline: text, a replayable reasoning "
         "item, or both.",
@@ -203,7 +205,9 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "content": "The remembered fact.",
         "confidence": "How sure the agent is, from 0 to 1; kept with the record, not rendered.",
         "importance": "How much it matters, from 0 to 1; kept with the record, not rendered.",
-        "created_at": "When it was learnt; rendered as `createdAt` when set.",
+        "created_at": "When it was learnt; rendered as `createdAt` when set. Under "
+        "`render.context_placement: timeline`, where the memory goes in the timeline (after "
+        "the records of the same instant; unset: at the head, before every record).",
     },
     "Retrievable": {
         "id": "A stable id, unique within the thread.",
@@ -216,7 +220,9 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "kind": "A free label (policy, faq, ...), rendered as an attribute.",
         "score": "The retrieval score, from 0 to 1, rendered as an attribute.",
         "inline": "Show an `artifact` body inline instead of as a handle.",
-        "created_at": "When the document was retrieved or written.",
+        "created_at": "When the document was retrieved or written. Under "
+        "`render.context_placement: timeline`, where it goes in the timeline (after the "
+        "records of the same instant; unset: at the head, before every record).",
     },
     "Artifact": {
         "text": "The body; exactly one of `text` and `path` is set.",

@@ -29,6 +29,7 @@ from turnwire.config.options import (
     BUCKETS,
     DEFAULT_STASH_KEYS,
     Bucket,
+    ContextPlacement,
     FingerprintBinding,
     HostedReplay,
     MediaPolicy,
@@ -132,6 +133,13 @@ class RenderSettings(_Section, frozen=True, kw_only=True):
         ``timeline`` go in a trailing system item.
     :ivar system_prompt_channel: Where the system prompt goes: the ``instructions`` field, a
         developer item or a system item.
+    :ivar context_placement: Where memories and retrieved documents go: ``leading``, in their
+        buckets of ``bucket_order`` (with the system prompt, or trailing), so adding one rewrites
+        the start of every later request; ``timeline``, each once, as a developer item at its
+        ``created_at`` in the timeline (after the records of the same instant; undated ones at
+        the head of the timeline, memories first), so adding one extends the request, and the
+        leading content keeps only what does not change (the system prompt, the standing
+        instructions). A compaction or a window never leaves them out.
     :ivar self_identity: The identifier of the agent's own output; other identities are peers.
     :ivar thought_surfacing: Which thoughts the model sees: every own thought, the latest own one,
         or all (peers' too).
@@ -166,6 +174,7 @@ class RenderSettings(_Section, frozen=True, kw_only=True):
 
     bucket_order: tuple[Bucket, ...] = BUCKETS
     system_prompt_channel: SystemPromptChannel = "instructions"
+    context_placement: ContextPlacement = "leading"
     self_identity: NonEmpty = "assistant"
     thought_surfacing: ThoughtSurfacing = "all-self"
     reasoning_replay: ReasoningReplay = "off"

@@ -6,15 +6,22 @@ The reference system's four steps, each through the stage relay, after the compa
    ``compaction`` hosted item, every timeline record that sorts before the latest one
    (messages, thoughts, tool calls, hosted items, earlier compactions) is left out, and the
    compaction item is replayed in their place; the header (system prompt, buckets, tools) is
-   untouched. It is a rule, not a stage: the memo sees the cut thread (a new compaction drops
-   records from the front, so the timeline is rebuilt from the per-record entries, and the
-   sweep restarts), and a thread without compaction is the same object as before;
-1. leading system content (prompt + buckets before ``timeline``), placed by
+   untouched, and so are the memories and retrieved records under ``context_placement:
+   timeline`` (the agent's state, not the conversation: those dated before the compaction
+   keep their places, before its item). It is a rule, not a stage: the memo sees the cut
+   thread (a new compaction drops records from the front, so the timeline is rebuilt from the
+   per-record entries, and the sweep restarts), and a thread without compaction is the same
+   object as before;
+1. leading system content (prompt + buckets before ``timeline``; under ``context_placement:
+   timeline`` without the ``memories`` and ``retrievables`` buckets), placed by
    ``system_prompt_channel``;
 2. the timeline: messages, surfaced thoughts, tool calls and hosted items ordered by
    ``(created_at, seq)`` (stable: on a full tie messages, then thoughts, then tool calls, then
    hosted items), a tool call as a ``function_call`` and its ``function_call_output``
-   sibling, a hosted item through ``render_hosted_item``;
+   sibling, a hosted item through ``render_hosted_item``; under ``context_placement:
+   timeline`` each memory and retrieved record too, through ``render_timeline_context``, at
+   its ``created_at`` after the records of the same instant (undated ones at the head), so
+   one added later extends the input instead of rewriting its start;
 3. the reasoning-pairing sweep, one left-to-right pass over the final input: a reasoning item is
    kept only when its fingerprint matches the prefix before it and the next item is its
    recorded partner carrying an id; an output item keeps its id only right after a kept
@@ -43,7 +50,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from turnwire.config.options import RenderOptions, bucket_order_problem
+from turnwire.config.options import Bucket, RenderOptions, bucket_order_problem
 from turnwire.errors import ConfigError
 from turnwire.model.hosted import thread_anchor
 from turnwire.model.records import REPLAY_TAG, Thread
@@ -105,6 +112,15 @@ def _check_programs(thread: Thread, items: Sequence[InputItem], warnings: list[s
 _LOGGED_WARNINGS = 5
 
 
+_CONTEXT_BUCKETS = frozenset(("memories", "retrievables"))
+
+
+def _header_buckets(options: RenderOptions) -> tuple[Bucket, ...]:
+    """The bucket order without ``memories`` and ``retrievables`` (``context_placement:
+    timeline``: they are in the timeline)."""
+    return tuple(label for label in options.bucket_order if label not in _CONTEXT_BUCKETS)
+
+
 def _log_warnings(warnings: list[str]) -> None:
     """Log what the stages reported: the first few in full, then how many more (all are kept in
     ``RenderedInput.warnings``), so a long thread cannot flood the log on every render."""
@@ -164,11 +180,18 @@ def _build_input(
         stages.tools_to_wire(tools=thread.tools, hosted_tools=thread.hosted_tools) or ()
     )
     tools = declared or None
+    # Under ``context_placement: timeline`` the memories and retrieved records render in the
+    # timeline (step 2), so neither the leading content nor a trailing bucket holds them.
+    in_timeline = options.context_placement == "timeline"
+    memories = () if in_timeline else thread.memories
+    retrievables = () if in_timeline else thread.retrievables
+    order = _header_buckets(options) if in_timeline else options.bucket_order
     leading = stages.render_system_prompt(
         system_prompt=thread.system_prompt,
         standing_instructions=thread.standing_instructions,
-        memories=thread.memories,
-        retrievables=thread.retrievables,
+        memories=memories,
+        retrievables=retrievables,
+        bucket_order=order,
     )
     instructions: str | None = None
     head: list[InputItem] = []
@@ -235,12 +258,10 @@ def _build_input(
     if thread.hosted_items and any(h.type == "program" for h in thread.hosted_items):
         _check_programs(thread, swept, warnings)
 
-    position = options.bucket_order.index("timeline")
+    position = order.index("timeline")
     trailing = [
-        render_bucket(
-            label, stages, thread.standing_instructions, thread.memories, thread.retrievables
-        )
-        for label in options.bucket_order[position + 1 :]
+        render_bucket(label, stages, thread.standing_instructions, memories, retrievables)
+        for label in order[position + 1 :]
     ]
     trailing_text = "\n\n".join(part for part in trailing if part)
     if trailing_text:

@@ -10,6 +10,7 @@ from types import ModuleType
 from turnwire.stages import (
     artifacts,
     client_hooks,
+    context,
     envelopes,
     fingerprint,
     hosted,
@@ -40,6 +41,7 @@ DEFAULT_PLUGINS: tuple[ModuleType, ...] = (
     reasoning,
     thoughts,
     hosted,
+    context,
     fingerprint,
     tools,
     client_hooks,

@@ -216,6 +216,10 @@ EDITS = st.one_of(
     st.tuples(st.just("model"), st.sampled_from(["gpt-5", "gpt-5-mini"])),
     # as a run records them: the latest exchange's reasoning pending, stamped by the render
     st.tuples(st.just("pending"), st.booleans()),
+    # a memory or a retrieved record (dated at the latest exchange, or undated), placed in the
+    # timeline under ``context_placement: timeline``
+    st.tuples(st.just("remember"), st.booleans()),
+    st.tuples(st.just("retrieve"), st.booleans()),
 )
 
 
@@ -229,6 +233,7 @@ CHANGES = st.one_of(
     st.tuples(st.just("trust-unfingerprinted"), st.booleans()),
     st.tuples(st.just("replay-off"), st.booleans()),
     st.tuples(st.just("inline-limit"), st.sampled_from([4096, 8])),
+    st.tuples(st.just("placement"), st.sampled_from(["leading", "timeline"])),
 )
 
 
@@ -277,8 +282,11 @@ class _Scenario:
             "thoughts": [],
             "tool_calls": [],
             "hosted_items": [],
+            "memories": [],
+            "retrievables": [],
         }
         self.cycles = 0
+        self.context = 0
         self.compactions = 0
         self.system = ""
         self.model = "gpt-5"
@@ -312,6 +320,17 @@ class _Scenario:
             self.system = values[0]
         elif kind == "model":
             self.model = values[0]
+        elif kind in ("remember", "retrieve"):
+            # at the latest exchange's instant (after its records), or undated (at the head)
+            n = self.context
+            self.context += 1
+            record: dict[str, Any] = {"id": f"c{n}", "content": f"context {n} <b>"}
+            if values[0]:
+                record["created_at"] = at(9 + self.cycles)
+            if kind == "retrieve":
+                tiers = ("first-party", "third-party-public", "third-party-private")
+                record["trust_tier"] = tiers[n % 3]
+            self.records["memories" if kind == "remember" else "retrievables"].append(record)
         elif kind == "pending":
             # The last exchange's reasoning as a run records it: its fingerprint pending, to be
             # stamped by the next render (see stamp()); with False, also a new exchange first.
@@ -451,7 +470,7 @@ def _apply(
         elif not value and registered:
             manager.unregister(plugin)
         return
-    if kind in ("override", "wildcard", "secret", "identity", "inline-limit"):
+    if kind in ("override", "wildcard", "secret", "identity", "inline-limit", "placement"):
         previous = active.pop(kind, None)
         if previous is not None:
             previous.close()
@@ -468,6 +487,8 @@ def _apply(
             scope.enter_context(overriding(container.self_identity, value))
         elif kind == "inline-limit":
             scope.enter_context(overriding(container.tool_result_inline_max_bytes, value))
+        elif kind == "placement":
+            scope.enter_context(overriding(container.context_placement, value))
         active[kind] = scope
     elif kind == "trust-unfingerprinted":
         previous = active.pop(kind, None)
@@ -503,6 +524,7 @@ def test_a_warm_render_is_a_cold_render(start, steps):
                 "trust-unfingerprinted",
                 "replay-off",
                 "inline-limit",
+                "placement",
             }:
                 _apply(step, container, scenario, stack, active)
             else:
@@ -1012,6 +1034,7 @@ _THEIRS = {
     "trust-unfingerprinted",
     "replay-off",
     "inline-limit",
+    "placement",
 }
 
 
@@ -1087,6 +1110,71 @@ def _cold_of(container: turnwire.Container, thread: turnwire.Thread, roots: tupl
         return _outcome(container, thread, False, roots)
 
 
+@hookimpl(tryfirst=True)
+def _bulleted_memories(memories: Any) -> str:
+    return "\n".join(f"- {memory.content}" for memory in memories)
+
+
+_BULLETED = SimpleNamespace(render_memories=_bulleted_memories)
+
+
+def test_a_warm_render_is_a_cold_render_as_memories_and_documents_come_and_go(tmp_path):
+    """Under ``context_placement: timeline``: a memory or a document added between two
+    renders is the one rendered (the rest comes from the memo, the input extends the last
+    one); one edited renders again, one removed or added at the head lays the timeline out
+    again from the memo's entries; a plugin of ``render_memories`` renders every memory again
+    and no document. After every step the bytes, warnings and fingerprints are a cold
+    render's."""
+    from turnwire.stages.context import render_timeline_context
+
+    calls: list[str] = []
+
+    def counting(context_item: Any, stages: Any) -> Any:
+        calls.append(context_item.id)
+        return render_timeline_context(context_item=context_item, stages=stages)
+
+    container = make_container(merge(REPLAY, {"render": {"context_placement": "timeline"}}))
+    scenario = _Scenario(tmp_path)
+    roots = (scenario.folder,)
+    memories, documents = scenario.records["memories"], scenario.records["retrievables"]
+
+    def step(change: Any, rendered: list[str]) -> Any:
+        if callable(change):
+            change()
+        else:
+            scenario.edit(*change)
+        thread = scenario.thread()
+        calls.clear()
+        warm = _outcome(container, thread, False, roots)
+        assert sorted(calls) == sorted(rendered), change
+        check_step(container, scenario, change)
+        return warm
+
+    with overriding(container.render_timeline_context, counting):
+        scenario.append({"x": 1}, False)
+        step(("remember", True), ["c0"])
+        step(("retrieve", True), ["c1"])
+        first = step(("append", {"q": "a"}, False), [])
+        grown = step(("remember", True), ["c2"])  # after the second exchange: appended
+        old, new = json.loads(first[0])["input"], json.loads(grown[0])["input"]
+        assert new[: len(old)] == old and len(new) == len(old) + 1
+
+        def edit_memory() -> None:
+            memories[0] = {**memories[0], "content": "context 0, edited"}
+
+        step(edit_memory, ["c0"])
+        step(lambda: documents.pop(0), [])  # removed: laid out again from the entries
+        step(("retrieve", False), ["c3"])  # undated: at the head
+        step(("remember", False), ["c4"])
+        container.plugin_manager().register(_BULLETED)
+        step(("append", {"x": 1}, False), ["c0", "c2", "c4"])  # every memory, no document
+        container.plugin_manager().unregister(_BULLETED)
+        step(("compact", 1), [])  # the memo still holds them as the built-in renders them
+        with overriding(container.context_placement, "leading"):
+            step(("append", {"q": "a"}, False), [])  # none is in the timeline
+        step(("remember", True), ["c5"])
+
+
 def test_a_sweep_without_a_body_between_two_renders_leaves_the_body_memo_exact(tmp_path):
     """``render_input`` (what the client's ``fingerprint_new_thoughts`` and ``turnwire
     fingerprint`` call) sweeps without checking a body. The sweep's ``out`` list is reused in
@@ -1124,6 +1212,15 @@ OPTIONS = st.one_of(
     st.tuples(st.just("thought_surfacing"), st.sampled_from(["all-self", "latest-self", "all"])),
     st.tuples(st.just("reasoning_replay"), st.sampled_from(["encrypted", "summary-only", "off"])),
     st.tuples(st.just("fingerprint_binding"), st.sampled_from(["prefix", "model"])),
+    st.tuples(
+        st.just("bucket_order"),
+        st.sampled_from(
+            [
+                ("standing_instructions", "memories", "retrievables", "timeline"),
+                ("timeline", "memories", "retrievables"),
+            ]
+        ),
+    ),
 )
 
 
@@ -1253,6 +1350,7 @@ def test_a_warm_render_is_a_cold_render_through_option_changes_input_renders_and
                 "trust-unfingerprinted",
                 "replay-off",
                 "inline-limit",
+                "placement",
             }:
                 _apply(step, container, scenario, stack, active)
             else:

@@ -3,7 +3,9 @@
 ``build_input`` is a pure function of (thread, stages, options), so a memo may hand back what an
 earlier render produced for the same inputs. What is kept, and what each part is keyed on:
 
-* per record kind (messages, tool calls, thoughts), each record's wire items and warnings, keyed
+* per record kind (messages, tool calls, thoughts, hosted items, and under
+  ``render.context_placement: timeline`` memories and retrieved records, each rendered by
+  ``render_timeline_context``), each record's wire items and warnings, keyed
   by the record's id and validated by identity, else equality (records are frozen; a record
   whose file pointer was inlined again is equal, not identical). One table per *stage key*: the
   implementations of the stages that kind renders through (plugin functions, container
@@ -263,6 +265,9 @@ class TimelineState(msgspec.Struct, kw_only=True, gc=False):
     surfaced: tuple[Any, ...]
     tool_calls: tuple[Any, ...]
     hosted_items: tuple[Any, ...]
+    # the memories and retrieved records placed in the timeline (none under ``leading``)
+    memories: tuple[Any, ...]
+    retrievables: tuple[Any, ...]
     tools: tuple[Any, ...]
     last_key: tuple[Any, ...] | None
     items: list[Any]

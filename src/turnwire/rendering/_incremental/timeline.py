@@ -1,7 +1,10 @@
 """Step 2 of ``build_input``, the timeline, and what a warm renderer reuses of it.
 
 Every message, surfaced thought, tool call and hosted item goes through its stage, in
-``(created_at, seq)`` order (:func:`turnwire.model.timeline.timeline`). Each record kind
+``(created_at, seq)`` order (:func:`turnwire.model.timeline.timeline`), and under
+``render.context_placement: timeline`` every memory and retrieved record through
+``render_timeline_context``, in its place among them
+(:func:`turnwire.model.timeline.context_order_key`). Each record kind
 renders through a relay of its own: the stages that relay reached are what the kind's memo
 entries are keyed on (:func:`_note_reached`), so a changed implementation of any stage a
 record's render touched renders it again. On top of that rule:
@@ -24,7 +27,17 @@ from typing import Any
 import msgspec
 
 from turnwire.config.options import RenderOptions
-from turnwire.model.records import HostedItem, Message, Thought, Thread, Tool, ToolCall
+from turnwire.model.records import (
+    HostedItem,
+    Memory,
+    Message,
+    Retrievable,
+    Thought,
+    Thread,
+    Tool,
+    ToolCall,
+)
+from turnwire.model.timeline import CONTEXT_RANKS, context_order_key
 from turnwire.rendering._incremental.identity import first_difference
 from turnwire.rendering._incremental.memo import (
     Entry,
@@ -45,11 +58,16 @@ from turnwire.wire import InputItem
 # The record kinds of the timeline, each rendered through a relay of its own: the stages a
 # kind's renders reached through it (composites' sub-stages included) are what its memo entries
 # are keyed on, as observed, never as listed. The pipeline itself reads ``reasoning_replay``
-# for thoughts.
-_KINDS = ("message", "tool_call", "thought", "hosted")
+# for thoughts. Memories and retrieved records are kinds of their own (their ids may be the
+# same), rendered only under ``context_placement: timeline``: under ``leading`` a render has
+# the first four kinds alone (so it forks, keys and looks up nothing more than before).
+_KINDS = ("message", "tool_call", "thought", "hosted", "memory", "retrievable")
 
 
-_PIPELINE_READS = ((), (), ("reasoning_replay",), ())
+_RECORD_KINDS = _KINDS[:4]
+
+
+_PIPELINE_READS = {"thought": ("reasoning_replay",)}
 
 
 _RECORD_ENCODER = msgspec.json.Encoder()
@@ -210,15 +228,29 @@ def _joined(
     return previous + added
 
 
-_Entry = tuple[Any, int, int, int, "Message | Thought | ToolCall | HostedItem"]
+_Entry = tuple[
+    Any, float, int, int, "Message | Thought | ToolCall | HostedItem | Memory | Retrievable"
+]
+
+
+# The first rank of the context items (memories 4, retrieved records 5), placed by
+# ``context_order_key`` instead of their ``(created_at, seq)``: the sources' fifth and sixth.
+_CONTEXT_RANK = CONTEXT_RANKS[0]
 
 
 def _entries(
-    sources: tuple[tuple[Any, ...], ...], starts: tuple[int, ...] = (0, 0, 0, 0)
+    sources: tuple[tuple[Any, ...], ...], starts: tuple[int, ...] = (0, 0, 0, 0, 0, 0)
 ) -> list[_Entry]:
     entries: list[_Entry] = []
     for rank, (records, start) in enumerate(zip(sources, starts, strict=True)):
-        entries += [(r.created_at, r.seq, rank, i, r) for i, r in enumerate(records[start:], start)]
+        if rank < _CONTEXT_RANK:
+            entries += [
+                (r.created_at, r.seq, rank, i, r) for i, r in enumerate(records[start:], start)
+            ]
+        elif len(records) > start:
+            entries += [
+                (*context_order_key(r, rank, i), r) for i, r in enumerate(records[start:], start)
+            ]
     entries.sort()  # the first four fields are unique, so records are never compared
     return entries
 
@@ -377,6 +409,22 @@ def _thoughts_in_bulk(
     return rendered, candidates, said
 
 
+def _not_placed(context_item: Any) -> Any:
+    """The context renderer under ``context_placement: leading``: the timeline holds no
+    memory or retrieved record then, so it is never called."""
+    raise AssertionError(f"{context_item!r} is not placed in the timeline")
+
+
+def _context_in_bulk(
+    render: Callable[..., Any], items: tuple[Any, ...], sink: _WarnSink
+) -> tuple[list[Any], dict[int, tuple[str, ...]]]:
+    """``render_timeline_context`` of each memory or retrieved record, in bulk (nothing to do
+    under ``context_placement: leading``, where the timeline holds none)."""
+    if not items:
+        return [], {}
+    return _in_bulk(render, (items,), sink, as_tuples=True)
+
+
 def _timeline_in_bulk(
     entries: list[_Entry],
     sources: tuple[tuple[Any, ...], ...],
@@ -392,12 +440,13 @@ def _timeline_in_bulk(
     per record, without a Python step of the pipeline's between two records, then the
     outputs laid out in timeline order (and the stages' warnings with them).
 
-    ``renderers``: the message and tool-call-result stages, and ``render_reasoning_item``, by
-    position; ``relays``: the thoughts' and the hosted items' own relays; ``tables``: the
-    record tables of messages, thoughts, tool calls, hosted items.
+    ``renderers``: the message and tool-call-result stages, ``render_reasoning_item``, and
+    ``render_timeline_context`` of memories and of retrieved records, by position; ``relays``:
+    the thoughts' and the hosted items' own relays; ``tables``: the record tables of messages,
+    thoughts, tool calls, hosted items, memories, retrieved records.
     """
-    messages, surfaced, calls, hosted = sources
-    render_message, render_result, render_reasoning = renderers
+    messages, surfaced, calls, hosted, memories, retrievables = sources
+    render_message, render_result, render_reasoning, render_memory, render_retrievable = renderers
     thought_stages, hosted_stages = relays
     message_out, message_said = _in_bulk(render_message, (messages,), sink, as_tuples=True)
     thought_out, candidates, thought_said = _thoughts_in_bulk(
@@ -408,8 +457,10 @@ def _timeline_in_bulk(
         _tool_call_items, (calls, call_tools, repeat(render_result)), sink
     )
     hosted_out, hosted_said = _in_bulk(_hosted_items, (hosted, repeat(hosted_stages)), sink)
+    memory_out, memory_said = _context_in_bulk(render_memory, memories, sink)
+    retrievable_out, retrievable_said = _context_in_bulk(render_retrievable, retrievables, sink)
 
-    message_table, thought_table, call_table, hosted_table = tables
+    message_table, thought_table, call_table, hosted_table, memory_table, retrievable_table = tables
     if message_table is not None:
         message_table.add_columns(messages, repeat(None), message_out, repeat(False), message_said)
     if thought_table is not None:
@@ -418,11 +469,17 @@ def _timeline_in_bulk(
         call_table.add_columns(calls, call_tools, call_out, repeat(False), call_said)
     if hosted_table is not None:
         hosted_table.add_columns(hosted, repeat(None), hosted_out, repeat(False), hosted_said)
+    if memory_table is not None and memories:
+        memory_table.add_columns(memories, repeat(None), memory_out, repeat(False), memory_said)
+    if retrievable_table is not None and retrievables:
+        retrievable_table.add_columns(
+            retrievables, repeat(None), retrievable_out, repeat(False), retrievable_said
+        )
 
     items, indexes, thoughts = timeline
     extend = items.extend
-    outputs = (message_out, thought_out, call_out, hosted_out)
-    said = (message_said, thought_said, call_said, hosted_said)
+    outputs = (message_out, thought_out, call_out, hosted_out, memory_out, retrievable_out)
+    said = (message_said, thought_said, call_said, hosted_said, memory_said, retrievable_said)
     warned = any(said)
     warnings = sink.warnings
     add_index, add_thought = indexes.append, thoughts.append
@@ -445,24 +502,25 @@ def _timeline(
     warnings: list[str],
     sink: _WarnSink,
 ) -> _Timeline:
-    relays = tuple(stages.fork() for _ in _KINDS)
-    keys = _kind_keys(plan, injectable, memo)
+    kinds = _KINDS if options.context_placement == "timeline" else _RECORD_KINDS
+    relays = tuple(stages.fork() for _ in kinds)
+    keys = _kind_keys(plan, injectable, memo, kinds)
     try:
         return _timeline_through(
             thread, options, stages, relays, plan, injectable, memo, warnings, sink, keys
         )
     finally:
-        _note_reached(relays, plan, injectable, memo, keys)
+        _note_reached(relays, plan, injectable, memo, keys, kinds)
 
 
 def _kind_keys(
-    plan: StagePlan, injectable: dict[str, Any], memo: RenderMemo
+    plan: StagePlan, injectable: dict[str, Any], memo: RenderMemo, kinds: tuple[str, ...]
 ) -> tuple[Hashable | None, ...]:
     """Each record kind's memo key: the implementations of the stages its renders reached
     (and the options those read), or ``None`` when it is not memoised."""
     return tuple(
-        stage_key(plan, memo.reached.get(kind, ()), injectable, reads)
-        for kind, reads in zip(_KINDS, _PIPELINE_READS, strict=True)
+        stage_key(plan, memo.reached.get(kind, ()), injectable, _PIPELINE_READS.get(kind, ()))
+        for kind in kinds
     )
 
 
@@ -472,12 +530,13 @@ def _note_reached(
     injectable: dict[str, Any],
     memo: RenderMemo,
     keys: tuple[Hashable | None, ...],
+    kinds: tuple[str, ...],
 ) -> None:
     """Add the stages each kind's relay reached to what that kind is keyed on; a table made
     under a key that lacked some is kept under the full key (its entries were made by this
     render, with these implementations) and the timelines kept under the old keys dropped."""
     grown = False
-    for kind, relay in zip(_KINDS, relays, strict=True):
+    for kind, relay in zip(kinds, relays, strict=True):
         known = memo.reached.get(kind, ())
         reached = relay.reached()
         if not set(reached) <= set(known):
@@ -485,8 +544,8 @@ def _note_reached(
             grown = True
     if not grown:
         return
-    new_keys = _kind_keys(plan, injectable, memo)
-    for kind, old, new in zip(_KINDS, keys, new_keys, strict=True):
+    new_keys = _kind_keys(plan, injectable, memo, kinds)
+    for kind, old, new in zip(kinds, keys, new_keys, strict=True):
         if old is not None and old != new:
             memo.rekey(kind, old, new)
     memo.rekey_timelines(keys, new_keys)
@@ -504,17 +563,26 @@ def _timeline_through(
     sink: _WarnSink,
     keys: tuple[Hashable | None, ...],
 ) -> _Timeline:
-    message_stages, call_stages, thought_stages, hosted_stages = relays
-    message_table, call_table, thought_table, hosted_table = (
+    message_stages, call_stages, thought_stages, hosted_stages, *context_stages = relays
+    message_table, call_table, thought_table, hosted_table, *context_tables = (
         None if key is None else memo.record_table(kind, key)
-        for kind, key in zip(_KINDS, keys, strict=True)
+        for kind, key in zip(_KINDS, keys, strict=False)  # the first four kinds, or all six
     )
     filter_key = stage_key(plan, ("filter_thoughts",), injectable)
     timeline_key = None if None in keys or filter_key is None else (keys, filter_key)
     state = None if timeline_key is None else memo.timelines.get(timeline_key)
 
     surfaced, surfaced_extends, changed = _surface(thread, options, stages, plan, state)
-    sources = (thread.messages, surfaced, thread.tool_calls, thread.hosted_items)
+    # the memories and retrieved records the timeline holds: all of them, or none (leading)
+    memories, retrievables = (thread.memories, thread.retrievables) if context_stages else ((), ())
+    sources = (
+        thread.messages,
+        surfaced,
+        thread.tool_calls,
+        thread.hosted_items,
+        memories,
+        retrievables,
+    )
     first = len(warnings)
 
     entries: list[_Entry] | None = None
@@ -525,13 +593,22 @@ def _timeline_through(
             and all(map(_same_record, state.tools, thread.tools))
         )
     ):
-        old = (state.messages, state.surfaced, state.tool_calls, state.hosted_items)
+        old = (
+            state.messages,
+            state.surfaced,
+            state.tool_calls,
+            state.hosted_items,
+            state.memories,
+            state.retrievables,
+        )
         loaded_from = memo.loaded_from
         if (
             _extends(state.messages, thread.messages, loaded_from.get("messages"))
             and (surfaced_extends or _extends(state.surfaced, surfaced, None))
             and _extends(state.tool_calls, thread.tool_calls, loaded_from.get("tool_calls"))
             and _extends(state.hosted_items, thread.hosted_items, None)
+            and _extends(state.memories, memories, None)
+            and _extends(state.retrievables, retrievables, None)
         ):
             entries = _entries(sources, tuple(len(records) for records in old))
             if entries and state.last_key is not None and entries[0][:4] <= state.last_key:
@@ -568,7 +645,24 @@ def _timeline_through(
     tools = {tool.name: tool for tool in thread.tools}
     render_message = positional_caller(message_stages, "render_timeline_message", ("message",))
     render_result = positional_caller(call_stages, "render_tool_call_result", ("tool_call", "tool"))
-    tables = (message_table, thought_table, call_table, hosted_table)
+    memory_table, retrievable_table = context_tables or (None, None)
+    render_memory = render_retrievable = _not_placed
+    if context_stages:
+        memory_stages, retrievable_stages = context_stages
+        render_memory = positional_caller(
+            memory_stages, "render_timeline_context", ("context_item",)
+        )
+        render_retrievable = positional_caller(
+            retrievable_stages, "render_timeline_context", ("context_item",)
+        )
+    tables = (
+        message_table,
+        thought_table,
+        call_table,
+        hosted_table,
+        memory_table,
+        retrievable_table,
+    )
     one_by_one = entries
     if base is None and _BULK and all(map(_unseen, tables, sources)):
         before_bulk = len(warnings)
@@ -577,7 +671,13 @@ def _timeline_through(
                 entries,
                 sources,
                 tools,
-                (render_message, render_result, render_reasoning),
+                (
+                    render_message,
+                    render_result,
+                    render_reasoning,
+                    render_memory,
+                    render_retrievable,
+                ),
                 (thought_stages, hosted_stages),
                 replay,
                 tables,
@@ -594,7 +694,7 @@ def _timeline_through(
     extend = items.extend
     # Read only now: a table's entries are made from its columns when first read (see
     # RecordTable), and a render in bulk reads none.
-    message_entries, thought_entries, call_entries, hosted_entries = (
+    message_entries, thought_entries, call_entries, hosted_entries, *context_entries = (
         table.entries if table is not None and one_by_one else None for table in tables
     )
     for entry in one_by_one:
@@ -637,6 +737,19 @@ def _timeline_through(
                 said = tuple(warnings[before:]) if len(warnings) > before else ()
                 hosted_entries[record.id] = Entry(record, None, rendered, False, said)
             extend(rendered)
+        elif entry[2] >= _CONTEXT_RANK:  # a memory (rank 4) or a retrieved record (rank 5)
+            memory = entry[2] == _CONTEXT_RANK
+            found = context_entries[0 if memory else 1]
+            hit = found.get(record.id) if found else None
+            if hit is not None and _same_record(hit.record, record):
+                extend(hit.rendered)
+                warnings.extend(hit.said)
+                continue
+            rendered = _as_tuple((render_memory if memory else render_retrievable)(record))
+            if found is not None:
+                said = tuple(warnings[before:]) if len(warnings) > before else ()
+                found[record.id] = Entry(record, None, rendered, False, said)
+            extend(rendered)
         else:
             hit = thought_entries.get(record.id) if thought_entries else None
             if hit is not None and _same_record(hit.record, record):
@@ -669,6 +782,8 @@ def _timeline_through(
                 surfaced=surfaced,
                 tool_calls=thread.tool_calls,
                 hosted_items=thread.hosted_items,
+                memories=memories,
+                retrievables=retrievables,
                 tools=thread.tools,
                 last_key=last_key,
                 items=items,
