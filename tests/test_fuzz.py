@@ -1367,6 +1367,9 @@ def text_store(
     folder = tmp_path_factory.mktemp(f"store-{request.param}")
     where = str(folder / "threads.db") if request.param == "sqlite" else _database(request)
     with open_store(where, folder=folder) as store:
+        # PostgreSQL's pool makes its first connection in a thread of its own, and draws on
+        # the `random` module for it: wait for it here, not while Hypothesis draws an example.
+        store.list_threads()
         yield store
 
 
