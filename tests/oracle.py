@@ -129,6 +129,17 @@ OPENAI_ONLY: dict[str, str] = {
         "OpenAI's prompt-cache lifetime (request.prompt_cache_retention); the specification has "
         "prompt_cache_key only, and a server that does not cache ignores the option"
     ),
+    "prompt_cache_options": (
+        "OpenAI's prompt caching options for GPT-5.6 and later (request.prompt_cache_options), "
+        "sent only when configured; the specification has prompt_cache_key only"
+    ),
+    "input[*].content[*].prompt_cache_breakpoint": (
+        "OpenAI's explicit prompt-cache breakpoint on a content block (GPT-5.6 and later), "
+        "sent only under request.prompt_cache_breakpoints: auto"
+    ),
+    "input[*].output[*].prompt_cache_breakpoint": (
+        "the same breakpoint, on a content block of a tool result"
+    ),
     "input[*].content[*].file_id": (
         "OpenAI's Files API: an uploaded file by id; the specification has no files endpoint "
         "(file pointers render as file_data or image_url unless a thread names a file_id)"

@@ -274,6 +274,7 @@ def run_thread(
             on_event=on_event,
             approvals=approvals,
             output_schema=output_schema,
+            cache_identity=thread_id,  # the prompt_cache_key derives from the store's id
         )
         turns = builder.build_run_turns(
             question=current,
@@ -415,6 +416,7 @@ def _compact_once(
     model: str | None,
     render_context: Mapping[str, str] | None,
     roots: tuple[str, ...],
+    cache_identity: str | None = None,
 ) -> CompactResult:
     """One compact call through a client made (and closed) for it."""
     client = Client(container, **client_options)
@@ -422,7 +424,11 @@ def _compact_once(
     async def main() -> CompactResult:
         try:
             return await client.compact(
-                thread, model=model, render_context=render_context, roots=roots
+                thread,
+                model=model,
+                render_context=render_context,
+                roots=roots,
+                cache_identity=cache_identity,
             )
         finally:
             await client.aclose()
@@ -471,6 +477,7 @@ def compact_thread(
         model=model,
         render_context=render_context,
         roots=chosen,
+        cache_identity=thread_id,
     )
     turn = compaction_turn(store.builder, result.record)
     store.append_turns(thread_id, [turn], expected_last=expected_last)

@@ -112,6 +112,25 @@ def test_run_streams_text_and_saves(tmp_path):
     assert "Hi in Portuguese" in thread.read_text()
 
 
+def test_run_json_shows_the_cache_reads_writes_and_hit_ratio_per_generation_and_run(tmp_path):
+    from ..test_api_caching import answer
+
+    thread = tmp_path / "t.yaml"
+    thread.write_text(THREAD)
+    with ScriptedServer(
+        [Reply.sse(answer("r1", input_tokens=1000, cached=750, written=200))]
+    ) as server:
+        done = turnwire_run(thread, server.base_url, "--once", "--json")
+    assert done.returncode == 0, done.stderr
+    usage = json.loads(done.stdout)["usage"]
+    (generation,) = usage["generations"]
+    for shown in (usage["total"], generation["usage"]):
+        assert shown["input_tokens"] == 1000
+        assert shown["cached_tokens"] == 750
+        assert shown["cache_write_tokens"] == 200
+        assert shown["cache_hit_ratio"] == 0.75
+
+
 @pytest.mark.parametrize(
     ("name", "expected"),
     [

@@ -361,7 +361,9 @@ def _ask(store: Any, thread_id: str, question: str, settings: dict[str, Any] | N
 
 def test_a_compaction_round_trip(stored):
     store, thread_id = stored
-    before = turnwire.render(store.load(thread_id), container=make_container()).json
+    before = turnwire.render(
+        store.load(thread_id), container=make_container(), cache_identity=thread_id
+    ).json
 
     result, seen = _compact(store, thread_id, compact_answer("cmp_1", "Sum only. 3, 3?"))
     # The compact endpoint got the input a request would send, with only its own fields.

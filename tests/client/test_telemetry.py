@@ -67,6 +67,23 @@ def test_one_span_per_run_per_request_and_per_tool_call():
     assert dict(run.attributes)["gen_ai.usage.input_tokens"] == result.usage.input_tokens
 
 
+def test_request_and_run_spans_carry_the_cache_reads_and_writes_by_the_conventions():
+    from ..test_api_caching import answer
+
+    cached = Reply.sse(answer("r1", input_tokens=1000, cached=800, written=150))
+    _, spans, _ = _spans(script=[Reply.sse(CALL), cached])
+    chats = [dict(s.attributes) for s in spans if s.name.startswith("chat")]
+    # the first answer (the recorded tool call) reports no cache write: 0
+    assert [a["gen_ai.usage.cache_creation.input_tokens"] for a in chats] == [0, 150]
+    assert [a["gen_ai.usage.cache_read.input_tokens"] for a in chats] == [0, 800]
+    # the conventions count cached input inside gen_ai.usage.input_tokens
+    assert chats[1]["gen_ai.usage.input_tokens"] == 1000
+    run = dict(next(s for s in spans if s.name == "invoke_agent turnwire").attributes)
+    assert run["gen_ai.usage.cache_read.input_tokens"] == 800
+    assert run["gen_ai.usage.cache_creation.input_tokens"] == 150
+    assert run["gen_ai.usage.input_tokens"] == 255 + 1000
+
+
 def test_no_content_in_spans_unless_configured():
     _, spans, _ = _spans()
     shown = [str(v) for s in spans for v in dict(s.attributes).values()]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from turnwire.model.usage import GenerationStats, Usage
@@ -65,3 +66,20 @@ def test_a_run_total_sums_the_generations_and_skips_those_without_usage():
 
 def test_stats_name_the_provider():
     assert GenerationStats(finish_reason="stop").provider == "openai_responses"
+
+
+def test_cache_writes_are_read_summed_and_the_hit_ratio_is_cached_over_input():
+    raw = {
+        "input_tokens": 1000,
+        "input_tokens_details": {"cached_tokens": 600, "cache_write_tokens": 300},
+        "output_tokens": 10,
+    }
+    usage = Usage.from_api(raw)
+    assert usage is not None
+    assert (usage.cached_tokens, usage.cache_write_tokens) == (600, 300)
+    assert usage.cache_hit_ratio == 0.6
+    total = usage + Usage(input_tokens=1000, cached_tokens=1000, cache_write_tokens=0)
+    assert total.cache_write_tokens == 300
+    assert total.cache_hit_ratio == 0.8
+    assert Usage().cache_hit_ratio is None  # no input, no ratio
+    assert "cache_hit_ratio" not in msgspec.to_builtins(usage)  # derived, never stored

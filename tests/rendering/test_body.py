@@ -36,6 +36,7 @@ def test_key_order_and_store_false_always():
         "store",
         "instructions",
         "max_output_tokens",
+        "prompt_cache_key",
         "tool_choice",
         "tools",
     ]

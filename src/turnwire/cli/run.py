@@ -21,7 +21,7 @@ from turnwire.cli.printer import Progress, echo, echo_json, plain, shown
 from turnwire.errors import ConfigError
 
 if TYPE_CHECKING:
-    from turnwire import Message, RunResult
+    from turnwire import Message, RunResult, Usage
 
 __all__ = ["Decision", "citations", "print_pending", "run_command"]
 
@@ -219,6 +219,16 @@ def _tool_results(args: argparse.Namespace, progress: Progress) -> Any:
     return on_tool_result
 
 
+def _usage_json(usage: Usage | None) -> dict[str, Any] | None:
+    """A usage as ``run --json`` prints it: its counts and its ``cache_hit_ratio`` (cached over
+    input; null when there was no input)."""
+    import msgspec
+
+    if usage is None:
+        return None
+    return {**msgspec.to_builtins(usage), "cache_hit_ratio": usage.cache_hit_ratio}
+
+
 def _payload(result: RunResult) -> str:
     """``run --json``'s object: the response, the records, the usage, what is pending."""
     import msgspec
@@ -227,8 +237,11 @@ def _payload(result: RunResult) -> str:
         "response": msgspec.to_builtins(result.response),
         "records": msgspec.to_builtins(result.records),
         "usage": {
-            "total": msgspec.to_builtins(result.usage),
-            "generations": msgspec.to_builtins(result.generations),
+            "total": _usage_json(result.usage),
+            "generations": [
+                {**msgspec.to_builtins(stats), "usage": _usage_json(stats.usage)}
+                for stats in result.generations
+            ],
         },
     }
     pending = _pending_json(result.thread)

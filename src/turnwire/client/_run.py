@@ -80,6 +80,9 @@ class Run:
     :param render_context: values stages may ask for by name, for every request of the run.
     :param output_schema: the run's output schema, if one was asked.
     :param on_event: the run's progress callback.
+    :param cache_identity: the thread's identity, fixed for the run, which each request's
+        ``prompt_cache_key`` derives from (the compact request's too: a compaction renders a
+        part of the thread, whose own opening record may differ).
     """
 
     def __init__(
@@ -89,6 +92,7 @@ class Run:
         render_context: Mapping[str, str] | None = None,
         output_schema: StructuredOutput | None = None,
         on_event: Callable[[ProgressEvent], None] | None = None,
+        cache_identity: str | None = None,
     ) -> None:
         self.client = client
         self.container = client.container
@@ -101,6 +105,7 @@ class Run:
         self._render_context = dict(render_context or {})
         self._output_schema = output_schema
         self._on_event = on_event
+        self._cache_identity = cache_identity
         self._event_model = ""
         self._last_rendered: Any = None
         self.requests = 0
@@ -306,6 +311,7 @@ class Run:
             output_schema=self._output_schema,
             replay_off=replay_off,
             pending=pending,
+            cache_identity=self._cache_identity,
         )
 
     async def _iteration(

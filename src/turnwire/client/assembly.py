@@ -71,9 +71,10 @@ def render_request(
     output_schema: Any,
     replay_off: bool = False,
     pending: frozenset[str] = frozenset(),
+    cache_identity: str | None = None,
 ) -> RenderedRequest:
     """One request of a run, rendered (looked up on :mod:`turnwire.rendering.renderer` at each
-    call)."""
+    call); ``cache_identity`` is the run's, for its ``prompt_cache_key``."""
     return rendering.render(
         thread,
         container=container,
@@ -83,6 +84,7 @@ def render_request(
         roots=roots,
         output_schema=output_schema,
         pending_reasoning=pending,
+        cache_identity=cache_identity,
     )
 
 

@@ -62,6 +62,7 @@ from turnwire.model.structured import (
     structured_output,
 )
 from turnwire.model.timeline import timeline
+from turnwire.rendering.caching import cache_identity as thread_identity
 from turnwire.rendering.compaction import (
     CompactResult,
     compacted,
@@ -270,6 +271,7 @@ class Client:
         approvals: Mapping[str, ApprovalDecision] | None = None,
         output_schema: Any = None,
         output_type: Any = None,
+        cache_identity: str | None = None,
     ) -> RunResult:
         """Send the thread, stream the answer, run tools and loop; return the extended thread.
 
@@ -301,6 +303,10 @@ class Client:
             :attr:`RunResult.refusal`; a mismatch raises
             :class:`~turnwire.errors.OutputValidationError` (the run's result on its
             ``result``).
+        :param cache_identity: what ``request.prompt_cache_key: thread`` derives every
+            request's key from: a stored thread's id (:func:`turnwire.api.run_thread` passes
+            it); by default the thread's opening record (see
+            :mod:`turnwire.rendering.caching`).
         :raises turnwire.errors.MaxIterationsError: the run stopped at
             ``client.max_iterations`` with the model still calling tools (the run's result,
             its last calls run and recorded, on its ``result``).
@@ -322,8 +328,15 @@ class Client:
                 on_event=on_event,
                 approvals=approvals,
                 output_schema=asked,
+                cache_identity=cache_identity,
             )
-        run = Run(self, render_context=render_context, output_schema=asked, on_event=on_event)
+        run = Run(
+            self,
+            render_context=render_context,
+            output_schema=asked,
+            on_event=on_event,
+            cache_identity=thread_identity(thread, cache_identity),
+        )
         with self.telemetry.run(model or thread.model) as span:
             result = await run.loop(
                 thread, model, once, on_text, on_tool_result, roots, approvals=approvals
@@ -350,6 +363,7 @@ class Client:
         overrides: Mapping[str, Any] | None = None,
         render_context: Mapping[str, str] | None = None,
         roots: Iterable[str | os.PathLike[str]] | None = None,
+        cache_identity: str | None = None,
     ) -> CompactResult:
         """Compact the whole thread: ``POST /responses/compact`` with the input a request
         would send (its model and instructions; see :mod:`turnwire.rendering.compaction`), and the
@@ -360,12 +374,18 @@ class Client:
 
         :raises turnwire.errors.InputError: the thread has no record to compact, or nothing
             since its latest compaction.
+        :param cache_identity: as :meth:`run` takes it: the compact request carries the
+            thread's ``prompt_cache_key``, as its other requests do.
         :raises turnwire.errors.StreamError: the answer is not a valid ``response.compaction``
             object (the error names the field); nothing is added.
         """
         if overrides:
             return await self.with_overrides(overrides).compact(
-                thread, model=model, render_context=render_context, roots=roots
+                thread,
+                model=model,
+                render_context=render_context,
+                roots=roots,
+                cache_identity=cache_identity,
             )
         resolved = resolve_model(thread, self.container, model)
         allowed = file_roots(roots, self.settings.files)
@@ -382,7 +402,11 @@ class Client:
             )
         ContextAssembler.from_settings(self.settings.files, allowed).check(thread)
         self._require_key()
-        run = Run(self, render_context=render_context)
+        run = Run(
+            self,
+            render_context=render_context,
+            cache_identity=thread_identity(thread, cache_identity),
+        )
         result = await run.compact(thread, thread, None, resolved, allowed)
         assert result is not None
         return result

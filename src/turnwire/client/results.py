@@ -50,3 +50,10 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     compaction: CompactResult | None = None
     """The compaction a ``context.window: {compact: ...}`` made before the first request
     (its record is in ``thread``, not in ``records``)."""
+
+    @property
+    def cache_hit_ratio(self) -> float | None:
+        """The run's prompt-cache hit ratio: its cached input tokens over its input tokens
+        (``usage.cached_tokens`` and ``usage.cache_write_tokens`` give the counts); ``None``
+        when no response reported input."""
+        return None if self.usage is None else self.usage.cache_hit_ratio

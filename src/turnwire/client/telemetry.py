@@ -10,6 +10,12 @@ not imported at all.
 
 No content reaches a span (no prompt, answer, arguments or results) unless
 ``client.telemetry_content`` is set.
+
+Token usage follows the conventions: ``gen_ai.usage.input_tokens`` includes the cached tokens,
+which ``gen_ai.usage.cache_read.input_tokens`` gives, and
+``gen_ai.usage.cache_creation.input_tokens`` the tokens written to the prompt cache (the
+response's ``input_tokens_details.cache_write_tokens``). ``gen_ai.usage.cached_tokens`` repeats
+the cache reads under the name turnwire used first.
 """
 
 from __future__ import annotations
@@ -168,5 +174,7 @@ def _usage(span: Any, usage: Usage | None) -> None:
         return
     span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
     span.set_attribute("gen_ai.usage.output_tokens", usage.completion_tokens)
+    span.set_attribute("gen_ai.usage.cache_read.input_tokens", usage.cached_tokens)
+    span.set_attribute("gen_ai.usage.cache_creation.input_tokens", usage.cache_write_tokens)
     span.set_attribute("gen_ai.usage.cached_tokens", usage.cached_tokens)
     span.set_attribute("gen_ai.usage.reasoning_tokens", usage.reasoning_tokens)

@@ -354,6 +354,15 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
     "StreamOptions": {
         "include_obfuscation": "Whether stream events carry obfuscation padding.",
     },
+    "PromptCacheOptions": {
+        "comparison_response_id": "An earlier response to compare with: the answer then "
+        "carries prompt cache diagnostics (why the cache missed).",
+        "mode": "`implicit` (the default): one implicit breakpoint and up to three explicit "
+        "ones; `explicit`: the explicit breakpoints only (none: no caching).",
+        "prewarm": "Warm the prompt cache without generating output.",
+        "ttl": "The least time each breakpoint the request writes is kept: `30m` (the "
+        "default) or `12h`.",
+    },
     "FunctionToolChoice": {
         "type": "Always `function`.",
         "name": "The function the model must call.",

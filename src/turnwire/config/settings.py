@@ -44,6 +44,7 @@ from turnwire.errors import ConfigError, validation_location
 from turnwire.files.loading import DocumentKind, format_for
 from turnwire.model.structured import OutputSchema
 from turnwire.wire.request import (
+    PromptCacheOptions,
     ReasoningOptions,
     StreamOptions,
     TextOptions,
@@ -235,8 +236,25 @@ class RequestSettings(_Section, frozen=True, kw_only=True):
     :ivar top_logprobs: Log-probabilities returned per token, 0 to 20.
     :ivar truncation: The API's truncation strategy.
     :ivar service_tier: The processing tier.
-    :ivar prompt_cache_key: A key that groups requests for prompt caching.
-    :ivar prompt_cache_retention: How long a cached prompt is kept.
+    :ivar prompt_cache_key: The key that routes requests to the same prompt cache: ``thread``
+        sends one derived from the thread's identity (``tw-`` and 32 hex digits of a SHA-256 of
+        a stored thread's id, else of the thread file's opening record: the same on every turn
+        of a thread, different between threads, never the id itself); ``none`` (or null) sends
+        none; any other string is sent as it is.
+    :ivar prompt_cache_retention: How long a cached prompt is kept (deprecated by the API in
+        favour of ``prompt_cache_options.ttl``).
+    :ivar prompt_cache_options: Prompt caching options (GPT-5.6 and later): ``mode``
+        (``implicit``: one implicit breakpoint plus up to three explicit ones; ``explicit``: only
+        the explicit ones, and no caching without one), ``ttl`` (``30m`` or ``12h``),
+        ``prewarm`` (warm the cache without generating) and ``comparison_response_id`` (ask for
+        cache diagnostics against that response). Endpoints that refuse the field (the
+        Codex/ChatGPT backend, servers older than GPT-5.6) need it unset.
+    :ivar prompt_cache_breakpoints: Where turnwire puts an explicit ``prompt_cache_breakpoint``
+        (GPT-5.6 and later): ``off`` puts none; ``auto`` puts one on the last content block of
+        the stable leading prefix: the leading developer or system item when the system prompt
+        goes as an item, else the last input content block before the newest user message.
+        Off by default: not every endpoint accepts the field, and a breakpoint on a prefix
+        that is not reused is billed as a cache write.
     :ivar safety_identifier: A stable, non-identifying id of the end user.
     :ivar metadata: String key-value pairs stored with the response.
     :ivar tool_choice: ``none``, ``auto``, ``required``, one function by name, or ``{type:
@@ -259,8 +277,10 @@ class RequestSettings(_Section, frozen=True, kw_only=True):
     top_logprobs: Annotated[int, msgspec.Meta(ge=0, le=20)] | None = None
     truncation: Literal["auto", "disabled"] | None = None
     service_tier: Literal["auto", "default", "flex", "scale", "priority"] | None = None
-    prompt_cache_key: str | None = None
+    prompt_cache_key: str | None = "thread"
     prompt_cache_retention: Literal["in_memory", "24h"] | None = None
+    prompt_cache_options: PromptCacheOptions | None = None
+    prompt_cache_breakpoints: Literal["off", "auto"] = "off"
     safety_identifier: str | None = None
     metadata: dict[str, str] | None = None
     tool_choice: ToolChoice | None = None

@@ -1,11 +1,12 @@
 """Token usage: per generation (one response) and per run, with the reference's derived figures.
 
 The Responses API reports ``input_tokens`` (cached ones included), ``output_tokens`` (reasoning
-included) and ``total_tokens``, with ``input_tokens_details.cached_tokens`` and
-``output_tokens_details.reasoning_tokens``. :class:`Usage` keeps them and derives what the
-reference reports: ``prompt_tokens`` = input minus cached (never below 0) and
-``completion_tokens`` = output. A figure the server left out, or sent as something other than a
-whole number, counts as 0.
+included) and ``total_tokens``, with ``input_tokens_details.cached_tokens`` (read from the prompt
+cache), ``input_tokens_details.cache_write_tokens`` (written to it: GPT-5.6 and later, billed
+above the uncached rate) and ``output_tokens_details.reasoning_tokens``. :class:`Usage` keeps
+them and derives what the reference reports: ``prompt_tokens`` = input minus cached (never below
+0) and ``completion_tokens`` = output; and :attr:`Usage.cache_hit_ratio`, cached over input. A
+figure the server left out, or sent as something other than a whole number, counts as 0.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
 
     :ivar input_tokens: what the request cost in input, cached tokens included.
     :ivar cached_tokens: the part of the input served from the prompt cache.
+    :ivar cache_write_tokens: the part of the input written to the prompt cache
+        (``input_tokens_details.cache_write_tokens``).
     :ivar prompt_tokens: input minus cached (the reference's ``promptTokens``).
     :ivar completion_tokens: the output (the reference's ``completionTokens``), reasoning
         included.
@@ -44,6 +47,7 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
 
     input_tokens: int = 0
     cached_tokens: int = 0
+    cache_write_tokens: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     reasoning_tokens: int = 0
@@ -61,6 +65,7 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
         return cls(
             input_tokens=input_tokens,
             cached_tokens=cached,
+            cache_write_tokens=_detail(usage, "input_tokens_details", "cache_write_tokens"),
             prompt_tokens=max(0, input_tokens - cached),
             completion_tokens=output_tokens,
             reasoning_tokens=_detail(usage, "output_tokens_details", "reasoning_tokens"),
@@ -71,11 +76,20 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             cached_tokens=self.cached_tokens + other.cached_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
             total_tokens=self.total_tokens + other.total_tokens,
         )
+
+    @property
+    def cache_hit_ratio(self) -> float | None:
+        """The share of the input served from the prompt cache (``cached_tokens`` over
+        ``input_tokens``, which includes them); ``None`` when there was no input."""
+        if not self.input_tokens:
+            return None
+        return min(1.0, self.cached_tokens / self.input_tokens)
 
     @classmethod
     def sum(cls, usages: Iterable[Usage | None]) -> Usage | None:

@@ -19,6 +19,7 @@ from turnwire.config.options import ReasoningReplay
 from turnwire.config.settings import RequestSettings
 from turnwire.model.structured import OutputSchema
 from turnwire.rendering._incremental.memo import BodyState, RenderMemo, common_prefix
+from turnwire.rendering.caching import prompt_cache_key, with_breakpoint
 from turnwire.rendering.pipeline import RenderedInput
 from turnwire.rendering.preflight import (
     _UNREAD,
@@ -63,11 +64,17 @@ def build_body(
     stream: bool,
     reasoning_replay: ReasoningReplay,
     output_schema: OutputSchema | None = None,
+    cache_identity: str = "",
+    memo: RenderMemo | None = None,
 ) -> RequestBody:
     """The request body for ``rendered`` under these options.
 
     :param output_schema: the schema the answer must follow; its ``json_schema`` format
         replaces ``request.text.format`` (``request.text.verbosity`` is kept).
+    :param cache_identity: the thread's identity, which ``request.prompt_cache_key: thread``
+        derives the key from (see :mod:`turnwire.rendering.caching`); ``""``: no key.
+    :param memo: the render memo, which keeps the item ``request.prompt_cache_breakpoints``
+        marked, for the next render to reuse.
     """
     include = list(request.include)
     if reasoning_replay == "encrypted" and ENCRYPTED_INCLUDE not in include:
@@ -85,9 +92,19 @@ def build_body(
     if output_schema is not None:
         verbosity = text.verbosity if text is not None else None
         text = TextOptions(format=output_schema.text_format(), verbosity=verbosity)
+    options = request.prompt_cache_options
+    items = with_breakpoint(rendered.input, request.prompt_cache_breakpoints, memo=memo)
+    if options is not None and options.mode == "explicit" and items is rendered.input:
+        logger.warning(
+            "request.prompt_cache_options.mode is explicit and the request carries no "
+            "prompt_cache_breakpoint (request.prompt_cache_breakpoints: %s): it uses no prompt "
+            "caching",
+            request.prompt_cache_breakpoints,
+            extra={"kind": "prompt-cache-without-breakpoint"},
+        )
     return RequestBody(
         model=model,
-        input=rendered.input,
+        input=items,
         stream=stream,
         store=False,
         instructions=rendered.instructions,
@@ -100,8 +117,9 @@ def build_body(
         top_logprobs=request.top_logprobs,
         truncation=request.truncation,
         service_tier=request.service_tier,
-        prompt_cache_key=request.prompt_cache_key,
+        prompt_cache_key=prompt_cache_key(request.prompt_cache_key, cache_identity),
         prompt_cache_retention=request.prompt_cache_retention,
+        prompt_cache_options=options,
         safety_identifier=request.safety_identifier,
         metadata=request.metadata,
         text=text,

@@ -1,8 +1,9 @@
 """Compaction: the compact endpoint's answer as a thread record, and the cut it makes.
 
 ``POST {base_url}/responses/compact`` takes what a request would send (``model``, ``input``,
-``instructions`` and the prompt-cache and service-tier options; no ``tools``, ``stream``,
-``store`` or sampling options, which its body does not have) and answers a
+``instructions`` and the prompt-cache and service-tier options, the thread's
+``prompt_cache_key`` included; no ``tools``, ``stream``, ``store`` or sampling options, which
+its body does not have) and answers a
 ``response.compaction`` object whose ``output`` is the compacted window: the user messages it
 retained, then one ``compaction`` item whose ``encrypted_content`` stands for everything sent.
 
@@ -60,6 +61,11 @@ COMPACT_FIELDS = (
 )
 """The fields of a rendered request body the compact endpoint's body has (OpenAPI
 ``CompactResponseMethodPublicBody``; ``previous_response_id`` aside, which turnwire never sends)."""
+
+_COMPACT_CACHE_OPTIONS: dict[str, tuple[str, ...] | None] = {"mode": None, "ttl": ("30m",)}
+"""The ``prompt_cache_options`` the compact endpoint takes (the official types'
+``response_compact_params.PromptCacheOptions``): ``mode``, and ``ttl`` only as ``30m`` (its
+default); ``prewarm`` and ``comparison_response_id`` belong to a response, not a compaction."""
 
 _EVENT = "response.compaction"
 
@@ -121,10 +127,24 @@ def covered(thread: Thread) -> Thread | None:
 
 def compact_body(request_body: bytes) -> bytes:
     """The compact endpoint's body for a rendered request body: its :data:`COMPACT_FIELDS`,
-    in their order there (``input`` byte for byte as the request would send it)."""
+    in their order there (``input`` byte for byte as the request would send it, breakpoints
+    included), the same ``prompt_cache_key``, and of ``prompt_cache_options`` what the compact
+    endpoint takes (``mode``; ``ttl`` when ``30m``); left out when nothing of it is left."""
     decoded = msgspec.json.decode(request_body)
     assert isinstance(decoded, dict)
-    return msgspec.json.encode({k: v for k, v in decoded.items() if k in COMPACT_FIELDS})
+    body = {k: v for k, v in decoded.items() if k in COMPACT_FIELDS}
+    options = body.get("prompt_cache_options")
+    if isinstance(options, dict):
+        kept = {}
+        for key, value in options.items():
+            allowed = _COMPACT_CACHE_OPTIONS.get(key, ())
+            if allowed is None or value in allowed:
+                kept[key] = value
+        if kept:
+            body["prompt_cache_options"] = kept
+        else:
+            del body["prompt_cache_options"]
+    return msgspec.json.encode(body)
 
 
 class _Usage(msgspec.Struct, frozen=True, kw_only=True):

@@ -28,6 +28,7 @@ from turnwire.model.structured import (
 from turnwire.rendering._incremental.identity import first_difference
 from turnwire.rendering._incremental.memo import InlineState, RenderMemo, common_prefix
 from turnwire.rendering.body import EncodedBody, build_body, checked_body
+from turnwire.rendering.caching import cache_identity as thread_identity
 from turnwire.rendering.compaction import compacted
 from turnwire.rendering.container import Container, build_container
 from turnwire.rendering.container_cache import ContainerCache
@@ -539,6 +540,7 @@ def render(
     pending_reasoning: Iterable[str] = (),
     cache: ContainerCache | None = None,
     output_type: Any = None,
+    cache_identity: str | None = None,
 ) -> RenderedRequest:
     """Render ``thread`` into the request body turnwire would POST, after the preflight check.
 
@@ -565,6 +567,10 @@ def render(
         reuse the container built from ``config_files`` (and what its render memo kept)
         across calls; without one, each call builds its own container and keeps nothing. A
         :class:`Renderer` does the same for one configuration.
+    :param cache_identity: what ``request.prompt_cache_key: thread`` derives the key from: a
+        stored thread's id (:func:`turnwire.api.run_thread` passes it); by default the
+        thread's opening record (:func:`~turnwire.model.hosted.thread_anchor`), which a thread
+        file keeps from turn to turn (see :mod:`turnwire.rendering.caching`).
     :raises turnwire.errors.InputError: bad thread, configuration or rendered body.
     """
     asked = structured_output(output_schema_argument(output_schema, output_type))
@@ -591,6 +597,8 @@ def render(
         stream=settings.client.stream,
         reasoning_replay=settings.render.reasoning_replay,
         output_schema=_sent_schema(asked, thread, settings.request),
+        cache_identity=thread_identity(thread, cache_identity),
+        memo=container.render_memo(),
     )
     try:
         encoded = checked_body(body, container.render_memo())
@@ -659,6 +667,7 @@ class Renderer:
         roots: Iterable[str | os.PathLike[str]] | None = None,
         output_schema: Any = None,
         output_type: Any = None,
+        cache_identity: str | None = None,
     ) -> RenderedRequest:
         """:func:`render` through this renderer's container."""
         return render(
@@ -669,6 +678,7 @@ class Renderer:
             render_context=render_context,
             roots=roots,
             output_schema=output_schema_argument(output_schema, output_type),
+            cache_identity=cache_identity,
         )
 
     def clear(self) -> None:

@@ -11,11 +11,13 @@ from typing import Any, Literal
 import msgspec
 
 __all__ = [
+    "CacheBreakpointCarrier",
     "InputContent",
     "InputFile",
     "InputImage",
     "InputText",
     "OutputText",
+    "PromptCacheBreakpoint",
     "ReasoningText",
     "Refusal",
     "SummaryText",
@@ -29,10 +31,22 @@ class WireStruct(
     """Base of every tagged wire value; unknown fields are tolerated (the API grows)."""
 
 
+class PromptCacheBreakpoint(
+    msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True
+):
+    """``prompt_cache_breakpoint`` of an input content block: the exact end of a reusable
+    prompt prefix (GPT-5.6 and later). ``mode`` has no default, so ``omit_defaults`` never
+    drops it; without ``ttl`` the breakpoint inherits ``prompt_cache_options.ttl``."""
+
+    mode: Literal["explicit"]
+    ttl: Literal["30m", "12h"] | None = None
+
+
 class InputText(WireStruct, frozen=True, kw_only=True, tag="input_text"):
     """Plain text given to the model."""
 
     text: str
+    prompt_cache_breakpoint: PromptCacheBreakpoint | None = None
 
 
 class InputImage(WireStruct, frozen=True, kw_only=True, tag="input_image"):
@@ -41,6 +55,7 @@ class InputImage(WireStruct, frozen=True, kw_only=True, tag="input_image"):
     detail: Literal["auto", "low", "high", "original"]
     image_url: str | None = None
     file_id: str | None = None
+    prompt_cache_breakpoint: PromptCacheBreakpoint | None = None
 
 
 class InputFile(WireStruct, frozen=True, kw_only=True, tag="input_file"):
@@ -50,6 +65,7 @@ class InputFile(WireStruct, frozen=True, kw_only=True, tag="input_file"):
     file_data: str | None = None
     file_id: str | None = None
     file_url: str | None = None
+    prompt_cache_breakpoint: PromptCacheBreakpoint | None = None
 
 
 class OutputText(WireStruct, frozen=True, kw_only=True, tag="output_text"):
@@ -79,3 +95,8 @@ class ReasoningText(WireStruct, frozen=True, kw_only=True, tag="reasoning_text")
 
 
 InputContent = InputText | InputImage | InputFile
+
+CacheBreakpointCarrier = (InputText, InputImage, InputFile)
+"""The content blocks that may carry a ``prompt_cache_breakpoint`` (input blocks only: the
+API's output text and refusal parts have no such field). Unset, the field is left out, so a
+block without a breakpoint encodes to the very bytes it did before the field existed."""

@@ -16,6 +16,7 @@ from turnwire.wire.tools import WireTool
 __all__ = [
     "FunctionToolChoice",
     "ProgrammaticToolChoice",
+    "PromptCacheOptions",
     "ReasoningOptions",
     "RequestBody",
     "StreamOptions",
@@ -42,6 +43,16 @@ class TextOptions(_Options, frozen=True, kw_only=True):
 
 class StreamOptions(_Options, frozen=True, kw_only=True):
     include_obfuscation: bool | None = None
+
+
+class PromptCacheOptions(_Options, frozen=True, kw_only=True):
+    """``prompt_cache_options`` (GPT-5.6 and later), its fields as the official types define
+    them; a field left unset is left out of the body."""
+
+    comparison_response_id: str | None = None
+    mode: Literal["implicit", "explicit"] | None = None
+    prewarm: bool | None = None
+    ttl: Literal["30m", "12h"] | None = None
 
 
 class FunctionToolChoice(_Options, frozen=True, kw_only=True, tag="function", tag_field="type"):
@@ -77,6 +88,7 @@ class RequestBody(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True,
     service_tier: Literal["auto", "default", "flex", "scale", "priority"] | None = None
     prompt_cache_key: str | None = None
     prompt_cache_retention: Literal["in_memory", "24h"] | None = None
+    prompt_cache_options: PromptCacheOptions | None = None
     safety_identifier: str | None = None
     metadata: dict[str, str] | None = None
     text: TextOptions | None = None
