@@ -104,20 +104,27 @@ class WindowSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     """``context.window`` as a mapping: exactly one of ``last_turns``, ``token_budget`` or
     ``compact``.
 
-    :ivar last_turns: Keep the last N turns.
-    :ivar token_budget: Keep the most recent whole turns whose estimate fits in N tokens.
+    :ivar last_turns: Send at most N turns.
+    :ivar token_budget: Send whole turns whose estimate fits in N tokens (the last turn always).
+    :ivar cut_to: What a cut of ``last_turns`` or ``token_budget`` leaves, as a fraction of the
+        limit: over the limit, the window drops its oldest turns until it holds at most this
+        much, then grows again, so a request extends the previous one byte for byte until the
+        next cut. 1 drops only what is over the limit (a window sliding by a turn each request).
     :ivar compact: Keep every turn, and compact before a run whose estimate is over ``threshold``
-        (excludes ``last_turns`` and ``token_budget``).
+        (excludes ``last_turns``, ``token_budget`` and ``cut_to``).
     """
 
     last_turns: Annotated[int, msgspec.Meta(ge=1)] | None = None
     token_budget: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    cut_to: Annotated[float, msgspec.Meta(gt=0, le=1)] = 0.5
     compact: CompactWindow | None = None
 
     def __post_init__(self) -> None:
         given = [self.last_turns, self.token_budget, self.compact]
         if sum(value is not None for value in given) != 1:
             raise ValueError("give exactly one of last_turns, token_budget or compact")
+        if self.compact is not None and self.cut_to != 0.5:
+            raise ValueError("cut_to: only with last_turns or token_budget")
 
 
 Window = Literal["all"] | WindowSettings
@@ -401,6 +408,7 @@ class ContextSettings(_Section, frozen=True, kw_only=True):
     (off while ``token_encoding`` is null).
 
     :ivar window: Which turns a request sends: ``all``, ``{last_turns: N}``, ``{token_budget: N}``
+        (over its limit, either drops its oldest turns down to ``cut_to`` of it, half by default)
         or ``{compact: {threshold: N}}`` (every turn; before a run whose estimate is over N tokens
         the client compacts what precedes the question); a window cuts only between turns, never
         inside one response, and keeps the system content, and a render always starts at the

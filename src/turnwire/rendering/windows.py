@@ -8,9 +8,9 @@ its output and a reasoning item never loses the item it produced, and the leadin
 (system prompt, standing instructions, memories, documents, tools) is always kept.
 
 - ``all`` (the default): every turn.
-- ``{last_turns: N}``: the last N turns.
-- ``{token_budget: N}``: the longest run of most recent whole turns whose estimate fits in N
-  tokens (the last turn is always kept, with a warning when it alone is over).
+- ``{last_turns: N}``: at most the last N turns.
+- ``{token_budget: N}``: whole recent turns whose estimate fits in N tokens (the last turn is
+  always kept, with a warning when it alone is over).
 - ``{compact: {threshold: N}}``: every turn, and before a run (``turnwire run``,
   ``Client.run``) whose estimate (:func:`estimate_request_tokens`: the records a request would
   send, after the compaction cut) is over N tokens, the client first calls the compact
@@ -21,16 +21,32 @@ The three mappings exclude each other. A compaction item already in the thread i
 under every window: the window is applied first, then the render leaves out everything
 before the latest compaction it kept (so ``last_turns`` counts stored turns, compacted or not).
 
+``last_turns`` and ``token_budget`` cut with hysteresis. A cut changes the start of the input:
+the prompt cache misses, and reasoning recorded after the old prefix is no longer replayed (its
+fingerprint is stale: the API would refuse it anyway). So a window does not slide by a turn
+each request; once over its limit it drops its oldest turns until it holds at most ``cut_to``
+of the limit (half by default), then grows again, and each request until the next cut extends
+the previous one byte for byte. With ``last_turns: 20`` the window holds 10 turns after a cut
+and the next cut comes 11 turns later. ``cut_to: 1`` drops only what is over the limit.
+
+A render has no memory of the previous request, so the start is a function of the thread
+alone: the thread's growth is replayed record by record in timeline order (a turn's tool
+calls are several requests), and wherever what the window holds goes over the limit, the
+oldest turns are dropped until it holds at most ``cut_to`` of it, the turn being built always
+kept (it grows on after the cut). That is where a client keeping the window from request to
+request would be, and it costs one pass over the records. A cut that would start inside one
+response (a user message sharing the response's timestamp) starts at the turn before.
+:func:`window_cut` says where the latest cut is and whether it happened in the last turn.
+
 The estimate is the one of :func:`estimate_tokens`: text by length (about four bytes a token),
 each attachment a fixed 765 tokens (a high-detail 512x512 image), reasoning blobs by length.
-A cut changes the request prefix, so reasoning recorded after the old prefix is no longer
-replayed (its fingerprint is stale): the API would refuse it anyway.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import msgspec
 
@@ -39,11 +55,13 @@ from turnwire.model.records import HostedItem, Message, Thought, Thread, ToolCal
 from turnwire.model.timeline import Record, only_records, timeline
 
 __all__ = [
+    "WindowCut",
     "apply_window",
     "estimate_request_tokens",
     "estimate_tokens",
     "timeline_turns",
     "transcript",
+    "window_cut",
 ]
 
 logger = logging.getLogger("turnwire")
@@ -109,27 +127,86 @@ def estimate_request_tokens(thread: Thread) -> int:
     return sum(estimate_tokens(record) for records in groups for record in records)
 
 
-def _keep(turns: Sequence[list[Record]], window: WindowSettings) -> int:
-    """How many trailing turns the window keeps."""
+class WindowCut(msgspec.Struct, frozen=True, kw_only=True):
+    """Where the latest cut of a window leaves a thread (:func:`window_cut`).
+
+    :ivar first_turn: The index, in :func:`timeline_turns`, of the first turn sent; the turns
+        before it are left out.
+    :ivar dropped: How many turns the latest cut dropped (the turns before those went in
+        earlier cuts).
+    :ivar in_last_turn: Whether the latest cut happened in the thread's last turn, so the thread
+        without that turn is sent from an earlier turn, and one request of the last turn did
+        not extend the one before it. (A turn spans several requests when the model calls
+        tools, and this stays true for those that follow the cut in it, which extend it.)
+    """
+
+    first_turn: int
+    dropped: int
+    in_last_turn: bool
+
+
+class _Replay(NamedTuple):
+    start: int  # the first turn sent
+    before_cut: int  # the first turn sent before the latest cut
+    cut_in: int  # the turn in which the latest cut happened, -1 for none
+    last_turn_cost: int  # what the last turn alone adds to the window
+
+
+def _record_costs(turns: Sequence[list[Record]], window: WindowSettings) -> list[list[int]]:
+    """What each record adds to the window: ``last_turns`` counts a turn once (one step per
+    turn), ``token_budget`` counts each record's estimate."""
     if window.last_turns is not None:
-        return min(window.last_turns, len(turns))
-    assert window.token_budget is not None
-    total, kept = 0, 0
-    for turn in reversed(turns):
-        total += sum(estimate_tokens(record) for record in turn)
-        if total > window.token_budget and kept:
-            break
-        kept += 1
-        if total > window.token_budget:
-            logger.warning(
-                "the last turn alone is estimated at %d tokens, over context.window.token_budget "
-                "(%d); it is sent whole",
-                total,
-                window.token_budget,
-                extra={"kind": "window-over-budget"},
-            )
-            break
-    return kept
+        return [[1] for _ in turns]
+    return [[estimate_tokens(record) for record in turn] for turn in turns]
+
+
+def _replay(turns: Sequence[list[Record]], window: WindowSettings) -> _Replay:
+    """The thread's growth replayed record by record, cutting with hysteresis (see the module
+    docstring): where the window starts, and where its latest cut happened."""
+    limit = window.last_turns if window.last_turns is not None else window.token_budget
+    assert limit is not None
+    low = limit * window.cut_to
+    # Where a cut at turn i starts: turn i, or the latest turn before it that does not open
+    # inside one response (records sharing a timestamp): what a reasoning item of a response
+    # produced cannot be kept without that reasoning.
+    opening: list[int] = []
+    for index, turn in enumerate(turns):
+        inside = index > 0 and turn[0].created_at == turns[index - 1][-1].created_at
+        opening.append(opening[-1] if inside else index)
+    before: list[int] = []  # before[i]: what the turns before turn i add up to
+    total = start = before_cut = reach = 0
+    cut_in = -1
+    for index, costs in enumerate(_record_costs(turns, window)):
+        before.append(total)
+        for cost in costs:
+            total += cost
+            if total - before[start] <= limit or start == index:
+                continue
+            # The first turn from which the window fits in ``low``; as the thread only grows,
+            # it only moves on, so the whole replay is one pass.
+            reach = max(reach, start)
+            while reach < index and total - before[reach] > low:
+                reach += 1
+            if opening[reach] > start:
+                before_cut, start, cut_in = start, opening[reach], index
+    last_turn_cost = total - before[-1] if before else 0
+    return _Replay(start, before_cut, cut_in, last_turn_cost)
+
+
+def window_cut(thread: Thread, window: Window) -> WindowCut | None:
+    """Where ``window`` cuts ``thread``: ``None`` when a request sends every turn, else the
+    first turn sent and what the latest cut did, to report a reset of the request prefix."""
+    if not isinstance(window, WindowSettings) or window.compact is not None:
+        return None
+    turns = timeline_turns(thread)
+    replay = _replay(turns, window)
+    if replay.start == 0:
+        return None
+    return WindowCut(
+        first_turn=replay.start,
+        dropped=replay.start - replay.before_cut,
+        in_last_turn=replay.cut_in == len(turns) - 1,
+    )
 
 
 def apply_window(thread: Thread, window: Window) -> Thread:
@@ -140,15 +217,19 @@ def apply_window(thread: Thread, window: Window) -> Thread:
     if window.compact is not None:
         return thread  # the compaction cut windows it
     turns = timeline_turns(thread)
-    kept = _keep(turns, window)
-    cut = len(turns) - kept
-    # Never inside one response (records sharing a timestamp): what a reasoning item of it
-    # produced cannot be kept without that reasoning.
-    while cut > 0 and turns[cut][0].created_at == turns[cut - 1][-1].created_at:
-        cut -= 1
-    if cut <= 0:
+    replay = _replay(turns, window)
+    if window.token_budget is not None and replay.last_turn_cost > window.token_budget:
+        logger.warning(
+            "the last turn alone is estimated at %d tokens, over context.window.token_budget "
+            "(%d); it is sent whole",
+            replay.last_turn_cost,
+            window.token_budget,
+            extra={"kind": "window-over-budget"},
+        )
+    if replay.start == 0:
         return thread
-    return only_records(thread, {id(record) for turn in turns[cut:] for record in turn})
+    kept = {id(record) for turn in turns[replay.start :] for record in turn}
+    return only_records(thread, kept)
 
 
 def _hosted_line(record: HostedItem) -> str:
