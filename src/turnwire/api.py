@@ -251,6 +251,8 @@ def run_thread(
     with _question_files(store, thread_id, uploads, settings) as uploads:
         current = builder.build_user_turn(prompt, uploads) if (prompt or uploads) else None
         thread = store.load(thread_id, current=current)
+        # The last request a run of this thread sent: this run's first is compared with it.
+        previous = builder.last_ledger(store.turns(thread_id))
         chosen = _stored_roots(store, thread_id, roots, settings)
         chosen += tuple(media.path for media in uploads if media.path)
         client = Client(
@@ -275,6 +277,7 @@ def run_thread(
             approvals=approvals,
             output_schema=output_schema,
             cache_identity=thread_id,  # the prompt_cache_key derives from the store's id
+            previous_ledger=previous,
         )
         turns = builder.build_run_turns(
             question=current,
@@ -284,6 +287,7 @@ def run_thread(
             usage=result.response.usage,
             request_fingerprint=result.request_fingerprint,
             generations=result.generations,
+            ledger=result.ledger,
         )
         if result.compaction is not None:
             turns.insert(0, compaction_turn(builder, result.compaction.record))

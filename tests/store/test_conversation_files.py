@@ -78,3 +78,83 @@ def test_a_history_over_the_request_file_budget_is_an_error_not_a_silent_drop(tm
         assert store.turns(thread_id) == before  # nothing stored
     copies = sorted(p.name for p in (tmp_path / "files").rglob("*") if p.is_file())
     assert copies == ["0-a.png"]  # the failed question's copy was removed
+
+
+def test_each_run_is_checked_against_the_last_request_of_the_run_before(tmp_path, caplog):
+    """The store keeps the ledger of a run's last request: the next run's first request is
+    compared with it, and a reset is reported with its cause (here a memory added to the
+    instructions under the default placement)."""
+    from turnwire.client.progress import PrefixResetEvent
+
+    container = make_container(REPLAY)
+    with SQLiteStore(tmp_path / "t.db") as store:
+        thread_id = store.create_thread(
+            turnwire.load_thread({"version": 1, "model": "gpt-5", "system_prompt": "Be brief."})
+        )
+
+        def ask(prompt, **more):
+            turn = len(store.turns(thread_id))
+            events: list = []
+            with ScriptedServer([Reply.sse(_answer(turn))]) as server:
+                result = turnwire.run_thread(
+                    thread_id,
+                    store=store,
+                    prompt=prompt,
+                    container=container,
+                    base_url=server.base_url,
+                    api_key="sk-test-key",
+                    on_event=events.append,
+                    **more,
+                )
+            return result, [e for e in events if isinstance(e, PrefixResetEvent)]
+
+        first, resets = ask("one")
+        assert first.prefix == () and resets == []  # nothing sent before it
+        assert store.turns(thread_id)[-1].ledger == first.ledger
+        second, resets = ask("two")
+        (report,) = second.prefix
+        assert report.extends and report.kept == report.previous_items == len(first.ledger.items)
+        assert resets == [] and second.resets == ()
+        # the header changes: a memory joins the instructions
+        store.update_header(
+            thread_id,
+            turnwire.load_thread(
+                {
+                    "version": 1,
+                    "model": "gpt-5",
+                    "system_prompt": "Be brief.",
+                    "memories": [{"id": "m1", "content": "likes tea"}],
+                }
+            ),
+        )
+        caplog.set_level("WARNING", logger="turnwire")
+        third, resets = ask("three")
+        (report,) = third.prefix
+        assert not report.extends and report.cause == "instructions"
+        assert [event.report for event in resets] == [report]
+        assert any(
+            getattr(r, "kind", None) == "prefix-reset" and "instructions changed" in r.getMessage()
+            for r in caplog.records
+        )
+
+
+def test_a_window_cut_is_reported_as_one_and_the_requests_between_cuts_extend(tmp_path):
+    container = make_container({"context": {"window": {"last_turns": 2}}})
+    with SQLiteStore(tmp_path / "t.db") as store:
+        thread_id = store.create_thread(turnwire.load_thread({"version": 1, "model": "gpt-5"}))
+        reports = []
+        for n in range(6):
+            turn = len(store.turns(thread_id))
+            with ScriptedServer([Reply.sse(_answer(turn))]) as server:
+                result = turnwire.run_thread(
+                    thread_id,
+                    store=store,
+                    prompt=f"question {n}",
+                    container=container,
+                    base_url=server.base_url,
+                    api_key="sk-test-key",
+                )
+            reports.extend(result.prefix)
+    causes = [None if r.extends else r.cause for r in reports]
+    # last_turns 2, cut to 1: the third question cuts, then every second one
+    assert causes == [None, "window", None, "window", None]

@@ -29,7 +29,7 @@ from turnwire.client.assembly import (
     stamp,
 )
 from turnwire.client.execution import decided_approvals, execute
-from turnwire.client.progress import ProgressEvent, ResponseDoneEvent
+from turnwire.client.progress import PrefixResetEvent, ProgressEvent, ResponseDoneEvent
 from turnwire.client.reading import (
     decoded_answer,
     finish_reason,
@@ -59,7 +59,16 @@ from turnwire.rendering.compaction import (
     compaction_record,
     parse_compacted,
 )
+from turnwire.rendering.ledger import (
+    ItemDigests,
+    Ledger,
+    PrefixReport,
+    compare,
+    ledger_of,
+    settings_digest,
+)
 from turnwire.rendering.renderer import resolve_model
+from turnwire.rendering.windows import window_cut
 from turnwire.wire.response import Generation
 
 if TYPE_CHECKING:
@@ -83,6 +92,8 @@ class Run:
     :param cache_identity: the thread's identity, fixed for the run, which each request's
         ``prompt_cache_key`` derives from (the compact request's too: a compaction renders a
         part of the thread, whose own opening record may differ).
+    :param previous_ledger: the ledger of the request sent before this run's first one (a
+        stored thread keeps it), so the first request is compared too.
     """
 
     def __init__(
@@ -93,6 +104,7 @@ class Run:
         output_schema: StructuredOutput | None = None,
         on_event: Callable[[ProgressEvent], None] | None = None,
         cache_identity: str | None = None,
+        previous_ledger: Ledger | None = None,
     ) -> None:
         self.client = client
         self.container = client.container
@@ -106,6 +118,14 @@ class Run:
         self._output_schema = output_schema
         self._on_event = on_event
         self._cache_identity = cache_identity
+        self._ledger = previous_ledger
+        self._digests = ItemDigests()  # per run: bounded by the last request's items
+        self._settings_digest = settings_digest(
+            [client.settings.render, client.settings.context, client.settings.request]
+        )
+        self.prefix: list[PrefixReport] = []
+        """How each request of the run relates to the one before it."""
+        self._window_start = 0
         self._event_model = ""
         self._last_rendered: Any = None
         self.requests = 0
@@ -248,6 +268,8 @@ class Run:
             generations=tuple(stats),
             usage=Usage.sum(s.usage for s in stats),
             compaction=compaction,
+            prefix=tuple(self.prefix),
+            ledger=self._ledger,
         )
 
     async def auto_compact(
@@ -326,6 +348,10 @@ class Run:
         check_tool_choice(self.settings, thread)
         pending = pending_ids(thread)
         rendered = self._last_rendered = self._render(thread, model, roots, pending=pending)
+        window = self.settings.context.window
+        if window != "all":  # where the window starts: a later start is a "window" reset
+            cut = window_cut(thread, window)
+            self._window_start = 0 if cut is None else cut.first_turn
         if pending:
             thread = stamp(thread, pending, rendered.rendered.stamped)
         check_window(self.settings, rendered, thread)
@@ -364,6 +390,7 @@ class Run:
             self.client._observe(
                 "on_prompt_assembled", body=bytes(body), model=model, attempt_kind=attempt_kind
             )
+        self._account(rendered)
         self.requests += 1
         with self.telemetry.request(model) as span:
             generation = await self._answer(body, stream, on_text)
@@ -381,6 +408,27 @@ class Run:
             )
             raise_unless_answered(generation)
         return generation
+
+    def _account(self, rendered: Any) -> None:
+        """Hold the request about to be sent against the one sent before it: the report joins
+        :attr:`prefix`, a reset is logged (``prefix-reset``) and shown as a progress event."""
+        ledger = ledger_of(
+            rendered.request,
+            settings=self._settings_digest,
+            window_start=self._window_start,
+            digests=self._digests,
+        )
+        report = compare(self._ledger, ledger)
+        self._ledger = ledger
+        if report is None:
+            return
+        self.prefix.append(report)
+        if not report.extends:
+            number = self.requests + 1
+            logger.warning(
+                "request %d: %s", number, report.describe(), extra={"kind": "prefix-reset"}
+            )
+            self.emit(PrefixResetEvent(request=number, report=report))
 
     async def _answer(
         self, body: bytes | EncodedBody, stream: bool, on_text: Callable[[str], None] | None

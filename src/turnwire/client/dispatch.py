@@ -68,6 +68,7 @@ from turnwire.rendering.compaction import (
     compacted,
 )
 from turnwire.rendering.container import build_container
+from turnwire.rendering.ledger import Ledger
 from turnwire.rendering.renderer import resolve_model
 
 __all__ = ["Client", "Records", "ResponseMeta", "RunResult", "finish_reason"]
@@ -272,6 +273,7 @@ class Client:
         output_schema: Any = None,
         output_type: Any = None,
         cache_identity: str | None = None,
+        previous_ledger: Ledger | None = None,
     ) -> RunResult:
         """Send the thread, stream the answer, run tools and loop; return the extended thread.
 
@@ -307,6 +309,9 @@ class Client:
             request's key from: a stored thread's id (:func:`turnwire.api.run_thread` passes
             it); by default the thread's opening record (see
             :mod:`turnwire.rendering.caching`).
+        :param previous_ledger: the :attr:`RunResult.ledger` of the run before this one on
+            the same thread, so this run's first request is checked against it too
+            (:attr:`RunResult.prefix`; :func:`turnwire.run_thread` keeps it in the store).
         :raises turnwire.errors.MaxIterationsError: the run stopped at
             ``client.max_iterations`` with the model still calling tools (the run's result,
             its last calls run and recorded, on its ``result``).
@@ -329,6 +334,7 @@ class Client:
                 approvals=approvals,
                 output_schema=asked,
                 cache_identity=cache_identity,
+                previous_ledger=previous_ledger,
             )
         run = Run(
             self,
@@ -336,6 +342,7 @@ class Client:
             output_schema=asked,
             on_event=on_event,
             cache_identity=thread_identity(thread, cache_identity),
+            previous_ledger=previous_ledger,
         )
         with self.telemetry.run(model or thread.model) as span:
             result = await run.loop(

@@ -10,6 +10,7 @@ from turnwire.client.recording import Records
 from turnwire.model.records import Thread, ToolCall
 from turnwire.model.usage import GenerationStats, Usage
 from turnwire.rendering.compaction import CompactResult
+from turnwire.rendering.ledger import Ledger, PrefixReport
 
 __all__ = ["ResponseMeta", "RunResult"]
 
@@ -50,6 +51,20 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     compaction: CompactResult | None = None
     """The compaction a ``context.window: {compact: ...}`` made before the first request
     (its record is in ``thread``, not in ``records``)."""
+    prefix: tuple[PrefixReport, ...] = ()
+    """How each request of the run relates to the one sent before it (the first to the last
+    request of the previous run, when the caller gave its ledger: a stored thread keeps it),
+    in order: whether it extends it, and if not the first difference and its cause (see
+    :mod:`turnwire.rendering.ledger`). A request that does not extend the one before is also
+    logged as a ``prefix-reset`` warning."""
+    ledger: Ledger | None = None
+    """The ledger of the run's last request: what the next run's first request is compared
+    with (``Client.run(previous_ledger=...)``; :func:`turnwire.run_thread` stores it)."""
+
+    @property
+    def resets(self) -> tuple[PrefixReport, ...]:
+        """The requests of :attr:`prefix` that did not extend the one before."""
+        return tuple(report for report in self.prefix if not report.extends)
 
     @property
     def cache_hit_ratio(self) -> float | None:
