@@ -26,9 +26,9 @@ YAML and sometimes cut or corrupted at the byte level. Then one property per att
   controls as it was given, or refuses it with a StoreError;
 - a folder flipping to a symlink under renders never sends bytes from outside the root.
 
-What does not hold yet is pinned by strict xfails (a fix turns them into failures to remove):
-lone surrogates reaching a store, the command line or a thread given as a mapping, and a
-compaction dated within the five minutes of drift hiding the next question.
+Lone surrogates are refused where they enter, typed: by a store (StoreError), the command line
+(one error line) and a thread given as a mapping (E_THREAD_FILE_INVALID, with the path); and a
+question asked after a compaction dated within the five minutes of drift still sorts after it.
 
 The suite runs a bounded number of cases; the environment widens it:
 
@@ -1255,11 +1255,6 @@ def test_a_compaction_never_hides_a_question_asked_after_it(
             assert message["content"].encode() not in body, message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a compaction dated up to FUTURE_SKEW (5 min) ahead is accepted, and a question "
-    "asked before that time sorts before it and is cut out of the request",
-)
 @pytest.mark.parametrize("ahead", [60, _SKEW - 30])
 def test_a_compaction_within_the_drift_allowed_never_hides_the_next_question(
     dated_store: Any, ahead: int
@@ -1432,12 +1427,6 @@ def test_a_store_keeps_text_as_given_or_refuses_it_typed(
     event(_keeps_or_refuses(text_store, title, "gpt-" + model, "Q" + question, "A" + answer))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=UnicodeEncodeError,
-    reason="a lone surrogate raises UnicodeEncodeError (from the driver for a title, from "
-    "encode_header or encode_turn for the rest) instead of a StoreError",
-)
 @pytest.mark.parametrize("field", ["title", "model", "question", "answer"])
 def test_a_store_refuses_a_lone_surrogate_typed(text_store: Any, field: str) -> None:
     texts = {"title": "t", "model": "gpt-5", "question": "Q", "answer": "A"}
@@ -1454,12 +1443,6 @@ _ARGUMENTS = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=UnicodeEncodeError,
-    reason="a command-line value holding bytes that are not UTF-8 (a lone surrogate, by "
-    "surrogateescape) ends in a UnicodeEncodeError traceback, not one error line",
-)
 @pytest.mark.parametrize(
     "arguments",
     _ARGUMENTS,
@@ -1470,16 +1453,10 @@ def test_a_command_line_value_that_is_not_utf8_is_one_error_line(
 ) -> None:
     places = {"thread": str(REPO_EXAMPLES / "weather.yaml"), "store": str(tmp_path / "t.db")}
     status, _, err = _command(*(argument.format(**places) for argument in arguments))
-    if status != 0:
-        _one_error_line(status, err)
+    _one_error_line(status, err)
+    assert "is not UTF-8 text" in err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=UnicodeEncodeError,
-    reason="a thread given as a mapping is not checked for lone surrogates as a thread file "
-    "is: the render that encodes its body raises UnicodeEncodeError",
-)
 @pytest.mark.parametrize("where", ["content", "tool result"])
 def test_a_thread_mapping_with_a_lone_surrogate_is_refused_or_rendered(where: str) -> None:
     thread = copy.deepcopy(TOOL_THREAD)

@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from turnwire.client.dispatch import Client, RunResult
 from turnwire.errors import ConfigError, MaxIterationsError, OutputValidationError
 from turnwire.files.pointers import file_roots
@@ -251,6 +253,9 @@ def run_thread(
     with _question_files(store, thread_id, uploads, settings) as uploads:
         current = builder.build_user_turn(prompt, uploads) if (prompt or uploads) else None
         thread = store.load(thread_id, current=current)
+        if current is not None:  # stored as the load dated it: after every earlier record
+            asked = next(m for m in reversed(thread.messages) if m.id == current.id)
+            current = msgspec.structs.replace(current, created_at=asked.created_at)
         # The last request a run of this thread sent: this run's first is compared with it.
         previous = builder.last_ledger(store.turns(thread_id))
         chosen = _stored_roots(store, thread_id, roots, settings)
@@ -310,7 +315,6 @@ def _question_files(
     if not uploads or folder is None:
         yield uploads
         return
-    import msgspec
 
     from turnwire.files.pointers import ContextAssembler
     from turnwire.store._base import copy_name, new_thread_folder

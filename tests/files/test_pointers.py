@@ -226,37 +226,46 @@ def test_run_thread_file_proc_environ_is_refused(tmp_path):
             server.base_url,
         )
     assert done.returncode == 1 and server.requests == []
-    assert done.stderr.startswith("error: E_FILE_NOT_ALLOWED: $.messages[0].attachments[0].path:")
+    # refused as the store reads the question's file to keep its copy: the first --file
+    assert done.stderr.startswith("error: E_FILE_NOT_ALLOWED: files[0]:")
     with SQLiteStore(db) as store:
         assert store.turns(thread_id) == []
+    assert not (tmp_path / "files").exists() or not any((tmp_path / "files").rglob("*.*"))
 
 
-def test_a_stored_thread_reads_only_the_store_files_folder_and_the_files_named(tmp_path):
+def test_a_stored_thread_reads_only_its_own_folders_of_the_store_files(tmp_path):
+    """An import copies a thread's files into a folder of its own, which its runs read; a
+    pointer into the store's files folder but outside the thread's folders (another thread's
+    files, or anything put there) is refused, like one outside the store."""
     db = tmp_path / "store" / "t.db"
-    kept = tmp_path / "store" / "files" / "kept.txt"
-    kept.parent.mkdir(parents=True)
-    kept.write_text("kept by the store")
+    loose = tmp_path / "store" / "files" / "loose.txt"
+    loose.parent.mkdir(parents=True)
+    loose.write_text("not this thread's")
+    (tmp_path / "kept.txt").write_text("kept by the store")
     secret = secret_outside(tmp_path)
     container = make_container()
 
-    def stored(pointer: Path) -> tuple[SQLiteStore, str]:
+    def stored(pointer: Path, **files: object) -> tuple[SQLiteStore, str]:
         store = SQLiteStore(db)
         imported = turnwire.load_thread(json.loads(thread_with(tmp_path, str(pointer)).read_text()))
-        return store, store.import_thread(imported)
+        return store, store.import_thread(imported, **files)
 
-    store, thread_id = stored(kept)
+    store, thread_id = stored(
+        tmp_path / "kept.txt", files=ContextAssembler(roots=[str(tmp_path / "kept.txt")])
+    )
     with store, ScriptedServer([Reply.sse(TEXT)]) as server:
         turnwire.run_thread(thread_id, store=store, container=container, base_url=server.base_url)
     sent = json.dumps(server.requests[0].json)
     assert base64.b64encode(b"kept by the store").decode() in sent
-    store, thread_id = stored(secret)
-    with store, ScriptedServer([Reply.sse(TEXT)]) as server:
-        with pytest.raises(FileNotAllowedError) as caught:
-            turnwire.run_thread(
-                thread_id, store=store, container=container, base_url=server.base_url
-            )
-    assert caught.value.path == "$.messages[0].attachments[0].path"
-    assert server.requests == []
+    for outside in (loose, secret):
+        store, thread_id = stored(outside)
+        with store, ScriptedServer([Reply.sse(TEXT)]) as server:
+            with pytest.raises(FileNotAllowedError) as caught:
+                turnwire.run_thread(
+                    thread_id, store=store, container=container, base_url=server.base_url
+                )
+        assert caught.value.path == "$.messages[0].attachments[0].path"
+        assert server.requests == []
 
 
 def test_render_of_a_thread_object_reads_only_the_roots_it_is_given(tmp_path):

@@ -27,7 +27,7 @@ from turnwire.cli.printer import LogHandler, echo, echo_json
 from turnwire.cli.render import fingerprint_command, render_command
 from turnwire.cli.run import Decision, run_command
 from turnwire.cli.threads import threads_command
-from turnwire.errors import InputError, TurnwireError
+from turnwire.errors import ConfigError, InputError, TurnwireError
 
 __all__ = ["main"]
 
@@ -386,8 +386,27 @@ def _show_warning(message: Warning | str, *_: object, **__: object) -> None:
     echo(f"turnwire: warning: {message}", file=sys.stderr)
 
 
+def _not_text(args: argparse.Namespace) -> str | None:
+    """The option or argument whose value is not text (bytes that are not UTF-8 reach Python
+    as lone surrogates, which no request, store or terminal can carry)."""
+    for name, value in vars(args).items():
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str):
+                try:
+                    item.encode()
+                except UnicodeEncodeError:
+                    return name.replace("_", "-")
+    return None
+
+
 def _command(args: argparse.Namespace) -> int:
     try:
+        where = _not_text(args)
+        if where is not None:
+            raise ConfigError(
+                f"the value of {where} is not UTF-8 text; give command-line values as UTF-8",
+                path=f"$.{where}",
+            )
         return _COMMANDS[args.command](args)
     except TurnwireError as err:
         _fail(args, err)

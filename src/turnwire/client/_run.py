@@ -50,7 +50,7 @@ from turnwire.files.pointers import ContextAssembler, file_roots
 from turnwire.model.approvals import ApprovalDecision
 from turnwire.model.records import HostedItem, Message, Thought, Thread, ToolCall
 from turnwire.model.structured import StructuredOutput
-from turnwire.model.timeline import timeline
+from turnwire.model.timeline import latest, not_before, timeline
 from turnwire.model.usage import GenerationStats, Usage
 from turnwire.rendering.body import EncodedBody
 from turnwire.rendering.compaction import (
@@ -150,6 +150,8 @@ class Run:
         the last response, run and recorded, are :attr:`unsent`)."""
         resolved = resolve_model(thread, self.container, model)
         self._event_model = resolved
+        # What this run records sorts after everything the thread holds already.
+        self.clock = not_before(self.client.clock, latest(thread))
         allowed = file_roots(roots, self.settings.files)
         files = ContextAssembler.from_settings(self.settings.files, allowed)
         # The thread's own faults first, then the deployment's; all before anything runs.

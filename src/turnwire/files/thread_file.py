@@ -239,6 +239,31 @@ def _parse(data: bytes, name: str, format: Format | None) -> Thread:
     return _convert(THREAD_FILES.parse_yaml(data, name=name))
 
 
+def _lone_surrogate(value: Any, path: str) -> str | None:
+    """The ``$.path`` of the first string (key or value) in ``value`` holding a lone
+    surrogate, else ``None``."""
+    if isinstance(value, str):
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            return path
+        return None
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            where = f"{path}.{key}" if isinstance(key, str) else f"{path}[{key!r}]"
+            if isinstance(key, str) and _lone_surrogate(key, path) is not None:
+                return where
+            found = _lone_surrogate(item, where)
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            found = _lone_surrogate(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None
+
+
 def load_thread(source: str | os.PathLike[str] | Mapping[str, Any]) -> Thread:
     """Load a thread from a YAML or JSON file, standard input (``"-"``), or an already
     parsed mapping.
@@ -251,6 +276,13 @@ def load_thread(source: str | os.PathLike[str] | Mapping[str, Any]) -> Thread:
         fault, a parse error's names the file, line and column.
     """
     if isinstance(source, Mapping):
+        where = _lone_surrogate(source, "$")
+        if where is not None:  # a file's decoder refuses them; a mapping never met one
+            raise ThreadFileError(
+                f"{where}: a lone surrogate (half of a UTF-16 pair) is no text; give the "
+                "character itself",
+                path=where,
+            )
         return _convert(source)
     if isinstance(source, str) and source == STDIN:
         data = THREAD_FILES.read_stream(sys.stdin.buffer, name="<stdin>")

@@ -13,7 +13,8 @@ before documents, each in the order they are stored in.
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
 import msgspec
 
@@ -32,6 +33,8 @@ __all__ = [
     "ContextItem",
     "Record",
     "context_order_key",
+    "latest",
+    "not_before",
     "only_records",
     "order_key",
     "timeline",
@@ -63,6 +66,40 @@ def context_order_key(item: ContextItem, rank: int, index: int) -> tuple[datetim
     if created_at is None:
         return (_UNDATED, -math.inf, rank, index)
     return (created_at, math.inf, rank, index)
+
+
+def latest(thread: Thread) -> datetime | None:
+    """When the thread's latest record is dated (``None``: it holds none)."""
+    return max(
+        (
+            record.created_at
+            for records in (
+                thread.messages,
+                thread.thoughts,
+                thread.tool_calls,
+                thread.hosted_items,
+            )
+            for record in records
+        ),
+        default=None,
+    )
+
+
+def not_before(clock: Callable[[], datetime], floor: datetime | None) -> Callable[[], datetime]:
+    """``clock``, but never at or before ``floor``: what records added to a thread are dated
+    with. A thread may hold a record dated a little ahead of this machine's clock (another
+    machine's, within the drift a thread file may have); a record added after it must still
+    sort after it, or the timeline would put the new question before an older compaction,
+    which would cut it out of the request."""
+    if floor is None:
+        return clock
+    after = floor + timedelta(milliseconds=1)
+
+    def dated() -> datetime:
+        now = clock()
+        return now if now > floor else after
+
+    return dated
 
 
 def timeline(thread: Thread) -> list[Record]:

@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from turnwire.config.settings import RequestSettings
-from turnwire.errors import ConfigError, PreflightError, TurnwireError
+from turnwire.errors import ConfigError, PreflightError, RenderError, TurnwireError
 from turnwire.files.pointers import ContextAssembler, file_roots
 from turnwire.files.thread_file import load_thread
 from turnwire.model.records import Media, Message, Thread, ToolCall
@@ -581,30 +581,55 @@ def render(
     if not isinstance(thread, Thread):
         thread = load_thread(thread)
     resolved = resolve_model(thread, container, model)
-    rendered = render_input(
-        thread,
-        container=container,
-        model=resolved,
-        reasoning_replay=reasoning_replay,
-        render_context=render_context,
-        roots=chosen,
-        pending_reasoning=pending_reasoning,
-    )
-    body = build_body(
-        rendered,
-        model=resolved,
-        request=settings.request,
-        stream=settings.client.stream,
-        reasoning_replay=settings.render.reasoning_replay,
-        output_schema=_sent_schema(asked, thread, settings.request),
-        cache_identity=thread_identity(thread, cache_identity),
-        memo=container.render_memo(),
-    )
     try:
-        encoded = checked_body(body, container.render_memo())
-    except PreflightError as err:
-        raise _pending_calls(thread, err) or err from None
-    return RenderedRequest(encoded=encoded, request=body, rendered=rendered)
+        rendered = render_input(
+            thread,
+            container=container,
+            model=resolved,
+            reasoning_replay=reasoning_replay,
+            render_context=render_context,
+            roots=chosen,
+            pending_reasoning=pending_reasoning,
+        )
+        body = build_body(
+            rendered,
+            model=resolved,
+            request=settings.request,
+            stream=settings.client.stream,
+            reasoning_replay=settings.render.reasoning_replay,
+            output_schema=_sent_schema(asked, thread, settings.request),
+            cache_identity=thread_identity(thread, cache_identity),
+            memo=container.render_memo(),
+        )
+        try:
+            encoded = checked_body(body, container.render_memo())
+        except PreflightError as err:
+            raise _pending_calls(thread, err) or err from None
+        return RenderedRequest(encoded=encoded, request=body, rendered=rendered)
+    except UnicodeEncodeError as err:  # a record built in code holding a lone surrogate
+        memo = container.render_memo()
+        if memo is not None:  # it may hold the record: the next render starts afresh
+            memo.clear()
+        where = unencodable_record(thread)
+        raise RenderError(
+            f"{where}: text with a lone surrogate (half of a UTF-16 pair) has no UTF-8 form; "
+            "a record built in code must hold whole characters",
+            stage="render",
+        ) from err
+
+
+def unencodable_record(thread: Thread) -> str:
+    """The ``$.path`` of the first record or header field of ``thread`` holding text with a
+    lone surrogate (``$`` when none is found)."""
+    for name in thread.__struct_fields__:
+        value = getattr(thread, name)
+        items = value if isinstance(value, tuple) else (value,)
+        for index, item in enumerate(items):
+            try:
+                msgspec.json.encode(item)
+            except UnicodeEncodeError:
+                return f"$.{name}[{index}]" if isinstance(value, tuple) else f"$.{name}"
+    return "$"
 
 
 def _pending_calls(thread: Thread, err: PreflightError) -> PreflightError | None:

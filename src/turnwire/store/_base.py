@@ -21,6 +21,7 @@ from turnwire.errors import InputError, StoreError
 from turnwire.files.pointers import ContextAssembler, located_pointers
 from turnwire.files.thread_file import check_unbounded, save_thread
 from turnwire.model.records import Thread, map_pointers
+from turnwire.model.timeline import latest, not_before
 from turnwire.rendering.ledger import Ledger
 from turnwire.store.turns import Part, Turn, TurnBuilder
 
@@ -35,6 +36,7 @@ __all__ = [
     "header_without_hosted_items",
     "iso",
     "stored",
+    "unencodable",
     "utc",
 ]
 
@@ -109,6 +111,15 @@ def header_without_hosted_items(data: str | bytes) -> str | None:
     except _DAMAGE:
         return None
     return encode_header(header) if header.hosted_items else None
+
+
+def unencodable(where: object, err: UnicodeEncodeError) -> str:
+    """The message of a value no store can hold: text with a lone surrogate (half of a UTF-16
+    pair, which is no Unicode text: it has no UTF-8 form)."""
+    return (
+        f"the thread store {where} cannot hold text with a lone surrogate "
+        f"(U+{ord(err.object[err.start]):04X} at character {err.start}); nothing was stored"
+    )
 
 
 def encode_turn(turn: Turn) -> tuple[str, str | None, str | None]:
@@ -285,15 +296,21 @@ class StoreRecords:
         )
 
     def load(self, thread_id: str, *, current: Turn | None = None) -> Thread:
-        """The thread as the renderer reads it, ``current`` (a question not stored yet) last."""
+        """The thread as the renderer reads it, ``current`` (a question not stored yet) last:
+        dated after every record the thread holds (one may be dated a little ahead of this
+        machine's clock, within the drift a thread file may have), so an older compaction
+        dated ahead never cuts it out of the request; store the turn with that date."""
         header = self.header(thread_id)
         turns = self.turns(thread_id)
-        if current is not None:
-            turns.append(current)
         messages, thoughts, calls, hosted = self.builder.to_records(turns)
-        return msgspec.structs.replace(
+        thread = msgspec.structs.replace(
             header, messages=messages, thoughts=thoughts, tool_calls=calls, hosted_items=hosted
         )
+        if current is None:
+            return thread
+        moment = not_before(lambda: current.created_at, latest(thread))()
+        asked, *_ = self.builder.to_records([msgspec.structs.replace(current, created_at=moment)])
+        return msgspec.structs.replace(thread, messages=thread.messages + asked)
 
     def export_thread(self, thread_id: str) -> Thread:
         """The thread with every record and file pointer, as a thread file holds it."""

@@ -38,6 +38,7 @@ from turnwire.store._base import (
     encode_turn,
     header_without_hosted_items,
     stored,
+    unencodable,
     utc,
 )
 from turnwire.store.protocol import NO_TURNS, ThreadSummary
@@ -277,6 +278,8 @@ class PostgresStore(StoreRecords):
             ) from err
         except driver.OperationalError as err:
             raise StoreError(f"the thread store {self.url} failed: {_one_line(err)}") from err
+        except UnicodeEncodeError as err:  # a lone surrogate: no text a database can hold
+            raise StoreError(unencodable(self.url, err)) from err
         except driver.DataError as err:  # a value PostgreSQL cannot hold, such as NUL in text
             raise StoreError(
                 f"the thread store {self.url} cannot hold a value of this thread "

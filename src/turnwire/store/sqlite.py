@@ -30,6 +30,7 @@ from turnwire.store._base import (
     header_without_hosted_items,
     iso,
     stored,
+    unencodable,
 )
 from turnwire.store.protocol import NO_TURNS, ThreadSummary
 from turnwire.store.turns import Turn, TurnBuilder
@@ -159,6 +160,9 @@ class SQLiteStore(StoreRecords):
         self._db.execute("BEGIN IMMEDIATE")
         try:
             yield self._db
+        except UnicodeEncodeError as err:  # a lone surrogate: no text a database can hold
+            self._db.execute("ROLLBACK")
+            raise StoreError(unencodable(self.path, err)) from err
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
