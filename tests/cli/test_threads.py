@@ -548,3 +548,36 @@ def test_an_import_that_points_outside_its_folder_is_refused_and_stores_nothing(
     assert done.stderr.startswith("error: E_FILE_NOT_ALLOWED: $.messages[0].attachments[0].path")
     assert json.loads(turnwire_process("threads", "list", "--json", "--store", db).stdout) == []
     assert not any((tmp_path / "files").glob("*/*"))
+
+
+def test_run_says_when_a_request_does_not_extend_the_last_one_and_json_shows_each(
+    location, tmp_path
+):
+    """At the default verbosity `turnwire run` prints a prefix reset with its cause; --json
+    holds the report of every request."""
+    config = tmp_path / "c.yaml"
+    with _opened(location, tmp_path) as store:
+        thread_id = store.create_thread(
+            turnwire.load_thread({"version": 1, "model": "gpt-4o", "system_prompt": "Be brief."})
+        )
+
+    def ask(prompt: str, *more: str) -> Any:
+        with ScriptedServer([Reply.sse(recorded("text_simple_gpt-4o-mini.sse"))]) as server:
+            done = cli(
+                tmp_path, "run", "--thread", thread_id, "--store", location, "--prompt", prompt,
+                "--base-url", server.base_url, *more,
+            )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return done
+
+    first = ask("one")
+    assert "prefix-reset" not in first.stderr
+    steady = ask("two", "--json")
+    (report,) = json.loads(steady.stdout)["prefix"]
+    assert report["extends"] is True and report["kept"] == report["previous_items"] == 1
+    config.write_text("render: {system_prompt_channel: developer-item}\n")
+    moved = ask("three", "--config", str(config))
+    lines = [line for line in moved.stderr.splitlines() if "prefix-reset" in line]
+    assert len(lines) == 1, moved.stderr
+    (line,) = lines
+    assert line.startswith("turnwire: WARNING: request 1: prefix-reset: the instructions changed;")

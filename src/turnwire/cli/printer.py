@@ -119,8 +119,9 @@ class LogHandler(logging.Handler):
 
 class Progress:
     """``turnwire run``'s progress on stderr: reasoning summaries as they stream (dimmed on a
-    terminal, else each line prefixed ``[reasoning] ``), each tool call as it starts, and each
-    request that does not extend the one before it (a prefix reset, with its cause)."""
+    terminal, else each line prefixed ``[reasoning] ``) and each tool call as it starts. (A
+    request that does not extend the one before it is the ``prefix-reset`` warning, which
+    ``turnwire run`` shows at its default verbosity.)"""
 
     DIM, RESET, PREFIX = "\x1b[2m", "\x1b[0m", "[reasoning] "
 
@@ -136,11 +137,7 @@ class Progress:
             self._open = None
 
     def __call__(self, event: Any) -> None:
-        from turnwire.client.progress import (
-            PrefixResetEvent,
-            ReasoningSummaryDeltaEvent,
-            ToolStartedEvent,
-        )
+        from turnwire.client.progress import ReasoningSummaryDeltaEvent, ToolStartedEvent
 
         if isinstance(event, ReasoningSummaryDeltaEvent):
             key = (event.output_index, event.summary_index)
@@ -155,9 +152,5 @@ class Progress:
         elif isinstance(event, ToolStartedEvent):
             self.end_line()
             echo(f"[tool {plain(event.call.tool)} started]", file=self.stream, flush=True)
-        elif isinstance(event, PrefixResetEvent):
-            self.end_line()
-            line = f"turnwire: request {event.request}: {event.report.describe()}"
-            echo(line, file=self.stream, flush=True)
         elif self._open is not None and not type(event).__name__.startswith("Reasoning"):
             self.end_line()

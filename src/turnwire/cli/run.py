@@ -244,6 +244,9 @@ def _payload(result: RunResult) -> str:
             ],
         },
     }
+    # How each request related to the one before it (the first to the last of the previous
+    # run, for a stored thread): whether it extended it, else where and why not.
+    payload["prefix"] = msgspec.to_builtins(result.prefix)
     pending = _pending_json(result.thread)
     if pending:
         payload["pending_approvals"] = pending

@@ -91,7 +91,11 @@ class PrefixReport(msgspec.Struct, frozen=True, kw_only=True):
         """One line for a person: what was kept, or what broke and where."""
         if self.extends:
             return f"extends the previous request ({self.kept} of {self.previous_items} items)"
-        where = "" if self.first_difference is None else f" at input[{self.first_difference}]"
+        where = (
+            f" at input[{self.first_difference}]"
+            if self.cause == "input" and self.first_difference is not None
+            else ""
+        )
         reason = {
             "model": "the model changed",
             "instructions": "the instructions changed",
