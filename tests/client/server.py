@@ -65,10 +65,18 @@ class ScriptedServer:
     """
 
     def __init__(
-        self, script: list[Reply] | None = None, *, answer: Callable[[Seen], Reply] | None = None
+        self,
+        script: list[Reply] | None = None,
+        *,
+        answer: Callable[[Seen], Reply] | None = None,
+        keep_alive: bool = False,
     ) -> None:
         self.script = list(script or [])
         self.answer = answer
+        # HTTP/1.1 persistent connections: each connection serves requests until the client
+        # closes it; ``connections`` counts how many the clients opened.
+        self.keep_alive = keep_alive
+        self.connections = 0
         self.requests: list[Seen] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -110,15 +118,23 @@ class ScriptedServer:
                 continue
             except OSError:
                 return
+            with self._lock:
+                self.connections += 1
             thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
             self._threads.append(thread)
             thread.start()
 
     def _read_request(self, conn: socket.socket) -> Seen | None:
-        conn.settimeout(5)
+        # A persistent connection waits for its next request in short steps, to see a stop.
+        conn.settimeout(0.2 if self.keep_alive else 5)
         data = b""
         while b"\r\n\r\n" not in data:
-            part = conn.recv(65536)
+            try:
+                part = conn.recv(65536)
+            except TimeoutError:
+                if self.keep_alive and not self._stop.is_set():
+                    continue
+                raise
             if not part:
                 return None
             data += part
@@ -139,40 +155,49 @@ class ScriptedServer:
 
     def _serve(self, conn: socket.socket) -> None:
         try:
+            while self._exchange(conn) and self.keep_alive and not self._stop.is_set():
+                pass
+        finally:
+            conn.close()
+
+    def _exchange(self, conn: socket.socket) -> bool:
+        """One request and its reply; whether the connection may serve another."""
+        try:
             seen = self._read_request(conn)
             if seen is None:
-                return
+                return False
             with self._lock:
                 self.requests.append(seen)
             reply = self._next(seen)
             if reply.reset:
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                return
+                return False
             head = [f"HTTP/1.1 {reply.status} X"]
             if reply.content_type:  # "" sends no Content-Type at all
                 head.append(f"Content-Type: {reply.content_type}")
-            head += ["Transfer-Encoding: chunked", "Connection: close"]
+            head.append("Transfer-Encoding: chunked")
+            if not self.keep_alive:
+                head.append("Connection: close")
             head += [f"{name}: {value}" for name, value in reply.headers.items()]
             conn.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
             for index, chunk in enumerate(reply.chunks):
                 if reply.close_after is not None and index >= reply.close_after:
-                    return
+                    return False
                 if reply.stall_after is not None and index >= reply.stall_after:
                     self._stop.wait(30)
-                    return
+                    return False
                 if index and reply.delay_s:
                     time.sleep(reply.delay_s)
                 conn.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
             if reply.stall_after is not None and reply.stall_after >= len(reply.chunks):
                 self._stop.wait(30)
-                return
+                return False
             if reply.close_after is not None and reply.close_after >= len(reply.chunks):
-                return  # every chunk sent, but never the final empty one
+                return False  # every chunk sent, but never the final empty one
             conn.sendall(b"0\r\n\r\n")
+            return True
         except OSError:
-            return
-        finally:
-            conn.close()
+            return False
 
 
 def free_port() -> int:

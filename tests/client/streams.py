@@ -101,6 +101,30 @@ def text_answer(text: str, *, msg_id: str = "msg_1", status: str = "completed") 
     )
 
 
+def call_answer(name: str, arguments: str, *, call_id: str, item_id: str) -> bytes:
+    """A streamed answer that is one function call."""
+    item = {
+        "type": "function_call",
+        "id": item_id,
+        "call_id": call_id,
+        "name": name,
+        "arguments": arguments,
+        "status": "completed",
+    }
+    response = {"id": f"resp_{item_id}", "status": "completed", "model": "gpt-4o"}
+    return sse(
+        {"type": "response.created", "response": {"id": response["id"], "status": "in_progress"}},
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {**item, "arguments": ""},
+        },
+        {"type": "response.function_call_arguments.delta", "output_index": 0, "delta": arguments},
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {"type": "response.completed", "response": response},
+    )
+
+
 def refusal_answer(text: str) -> bytes:
     """A streamed refusal of ``text``."""
     return sse(

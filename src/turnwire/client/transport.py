@@ -24,6 +24,7 @@ arguments and items are held until it ends, so an endless stream of deltas must 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import importlib
 import logging
@@ -507,11 +508,18 @@ class Transport:
                 raise StreamError(str(err)) from err
             # Read as events (the stream limit) exactly when read_answer reads it as events.
             events = stream and reads_as_events(response.headers)
-            chunks = self._chunks(response, decoder, deadline, events=events)
+            raw: list[AsyncIterator[bytes]] = []
+            chunks = self._chunks(response, decoder, deadline, events=events, raw=raw)
             try:
                 yield Answer(response, chunks, events=events)
-            finally:
+            except BaseException:
                 await response.aclose()
+                raise
+            # Read what the server still sends after the answer (the end of a chunked body,
+            # a last event) so the connection goes back to the pool for the next request,
+            # not closed halfway; bounded in bytes and time.
+            await _drained(raw, response)
+            await response.aclose()
             return
 
     async def _send(
@@ -587,14 +595,17 @@ class Transport:
         deadline: float | None,
         *,
         events: bool,
+        raw: list[AsyncIterator[bytes]],
     ) -> AsyncIterator[bytes]:
         """The answer's decoded bytes, under the idle watchdog and the request deadline, and
-        the size limit of what they are read as: an event stream (``events``), else one body."""
+        the size limit of what they are read as: an event stream (``events``), else one body.
+        ``raw`` receives the wire iterator (what :func:`_drained` reads the rest from)."""
         idle = self.stream_idle_timeout_s or None
         limit_total = self.max_stream_bytes if events else self.max_body_bytes
         limit_name = "client.max_stream_bytes" if events else "the transport's max_body_bytes"
         total = 0
         iterator = response.aiter_raw().__aiter__()
+        raw.append(iterator)
         while True:
             limit = idle
             phase = "idle"
@@ -645,6 +656,28 @@ class Transport:
                     yield piece
             except _Undecodable as err:
                 raise StreamError(f"the answer cannot be decoded: {err}") from err
+
+
+DRAIN_BYTES = 64 << 10
+"""The most bytes read after an answer to hand its connection back to the pool."""
+DRAIN_SECONDS = 0.25
+"""The longest wait for them: a server that keeps the answer open costs its connection."""
+
+
+async def _drained(raw: list[AsyncIterator[bytes]], response: httpx.Response) -> None:
+    """Read the rest of an answer whose reader stopped at its end (bounded by
+    :data:`DRAIN_BYTES` and :data:`DRAIN_SECONDS`): once httpx has seen the whole body, the
+    connection is reusable; closing it earlier closes the connection."""
+    if response.is_closed:
+        return
+    iterator = raw[0] if raw else response.aiter_raw().__aiter__()
+    read = 0
+    with contextlib.suppress(httpx.HTTPError, TimeoutError, StopAsyncIteration, RuntimeError):
+        async with asyncio.timeout(DRAIN_SECONDS):
+            async for piece in iterator:
+                read += len(piece)
+                if read > DRAIN_BYTES:
+                    return
 
 
 _PROXY_VARIABLES = (
