@@ -432,6 +432,6 @@ def test_the_readme_opens_with_the_two_commands_and_ci_runs_the_second():
     lines = (REPO / "README.md").read_text().splitlines()
     assert lines[2] == "```sh" and lines[5] == "```"
     demo, tests = lines[3], lines[4]
-    assert demo.endswith("uv run turnwire demo") and tests.endswith("uv run pytest")
+    assert demo.endswith("uv run --no-dev turnwire demo") and tests.endswith("uv run pytest")
     ci = (REPO / ".ci" / "run").read_text().splitlines()
     assert tests.rsplit("&& ", 1)[1] in ci

@@ -73,6 +73,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _uv(
         "pip",
         "install",
+        # The plugins' `turnwire` is the wheel above, not the checkout that the workspace's
+        # tool.uv.sources names (pyproject.toml).
+        "--no-sources",
         "--python",
         str(venv / "bin" / "python"),
         str(wheel),

@@ -1,7 +1,7 @@
 """``turnwire demo``: a whole conversation, end to end, with no network and no API key.
 
 A local HTTP server on 127.0.0.1 answers with recorded OpenAI Responses traffic (see
-``demo_data/ATTRIBUTION.md``); everything else is the real stack: a thread in the SQLite
+``demo/data/ATTRIBUTION.md``); everything else is the real stack: a thread in the SQLite
 store, rendering, the preflight check, httpx over a socket, the SSE decoder, the output slots,
 a tool call run by its handler, reasoning items recorded and replayed, an image attachment,
 and the turns written back to the store.
@@ -9,7 +9,10 @@ and the turns written back to the store.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shlex
+import shutil
 import sys
 import tempfile
 import threading
@@ -147,18 +150,72 @@ def _request_summary(body: dict[str, Any]) -> str:
     return text
 
 
+def _turnwire_command() -> str:
+    """How the person who ran the demo runs turnwire again, as a command that works from where
+    they are: ``uv run --no-dev turnwire`` in the checkout whose environment runs this demo
+    (runtime dependencies only, as the README's demo command), else the ``turnwire`` on their
+    PATH when it is this environment's, else this interpreter with ``-m turnwire``."""
+    prefix = Path(sys.prefix)
+    root = prefix.parent
+    if (root / "pyproject.toml").is_file() and (root / "uv.lock").is_file():
+        with contextlib.suppress(OSError):
+            if Path.cwd().resolve().is_relative_to(root.resolve()):
+                return "uv run --no-dev turnwire"
+    found = shutil.which("turnwire")
+    if found and Path(found).resolve().parent == (prefix / "bin").resolve():
+        return "turnwire"
+    return f"{shlex.quote(sys.executable)} -m turnwire"
+
+
 def run_demo(
     *, db: str | None = None, out: Callable[[str], None] | None = None, pace_s: float = 0.004
 ) -> int:
-    """Run the demo; print what a user should see; return the exit status."""
+    """Run the demo; print what a user should see; return the exit status.
+
+    Everything the demo makes for itself (the image it attaches, the envelope secret, and,
+    unless ``db`` names a store to keep, the store and its files) lives in one temporary folder
+    that is deleted before it returns, whatever happens; with ``db``, the store and its
+    ``files/`` are kept there and nothing else is written beside them.
+    """
+    from turnwire.errors import StoreError
+
+    kept = Path(db) if db else None
+    if kept is not None and not kept.parent.is_dir():
+        # As every other --store: a typo must not quietly start a store somewhere else.
+        raise StoreError(f"the store's folder {kept.parent} does not exist; create it first")
+    with tempfile.TemporaryDirectory(prefix="turnwire-demo-") as scratch:
+        thread_id, count = _converse(Path(scratch), kept, out or print, pace_s)
+    say = out or print
+    command = _turnwire_command()
+    if kept is None:
+        say(
+            f"\nStored thread {thread_id} ({count} turns) in a temporary store, deleted now with "
+            "its files and the demo's secret. To keep the thread:"
+        )
+        say(f"  keep it:  {command} demo --store demo.db")
+        return 0
+    store = shlex.quote(str(kept))
+    say(f"\nStored thread {thread_id} ({count} turns) in {kept}")
+    say(f"  see it:   {command} threads show {thread_id} --store {store}")
+    say(
+        f"  go on:    {command} run --thread {thread_id} --store {store} "
+        "--prompt 'And in Rome?' "
+        "--set 'tools.handlers={weather: turnwire.examples.tools:get_weather}'"
+    )
+    say("            (needs OPENAI_API_KEY: it asks the real API)")
+    return 0
+
+
+def _converse(
+    scratch: Path, kept: Path | None, say: Callable[[str], None], pace_s: float
+) -> tuple[str, int]:
+    """The two turns of the demo, in a store at ``kept`` or in ``scratch``; the thread's id and
+    its number of turns."""
     import turnwire
     from turnwire.api import run_thread
     from turnwire.config.settings import load_settings, merge
     from turnwire.hookspecs import hookimpl
     from turnwire.store.sqlite import SQLiteStore
-
-    def say(text: str = "") -> None:
-        (out or print)(text)
 
     streamed = [False]
 
@@ -169,14 +226,8 @@ def run_demo(
         sys.stdout.write(delta)
         sys.stdout.flush()
 
-    folder = Path(db).parent if db else Path(tempfile.mkdtemp(prefix="turnwire-demo-"))
-    store_path = Path(db) if db else folder / "threads.db"
-    if not folder.is_dir():
-        # As every other --store: a typo must not quietly start a store somewhere else.
-        from turnwire.errors import StoreError
-
-        raise StoreError(f"the store's folder {folder} does not exist; create it first")
-    potato = folder / "potato.png"
+    store_path = kept or scratch / "threads.db"
+    potato = scratch / "potato.png"
     potato.write_bytes(_data("potato.png"))
 
     class Narrator:
@@ -184,8 +235,9 @@ def run_demo(
         def on_prompt_assembled(self, body: bytes, attempt_kind: str) -> None:
             say(f"  [request] POST /responses: {_request_summary(json.loads(body))}")
 
-    # The demo's own secret lives beside its store, not in the user's config folder.
-    secret = {"render": {"envelope_secret_file": str(folder / "envelope-secret")}}
+    # The demo's own secret lives in its temporary folder: never in the user's config folder,
+    # never beside a store the user keeps.
+    secret = {"render": {"envelope_secret_file": str(scratch / "envelope-secret")}}
     settings = load_settings(overrides=merge(SETTINGS, secret))
     container = turnwire.build_container(settings=settings, extra_plugins=[Narrator()])
 
@@ -232,12 +284,4 @@ def run_demo(
                 f"{len(result.records.messages)} message(s), {len(result.records.thoughts)} "
                 f"reasoning item(s), {len(result.records.tool_calls)} tool call(s)"
             )
-        count = len(store.turns(thread_id))
-    say(f"\nStored thread {thread_id} ({count} turns) in {store_path}")
-    say(f"  see it:   turnwire threads show {thread_id} --store {store_path}")
-    say(
-        f"  go on:    turnwire run --thread {thread_id} --store {store_path} --prompt '...' "
-        "--set 'tools.handlers={weather: turnwire.examples.tools:get_weather}' "
-        "(with OPENAI_API_KEY set, against the real API)"
-    )
-    return 0
+        return thread_id, len(store.turns(thread_id))
