@@ -1092,8 +1092,9 @@ def test_threads_show_writes_no_terminal_control(
     thread_id = f"t{len(SHOWN_THREADS)}"
     SHOWN_THREADS.append(1)
     store = ("--store", str(threads_store))
+    title_option = f"--title={title}"  # (a title may start with `-`)
     status, out, err = _command(
-        "threads", "import", str(path), "--id", thread_id, "--title", title, *store
+        "threads", "import", str(path), "--id", thread_id, title_option, *store
     )
     if status != 0:
         _one_error_line(status, err)
