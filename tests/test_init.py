@@ -61,6 +61,7 @@ PUBLIC = [
     "ThreadStore",
     "Tool",
     "ToolCall",
+    "ToolFunction",
     "ToolResult",
     "TurnwireError",
     "UnknownThreadError",
@@ -77,6 +78,7 @@ PUBLIC = [
     "run",
     "run_thread",
     "save_thread",
+    "tool",
 ]
 
 
@@ -167,3 +169,15 @@ def test_downstream_script_type_checks_and_typos_are_type_errors(tmp_path: Path)
     assert status == 1
     assert '"ResponseMeta" has no attribute "finish_raeson"' in output
     assert '"RunResult" has no attribute "record"' in output
+
+
+def test_a_tool_keeps_its_functions_signature_for_type_checkers(tmp_path: Path) -> None:
+    """``@turnwire.tool`` gives a ``ToolFunction`` called as the function is: a wrong argument
+    is a type error, and ``tools=`` takes it with plain functions."""
+    typo = tmp_path / "typo.py"
+    text = DOWNSTREAM.read_text()
+    assert 'get_weather("Paris", days=2)' in text
+    typo.write_text(text.replace('get_weather("Paris", days=2)', 'get_weather("Paris", dayz=2)'))
+    status, output = mypy_strict(typo, tmp_path / "cache")
+    assert status == 1
+    assert 'Unexpected keyword argument "dayz"' in output

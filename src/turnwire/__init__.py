@@ -2,8 +2,9 @@
 
 Every rendering step is a pluggy stage (see :mod:`turnwire.hookspecs`); a dependency-injector
 container built from YAML wires them (:func:`build_container`). :func:`render` gives the exact
-body, :func:`run` sends it and runs the tool loop, :class:`Client` does both for long-lived
-callers, and :class:`SQLiteStore` keeps threads between turns.
+body, :func:`run` sends it and runs the tool loop (:func:`tool`: a typed Python function as a tool),
+:class:`Client` does both for long-lived callers, and :class:`SQLiteStore` keeps threads
+between turns.
 
 The names below load on first use, so ``import turnwire`` (and ``turnwire --version``) stays
 fast; type checkers see ordinary imports. Everything else lives in its module: the stages'
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from turnwire.files.thread_file import dump_thread, load_thread, save_thread
     from turnwire.hookspecs import hookimpl
     from turnwire.model.approvals import Approval
+    from turnwire.model.functions import ToolFunction, tool
     from turnwire.model.records import (
         Artifact,
         Identity,
@@ -104,6 +106,7 @@ _EXPORTS: dict[str, str] = {
     "ThreadStore": "turnwire.store",
     "Tool": "turnwire.model.records",
     "ToolCall": "turnwire.model.records",
+    "ToolFunction": "turnwire.model.functions",
     "ToolResult": "turnwire.model.records",
     "TurnwireError": "turnwire.errors",
     "UnknownThreadError": "turnwire.errors",
@@ -120,6 +123,7 @@ _EXPORTS: dict[str, str] = {
     "run": "turnwire.api",
     "run_thread": "turnwire.api",
     "save_thread": "turnwire.files.thread_file",
+    "tool": "turnwire.model.functions",
 }
 
 # Names this package exported before its public surface was pinned: still importable from
@@ -205,6 +209,7 @@ __all__ = [
     "ThreadStore",
     "Tool",
     "ToolCall",
+    "ToolFunction",
     "ToolResult",
     "TurnwireError",
     "UnknownThreadError",
@@ -221,6 +226,7 @@ __all__ = [
     "run",
     "run_thread",
     "save_thread",
+    "tool",
 ]
 
 

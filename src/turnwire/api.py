@@ -75,6 +75,7 @@ def run(
     on_event: Callable[[ProgressEvent], None] | None = None,
     container: Container | None = None,
     handlers: Mapping[str, Callable[..., Any]] | None = None,
+    tools: Iterable[Callable[..., Any]] = (),
     render_context: Mapping[str, str] | None = None,
     roots: Iterable[str | os.PathLike[str]] | None = None,
     approvals: Mapping[str, ApprovalDecision] | None = None,
@@ -101,6 +102,12 @@ def run(
         deltas, refusals, finished items and responses with usage, tools started and
         finished; see :mod:`turnwire.client.progress`).
     :param handlers: tool name → callable, instead of the tools' ``handler`` paths.
+    :param tools: functions the model may call, sync or async, plain or made with
+        :func:`turnwire.tool`: each is declared after the thread's own tools (its name, its
+        docstring, a JSON Schema from its type hints) and is its own handler; see
+        :mod:`turnwire.model.functions`. Their declarations are the run's: the thread saved
+        (``save``) or returned does not hold them. A name a thread tool has too raises
+        :class:`~turnwire.errors.InputError` before anything is sent.
     :param render_context: values stages may ask for by name, for every request of the run
         (see :func:`render`).
     :param approvals: decisions on the thread's pending MCP approval requests, by request id
@@ -140,6 +147,7 @@ def run(
         organization=organization,
         project=project,
         handlers=handlers,
+        tools=tools,
         **transport_options,
     )
     result, invalid = _kept(
@@ -221,6 +229,7 @@ def run_thread(
     on_event: Callable[[ProgressEvent], None] | None = None,
     container: Container | None = None,
     handlers: Mapping[str, Callable[..., Any]] | None = None,
+    tools: Iterable[Callable[..., Any]] = (),
     render_context: Mapping[str, str] | None = None,
     roots: Iterable[str | os.PathLike[str]] | None = None,
     approvals: Mapping[str, ApprovalDecision] | None = None,
@@ -267,6 +276,7 @@ def run_thread(
             organization=organization,
             project=project,
             handlers=handlers,
+            tools=tools,
             **transport_options,
         )
         result, invalid = _kept(

@@ -564,14 +564,17 @@ def tools_to_wire(
     :param hosted_tools: the hosted tools to declare (web search, file search, code
         interpreter, MCP servers, image generation): ``tools.hosted`` of the configuration,
         then the thread's ``hosted_tools`` that the configuration does not declare.
-    :param strict: the configured ``strict`` flag; ``None`` means the tool's own, else false.
+    :param strict: ``render.strict``: the flag of every tool without its own; ``None``: each
+        such tool is strict exactly when its schema qualifies for strict mode.
     :param stages: the relay to ``description_to_json_schema``.
     :returns: the declarations (possibly empty).
 
     Stops at the first non-None result. Runs once per request.
     Default: every tool that is not hidden, in thread order, with its description, the schema
-    from ``description_to_json_schema`` and an explicit ``strict`` flag; then the hosted tools
-    as they are declared.
+    from ``description_to_json_schema`` and an explicit ``strict`` flag (the tool's own, else
+    ``strict``, else whether that schema qualifies:
+    :func:`turnwire.model.structured.strict_problems` finds nothing); then the hosted tools as
+    they are declared.
     """
 
 

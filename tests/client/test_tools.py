@@ -22,7 +22,7 @@ import sys
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 import pytest
@@ -41,7 +41,7 @@ from turnwire.model.records import Artifact, ToolCall, ToolResult
 from ..conftest import REPLAY, REPO, SECRET, at, make_container
 from ..files.test_pointers import _artifact_thread, secret_outside
 from ..oracle import validate_body, validate_open_responses, validate_openapi
-from .conftest import AFTER_CALL, CALL, TEXT, THREAD, run
+from .conftest import AFTER_CALL, CALL, TEXT, THREAD, assert_unchanged, run
 from .server import Reply, ScriptedServer, free_port
 from .test_reading import MESSAGE, REASONING, streamed
 
@@ -1177,3 +1177,356 @@ def test_an_additional_tools_item_replays_when_its_input_shape_allows(tmp_path, 
     else:
         assert sent["type"] == "message" and sent["role"] == "assistant"
         assert any("additional_tools" in w for w in rendered.rendered.warnings)
+
+
+# ------------------------------------------------------------------ tools from typed functions
+
+NO_TOOLS = """\
+version: 1
+model: gpt-4o
+messages:
+  - {id: u1, role: user, content: "What's the weather?", created_at: "2026-01-01T10:00:00Z"}
+"""
+
+
+def _calling(name: str, arguments: str) -> bytes:
+    """The recorded call, of tool ``name`` with ``arguments`` (JSON text)."""
+    recorded = json.dumps('{"country":"France"}').encode()[1:-1]
+    stream = CALL.replace(b'"get_capital"', json.dumps(name).encode())
+    assert recorded in stream
+    return stream.replace(recorded, json.dumps(arguments).encode()[1:-1])
+
+
+def _no_tools(tmp_path: Path) -> Path:
+    path = tmp_path / "plain.yaml"
+    path.write_text(NO_TOOLS)
+    assert "tools" not in NO_TOOLS
+    return path
+
+
+def _checked(body: dict[str, Any]) -> dict[str, Any]:
+    validate_body(body)
+    validate_open_responses(body)
+    validate_openapi(body)
+    return body
+
+
+class Place(msgspec.Struct):
+    """A point on the map."""
+
+    lat: float
+    lon: float
+
+
+def test_a_function_tool_is_declared_from_its_signature_run_and_answered(tmp_path, caplog):
+    ran: list[tuple[Any, ...]] = []
+
+    @turnwire.tool
+    def get_weather(
+        city: Annotated[str, "The city"], unit: Literal["c", "f"] = "c", near: Place | None = None
+    ) -> str:
+        """The current weather in a city."""
+        ran.append((city, unit, near, threading.current_thread().name))
+        return f"12 degrees {unit} in {city}"
+
+    path = _no_tools(tmp_path)
+    arguments = '{"city":"Paris","unit":null,"near":{"lat":48.8,"lon":2.3}}'
+    with ScriptedServer([Reply.sse(_calling("get_weather", arguments)), Reply.sse(AFTER_CALL)]) as (
+        server
+    ):
+        result = run(server, path, handlers={}, tools=[get_weather])
+    first, second = (_checked(seen.json) for seen in server.requests)
+    declared = {
+        "type": "function",
+        "name": "get_weather",
+        "description": "The current weather in a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"description": "The city", "type": "string"},
+                "unit": {"anyOf": [{"enum": ["c", "f"], "type": "string"}, {"type": "null"}]},
+                "near": {"anyOf": [{"$ref": "#/$defs/Place"}, {"type": "null"}]},
+            },
+            "required": ["city", "unit", "near"],
+            "additionalProperties": False,
+            "$defs": {
+                "Place": {
+                    "title": "Place",
+                    "description": "A point on the map.",
+                    "type": "object",
+                    "properties": {"lat": {"type": "number"}, "lon": {"type": "number"}},
+                    "required": ["lat", "lon"],
+                    "additionalProperties": False,
+                }
+            },
+        },
+        "strict": True,
+    }
+    assert first["tools"] == [declared] and second["tools"] == [declared]
+    # converted: the default for a null, a Struct for an object; a sync function in a thread
+    assert ran == [("Paris", "c", Place(lat=48.8, lon=2.3), "turnwire-tool")]
+    call = result.records.tool_calls[0]
+    assert (call.tool, call.is_error, call.result.text) == (
+        "get_weather",
+        False,
+        "12 degrees c in Paris",
+    )
+    assert "\n12 degrees c in Paris\n" in second["input"][-1]["output"]
+    # the declaration is the run's: neither the result nor the saved file holds it
+    assert result.thread.tools == () and turnwire.load_thread(path).tools == ()
+    assert turnwire.load_thread(path).tool_calls[0].result == call.result
+    assert not [r for r in caplog.records if r.name == "turnwire" and r.levelname == "WARNING"]
+
+
+def test_an_async_function_tool_is_awaited_on_the_loop_and_a_loose_schema_is_not_strict(tmp_path):
+    seen: list[tuple[Any, ...]] = []
+
+    async def lookup_order(order_id: int, fields: dict[str, bool] | None = None) -> dict[str, Any]:
+        """Look an order up."""
+        await asyncio.sleep(0)
+        seen.append((order_id, fields, threading.current_thread().name))
+        return {"order": order_id, "status": "shipped"}
+
+    path = _no_tools(tmp_path)
+    stream = _calling("lookup_order", '{"order_id":42}')
+    with ScriptedServer([Reply.sse(stream), Reply.sse(AFTER_CALL)]) as server:
+        result = run(server, path, handlers={}, tools=[lookup_order])
+    first = _checked(server.requests[0].json)
+    assert first["tools"] == [
+        {
+            "type": "function",
+            "name": "lookup_order",
+            "description": "Look an order up.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "order_id": {"type": "integer"},
+                    "fields": {
+                        "anyOf": [
+                            {"type": "object", "additionalProperties": {"type": "boolean"}},
+                            {"type": "null"},
+                        ],
+                        "default": None,
+                    },
+                },
+                "required": ["order_id"],
+                "additionalProperties": False,
+            },
+            "strict": False,
+        }
+    ]
+    assert seen == [(42, None, threading.main_thread().name)]
+    assert result.records.tool_calls[0].result.text == '{"order":42,"status":"shipped"}'
+    assert '{"order":42,"status":"shipped"}' in server.requests[1].json["input"][-1]["output"]
+
+
+def test_a_function_tool_that_raises_logs_its_traceback_and_the_model_reads_the_error(
+    tmp_path, caplog
+):
+    @turnwire.tool
+    async def get_weather(city: str) -> str:
+        """The weather."""
+        raise LookupError(f"no station near {city}")
+
+    path = _no_tools(tmp_path)
+    with ScriptedServer(
+        [Reply.sse(_calling("get_weather", '{"city":"Atlantis"}')), Reply.sse(AFTER_CALL)]
+    ) as server:
+        result = run(server, path, handlers={}, tools=[get_weather])
+    call = result.records.tool_calls[0]
+    text = "Tool get_weather failed: LookupError: no station near Atlantis"
+    assert call.is_error and call.result.text == text
+    assert f"\n{text}\n" in server.requests[1].json["input"][-1]["output"]
+    [record] = [r for r in caplog.records if r.name == "turnwire" and r.levelname == "WARNING"]
+    assert record.kind == "tool-error"
+    message = record.getMessage()
+    assert message.startswith("tool get_weather raised LookupError; the call is an error result")
+    assert "Traceback (most recent call last):" in message
+    assert 'raise LookupError(f"no station near {city}")' in message
+    assert message.endswith("LookupError: no station near Atlantis")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "named"),
+    [
+        # an argument the signature has not: the schema is closed
+        ('{"city":"Paris","zip":"75001"}', "$: unexpected field zip"),
+        # a value of the wrong type
+        ('{"city":["Paris"]}', "$.city: expected string"),
+        # a missing one
+        ('{"when":"2026-01-02T10:00:00Z"}', "$.city: required, but missing"),
+        # one the schema lets through and the conversion refuses (formats are not checked)
+        ('{"city":"Paris","when":"tomorrow"}', "$.when: Invalid RFC3339 encoded datetime"),
+    ],
+)
+def test_arguments_a_function_cannot_take_are_an_error_result_naming_the_mismatch(
+    tmp_path, caplog, arguments, named
+):
+    ran: list[Any] = []
+
+    def get_weather(city: str, when: datetime | None = None) -> str:
+        ran.append(city)
+        return city
+
+    path = _no_tools(tmp_path)
+    with ScriptedServer(
+        [Reply.sse(_calling("get_weather", arguments)), Reply.sse(AFTER_CALL)]
+    ) as server:
+        result = run(server, path, handlers={}, tools=[get_weather])
+    assert ran == []
+    call = result.records.tool_calls[0]
+    assert call.is_error
+    assert call.result.text.startswith("Tool arguments do not match the parameters of get_weather")
+    assert named in call.result.text
+    assert named in server.requests[1].json["input"][-1]["output"]
+    [record] = [r for r in caplog.records if r.name == "turnwire" and r.levelname == "WARNING"]
+    assert record.kind == "tool-arguments" and named in record.getMessage()
+    assert record.getMessage().startswith("tool get_weather cannot take the model's arguments")
+
+
+def test_a_handler_whose_signature_cannot_take_the_arguments_is_an_error_result(
+    thread_file, caplog
+):
+    ran: list[str] = []
+
+    def get_capital(city: str) -> str:  # the thread's tool sends `country`
+        ran.append(city)
+        return city
+
+    with ScriptedServer([Reply.sse(CALL), Reply.sse(AFTER_CALL)]) as server:
+        result = run(server, thread_file, handlers={"get_capital": get_capital})
+    assert ran == []
+    call = result.records.tool_calls[0]
+    assert call.is_error and call.result.text == (
+        "Tool get_capital cannot take these arguments: missing a required argument: 'city'. "
+        "Call it again with arguments that follow its schema."
+    )
+    [record] = [r for r in caplog.records if r.name == "turnwire" and r.levelname == "WARNING"]
+    assert record.kind == "tool-arguments" and "'city'" in record.getMessage()
+
+
+def test_a_plain_handler_that_raises_logs_its_traceback_too(thread_file, caplog):
+    def get_capital(country: str) -> str:
+        raise RuntimeError(f"{country}: the atlas is closed")
+
+    with ScriptedServer([Reply.sse(CALL), Reply.sse(AFTER_CALL)]) as server:
+        result = run(server, thread_file, handlers={"get_capital": get_capital})
+    assert result.records.tool_calls[0].result.text == (
+        "Tool get_capital failed: RuntimeError: France: the atlas is closed"
+    )
+    [record] = [r for r in caplog.records if r.name == "turnwire" and r.levelname == "WARNING"]
+    assert record.kind == "tool-error" and "Traceback" in record.getMessage()
+
+
+def test_a_function_tool_named_like_a_thread_tool_is_an_error_before_anything_is_sent(
+    thread_file,
+):
+    def get_capital(country: str) -> str:
+        return country
+
+    with ScriptedServer([Reply.sse(CALL), Reply.sse(AFTER_CALL)]) as server:
+        with pytest.raises(turnwire.InputError) as caught:
+            run(server, thread_file, handlers={}, tools=[get_capital])
+    assert server.requests == []
+    assert caught.value.code == "E_INVALID_INPUT"
+    assert caught.value.message.startswith(
+        "$.tools[0]: the thread declares a tool named 'get_capital', and tools= gives a "
+        "function of that name too; rename one (@turnwire.tool(name=...))"
+    )
+    assert_unchanged(thread_file)
+    # renamed, it is a second tool
+    renamed = turnwire.tool(get_capital, name="capital_of")
+    with ScriptedServer([Reply.sse(TEXT)]) as server:
+        run(server, thread_file, handlers={}, tools=[renamed])
+    assert [t["name"] for t in server.requests[0].json["tools"]] == ["get_capital", "capital_of"]
+    # a handler of the same name, or a built-in tool's name, clash too
+    with pytest.raises(turnwire.InputError, match="handlers= gives a handler of that name"):
+        turnwire.Client(
+            make_container(), api_key="x", handlers={"capital_of": len}, tools=[renamed]
+        )
+    with pytest.raises(turnwire.InputError, match="a built-in artifact tool has that name"):
+        turnwire.Client(
+            make_container(), api_key="x", tools=[turnwire.tool(len, name="artifact_head")]
+        )
+
+
+def test_the_clients_tools_serve_every_run_and_a_run_may_add_its_own(tmp_path):
+    calls: list[str] = []
+
+    @turnwire.tool
+    def get_weather(city: str) -> str:
+        """The weather."""
+        calls.append(f"weather {city}")
+        return "sunny"
+
+    @turnwire.tool(name="get_time", strict=False)
+    async def clock(city: str) -> str:
+        """The time."""
+        calls.append(f"time {city}")
+        return "noon"
+
+    thread = turnwire.load_thread(_no_tools(tmp_path))
+
+    async def main(server: ScriptedServer) -> list[turnwire.RunResult]:
+        async with turnwire.Client(
+            make_container(), base_url=server.base_url, tools=[get_weather]
+        ) as client:
+            first = await client.run(thread)
+            second = await client.run(thread, tools=[clock])
+            with pytest.raises(turnwire.InputError, match="another function of that name"):
+                await client.run(thread, tools=[turnwire.tool(len, name="get_weather")])
+            return [first, second]
+
+    replies = [
+        Reply.sse(_calling("get_weather", '{"city":"Oslo"}')),
+        Reply.sse(AFTER_CALL),
+        Reply.sse(_calling("get_time", '{"city":"Oslo"}')),
+        Reply.sse(AFTER_CALL),
+    ]
+    with ScriptedServer(replies) as server:
+        first, second = asyncio.run(main(server))
+    declared = [[(t["name"], t["strict"]) for t in seen.json["tools"]] for seen in server.requests]
+    assert declared == [
+        [("get_weather", True)],
+        [("get_weather", True)],
+        [("get_weather", True), ("get_time", False)],
+        [("get_weather", True), ("get_time", False)],
+    ]
+    assert calls == ["weather Oslo", "time Oslo"]
+    assert first.thread.tools == second.thread.tools == ()
+    # render.strict: false turns auto-strict off, for this run too
+    with ScriptedServer([Reply.sse(TEXT)]) as server:
+        run(
+            server,
+            thread,
+            handlers={},
+            tools=[get_weather],
+            container=make_container({"render": {"strict": False}}),
+        )
+    assert server.requests[0].json["tools"][0]["strict"] is False
+
+
+def test_a_stored_threads_run_takes_function_tools_and_stores_no_declaration(tmp_path):
+    from turnwire.store import open_store
+
+    @turnwire.tool
+    def get_weather(city: str) -> str:
+        """The weather."""
+        return f"rain in {city}"
+
+    with open_store(str(tmp_path / "threads.db")) as store:
+        store.import_thread(turnwire.load_thread(_no_tools(tmp_path)), thread_id="t1")
+        with ScriptedServer(
+            [Reply.sse(_calling("get_weather", '{"city":"Bergen"}')), Reply.sse(AFTER_CALL)]
+        ) as server:
+            result = turnwire.run_thread(
+                "t1",
+                store=store,
+                container=make_container(),
+                base_url=server.base_url,
+                tools=[get_weather],
+            )
+        assert result.records.tool_calls[0].result.text == "rain in Bergen"
+        assert server.requests[0].json["tools"][0]["name"] == "get_weather"
+        stored = store.load("t1")
+        assert stored.tools == () and stored.tool_calls[0].result.text == "rain in Bergen"

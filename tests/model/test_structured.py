@@ -223,6 +223,27 @@ def test_a_non_struct_type_is_refused():
             "$.properties.a.format",
             "format 'decimal'",
         ),
+        (
+            # `{}` (any value) and `{"description": ...}` alone: the API asks for a type
+            {
+                "type": "object",
+                "properties": {"a": {"description": "anything"}},
+                "required": ["a"],
+                "additionalProperties": False,
+            },
+            "$.properties.a",
+            "a schema needs a `type` under strict",
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {"a": {"type": "array"}},
+                "required": ["a"],
+                "additionalProperties": False,
+            },
+            "$.properties.a",
+            "an array needs `items` under strict",
+        ),
     ],
 )
 def test_a_schema_dict_is_checked_not_rewritten(schema, where, words):

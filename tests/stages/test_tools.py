@@ -53,6 +53,38 @@ def test_the_configured_strict_flag_applies_to_tools_without_their_own():
     assert render_body(t, {"render": {"strict": True}})["tools"][0]["strict"] is True
 
 
+def test_a_tool_without_a_flag_is_strict_exactly_when_its_schema_qualifies():
+    closed = {
+        "type": "object",
+        "properties": {"q": {"type": "string"}, "n": {"type": ["integer", "null"]}},
+        "required": ["q", "n"],
+        "additionalProperties": False,
+    }
+    optional = {**closed, "required": ["q"]}  # not every property required
+    opened = {key: value for key, value in closed.items() if key != "additionalProperties"}
+    untyped = {**closed, "properties": {"q": {}, "n": {"type": "integer"}}}
+    t = thread(
+        messages=[user()],
+        tools=[
+            {"name": "closed", "parameters": closed},
+            {"name": "optional", "parameters": optional},
+            {"name": "opened", "parameters": opened},
+            {"name": "untyped", "parameters": untyped},
+            {"name": "empty"},
+            {"name": "own", "parameters": closed, "strict": False},
+        ],
+    )
+    flags = [tool["strict"] for tool in render_body(t)["tools"]]
+    assert flags == [True, False, False, False, False, False]
+    # render.strict decides for every tool without its own flag
+    forced = render_body(t, {"render": {"strict": True}})["tools"]
+    assert [tool["strict"] for tool in forced] == [True, True, True, True, True, False]
+    never = render_body(t, {"render": {"strict": False}})["tools"]
+    assert [tool["strict"] for tool in never] == [False] * 6
+    # the schema goes as it is either way
+    assert render_body(t)["tools"][0]["parameters"] == closed
+
+
 def test_hosted_tools_follow_the_function_tools_as_declared():
     hosted = [
         {"type": "image_generation", "output_format": "webp"},

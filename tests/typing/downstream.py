@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
+from typing import Any
 
 import turnwire
 
@@ -22,6 +24,30 @@ async def main(container: turnwire.Container, thread: turnwire.Thread) -> turnwi
 def stored(store: turnwire.ThreadStore, thread_id: str) -> int:
     result: turnwire.RunResult = turnwire.run_thread(thread_id, store=store, prompt="hi")
     return len(result.thread.messages)
+
+
+@turnwire.tool
+def get_weather(city: str, days: int = 1) -> str:
+    """The weather in a city."""
+    return city * days
+
+
+@turnwire.tool(name="lookup", strict=False)
+async def lookup_order(order_id: int) -> dict[str, int]:
+    """Look an order up."""
+    return {"order": order_id}
+
+
+def plain_tool(text: str) -> str:
+    return text
+
+
+def with_tools(path: str) -> str:
+    forecast: str = get_weather("Paris", days=2)  # still the function, typed as it was
+    declared: turnwire.Tool = get_weather.declaration
+    made: turnwire.ToolFunction[[int], Coroutine[Any, Any, dict[str, int]]] = lookup_order
+    result = turnwire.run(path, tools=[get_weather, lookup_order, plain_tool])
+    return f"{forecast} {declared.name} {made.name} {result.iterations}"
 
 
 def handle(error: turnwire.TurnwireError) -> str:

@@ -73,6 +73,7 @@ from turnwire.wire.response import Generation
 
 if TYPE_CHECKING:
     from turnwire.client.dispatch import Client
+    from turnwire.client.tools import ToolExecutor
 
 __all__ = ["Run"]
 
@@ -94,6 +95,8 @@ class Run:
         part of the thread, whose own opening record may differ).
     :param previous_ledger: the ledger of the request sent before this run's first one (a
         stored thread keeps it), so the first request is compared too.
+    :param executor: the run's tool executor (the client's, with the run's own function
+        tools added); by default the client's.
     """
 
     def __init__(
@@ -105,12 +108,13 @@ class Run:
         on_event: Callable[[ProgressEvent], None] | None = None,
         cache_identity: str | None = None,
         previous_ledger: Ledger | None = None,
+        executor: ToolExecutor | None = None,
     ) -> None:
         self.client = client
         self.container = client.container
         self.settings = client.settings
         self.transport = client.transport
-        self.executor = client.executor
+        self.executor = executor if executor is not None else client.executor
         self.telemetry = client.telemetry
         self.clock = client.clock
         self.plugin_manager = client.plugin_manager

@@ -54,6 +54,7 @@ from turnwire.errors import (
 )
 from turnwire.files.pointers import ContextAssembler, file_roots
 from turnwire.model.approvals import ApprovalDecision
+from turnwire.model.functions import function_tools, with_function_tools
 from turnwire.model.records import HostedItem, Thread, ToolCall
 from turnwire.model.structured import (
     StructuredOutput,
@@ -116,6 +117,8 @@ class Client:
     :param project: the ``OpenAI-Project`` header (default ``client.project``, which defaults
         to ``$OPENAI_PROJECT_ID``).
     :param handlers: tool name → callable, instead of importing the tools' ``handler`` paths.
+    :param tools: functions (sync or async, plain or :func:`turnwire.tool`) declared as tools
+        to every run, each its own handler (see :mod:`turnwire.model.functions`).
     :param clock: returns "now" for record timestamps (tests inject a fixed one).
     :param tracer_provider: the OpenTelemetry tracer provider for this client's spans
         (default: the global one; see :mod:`turnwire.client.telemetry`).
@@ -131,10 +134,12 @@ class Client:
         organization: str | None = None,
         project: str | None = None,
         handlers: Mapping[str, Callable[..., Any]] | None = None,
+        tools: Iterable[Callable[..., Any]] = (),
         clock: Callable[[], datetime] = _now,
         tracer_provider: Any = None,
         **transport_options: Any,
     ) -> None:
+        functions = function_tools(tools)  # a bad function fails before anything is made
         self.container = container
         self.settings = container.settings()
         client = self.settings.client
@@ -181,7 +186,9 @@ class Client:
                 "its transport= takes no transport options"
             )
         self.transport = transport
-        self.executor = ToolExecutor.from_settings(self.settings, handlers=handlers)
+        self.executor = ToolExecutor.from_settings(
+            self.settings, handlers=handlers, functions=functions
+        )
         self.telemetry = Telemetry(
             enabled=client.telemetry,
             capture_content=client.telemetry_content,
@@ -239,6 +246,7 @@ class Client:
             organization=organization,
             project=project,
             handlers=self._handlers,
+            tools=tuple(self.executor.functions.values()),
             clock=self.clock,
             tracer_provider=self._tracer_provider,
             **options,
@@ -274,6 +282,7 @@ class Client:
         output_type: Any = None,
         cache_identity: str | None = None,
         previous_ledger: Ledger | None = None,
+        tools: Iterable[Callable[..., Any]] | None = None,
     ) -> RunResult:
         """Send the thread, stream the answer, run tools and loop; return the extended thread.
 
@@ -312,6 +321,10 @@ class Client:
         :param previous_ledger: the :attr:`RunResult.ledger` of the run before this one on
             the same thread, so this run's first request is checked against it too
             (:attr:`RunResult.prefix`; :func:`turnwire.run_thread` keeps it in the store).
+        :param tools: functions declared as tools for this run, after the thread's own tools
+            and the client's ``tools=`` (see :mod:`turnwire.model.functions`); the returned
+            thread does not hold their declarations. A name one of them shares with a thread
+            tool raises :class:`~turnwire.errors.InputError` before anything is sent.
         :raises turnwire.errors.MaxIterationsError: the run stopped at
             ``client.max_iterations`` with the model still calling tools (the run's result,
             its last calls run and recorded, on its ``result``).
@@ -335,7 +348,10 @@ class Client:
                 output_schema=asked,
                 cache_identity=cache_identity,
                 previous_ledger=previous_ledger,
+                tools=tools,
             )
+        executor = self.executor.with_functions(function_tools(tools or ()))
+        declared = with_function_tools(thread, executor.functions.values())
         run = Run(
             self,
             render_context=render_context,
@@ -343,12 +359,16 @@ class Client:
             on_event=on_event,
             cache_identity=thread_identity(thread, cache_identity),
             previous_ledger=previous_ledger,
+            executor=executor,
         )
         with self.telemetry.run(model or thread.model) as span:
             result = await run.loop(
-                thread, model, once, on_text, on_tool_result, roots, approvals=approvals
+                declared, model, once, on_text, on_tool_result, roots, approvals=approvals
             )
             self.telemetry.finished(span, result.generations, result.usage)
+        if declared is not thread:  # the function tools are the run's, never the thread's
+            kept = msgspec.structs.replace(result.thread, tools=thread.tools)
+            result = msgspec.structs.replace(result, thread=kept)
         result = _with_output(
             result, requested_output(asked, thread.output_schema, self.settings.request)
         )

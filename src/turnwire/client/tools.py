@@ -1,7 +1,9 @@
 """The tool loop's executor: runs registered tool handlers and the built-in artifact tools.
 
 A thread names tools, never the code that runs them. A tool's handler is, in this order: the
-callable given through the Python API (``handlers=``), the ``module:function`` of
+function of a function tool (``tools=``: the declaration and the handler are one object, see
+:mod:`turnwire.model.functions`), the callable given through the Python API (``handlers=``),
+the ``module:function`` of
 ``tools.handlers`` in configuration, the entry point of that name in the ``turnwire.tools``
 group, and last the thread's own ``handler:``, only when it matches a glob pattern of
 ``tools.allow_thread_handlers`` (and then only a public function defined in the module it
@@ -10,7 +12,11 @@ any request is sent (:class:`~turnwire.errors.HandlerNotAllowedError`).
 
 Before a handler runs, the call's arguments are checked against the tool's ``parameters``
 (JSON Schema, Draft 2020-12; see :mod:`turnwire.client._arguments`): a mismatch is an error
-result naming the field (``$.city: expected string``) and the handler does not run.
+result naming the field (``$.city: expected string``) and the handler does not run. So are
+arguments the handler's signature cannot take (``got an unexpected keyword argument 'zip'``)
+and, for a function tool, a value its conversion to the parameter's type refuses. Each such
+mismatch is logged as a WARNING on the ``turnwire`` logger (kind ``tool-arguments``), and a
+handler that raises as a WARNING with its traceback (kind ``tool-error``).
 
 At run time nothing here raises (``KeyboardInterrupt`` aside): bad arguments, unknown tools, a
 tool with no registered handler (the model may call a name the thread never declared),
@@ -35,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import copy
 import fnmatch
 import importlib
 import inspect
@@ -43,6 +50,7 @@ import logging
 import math
 import re
 import threading
+import traceback
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
@@ -55,12 +63,14 @@ from turnwire.client._arguments import ArgumentChecker
 from turnwire.errors import (
     FileNotAllowedError,
     HandlerNotAllowedError,
+    InputError,
     InvalidToolCallArgs,
     RenderError,
     ThreadFileError,
 )
 from turnwire.files.pointers import ContextAssembler, located_pointers
 from turnwire.files.thread_file import THREAD_FILES
+from turnwire.model.functions import ToolFunction
 from turnwire.model.records import Artifact, Media, Thread, Tool, ToolCall, ToolCaller, ToolResult
 from turnwire.rendering.artifact_tools import artifact_tools
 from turnwire.stages.artifacts import ARTIFACT_TOOLS
@@ -297,7 +307,9 @@ class ToolExecutor:
     """Runs one tool call at a time against a thread's tools.
 
     :param inline_max_bytes: results up to this size are stored as text.
-    :param handlers: tool name → callable (the Python API); wins over everything else.
+    :param functions: tool name → function tool (``tools=``, see
+        :mod:`turnwire.model.functions`); its own handler, before any other.
+    :param handlers: tool name → callable (the Python API); wins over the rest.
     :param registered: tool name → ``module:function`` (``tools.handlers``).
     :param allow_thread_handlers: glob patterns a thread's own ``handler:`` must match.
     :param load_entrypoints: look up the ``turnwire.tools`` entry points.
@@ -309,6 +321,7 @@ class ToolExecutor:
         self,
         *,
         inline_max_bytes: int,
+        functions: Mapping[str, ToolFunction[..., Any]] | None = None,
         handlers: Mapping[str, Callable[..., Any]] | None = None,
         registered: Mapping[str, str] | None = None,
         allow_thread_handlers: Iterable[str] = (),
@@ -317,6 +330,7 @@ class ToolExecutor:
         max_result_bytes: int = 8 * 2**20,
     ) -> None:
         self.inline_max_bytes = inline_max_bytes
+        self.functions: dict[str, ToolFunction[..., Any]] = {}
         self.handlers = dict(handlers or {})
         self.registered = dict(registered or {})
         self.allow_thread_handlers = tuple(allow_thread_handlers)
@@ -326,15 +340,23 @@ class ToolExecutor:
         self._imported: dict[str, Callable[..., Any]] = {}
         self._arguments = ArgumentChecker()
         self._entry_points: dict[str, metadata.EntryPoint] | None = None
+        self._signatures: dict[int, tuple[Callable[..., Any], inspect.Signature | None]] = {}
+        self._add_functions(functions or {})
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, *, handlers: Mapping[str, Callable[..., Any]] | None = None
+        cls,
+        settings: Settings,
+        *,
+        handlers: Mapping[str, Callable[..., Any]] | None = None,
+        functions: Mapping[str, ToolFunction[..., Any]] | None = None,
     ) -> ToolExecutor:
-        """An executor with the ``tools:`` settings and the Python API's ``handlers``."""
+        """An executor with the ``tools:`` settings and the Python API's ``handlers`` and
+        function tools."""
         tools = settings.tools
         return cls(
             inline_max_bytes=settings.render.tool_result_inline_max_bytes,
+            functions=functions,
             handlers=handlers,
             registered=tools.handlers,
             allow_thread_handlers=tools.allow_thread_handlers,
@@ -342,6 +364,40 @@ class ToolExecutor:
             timeout_s=tools.timeout_s,
             max_result_bytes=tools.max_result_bytes,
         )
+
+    def with_functions(self, functions: Mapping[str, ToolFunction[..., Any]]) -> ToolExecutor:
+        """This executor with ``functions`` (one run's ``tools=``) added to its own.
+
+        :raises turnwire.errors.InputError: a name it runs a function or a handler of already.
+        """
+        if not functions:
+            return self
+        extended = copy.copy(self)  # shares the imports, entry points and schema checks
+        extended.functions = dict(self.functions)
+        extended._add_functions(functions)
+        return extended
+
+    def _add_functions(self, functions: Mapping[str, ToolFunction[..., Any]]) -> None:
+        built_in = dict(ARTIFACT_TOOLS)
+        for name, function in functions.items():
+            held = self.functions.get(name)
+            if held is function:
+                continue
+            clash = (
+                "a built-in artifact tool has that name"
+                if name in built_in
+                else "handlers= gives a handler of that name"
+                if name in self.handlers
+                else "another function of that name is given already"
+                if held is not None
+                else None
+            )
+            if clash is not None:
+                raise InputError(
+                    f"tools=: the function tool {name!r} clashes: {clash}; rename it "
+                    "(@turnwire.tool(name=...))"
+                )
+            self.functions[name] = function
 
     # ------------------------------------------------------------------ resolution
 
@@ -370,7 +426,12 @@ class ToolExecutor:
                 )
 
     def _registered(self, name: str) -> bool:
-        return name in self.handlers or name in self.registered or name in self._entries()
+        return (
+            name in self.functions
+            or name in self.handlers
+            or name in self.registered
+            or name in self._entries()
+        )
 
     def _entries(self) -> dict[str, metadata.EntryPoint]:
         if self._entry_points is None:
@@ -393,6 +454,8 @@ class ToolExecutor:
 
     def _handler(self, tool: Tool) -> Callable[..., Any]:
         """The callable of ``tool``; ``LookupError`` (a message for the model) when none."""
+        if tool.name in self.functions:
+            return self.functions[tool.name]
         if tool.name in self.handlers:
             return self.handlers[tool.name]
         if tool.name in self.registered:
@@ -492,10 +555,26 @@ class ToolExecutor:
         except Exception as err:  # an entry point or module that fails while it loads
             return self._done(call, f"Tool {name} cannot run: {_describe(err)}", True)
         invalid = self._arguments.check(name, tool.parameters, call.args)
+        positional: tuple[Any, ...] = ()
+        keywords: dict[str, Any] = call.args
+        if invalid is None and isinstance(handler, ToolFunction):
+            try:
+                positional, keywords = handler.arguments(call.args)
+            except InvalidToolCallArgs as err:
+                invalid = err.message
+            handler = handler.function
+        elif invalid is None:
+            invalid = self._unbound(name, handler, call.args)
         if invalid is not None:
+            logger.warning(
+                "tool %s cannot take the model's arguments; the call is an error result: %s",
+                name,
+                _LONE_SURROGATE.sub("\ufffd", invalid),
+                extra={"kind": "tool-arguments"},
+            )
             return self._done(call, invalid, True)
         try:
-            value = await self._invoke(handler, call.args)
+            value = await self._invoke(handler, keywords, positional)
         except _TimedOut:
             logger.warning(
                 "tool %s ran past tools.timeout_s (%g s); its call is an error result",
@@ -514,6 +593,16 @@ class ToolExecutor:
                 raise  # the run itself is being cancelled
             return self._done(call, f"Tool {name} failed: it was cancelled", True)
         except BaseException as err:  # SystemExit too: a handler never ends the process
+            # The traceback in the message, redacted and with no lone surrogate a log stream
+            # could not encode (exc_info would format the exception's own text as it is).
+            trace = _LONE_SURROGATE.sub("\ufffd", redact("".join(traceback.format_exception(err))))
+            logger.warning(
+                "tool %s raised %s; the call is an error result the model reads\n%s",
+                name,
+                type(err).__name__,
+                trace.rstrip(),
+                extra={"kind": "tool-error"},
+            )
             return self._done(call, redact(f"Tool {name} failed: {_describe(err)}"), True)
         special = self._structured(call, name, value, files or ContextAssembler())
         if special is not None:
@@ -579,7 +668,30 @@ class ToolExecutor:
             return msgspec.structs.replace(call, result=ToolResult(artifact=value), is_error=False)
         return None
 
-    async def _invoke(self, handler: Callable[..., Any], args: dict[str, Any]) -> Any:
+    def _unbound(self, name: str, handler: Callable[..., Any], args: dict[str, Any]) -> str | None:
+        """Why ``handler``'s signature cannot take ``args`` (``None`` when it can, or when
+        it has no signature to tell)."""
+        held = self._signatures.get(id(handler))
+        if held is None or held[0] is not handler:
+            try:
+                signature: inspect.Signature | None = inspect.signature(handler)
+            except (TypeError, ValueError):  # a builtin without one
+                signature = None
+            held = self._signatures[id(handler)] = (handler, signature)
+        if held[1] is None:
+            return None
+        try:
+            held[1].bind(**args)
+        except TypeError as err:
+            return InvalidToolCallArgs(
+                f"Tool {name} cannot take these arguments: {err}. Call it again with arguments "
+                "that follow its schema."
+            ).message
+        return None
+
+    async def _invoke(
+        self, handler: Callable[..., Any], args: dict[str, Any], positional: tuple[Any, ...] = ()
+    ) -> Any:
         """Call ``handler``: a coroutine function on the loop, anything else in a thread,
         both within ``timeout_s`` in all."""
         loop = asyncio.get_running_loop()
@@ -587,8 +699,8 @@ class ToolExecutor:
         if inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
             getattr(handler, "__call__", None)  # noqa: B004 - an async __call__ counts too
         ):
-            return await _bounded(handler(**args), self.timeout_s)
-        value = await _in_daemon_thread(lambda: handler(**args), self.timeout_s)
+            return await _bounded(handler(*positional, **args), self.timeout_s)
+        value = await _in_daemon_thread(lambda: handler(*positional, **args), self.timeout_s)
         if inspect.isawaitable(value):
             value = await _bounded(value, max(deadline - loop.time(), 0.0))
         return value

@@ -172,7 +172,9 @@ class RenderSettings(_Section, frozen=True, kw_only=True):
     :ivar media_stash_keys: The stash keys ``fallback-stash`` tries, in order.
     :ivar tool_result_inline_max_bytes: Tool results and artifacts up to this size are inlined;
         larger ones become handles.
-    :ivar strict: The ``strict`` flag of every function tool without its own; null sends false.
+    :ivar strict: The ``strict`` flag of every function tool without its own; null: strict exactly
+        when the tool's schema qualifies (every object closed and listing all its properties in
+        ``required``, every schema typed, only keywords strict mode takes), else false.
     :ivar envelope_secret_env: The environment variable holding the secret that keys the envelope
         nonces; without a secret they are stable but predictable (a warning).
     :ivar envelope_secret_file: The file that holds the envelope secret when the variable

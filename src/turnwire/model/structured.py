@@ -17,8 +17,10 @@ schema).
 
 Strict mode (``strict: true``, the default) takes a subset of JSON Schema: every object says
 ``additionalProperties: false`` and lists every property in ``required``; the root is an
-object; only the keywords of :data:`STRICT_KEYWORDS` appear. A Struct's schema
-(:func:`msgspec.json.schema`) is made strict here: the root ``$ref`` is inlined, objects are
+object; every schema says its ``type`` (or is an ``anyOf``, a ``$ref``, an ``enum`` or a
+``const``: ``{}``, any value, has no strict form) and every array its ``items``; only the
+keywords of :data:`STRICT_KEYWORDS` appear. A Struct's schema (:func:`msgspec.json.schema`)
+is made strict here: the root ``$ref`` is inlined, objects are
 closed, every field is required (an optional field stays nullable when its type allows
 ``None``), ``default`` and ``discriminator`` are dropped, and the validation keywords strict
 mode lacks (``minLength``, ``maxLength``, ``uniqueItems``...) are left out of what is sent
@@ -53,9 +55,11 @@ __all__ = [
     "STRICT_KEYWORDS",
     "OutputSchema",
     "StructuredOutput",
+    "inline_root",
     "output_schema_argument",
     "requested_output",
     "schema_name",
+    "strict_form",
     "strict_problems",
     "strict_schema",
     "structured_output",
@@ -212,6 +216,9 @@ def _walk(node: Any, path: str, root: Mapping[str, Any], problems: list[tuple[st
             problems.append((path, f"a $ref takes no other keyword under strict ({extra[0]})"))
     types = node.get("type")
     listed = types if isinstance(types, list) else [types] if types is not None else []
+    if not any(key in node for key in ("type", "anyOf", "$ref", "enum", "const")):
+        # `{}` (any value, an untyped `Any`) has no strict form: the API asks for a type.
+        problems.append((path, "a schema needs a `type` under strict (or anyOf, $ref, enum)"))
     for name in listed:
         if name not in _TYPES:
             problems.append((_at(path, "type"), f"unknown type {name!r}"))
@@ -248,6 +255,8 @@ def _walk(node: Any, path: str, root: Mapping[str, Any], problems: list[tuple[st
     items = node.get("items")
     if items is not None:
         _walk(items, _at(path, "items"), root, problems)
+    elif "array" in listed:
+        problems.append((path, "an array needs `items` under strict"))
     any_of = node.get("anyOf")
     if any_of is not None:
         if not isinstance(any_of, list) or not any_of:
@@ -280,29 +289,63 @@ def strict_schema(struct: type) -> dict[str, Any]:
         raw = msgspec.json.schema(struct)
     except (TypeError, ValueError) as err:
         raise OutputSchemaError(f"{struct.__name__}: no JSON Schema: {err}", path="$") from err
-    defs: dict[str, Any] = raw.get("$defs", {})
-    root: dict[str, Any] = dict(raw)
-    root.pop("$defs", None)
-    ref = root.pop("$ref", None)
-    if isinstance(ref, str):
-        root = {**copy.deepcopy(_resolve({"$defs": defs}, ref) or {}), **root}
-    problems: list[tuple[str, str]] = []
-    made = _strict(root, "$", defs, problems)
-    if defs:
-        made["$defs"] = {
-            name: _strict(value, f"$.$defs.{name}", defs, problems) for name, value in defs.items()
-        }
-        referenced = set(_refs(made))
-        made["$defs"] = {n: v for n, v in made["$defs"].items() if f"#/$defs/{n}" in referenced}
-        if not made["$defs"]:
-            del made["$defs"]
-    problems += strict_problems(made)
+    made, problems = strict_form(raw)
     if problems:
         where, problem = problems[0]
         raise OutputSchemaError(
             f"{struct.__name__}: its schema cannot be strict at {where}: {problem}", path=where
         )
     return made
+
+
+def _split_root(raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """msgspec's schema of one type as ``(root, defs)``, the root ``$ref`` inlined."""
+    defs: dict[str, Any] = dict(raw.get("$defs", {}))
+    root: dict[str, Any] = dict(raw)
+    root.pop("$defs", None)
+    ref = root.pop("$ref", None)
+    if isinstance(ref, str):
+        root = {**copy.deepcopy(_resolve({"$defs": defs}, ref) or {}), **root}
+    return root, defs
+
+
+def _with_defs(root: dict[str, Any], defs: Mapping[str, Any]) -> dict[str, Any]:
+    """``root`` with those of ``defs`` it refers to, directly or through another, as
+    ``$defs`` (none when it refers to none)."""
+    if not defs:
+        return root
+    root = {key: value for key, value in root.items() if key != "$defs"}
+    kept: dict[str, Any] = {}
+    waiting = list(_refs(root))
+    while waiting:
+        name = waiting.pop().removeprefix("#/$defs/")
+        if name in defs and name not in kept:
+            kept[name] = defs[name]
+            waiting.extend(_refs(defs[name]))
+    if kept:
+        root["$defs"] = {name: value for name, value in defs.items() if name in kept}
+    return root
+
+
+def inline_root(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """msgspec's schema of one type (``{"$ref": "#/$defs/Name", "$defs": {...}}``) with its
+    root inlined: the named schema itself, keeping of ``$defs`` only what it refers to."""
+    root, defs = _split_root(raw)
+    return _with_defs(root, defs)
+
+
+def strict_form(raw: Mapping[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """msgspec's schema of one type made strict (see the module docstring), and where it
+    cannot be: ``(schema, problems)``, ``problems`` empty when the schema is strict."""
+    root, defs = _split_root(raw)
+    problems: list[tuple[str, str]] = []
+    made = _strict(root, "$", defs, problems)
+    strict_defs = {
+        name: _strict(value, f"$.$defs.{name}", defs, problems) for name, value in defs.items()
+    }
+    made = _with_defs(made, strict_defs)
+    problems += strict_problems(made)
+    return made, problems
 
 
 def _refs(node: Any) -> Iterator[str]:
