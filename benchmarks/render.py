@@ -17,6 +17,7 @@ medians, and each ratio is the median over rounds of the two subjects' times in 
   same bytes with turnwire's own primitives (nonce deriver, text helpers, hashing), without
   stages, plugins, memo or preflight;
 * the 10k/1k time ratio (linear scaling is about 10);
+* what of the 10k render is the check of records built in code (``turnwire.model.checks``);
 * a re-render of the same 10k thread through the warm memo, against the encode floor;
 * the ratio to the official SDK's request preparation (``maybe_transform`` + its JSON dump) of
   the same body, and to pydantic-ai's conversion of the same conversation when it is installed
@@ -489,6 +490,17 @@ def main() -> int:
         }
     scaling = paired(samples[3], samples[0])
 
+    # What of a cold render is the check of records built in code (a thread the loader read,
+    # from a file or a store, is not checked again): the same thread, the same rounds.
+    from turnwire.model.checks import check_thread
+
+    check_samples, check_render_samples = interleaved(
+        functools.partial(check_thread, threads[10_000]),
+        cold_render(threads[10_000], container),
+        runs=runs,
+    )
+    check_s = statistics.median(check_samples)
+
     warm = functools.partial(turnwire.render, threads[10_000], container=container, model="gpt-5")
     warm()
     warm_samples, warm_floor_samples = interleaved(
@@ -518,6 +530,11 @@ def main() -> int:
         f"10k render within {ten['render/floor']:.1f}x of the encode floor (target 22x)"
         f" and {ten['render/python']:.2f}x the minimal Python renderer (target 1.2x);"
         f" the minimal renderer itself is {ten['python/floor']:.1f}x the floor"
+    )
+    print(
+        f"of a 10k render, checking the records built in code takes {check_s * 1e3:.2f} ms "
+        f"({paired(check_samples, check_render_samples):.0%}; a thread read from a file or a "
+        "store is not checked again, and a renderer checks a record once)"
     )
     print(
         f"the same 10k thread again through the warm memo: {warm_s * 1e3:.2f} ms, "

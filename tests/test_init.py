@@ -67,6 +67,7 @@ PUBLIC = [
     "UnknownThreadError",
     "Usage",
     "build_container",
+    "check_thread",
     "compact",
     "compact_thread",
     "dump_thread",
@@ -168,7 +169,32 @@ def test_downstream_script_type_checks_and_typos_are_type_errors(tmp_path: Path)
     status, output = mypy_strict(typo, tmp_path / "cache")
     assert status == 1
     assert '"ResponseMeta" has no attribute "finish_raeson"' in output
-    assert '"RunResult" has no attribute "record"' in output
+    assert '"RunResult[Any]" has no attribute "record"' in output
+
+
+def test_a_run_asked_for_a_struct_is_typed_by_it_and_a_store_is_a_thread_store(
+    tmp_path: Path,
+) -> None:
+    """``run(..., output_schema=Invoice)`` is a ``RunResult[Invoice]`` (its ``parsed`` an
+    ``Invoice | None``), a bare ``RunResult`` is ``RunResult[Any]``, and ``open_store`` gives a
+    ``ThreadStore``: misuse of either is a type error, not an ``Any`` that lets it through."""
+    typo = tmp_path / "typo.py"
+    text = DOWNSTREAM.read_text()
+    for found in ("parsed.number} {parsed.total", "len(store.list_threads())"):
+        assert found in text
+    typo.write_text(
+        text.replace("parsed.number} {parsed.total", "parsed.numbr} {parsed.total")
+        .replace("len(store.list_threads())", "len(store.list_thread())")
+        .replace("return thread.with_user_message(", "return thread.with_user_mesage(")
+        + "\n\ndef not_a_struct(path: str) -> object:\n"
+        + "    return turnwire.run(path, output_schema=int).parsed\n"
+    )
+    status, output = mypy_strict(typo, tmp_path / "cache")
+    assert status == 1
+    assert '"Invoice" has no attribute "numbr"' in output
+    assert '"ThreadStore" has no attribute "list_thread"' in output
+    assert '"Thread" has no attribute "with_user_mesage"' in output
+    assert 'Value of type variable "Shape" of "run" cannot be "int"' in output
 
 
 def test_a_tool_keeps_its_functions_signature_for_type_checkers(tmp_path: Path) -> None:

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from turnwire.files.thread_file import dump_thread, load_thread, save_thread
     from turnwire.hookspecs import hookimpl
     from turnwire.model.approvals import Approval
+    from turnwire.model.checks import check_thread
     from turnwire.model.functions import ToolFunction, tool
     from turnwire.model.records import (
         Artifact,
@@ -112,6 +113,7 @@ _EXPORTS: dict[str, str] = {
     "UnknownThreadError": "turnwire.errors",
     "Usage": "turnwire.model.usage",
     "build_container": "turnwire.rendering.container",
+    "check_thread": "turnwire.model.checks",
     "compact": "turnwire.api",
     "compact_thread": "turnwire.api",
     "dump_thread": "turnwire.files.thread_file",
@@ -215,6 +217,7 @@ __all__ = [
     "UnknownThreadError",
     "Usage",
     "build_container",
+    "check_thread",
     "compact",
     "compact_thread",
     "dump_thread",

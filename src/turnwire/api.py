@@ -15,17 +15,19 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from turnwire.client.dispatch import Client, RunResult
+from turnwire.client.results import Shape
 from turnwire.errors import ConfigError, MaxIterationsError, OutputValidationError
 from turnwire.files.pointers import file_roots
 from turnwire.files.thread_file import file_digest, load_thread, save_thread
 from turnwire.model.records import HostedItem, Thread, ToolCall
-from turnwire.model.structured import output_schema_argument
+from turnwire.model.structured import OutputSchema, output_schema_argument
 from turnwire.rendering.compaction import CompactResult
 from turnwire.rendering.container import Container, build_container
 from turnwire.rendering.renderer import (
     RenderedRequest,
     Renderer,
     _folder_of,
+    check_thread_once,
     prefix_fingerprint,
     render,
     render_input,
@@ -79,10 +81,10 @@ def run(
     render_context: Mapping[str, str] | None = None,
     roots: Iterable[str | os.PathLike[str]] | None = None,
     approvals: Mapping[str, ApprovalDecision] | None = None,
-    output_schema: Any = None,
-    output_type: Any = None,
+    output_schema: type[Shape] | Mapping[str, Any] | OutputSchema | None = None,
+    output_type: type[Shape] | Mapping[str, Any] | OutputSchema | None = None,
     **transport_options: Any,
-) -> RunResult:
+) -> RunResult[Shape]:
     """Send a thread, stream the answer, run its tools until the model stops.
 
     :param thread: a thread, a thread mapping, or a thread file path.
@@ -140,6 +142,8 @@ def run(
     # What the file held when the run read it: saved only over those same bytes.
     read_as = file_digest(path) if save and path is not None else None
     loaded = thread if isinstance(thread, Thread) else load_thread(thread)
+    if loaded is not thread:  # the loader checked it: the client's check only remembers it
+        check_thread_once(loaded, container, loaded=True)
     client = Client(
         container,
         base_url=base_url,
@@ -182,33 +186,17 @@ def _kept(client: Any, thread: Thread, **kwargs: Any) -> tuple[RunResult, Except
 
 
 def media_from_path(path: str | os.PathLike[str], *, media_id: str | None = None) -> Media:
-    """A file pointer for an upload: kind and MIME type guessed from the name."""
-    import mimetypes
-    import uuid
+    """A file pointer for an upload (:meth:`~turnwire.model.records.Media.from_path`, to the
+    file a link leads to): kind and MIME type guessed from the name.
 
-    from turnwire.model.records import Media, MediaKind
+    :raises turnwire.errors.ConfigError: ``path`` is not a file.
+    """
+    from turnwire.model.records import Media
 
     file = Path(path).resolve()
     if not file.is_file():
         raise ConfigError(f"{path} is not a file", path="$")
-    mime = mimetypes.guess_type(file.name)[0] or "application/octet-stream"
-    major = mime.split("/", 1)[0]
-    kind: MediaKind = (
-        "image"
-        if major == "image"
-        else "audio"
-        if major == "audio"
-        else "video"
-        if major == "video"
-        else "document"
-    )
-    return Media(
-        id=media_id or f"file_{uuid.uuid4().hex[:12]}",
-        kind=kind,
-        mime_type=mime,
-        filename=file.name,
-        path=str(file),
-    )
+    return Media.from_path(file, id=media_id)
 
 
 def run_thread(
@@ -233,10 +221,10 @@ def run_thread(
     render_context: Mapping[str, str] | None = None,
     roots: Iterable[str | os.PathLike[str]] | None = None,
     approvals: Mapping[str, ApprovalDecision] | None = None,
-    output_schema: Any = None,
-    output_type: Any = None,
+    output_schema: type[Shape] | Mapping[str, Any] | OutputSchema | None = None,
+    output_type: type[Shape] | Mapping[str, Any] | OutputSchema | None = None,
     **transport_options: Any,
-) -> RunResult:
+) -> RunResult[Shape]:
     """One turn of a stored thread: the user's question (if any), the run, the new turns.
 
     File pointers may lead into ``roots``, else ``files.roots``, else the ``files`` folder
@@ -262,6 +250,7 @@ def run_thread(
     with _question_files(store, thread_id, uploads, settings) as uploads:
         current = builder.build_user_turn(prompt, uploads) if (prompt or uploads) else None
         thread = store.load(thread_id, current=current)
+        check_thread_once(thread, container, loaded=True)  # the store's records were checked
         if current is not None:  # stored as the load dated it: after every earlier record
             asked = next(m for m in reversed(thread.messages) if m.id == current.id)
             current = msgspec.structs.replace(current, created_at=asked.created_at)
@@ -407,6 +396,8 @@ def compact(
     chosen = file_roots(roots, container.settings().files, _folder_of(thread))
     read_as = file_digest(path) if save and path is not None else None
     loaded = thread if isinstance(thread, Thread) else load_thread(thread)
+    if loaded is not thread:
+        check_thread_once(loaded, container, loaded=True)
     result = _compact_once(
         loaded,
         container,
@@ -481,6 +472,7 @@ def compact_thread(
         container = build_container(config_files)
     expected_last = store.last_position(thread_id)
     thread = store.load(thread_id)
+    check_thread_once(thread, container, loaded=True)
     chosen = _stored_roots(store, thread_id, roots, container.settings())
     result = _compact_once(
         thread,

@@ -7,6 +7,7 @@ runs through one container (a long-lived client) with the thread edited between 
 from __future__ import annotations
 
 from collections import Counter
+from datetime import timedelta
 from types import SimpleNamespace
 
 import msgspec
@@ -182,7 +183,7 @@ def _two_runs(tmp_path, monkeypatch, container, thread_text, edit) -> None:  # t
         thread.messages[0],
         id="u2",
         content="And tomorrow?",
-        created_at=last.created_at.replace(year=last.created_at.year + 1),
+        created_at=last.created_at + timedelta(seconds=1),  # after every record, not ahead
     )
     thread = msgspec.structs.replace(
         thread, tool_calls=tuple(calls), messages=(*thread.messages, question)

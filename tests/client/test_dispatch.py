@@ -314,3 +314,31 @@ def test_hook_on_raw_generation(thread_file):
     first, last = (generation for generation, _ in seen)
     assert [call.name for call in first.tool_calls] == ["get_capital"]
     assert last.text == result.records.messages[-1].content
+
+
+# ------------------------------------------------------------------ records built in code
+
+
+def test_a_thread_built_in_code_is_checked_before_anything_runs_or_is_sent():
+    """A pending call would run first (``--once`` left it), but a record the thread file could
+    not hold stops the run before: no handler runs, no request is sent."""
+    from datetime import UTC, datetime
+
+    ran: list[str] = []
+    now = datetime.now(UTC)
+    built = turnwire.Thread(
+        model="gpt-4o",
+        tools=(turnwire.Tool(name="lookup"),),
+        messages=(turnwire.Message(id="u1", role="usr", content="hi", created_at=now),),  # type: ignore[arg-type]
+        tool_calls=(turnwire.ToolCall(id="call_1", tool="lookup", created_at=now),),
+    )
+    with ScriptedServer([Reply.sse(TEXT)]) as server:
+        with pytest.raises(turnwire.ThreadFileError) as caught:
+            turnwire.run(
+                built,
+                container=make_container(),
+                base_url=server.base_url,
+                handlers={"lookup": lambda: ran.append("lookup") or "x"},
+            )
+    assert caught.value.path == "$.messages[0].role"
+    assert ran == [] and server.requests == []

@@ -21,9 +21,11 @@ from turnwire.config.settings import (
     RenderSettings,
     Settings,
     default_config_path,
+    replay_problems,
 )
+from turnwire.model.records import REPLAY_TAG
 
-from ..conftest import REPO
+from ..conftest import REPO, make_container
 
 
 def write(tmp_path: Path, text: str, name: str = "p.yaml") -> Path:
@@ -239,10 +241,13 @@ def test_the_render_options_defaults_are_the_settings_defaults():
     """``RenderOptions`` (what ``build_input`` takes without a container) repeats defaults of
     ``render:`` and ``client:``; they may not drift from the Structs that own them."""
     options, render = _defaults(RenderOptions), _defaults(RenderSettings)
-    shared = (set(options) & set(render)) - {"unsupported_media_policy"}
+    shared = (set(options) & set(render)) - {"unsupported_media_policy", "replay_compatibility"}
     assert len(shared) >= 12
     assert {name: options[name] for name in shared} == {name: render[name] for name in shared}
     assert options["unsupported_media_policy"] == RenderSettings().media_policy()
+    # unset in ``render:``, the tags the replay mode implies (none while replay is off)
+    assert render["replay_compatibility"] is None
+    assert options["replay_compatibility"] == RenderSettings().replay_tags == ()
     client = ClientSettings()
     assert Endpoint() == Endpoint(
         base_url=client.base_url, organization=client.organization, project=client.project
@@ -267,3 +272,38 @@ def test_every_setting_is_described_in_its_struct(struct):
     documented = set(re.findall(r"^\s*:ivar (\w+):", struct.__doc__ or "", re.MULTILINE))
     assert {field.encode_name for field in msgspec.structs.fields(struct)} <= documented
     assert struct.__name__ not in FIELD_DOCS
+
+
+@pytest.mark.parametrize(
+    ("render", "tags", "problem"),
+    [
+        ({}, (), None),
+        ({"reasoning_replay": "encrypted"}, (REPLAY_TAG,), None),
+        ({"reasoning_replay": "summary-only"}, (REPLAY_TAG,), None),
+        ({"replay_compatibility": []}, (), None),
+        (
+            {"reasoning_replay": "encrypted", "replay_compatibility": ["x-v1", REPLAY_TAG]},
+            ("x-v1", REPLAY_TAG),
+            None,
+        ),
+        ({"reasoning_replay": "encrypted", "replay_compatibility": []}, (), "is empty"),
+        (
+            {"reasoning_replay": "encrypted", "replay_compatibility": ["x-v1"]},
+            ("x-v1",),
+            "lists only x-v1",
+        ),
+        ({"replay_compatibility": [REPLAY_TAG]}, (REPLAY_TAG,), "reasoning_replay is off"),
+    ],
+)
+def test_the_replay_mode_implies_its_tag_unless_the_tags_are_set(render, tags, problem):
+    """``render.reasoning_replay`` is the one switch: unset, ``replay_compatibility`` is the
+    tag of the reasoning turnwire records while a mode replays; set, it is what it says, and
+    a combination that replays nothing is named (what ``check-config`` warns of)."""
+    settings = load_settings(overrides={"render": render}).render
+    assert settings.replay_tags == tags
+    assert make_container(settings={"render": render}).replay_compatibility() == tags
+    problems = replay_problems(settings)
+    if problem is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and problem in problems[0]

@@ -179,3 +179,85 @@ def test_a_checked_name_refuses_a_trailing_newline(field, extra):
         load_thread(thread)
     assert caught.value.path == field
     assert str(caught.value).startswith(field)
+
+
+# ------------------------------------------------------------------ built in code, conveniently
+
+
+def test_a_user_message_gets_its_id_and_date_and_points_at_its_files(tmp_path):
+    from datetime import UTC, datetime
+
+    before = datetime.now(UTC).replace(microsecond=0)
+    photo, notes = tmp_path / "photo.png", tmp_path / "notes.txt"
+    message = turnwire.Message.user("What is this?", files=[photo, str(notes)])
+    assert message.role == "user" and message.content == "What is this?"
+    assert message.id.startswith("msg_") and len(message.id) == 36
+    assert before <= message.created_at <= datetime.now(UTC)
+    assert message.created_at.tzinfo is UTC and message.created_at.microsecond % 1000 == 0
+    image, text = message.attachments
+    assert (image.kind, image.mime_type, image.filename, image.path) == (
+        "image",
+        "image/png",
+        "photo.png",
+        str(photo),
+    )
+    assert (text.kind, text.mime_type, text.path) == ("document", "text/plain", str(notes))
+    assert image.id.startswith("file_") and image.id != text.id
+    assert turnwire.Message.user("x").id != turnwire.Message.user("x").id
+    # One path alone is one file (not its characters); a Media is attached as it is.
+    assert len(turnwire.Message.user(files=str(photo)).attachments) == 1
+    assert turnwire.Message.user(files=[image]).attachments == (image,)
+
+
+def test_a_user_message_is_checked_as_it_is_built():
+    with pytest.raises(ThreadFileError) as caught:
+        turnwire.Message.user(42)  # type: ignore[arg-type]
+    assert caught.value.path == "$.content"
+    with pytest.raises(ThreadFileError, match="needs `content` or `attachments`"):
+        turnwire.Message.user("")
+    with pytest.raises(ThreadFileError) as caught:
+        turnwire.Message.user("hi", created_at="2026-01-01T00:00:00Z")  # type: ignore[arg-type]
+    assert str(caught.value) == "$.created_at: Expected `datetime`, got `str`"
+
+
+def test_a_thread_from_a_system_prompt_tools_and_a_first_question_renders():
+    tool = turnwire.Tool(name="lookup", parameters={"type": "object", "properties": {}})
+    created = turnwire.Thread.create("Be brief.", model="gpt-5", tools=[tool], prompt="Look it up.")
+    assert created.tools == (tool,) and created.system_prompt == "Be brief."
+    (question,) = created.messages
+    assert question.content == "Look it up." and question.id.startswith("msg_")
+    body = turnwire.render(created).json
+    assert body["instructions"].startswith("Be brief.")
+    assert [t["name"] for t in body["tools"]] == ["lookup"]
+    # What it is given is checked as a thread file's value (a record given whole, where the
+    # thread enters rendering: a render, a run, a store, or check_thread).
+    with pytest.raises(ThreadFileError) as caught:
+        turnwire.Thread.create(model=5)  # type: ignore[arg-type]
+    assert caught.value.path == "$.model"
+    with pytest.raises(ThreadFileError) as caught:
+        turnwire.Thread.create(tools=[{"name": "look up"}])  # type: ignore[list-item]
+    assert caught.value.path == "$.tools[0].name"
+    unchecked = turnwire.Thread.create(model="gpt-5", tools=[turnwire.Tool(name="look up")])
+    with pytest.raises(ThreadFileError) as caught:
+        turnwire.render(unchecked)
+    assert caught.value.path == "$.tools[0].name"
+
+
+def test_a_user_message_added_to_a_thread_sorts_after_every_record():
+    """The question is dated after every record, one dated a little ahead of this clock too."""
+    from datetime import UTC, datetime, timedelta
+
+    ahead = datetime.now(UTC) + timedelta(minutes=2)
+    answered = turnwire.Thread(
+        model="gpt-5",
+        messages=(
+            turnwire.Message(id="u1", role="user", content="hi", created_at=ahead),
+            turnwire.Message(id="a1", role="assistant", content="hello", created_at=ahead, seq=3),
+        ),
+    )
+    asked = answered.with_user_message("and now?")
+    assert asked.messages[:2] == answered.messages
+    assert asked.messages[-1].created_at > ahead
+    from turnwire.model.timeline import timeline
+
+    assert [r.id for r in timeline(asked)] == ["u1", "a1", asked.messages[-1].id]

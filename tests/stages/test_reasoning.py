@@ -6,6 +6,9 @@ import logging
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
+import pytest
+
+import turnwire
 from turnwire import hookimpl
 from turnwire.model.records import REPLAY_TAG, Identity, ReasoningPayload, Thought
 from turnwire.stages.reasoning import filter_thoughts, render_reasoning_item
@@ -112,10 +115,28 @@ def test_plain_text_tag_is_always_replayable():
 
 def test_replay_needs_the_compatibility_tag_and_says_so(caplog):
     fp = _fingerprint_after_user(REPLAY)
+    without = {"render": {"reasoning_replay": "encrypted", "replay_compatibility": ["other-v1"]}}
     with caplog.at_level(logging.WARNING, logger="turnwire"):
-        body = render_body(_replay_thread(fp), {"render": {"reasoning_replay": "encrypted"}})
+        body = render_body(_replay_thread(fp), without)
     assert all(i.get("type") != "reasoning" for i in body["input"])
     assert "replay_compatibility" in caplog.text
+
+
+@pytest.mark.parametrize("mode", ["encrypted", "summary-only"])
+def test_a_replay_mode_alone_implies_the_tag_of_the_reasoning_turnwire_records(mode, caplog):
+    """One switch: ``reasoning_replay`` with ``replay_compatibility`` unset replays what
+    turnwire recorded, exactly as the two set together do; ``off`` implies no tag."""
+    fp = _fingerprint_after_user(REPLAY)
+    alone = {"render": {"reasoning_replay": mode}}
+    both = {"render": {"reasoning_replay": mode, "replay_compatibility": [REPLAY_TAG]}}
+    with caplog.at_level(logging.WARNING, logger="turnwire"):
+        body = render_body(_replay_thread(fp), alone)
+    assert body == render_body(_replay_thread(fp), both)
+    assert "replay_compatibility" not in caplog.text
+    replayed = [i for i in body["input"] if i.get("type") == "reasoning"]
+    assert len(replayed) == (1 if mode == "encrypted" else 0)
+    assert turnwire.load_settings(overrides=alone).render.replay_tags == (REPLAY_TAG,)
+    assert turnwire.load_settings().render.replay_tags == ()
 
 
 def test_summary_only_replays_the_summary_as_text_never_as_a_reasoning_item():

@@ -20,6 +20,7 @@ from pathlib import Path
 import msgspec
 
 from turnwire.errors import StoreConflictError, StoreError, UnknownThreadError
+from turnwire.model.checks import check_thread
 from turnwire.model.records import Thread
 from turnwire.store._base import StoreRecords, utc
 from turnwire.store.protocol import NO_TURNS, ThreadSummary
@@ -127,6 +128,7 @@ class MemoryStore(StoreRecords):
         created_at: datetime | None = None,
         updated_at: datetime | None = None,
     ) -> str:
+        check_thread(header.header_only())  # as the databases' encode_header checks it
         thread_id = thread_id or f"thr_{uuid.uuid4().hex}"
         now = datetime.now(UTC)
         with self._locked() as data:
@@ -149,6 +151,7 @@ class MemoryStore(StoreRecords):
             return self._row(data, thread_id).header
 
     def update_header(self, thread_id: str, header: Thread) -> None:
+        check_thread(header.header_only())
         with self._locked() as data:
             row = self._row(data, thread_id)
             data.threads[thread_id] = msgspec.structs.replace(

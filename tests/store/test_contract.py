@@ -424,25 +424,44 @@ def test_a_thread_changed_during_a_compaction_conflicts(backend):
         assert store.load(thread_id).hosted_items == ()
 
 
-def test_a_timestamp_past_what_a_store_keeps_is_refused_at_import_with_nothing_stored(store):
-    # Built in code (a thread file dated ahead is refused as it is read, before any store).
-    thread = msgspec.convert(
-        {
-            "version": 1,
-            "messages": [
-                {
-                    "id": "u1",
-                    "role": "user",
-                    "content": "hi",
-                    "created_at": "9999-12-31T23:59:59-23:59",
-                }
-            ],
-        },
-        turnwire.Thread,
+def test_a_timestamp_past_what_a_store_keeps_is_refused_with_nothing_stored(store):
+    # Built in code (a thread file dated ahead is refused as it is read, before any store): an
+    # import checks it as a thread file is, so a date this far ahead is refused there...
+    far = datetime.fromisoformat("9999-12-31T23:59:59-23:59")
+    thread = turnwire.Thread(
+        messages=(turnwire.Message(id="u1", role="user", content="hi", created_at=far),)
     )
-    with pytest.raises(StoreError, match="past the range a store keeps"):
+    with pytest.raises(turnwire.ThreadFileError, match="is in the future") as caught:
         store.import_thread(thread)
+    assert caught.value.path == "$.messages[0].created_at"
     assert store.list_threads() == []
+    # ... and a turn dated so is the store's own refusal, before anything is appended.
+    thread_id = store.create_thread(turnwire.Thread())
+    turn = msgspec.structs.replace(user_turn(1), created_at=far)
+    with pytest.raises(StoreError, match="past the range a store keeps"):
+        store.append_turns(thread_id, [turn])
+    assert store.turns(thread_id) == []
+
+
+def test_records_built_in_code_are_checked_as_a_thread_file_before_a_store_keeps_them(store):
+    """A header or a thread built in code that a thread file could not hold is refused with the
+    loader's error and ``$.path``, and nothing is stored (the store would keep what it could
+    not read back)."""
+    bad_tool = turnwire.Thread(tools=(turnwire.Tool(name="no spaces"),))
+    with pytest.raises(turnwire.ThreadFileError) as caught:
+        store.create_thread(bad_tool)
+    assert caught.value.path == "$.tools[0].name"
+    assert store.list_threads() == []
+    thread_id = store.create_thread(turnwire.Thread(system_prompt="S"))
+    with pytest.raises(turnwire.ThreadFileError) as caught:
+        store.update_header(thread_id, turnwire.Thread(model=42))  # type: ignore[arg-type]
+    assert caught.value.path == "$.model"
+    assert store.header(thread_id).system_prompt == "S"
+    text_date = turnwire.Message(id="u1", role="user", content="hi", created_at="2025-01-01")  # type: ignore[arg-type]
+    with pytest.raises(turnwire.ThreadFileError, match="Expected `datetime`, got `str`") as caught:
+        store.import_thread(turnwire.Thread(messages=(text_date,)))
+    assert caught.value.path == "$.messages[0].created_at"
+    assert [summary.id for summary in store.list_threads()] == [thread_id]
 
 
 def test_a_programs_calls_keep_their_caller_and_namespace_through_the_store(store):

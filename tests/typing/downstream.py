@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine
-from typing import Any
+from typing import Any, assert_type
+
+import msgspec
 
 import turnwire
 
@@ -24,6 +26,48 @@ async def main(container: turnwire.Container, thread: turnwire.Thread) -> turnwi
 def stored(store: turnwire.ThreadStore, thread_id: str) -> int:
     result: turnwire.RunResult = turnwire.run_thread(thread_id, store=store, prompt="hi")
     return len(result.thread.messages)
+
+
+class Invoice(msgspec.Struct):
+    number: str
+    total: float
+
+
+def invoice_number(path: str) -> str:
+    result = turnwire.run(path, base_url="http://127.0.0.1:9/v1", output_schema=Invoice)
+    assert_type(result, turnwire.RunResult[Invoice])
+    parsed = result.parsed  # an Invoice, or None (a refusal, no answer)
+    return "" if parsed is None else f"{parsed.number} {parsed.total:.2f}"
+
+
+def plain_json(path: str) -> object:
+    schema = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
+    result: turnwire.RunResult = turnwire.run(path, output_schema=schema)  # RunResult[Any]
+    return result.parsed
+
+
+async def typed_client(
+    container: turnwire.Container, thread: turnwire.Thread
+) -> turnwire.RunResult[Invoice]:
+    async with turnwire.Client(container, api_key="sk-example") as client:
+        return await client.run(thread, output_schema=Invoice)
+
+
+def stored_invoice(store: turnwire.ThreadStore, thread_id: str) -> Invoice | None:
+    return turnwire.run_thread(thread_id, store=store, prompt="bill", output_schema=Invoice).parsed
+
+
+def opened(location: str) -> int:
+    with turnwire.open_store(location) as store:
+        assert_type(store, turnwire.ThreadStore)
+        return len(store.list_threads())
+
+
+def built(photo: str) -> turnwire.Thread:
+    question = turnwire.Message.user("What is this?", files=[photo])
+    thread = turnwire.Thread.create("Be brief.", model="gpt-5", messages=[question])
+    turnwire.check_thread(thread)
+    return thread.with_user_message("And this?", files=[photo])
 
 
 @turnwire.tool

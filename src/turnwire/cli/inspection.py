@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from typing import Any
 
@@ -12,14 +13,20 @@ from turnwire.cli.printer import echo, echo_json
 
 __all__ = ["check_config_command", "demo_command", "plugins_command", "schema_command"]
 
+logger = logging.getLogger("turnwire")
+
 
 def check_config_command(args: argparse.Namespace) -> int:
-    """Validate the merged settings and the plugins they load; with --print, show them."""
+    """Validate the merged settings and the plugins they load; with --print, show them.
+    Settings that are valid but replay no reasoning they could are warned of."""
     from turnwire import build_container, load_settings
+    from turnwire.config.settings import replay_problems
 
     show_warnings(args)
     files = config_files(args)
     settings = load_settings(files)
+    for problem in replay_problems(settings.render):
+        logger.warning("%s", problem, extra={"kind": "replays-nothing"})
     # Loading the plugins validates plugins.settings against each plugin's own schema too.
     manager = build_container(settings=settings).plugin_manager()
     loaded = [info.name for info in manager.describe() if not info.builtin]

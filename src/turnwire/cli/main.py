@@ -170,7 +170,11 @@ def _parser() -> argparse.ArgumentParser:
         "check-config",
         parents=[logs],
         help="validate configuration files",
-        description="Validate configuration files merged over the defaults, plugins included.",
+        description=(
+            "Validate configuration files merged over the defaults, plugins included; warn of "
+            "valid settings that replay no reasoning (a replay mode whose replay_compatibility "
+            "leaves out the tag turnwire records, or tags listed while replay is off)."
+        ),
     )
     check.add_argument("files", nargs="*", metavar="FILE", help="configuration profiles, in order")
     check.add_argument(

@@ -41,7 +41,7 @@ from turnwire.client.reading import (
 from turnwire.client.recording import (
     Records,
 )
-from turnwire.client.results import ResponseMeta, RunResult
+from turnwire.client.results import ResponseMeta, RunResult, Shape
 from turnwire.client.telemetry import Telemetry
 from turnwire.client.tools import ToolExecutor
 from turnwire.client.transport import RetryPolicy, Transport
@@ -57,6 +57,7 @@ from turnwire.model.approvals import ApprovalDecision
 from turnwire.model.functions import function_tools, with_function_tools
 from turnwire.model.records import HostedItem, Thread, ToolCall
 from turnwire.model.structured import (
+    OutputSchema,
     StructuredOutput,
     output_schema_argument,
     requested_output,
@@ -70,7 +71,7 @@ from turnwire.rendering.compaction import (
 )
 from turnwire.rendering.container import build_container
 from turnwire.rendering.ledger import Ledger
-from turnwire.rendering.renderer import resolve_model
+from turnwire.rendering.renderer import check_thread_once, resolve_model
 
 __all__ = ["Client", "Records", "ResponseMeta", "RunResult", "finish_reason"]
 
@@ -278,15 +279,21 @@ class Client:
         roots: Iterable[str | os.PathLike[str]] | None = None,
         on_event: Callable[[ProgressEvent], None] | None = None,
         approvals: Mapping[str, ApprovalDecision] | None = None,
-        output_schema: Any = None,
-        output_type: Any = None,
+        output_schema: type[Shape]
+        | Mapping[str, Any]
+        | OutputSchema
+        | StructuredOutput
+        | None = None,
+        output_type: type[Shape] | Mapping[str, Any] | OutputSchema | None = None,
         cache_identity: str | None = None,
         previous_ledger: Ledger | None = None,
         tools: Iterable[Callable[..., Any]] | None = None,
-    ) -> RunResult:
+    ) -> RunResult[Shape]:
         """Send the thread, stream the answer, run tools and loop; return the extended thread.
 
-        Before anything runs or is sent, the thread's handlers and file pointers are checked
+        Before anything runs or is sent, the thread is checked as a thread file is
+        (:class:`~turnwire.errors.ThreadFileError`, naming the ``$.path``: see
+        :mod:`turnwire.model.checks`), and so are its handlers and file pointers
         (:class:`~turnwire.errors.HandlerNotAllowedError`,
         :class:`~turnwire.errors.FileNotAllowedError`).
 
@@ -332,7 +339,8 @@ class Client:
             its terminal event (the output that arrived on its ``partial``); nothing of that
             answer is recorded.
         """
-        # a bad schema fails before anything runs
+        # a bad schema, or a thread no thread file could hold, fails before anything runs
+        check_thread_once(thread, self.container)
         asked = structured_output(output_schema_argument(output_schema, output_type))
         if overrides:
             return await self.with_overrides(overrides).run(
@@ -414,6 +422,7 @@ class Client:
                 roots=roots,
                 cache_identity=cache_identity,
             )
+        check_thread_once(thread, self.container)
         resolved = resolve_model(thread, self.container, model)
         allowed = file_roots(roots, self.settings.files)
         records = timeline(compacted(thread))

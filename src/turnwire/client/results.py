@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic
 
 import msgspec
 
@@ -12,7 +12,22 @@ from turnwire.model.usage import GenerationStats, Usage
 from turnwire.rendering.compaction import CompactResult
 from turnwire.rendering.ledger import Ledger, PrefixReport
 
-__all__ = ["ResponseMeta", "RunResult"]
+__all__ = ["Parsed", "ResponseMeta", "RunResult", "Shape"]
+
+# Parsed: what RunResult.parsed holds; Shape: the Struct class an ``output_schema=`` argument
+# names, which makes the run's result a RunResult[Shape]. Either is Any when nothing names it
+# (a type variable's default, PEP 696: Python 3.13's typing, which type checkers read from
+# typing_extensions for any Python).
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar
+
+    Parsed = TypeVar("Parsed", default=Any)
+    Shape = TypeVar("Shape", bound=msgspec.Struct, default=Any)
+else:
+    from typing import TypeVar
+
+    Parsed = TypeVar("Parsed")
+    Shape = TypeVar("Shape", bound=msgspec.Struct)
 
 
 class ResponseMeta(msgspec.Struct, frozen=True, kw_only=True):
@@ -25,8 +40,10 @@ class ResponseMeta(msgspec.Struct, frozen=True, kw_only=True):
     finish_reason: str
 
 
-class RunResult(msgspec.Struct, frozen=True, kw_only=True):
-    """The outcome of :meth:`Client.run`."""
+class RunResult(msgspec.Struct, Generic[Parsed], frozen=True, kw_only=True):
+    """The outcome of :meth:`Client.run`: ``RunResult[Invoice]`` for a run asked for
+    ``output_schema=Invoice`` (a :class:`msgspec.Struct`), whose :attr:`parsed` is an
+    ``Invoice`` (or ``None``); ``RunResult`` (``RunResult[Any]``) otherwise."""
 
     thread: Thread
     records: Records
@@ -41,9 +58,9 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     """Each response of the run, in order: provider, model, finish reason, usage."""
     usage: Usage | None = None
     """The run's total: every generation's usage summed (``None`` when none reported any)."""
-    parsed: Any = None
+    parsed: Parsed | None = None
     """The final answer decoded against the run's output schema (a Struct instance for
-    ``output_type=Struct``, plain JSON otherwise); ``None`` when no schema was asked, when the
+    ``output_schema=Struct``, plain JSON otherwise); ``None`` when no schema was asked, when the
     model refused, or when the last response has no message (see
     :mod:`turnwire.model.structured`)."""
     refusal: str | None = None

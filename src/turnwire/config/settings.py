@@ -42,6 +42,7 @@ from turnwire.config.options import (
 )
 from turnwire.errors import ConfigError, validation_location
 from turnwire.files.loading import DocumentKind, format_for
+from turnwire.model.records import REPLAY_TAG
 from turnwire.model.structured import OutputSchema
 from turnwire.wire.request import (
     PromptCacheOptions,
@@ -72,6 +73,8 @@ __all__ = [
     "load_settings",
     "profile_names",
     "profile_path",
+    "replay_problems",
+    "replay_tags",
 ]
 
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
@@ -153,8 +156,10 @@ class RenderSettings(_Section, frozen=True, kw_only=True):
         or all (peers' too).
     :ivar reasoning_replay: How thoughts are sent: never, as native reasoning items with
         ``encrypted_content``, or as their summary text.
-    :ivar replay_compatibility: The replay tags this deployment accepts; add
-        ``openai-responses-reasoning-v1`` to replay.
+    :ivar replay_compatibility: The replay tags this deployment accepts. Unset (null), the one
+        its replay mode implies: ``openai-responses-reasoning-v1`` (the reasoning turnwire records)
+        while ``reasoning_replay`` replays (``encrypted``, ``summary-only``), none while it is
+        ``off``; a list (``[]`` too) says exactly which.
     :ivar fingerprint_binding: What a replayed reasoning item is bound to: the exact request prefix,
         or the model and endpoint only.
     :ivar unfingerprinted_reasoning: Thoughts with a replay payload but no ``prefix_fingerprint``
@@ -188,7 +193,7 @@ class RenderSettings(_Section, frozen=True, kw_only=True):
     self_identity: NonEmpty = "assistant"
     thought_surfacing: ThoughtSurfacing = "all-self"
     reasoning_replay: ReasoningReplay = "off"
-    replay_compatibility: tuple[NonEmpty, ...] = ()
+    replay_compatibility: tuple[NonEmpty, ...] | None = None
     fingerprint_binding: FingerprintBinding = "prefix"
     unfingerprinted_reasoning: UnfingerprintedReasoning = "drop"
     hosted_replay: HostedReplay = "sealed"
@@ -210,12 +215,57 @@ class RenderSettings(_Section, frozen=True, kw_only=True):
         if problem is not None:
             raise ValueError(f"bucket_order: {problem}")
 
+    @property
+    def replay_tags(self) -> tuple[str, ...]:
+        """The replay tags in force: ``replay_compatibility``, else the ones
+        ``reasoning_replay`` implies (:func:`replay_tags`)."""
+        return replay_tags(self.reasoning_replay, self.replay_compatibility)
+
     def media_policy(self) -> MediaPolicy:
         policy = self.unsupported_media_policy
         if isinstance(policy, str):
             return MediaPolicy(default=policy, stash_keys=self.media_stash_keys)
         per_kind: dict[str, MediaPolicyName] = dict(policy.items())
         return MediaPolicy(default="throw", per_kind=per_kind, stash_keys=self.media_stash_keys)
+
+
+def replay_tags(
+    reasoning_replay: ReasoningReplay, replay_compatibility: tuple[str, ...] | None
+) -> tuple[str, ...]:
+    """The replay tags a render accepts: ``replay_compatibility`` when it is set, else the tag
+    of the reasoning turnwire records (:data:`~turnwire.model.records.REPLAY_TAG`) while
+    ``reasoning_replay`` replays, and none while it is ``off``."""
+    if replay_compatibility is not None:
+        return replay_compatibility
+    return () if reasoning_replay == "off" else (REPLAY_TAG,)
+
+
+def replay_problems(render: RenderSettings) -> list[str]:
+    """The ways ``render:`` replays no reasoning it could (what ``turnwire check-config`` warns
+    of), one sentence each: a replay mode whose ``replay_compatibility`` is empty or leaves
+    out the tag of the reasoning turnwire records, or tags listed while replay is ``off``."""
+    tags, mode = render.replay_compatibility, render.reasoning_replay
+    if tags is None:  # implied by the mode: always the one that replays
+        return []
+    listed = ", ".join(tags)
+    if mode == "off":
+        if not tags:
+            return []
+        return [
+            f"render.replay_compatibility lists {listed} but render.reasoning_replay is off: "
+            "no reasoning is replayed (set reasoning_replay to encrypted)"
+        ]
+    if not tags:
+        return [
+            f"render.reasoning_replay is {mode} but render.replay_compatibility is empty: no "
+            f"reasoning is replayed (leave replay_compatibility unset for {REPLAY_TAG})"
+        ]
+    if REPLAY_TAG not in tags:
+        return [
+            f"render.reasoning_replay is {mode} but render.replay_compatibility lists only "
+            f"{listed}: the reasoning turnwire records ({REPLAY_TAG}) is not replayed"
+        ]
+    return []
 
 
 REJECTED_REQUEST_KEYS: dict[str, str] = {

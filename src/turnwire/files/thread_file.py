@@ -24,7 +24,7 @@ import stat
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,15 @@ from turnwire.files.loading import (
     Format,
     format_for,
     looks_like_json,
+)
+from turnwire.model import checks
+from turnwire.model.checks import (
+    RECORD_FIELDS,
+    check_date,
+    check_pointer,
+    date_limit,
+    points,
+    record_pointers,
 )
 from turnwire.model.records import HostedItem, Message, Thought, Thread, ToolCall, map_pointers
 
@@ -69,58 +78,30 @@ def _convert(data: Any) -> Thread:
     return thread
 
 
-FUTURE_SKEW = timedelta(minutes=5)
+FUTURE_SKEW = checks.FUTURE_SKEW
 """How far ahead of this machine's clock a record may be dated (clocks drift)."""
 
 
 def _check_dates(thread: Thread, now: datetime | None = None) -> None:
-    """Refuse a record dated ahead of now (past :data:`FUTURE_SKEW`): the timeline sorts by
-    date, so it would sort after every turn added later, and a compaction dated ahead would cut
-    each new prompt out of the request."""
-    limit = (now or datetime.now(UTC)) + FUTURE_SKEW
-    kinds: tuple[tuple[str, Sequence[Message | Thought | ToolCall | HostedItem]], ...] = (
-        ("messages", thread.messages),
-        ("thoughts", thread.thoughts),
-        ("tool_calls", thread.tool_calls),
-        ("hosted_items", thread.hosted_items),
-    )
-    for field, records in kinds:
-        for index, record in enumerate(records):
-            if record.created_at > limit:
-                path = f"$.{field}[{index}].created_at"
-                raise ThreadFileError(
-                    f"{path}: {record.created_at.isoformat()} is in the future (this machine's "
-                    f"clock says {limit - FUTURE_SKEW:%Y-%m-%dT%H:%M:%SZ}); a record dated ahead "
-                    "would sort after every turn added later and hide it: fix the date",
-                    path=path,
-                )
+    """Refuse a record dated ahead of now (past :data:`FUTURE_SKEW`; see
+    :func:`turnwire.model.checks.check_date`)."""
+    limit = date_limit(now)
+    for field in RECORD_FIELDS:
+        for index, record in enumerate(getattr(thread, field)):
+            check_date(field, index, record, limit)
 
 
 def _pointers(thread: Thread) -> Iterator[tuple[str, str | None]]:
     """``($.path, pointer)`` of every file pointer, in the order of :func:`map_pointers`."""
-    for i, message in enumerate(thread.messages):
-        for j, media in enumerate(message.attachments):
-            yield f"$.messages[{i}].attachments[{j}].path", media.path
-    for i, call in enumerate(thread.tool_calls):
-        result = call.result
-        if result is None:
-            continue
-        for j, media in enumerate(result.media or ()):
-            yield f"$.tool_calls[{i}].result.media[{j}].path", media.path
-        if result.artifact is not None:
-            yield f"$.tool_calls[{i}].result.artifact.path", result.artifact.path
-        for j, artifact in enumerate(result.artifacts or ()):
-            yield f"$.tool_calls[{i}].result.artifacts[{j}].path", artifact.path
-    for i, document in enumerate(thread.retrievables):
-        if document.artifact is not None:
-            yield f"$.retrievables[{i}].artifact.path", document.artifact.path
+    for field in ("messages", "tool_calls", "retrievables"):
+        for index, record in enumerate(getattr(thread, field)):
+            if points(field, record):
+                yield from record_pointers(field, index, record)
 
 
 def _check_pointers(thread: Thread) -> None:
-    # The operating system cannot name a file with a NUL in it (Python raises ValueError).
     for path, pointer in _pointers(thread):
-        if pointer is not None and "\0" in pointer:
-            raise ThreadFileError(f"{path}: a file path cannot contain a NUL character", path=path)
+        check_pointer(path, pointer)
 
 
 def _absolute(pointer: str | None, base: Path) -> str | None:

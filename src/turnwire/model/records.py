@@ -13,12 +13,15 @@ always sorts before the output item it belongs to.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
-from datetime import datetime
-from typing import Annotated, Any, Literal
+import os
+import uuid
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 
+from turnwire.errors import ThreadFileError, validation_location
 from turnwire.model.canonical import canonical_json
 from turnwire.model.structured import OutputSchema
 from turnwire.wire.items import ReasoningItem
@@ -93,6 +96,43 @@ ItemType = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_]{0,63}(?!\n)$")]
 ToolCaller = Literal["direct", "programmatic"]
 
 
+def _now() -> datetime:
+    """Now in UTC, to the millisecond: what the records a run adds are dated with."""
+    moment = datetime.now(UTC)
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+
+
+def _fresh_id(prefix: str, digits: int = 32) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:digits]}"
+
+
+_KINDS: dict[str, MediaKind] = {"image": "image", "audio": "audio", "video": "video"}
+_R = TypeVar("_R", bound=msgspec.Struct)
+
+
+def _built(kind: type[_R], fields: dict[str, Any]) -> _R:
+    """A ``kind`` built from ``fields`` and checked as decoding checks it (a date is a
+    ``datetime``, never its text); the records among ``fields`` are taken as they are (the
+    whole thread is checked where it enters rendering: :mod:`turnwire.model.checks`).
+
+    :raises ThreadFileError: naming the ``$.path`` (rooted at the new record) at fault.
+    """
+    try:
+        return msgspec.convert(fields, kind, builtin_types=(datetime, bytes))
+    except msgspec.ValidationError as err:
+        path, detail = validation_location(err)
+        raise ThreadFileError(f"{path}: {detail}", path=path) from None
+
+
+def _media(
+    files: Iterable[str | os.PathLike[str] | Media] | str | os.PathLike[str],
+) -> tuple[Media, ...]:
+    """``files`` as attachments: a path (or one alone) a pointer, a :class:`Media` as it is."""
+    if isinstance(files, str | os.PathLike | Media):
+        files = (files,)
+    return tuple(file if isinstance(file, Media) else Media.from_path(file) for file in files)
+
+
 class _Record(
     msgspec.Struct,
     frozen=True,
@@ -149,6 +189,37 @@ class Media(_Record, frozen=True, kw_only=True):
     def __post_init__(self) -> None:
         if (self.path is None) == (self.data is None):
             raise ValueError(f"media {self.id} needs exactly one of `path` or `data_base64`")
+
+    @classmethod
+    def from_path(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        id: str | None = None,
+        mime_type: str | None = None,
+        trust_tier: TrustTier = "third-party-private",
+    ) -> Media:
+        """A pointer to the file at ``path`` (made absolute against the working directory),
+        its MIME type and kind guessed from its name (``application/octet-stream``, a
+        ``document``, when the name says nothing), its id fresh (``file_`` and 12 hex digits).
+
+        Nothing is read here: the file is read when a request is assembled, within the roots
+        the render or run allows (``roots=``, ``files.roots``).
+        """
+        import mimetypes
+
+        location = os.path.abspath(os.fspath(path))
+        name = os.path.basename(location)
+        mime = mime_type or mimetypes.guess_type(name)[0] or "application/octet-stream"
+        kind = _KINDS.get(mime.split("/", 1)[0], "document")
+        return cls(
+            id=id or _fresh_id("file", 12),
+            kind=kind,
+            mime_type=mime,
+            filename=name,
+            trust_tier=trust_tier,
+            path=location,
+        )
 
     @property
     def hazard(self) -> ModalityHazard:
@@ -282,6 +353,33 @@ class Message(_Record, frozen=True, kw_only=True):
                 f"message {self.id}: `refusal`, `annotations` and `logprobs` belong to "
                 "assistant messages"
             )
+
+    @classmethod
+    def user(
+        cls,
+        text: str = "",
+        *,
+        files: Iterable[str | os.PathLike[str] | Media] = (),
+        identity: Identity | None = None,
+        id: str | None = None,
+        created_at: datetime | None = None,
+    ) -> Message:
+        """A user message: ``text`` with ``files`` attached, a fresh id (``msg_`` and 32 hex
+        digits) and the time now (UTC, to the millisecond), unless given.
+
+        :param files: paths (each a pointer, :meth:`Media.from_path`) or :class:`Media`.
+        :raises turnwire.errors.ThreadFileError: a value a thread file's message could not
+            hold, or neither text nor files; the error's ``$.path`` is rooted at the message.
+        """
+        fields = {
+            "id": id or _fresh_id("msg"),
+            "role": "user",
+            "content": text or None,
+            "identity": identity,
+            "attachments": _media(files),
+            "created_at": created_at or _now(),
+        }
+        return _built(cls, fields)
 
     @property
     def who(self) -> Identity:
@@ -506,6 +604,55 @@ class Thread(_Record, frozen=True, kw_only=True):
         if self.hosted_tools:
             check_hosted_tools(self.hosted_tools)
 
+    @classmethod
+    def create(
+        cls,
+        system_prompt: str = "",
+        *,
+        model: str | None = None,
+        tools: Iterable[Tool] = (),
+        messages: Iterable[Message] = (),
+        prompt: str = "",
+        files: Iterable[str | os.PathLike[str] | Media] = (),
+    ) -> Thread:
+        """A new thread: a system prompt, a model, tools, any messages, and (``prompt``,
+        ``files``) a first question after them (:meth:`Message.user`). Lists do for tuples.
+
+        The values given are checked as a thread file's are; the records given are checked, with
+        the rest, where the thread enters rendering, a run or a store
+        (:func:`turnwire.model.checks.check_thread` checks them at once).
+
+        :raises turnwire.errors.ThreadFileError: a value breaks a rule (its ``$.path`` named).
+        """
+        held = tuple(messages)
+        if prompt or files:
+            held += (Message.user(prompt, files=files),)
+        fields = {
+            "model": model,
+            "system_prompt": system_prompt,
+            "tools": tuple(tools),
+            "messages": held,
+        }
+        return _built(cls, fields)
+
+    def with_user_message(
+        self,
+        text: str = "",
+        *,
+        files: Iterable[str | os.PathLike[str] | Media] = (),
+        identity: Identity | None = None,
+    ) -> Thread:
+        """This thread with a user message added (:meth:`Message.user`), dated now, and
+        always after every record the thread holds (one may be dated a little ahead of this
+        machine's clock), so the timeline puts it last.
+
+        :raises turnwire.errors.ThreadFileError: a value a thread file could not hold.
+        """
+        message = Message.user(
+            text, files=files, identity=identity, created_at=not_before(_now, latest(self))()
+        )
+        return msgspec.structs.replace(self, messages=(*self.messages, message))
+
     def tool(self, name: str) -> Tool | None:
         for tool in self.tools:
             if tool.name == name:
@@ -518,6 +665,40 @@ class Thread(_Record, frozen=True, kw_only=True):
         return msgspec.structs.replace(
             self, messages=(), thoughts=(), tool_calls=(), hosted_items=()
         )
+
+
+def latest(thread: Thread) -> datetime | None:
+    """When the thread's latest record is dated (``None``: it holds none)."""
+    return max(
+        (
+            record.created_at
+            for records in (
+                thread.messages,
+                thread.thoughts,
+                thread.tool_calls,
+                thread.hosted_items,
+            )
+            for record in records
+        ),
+        default=None,
+    )
+
+
+def not_before(clock: Callable[[], datetime], floor: datetime | None) -> Callable[[], datetime]:
+    """``clock``, but never at or before ``floor``: what records added to a thread are dated
+    with. A thread may hold a record dated a little ahead of this machine's clock (another
+    machine's, within the drift a thread file may have); a record added after it must still
+    sort after it, or the timeline would put the new question before an older compaction,
+    which would cut it out of the request."""
+    if floor is None:
+        return clock
+    after = floor + timedelta(milliseconds=1)
+
+    def dated() -> datetime:
+        now = clock()
+        return now if now > floor else after
+
+    return dated
 
 
 def map_pointers(

@@ -13,8 +13,7 @@ before documents, each in the order they are stored in.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import msgspec
 
@@ -26,6 +25,8 @@ from turnwire.model.records import (
     Thought,
     Thread,
     ToolCall,
+    latest,
+    not_before,
 )
 
 __all__ = [
@@ -66,40 +67,6 @@ def context_order_key(item: ContextItem, rank: int, index: int) -> tuple[datetim
     if created_at is None:
         return (_UNDATED, -math.inf, rank, index)
     return (created_at, math.inf, rank, index)
-
-
-def latest(thread: Thread) -> datetime | None:
-    """When the thread's latest record is dated (``None``: it holds none)."""
-    return max(
-        (
-            record.created_at
-            for records in (
-                thread.messages,
-                thread.thoughts,
-                thread.tool_calls,
-                thread.hosted_items,
-            )
-            for record in records
-        ),
-        default=None,
-    )
-
-
-def not_before(clock: Callable[[], datetime], floor: datetime | None) -> Callable[[], datetime]:
-    """``clock``, but never at or before ``floor``: what records added to a thread are dated
-    with. A thread may hold a record dated a little ahead of this machine's clock (another
-    machine's, within the drift a thread file may have); a record added after it must still
-    sort after it, or the timeline would put the new question before an older compaction,
-    which would cut it out of the request."""
-    if floor is None:
-        return clock
-    after = floor + timedelta(milliseconds=1)
-
-    def dated() -> datetime:
-        now = clock()
-        return now if now > floor else after
-
-    return dated
 
 
 def timeline(thread: Thread) -> list[Record]:

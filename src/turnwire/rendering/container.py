@@ -138,6 +138,8 @@ class Container(containers.DeclarativeContainer):
     envelope_nonce = providers.ThreadSafeSingleton(_envelope_nonce, settings)
     # Per render: the pipeline sets it from the thread (``model.hosted.thread_anchor``).
     thread_anchor = providers.Object("")
+    # Unset in ``render:``, the tags the replay mode implies (``RenderSettings.replay_tags``).
+    replay_compatibility = providers.Callable(lambda s: s.render.replay_tags, settings)
     vars().update(_render_setting_providers(vars(), settings))
 
     # ---------------------------------------------------------------- client seams

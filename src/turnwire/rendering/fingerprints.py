@@ -138,7 +138,7 @@ def _why_not(thought: Thought, warnings: tuple[str, ...], container: Container) 
     settings = container.settings().render
     if settings.reasoning_replay != "encrypted":
         return f"render.reasoning_replay is {settings.reasoning_replay!r}, not 'encrypted'"
-    if thought.replay_compatibility not in settings.replay_compatibility:
+    if thought.replay_compatibility not in settings.replay_tags:
         return (
             f"its replay_compatibility {thought.replay_compatibility!r} is not in "
             "render.replay_compatibility"

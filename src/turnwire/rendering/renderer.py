@@ -14,10 +14,11 @@ from typing import Any
 
 import msgspec
 
-from turnwire.config.settings import RequestSettings
+from turnwire.config.settings import RequestSettings, replay_tags
 from turnwire.errors import ConfigError, PreflightError, RenderError, TurnwireError
 from turnwire.files.pointers import ContextAssembler, file_roots
 from turnwire.files.thread_file import load_thread
+from turnwire.model.checks import check_thread
 from turnwire.model.records import Media, Message, Thread, ToolCall
 from turnwire.model.structured import (
     OutputSchema,
@@ -40,6 +41,7 @@ from turnwire.wire import RequestBody
 __all__ = [
     "RenderedRequest",
     "Renderer",
+    "check_thread_once",
     "prefix_fingerprint",
     "render",
     "render_input",
@@ -171,6 +173,9 @@ def render_input(
     overrides: dict[str, Any] = {"model": model}
     if reasoning_replay is not None:
         overrides["reasoning_replay"] = reasoning_replay
+        # unset, the tags follow the mode this render replays with
+        tags = settings.render.replay_compatibility
+        overrides["replay_compatibility"] = replay_tags(reasoning_replay, tags)  # type: ignore[arg-type]
     if unfingerprinted_reasoning is not None:
         overrides["unfingerprinted_reasoning"] = unfingerprinted_reasoning
     if render_context:
@@ -571,15 +576,20 @@ def render(
         stored thread's id (:func:`turnwire.api.run_thread` passes it); by default the
         thread's opening record (:func:`~turnwire.model.hosted.thread_anchor`), which a thread
         file keeps from turn to turn (see :mod:`turnwire.rendering.caching`).
-    :raises turnwire.errors.InputError: bad thread, configuration or rendered body.
+    :raises turnwire.errors.ThreadFileError: the thread (a file, a mapping, or records built
+        in code: each is checked as a thread file is, see :mod:`turnwire.model.checks`) breaks
+        a rule of schema version 1; the error names its ``$.path``.
+    :raises turnwire.errors.InputError: bad configuration or rendered body.
     """
     asked = structured_output(output_schema_argument(output_schema, output_type))
     if container is None:
         container = cache.get(config_files) if cache is not None else build_container(config_files)
     settings = container.settings()
     chosen = file_roots(roots, settings.files, _folder_of(thread))
+    loaded = not isinstance(thread, Thread)
     if not isinstance(thread, Thread):
         thread = load_thread(thread)
+    check_thread_once(thread, container, loaded=loaded)
     resolved = resolve_model(thread, container, model)
     try:
         rendered = render_input(
@@ -616,6 +626,23 @@ def render(
             "a record built in code must hold whole characters",
             stage="render",
         ) from err
+
+
+def check_thread_once(thread: Thread, container: Container, *, loaded: bool = False) -> None:
+    """Check ``thread`` as a thread file is checked (:func:`turnwire.model.checks.check_thread`),
+    each record once per container: what the container's render memo checked before (the same
+    objects) is not looked at again (see :mod:`turnwire.rendering._incremental.checked`).
+
+    :param loaded: the loader made ``thread`` and checked it: only remembered.
+    :raises turnwire.errors.ThreadFileError: a value breaks a rule (its ``$.path`` named).
+    """
+    memo = container.render_memo()
+    if memo is None:
+        if not loaded:
+            check_thread(thread)
+        return
+    with memo.lock:
+        memo.checked.check(thread, loaded=loaded)
 
 
 def unencodable_record(thread: Thread) -> str:

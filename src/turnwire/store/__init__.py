@@ -15,7 +15,6 @@ can load the thread again and re-run.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from turnwire.errors import StoreConflictError, StoreError, UnknownThreadError
 from turnwire.store.copy import copy_threads
@@ -39,7 +38,7 @@ def open_store(
     *,
     folder: str | os.PathLike[str] | None = None,
     builder: TurnBuilder | None = None,
-) -> Any:
+) -> ThreadStore:
     """Open the store ``location`` names: a ``postgresql://`` URL, else a SQLite file.
 
     :param location: a URL or a path; ``None``: ``$TURNWIRE_STORE`` (a URL or a path), else
@@ -47,7 +46,8 @@ def open_store(
     :param folder: for a PostgreSQL store, the local folder whose ``files/`` holds imported
         files (default ``$XDG_DATA_HOME/turnwire``); a SQLite store keeps them beside its file.
     :returns: a :class:`~turnwire.store.sqlite.SQLiteStore` or a
-        :class:`~turnwire.store.postgres.PostgresStore`, open (close it, or use ``with``).
+        :class:`~turnwire.store.postgres.PostgresStore`, open (close it, or use ``with``), typed
+        as the :class:`ThreadStore` both are.
     :raises turnwire.errors.StoreError: the store cannot be opened, or a URL names
         PostgreSQL and the ``postgres`` extra is not installed.
     """

@@ -20,6 +20,7 @@ import msgspec
 from turnwire.errors import InputError, StoreError
 from turnwire.files.pointers import ContextAssembler, located_pointers
 from turnwire.files.thread_file import check_unbounded, save_thread
+from turnwire.model.checks import check_thread
 from turnwire.model.records import Thread, map_pointers
 from turnwire.model.timeline import latest, not_before
 from turnwire.rendering.ledger import Ledger
@@ -85,8 +86,14 @@ def stored(thread_id: str, column: str, decode: Callable[[Any], _T], value: Any)
 
 def encode_header(thread: Thread) -> str:
     """The header a store keeps for ``thread``: the thread without its records
-    (:meth:`Thread.header_only`), which live in its turns, each once."""
-    return _ENCODER.encode(thread.header_only()).decode()
+    (:meth:`Thread.header_only`), which live in its turns, each once.
+
+    :raises turnwire.errors.ThreadFileError: the header (built in code) breaks a rule a thread
+        file is held to (:func:`turnwire.model.checks.check_thread`); nothing is stored.
+    """
+    header = thread.header_only()
+    check_thread(header)
+    return _ENCODER.encode(header).decode()
 
 
 def decode_header(data: str | bytes) -> Thread:
@@ -415,7 +422,11 @@ class StoreRecords:
             pointers lead there, so later runs of the thread read them from the store's own
             folder (the default root of a stored thread). Without it, pointers are kept as
             they are.
+        :raises turnwire.errors.ThreadFileError: the thread (built in code) breaks a rule a
+            thread file is held to (:func:`turnwire.model.checks.check_thread`); nothing is
+            stored.
         """
+        check_thread(thread)
         new_id = thread_id or f"thr_{uuid.uuid4().hex}"
         if files is None:
             return self._new_thread(thread, self.builder.records_as_turns(thread), new_id, title)

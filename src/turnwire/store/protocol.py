@@ -89,6 +89,8 @@ class ThreadStore(Protocol):
         :param thread_id: the new thread's id (default: a fresh ``thr_...``).
         :returns: the thread's id.
         :raises turnwire.errors.StoreError: the store already has a thread of that id.
+        :raises turnwire.errors.ThreadFileError: the header breaks a rule a thread file is held
+            to (:func:`turnwire.model.checks.check_thread`); nothing is stored.
         """
         ...
 
@@ -117,7 +119,11 @@ class ThreadStore(Protocol):
 
     def update_header(self, thread_id: str, header: Thread) -> None:
         """Replace the thread's header (prompt, tools, memories...), keeping its turns; the
-        records of ``header`` are ignored."""
+        records of ``header`` are ignored.
+
+        :raises turnwire.errors.ThreadFileError: the header breaks a rule a thread file is held
+            to; nothing is changed.
+        """
         ...
 
     def last_position(self, thread_id: str) -> int:
@@ -167,6 +173,8 @@ class ThreadStore(Protocol):
         :param files: when given, every file the thread points at is read through it and
             copied into :attr:`files_folder`, the stored pointers leading to the copies.
         :returns: the thread's id.
+        :raises turnwire.errors.ThreadFileError: the thread breaks a rule a thread file is held
+            to (:func:`turnwire.model.checks.check_thread`); nothing is stored.
         """
         ...
 

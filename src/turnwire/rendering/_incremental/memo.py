@@ -22,7 +22,10 @@ earlier render produced for the same inputs. What is kept, and what each part is
   checkpoint whose inputs are unchanged. Only the built-in ``fingerprint_prefix`` (``prefix``
   binding) is resumed this way; any other implementation is called as usual;
 * the last request body's encoded items and the preflight state over them, reused for the
-  longest unchanged prefix of ``input``.
+  longest unchanged prefix of ``input``;
+* the records already checked as a thread file is (:mod:`.checked`), so a record built in
+  code is checked once, not at every render (kept by :meth:`RenderMemo.clear`, which forgets
+  what was rendered, not what holds of a frozen record).
 
 Everything is bounded (a few entries per table, records of the last renders only) and owned by
 one memo object: a container holds one (``container.render_memo()``), a test makes its own or
@@ -39,6 +42,7 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
+from turnwire.rendering._incremental.checked import CheckedRecords
 from turnwire.rendering._incremental.identity import first_difference
 
 __all__ = ["Entry", "RenderMemo", "common_prefix", "stage_key"]
@@ -443,6 +447,8 @@ class RenderMemo:
         # Record kind -> the stages its renders reached through their relay, as observed
         # (never a list kept by hand): what that kind's tables are keyed on.
         self.reached: dict[str, tuple[str, ...]] = {}
+        # The records its renders checked (records built in code are checked once).
+        self.checked = CheckedRecords()
 
     def record_table(self, kind: str, key: Hashable) -> RecordTable:
         tables = self.records.get(kind)
@@ -477,7 +483,9 @@ class RenderMemo:
                 self.timelines.put((new, key[1]), state)
 
     def clear(self) -> None:
-        """Forget everything (the next render is cold)."""
+        """Forget everything rendered (the next render is cold). The records it checked stay
+        checked: a frozen record that passed its check always does (``checked.clear()``
+        forgets them too)."""
         with self.lock:
             self.reached.clear()
             self.records.clear()
