@@ -29,6 +29,9 @@ YAML and sometimes cut or corrupted at the byte level. Then one property per att
 Lone surrogates are refused where they enter, typed: by a store (StoreError), the command line
 (one error line) and a thread given as a mapping (E_THREAD_FILE_INVALID, with the path); and a
 question asked after a compaction dated within the five minutes of drift still sorts after it.
+Two server answers that do not hold yet are pinned by strict xfails (a fix turns each into a
+failure to remove): an answer whose JSON holds a lone surrogate escape loses its text, and a
+hosted item sent with an empty id ends the run with a ValueError.
 
 The suite runs a bounded number of cases; the environment widens it:
 
@@ -689,6 +692,43 @@ def test_tool_and_server_text_never_stop_a_run(text: str, how: str, answer: str)
     assert _lone_surrogates(thread_to_builtins(outcome.thread)) == []
     tree = msgspec.json.decode(msgspec.json.encode(thread_to_builtins(outcome.thread)))
     assert len(turnwire.load_thread(tree).tool_calls) == 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="an event whose JSON holds a \\ud800 escape is skipped as malformed: the answer's "
+    "text is dropped, and the run ends as completed without it",
+)
+def test_an_answer_with_a_lone_surrogate_escape_is_recorded_or_refused() -> None:
+    outcome, _ = _scripted_run([_text_answer("Paris \ud800")], TOOL_THREAD)
+    if not isinstance(outcome, TurnwireError):
+        last = outcome.thread.messages[-1]
+        assert last.role == "assistant" and "Paris" in (last.content or "")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=ValueError,
+    reason="a hosted item the server sends with an empty `id` is given an id of turnwire's, "
+    "and its record then refuses the item's own empty `id`: the run ends with a ValueError",
+)
+def test_a_hosted_item_with_an_empty_id_is_recorded_or_refused_typed() -> None:
+    item = {
+        "id": "",
+        "type": "web_search_call",
+        "status": "completed",
+        "action": {"type": "search", "query": "q"},
+    }
+    answer = _sse(
+        {"type": "response.created", "response": {"id": "resp_1", "status": "in_progress"}},
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {
+            "type": "response.completed",
+            "response": {"id": "resp_1", "status": "completed", "model": "gpt-5"},
+        },
+    )
+    outcome, _ = _scripted_run([answer], TOOL_THREAD)
+    assert isinstance(outcome, TurnwireError) or outcome.thread.hosted_items
 
 
 # ---------------------------------------------------------------- JSON Schema checks
