@@ -128,14 +128,12 @@ def record_generation(
                 )
                 seq += 1
         elif isinstance(output, HostedOutput):
+            item_id = output.item_id or f"{output.type}_{uuid.uuid4().hex}"
+            item = output.item
+            if item.get("id") != item_id:  # sent without an id: the item holds the one it gets
+                item = {**item, "id": item_id}
             hosted.append(
-                HostedItem(
-                    id=output.item_id or f"{output.type}_{uuid.uuid4().hex}",
-                    type=output.type,
-                    item=output.item,
-                    created_at=stamp,
-                    seq=seq,
-                )
+                HostedItem(id=item_id, type=output.type, item=item, created_at=stamp, seq=seq)
             )
             seq += 1
         elif isinstance(output, ReasoningOutput):

@@ -8,6 +8,8 @@ accepted: the flat one of the spec and the nested one seen on the wire.
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any, get_args
 
 import msgspec
@@ -176,6 +178,38 @@ class _Untyped(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 _UNTYPED = msgspec.json.Decoder(_Untyped)
 
 
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _with_whole_characters(data: bytes | str) -> bytes | None:
+    """``data`` with each lone surrogate escape (``\\ud800`` without its pair, which no
+    Unicode text holds and msgspec refuses) read as U+FFFD, so the event's text is kept with a
+    replacement character rather than the whole event dropped; ``None`` when ``data`` holds no
+    such escape or is no JSON anyway."""
+    raw = data.encode() if isinstance(data, str) else bytes(data)
+    if not _SURROGATE_ESCAPE.search(raw):
+        return None
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return msgspec.json.encode(_whole(value))
+
+
+def _whole(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return value
+    if isinstance(value, list):
+        return [_whole(item) for item in value]
+    if isinstance(value, dict):
+        return {_whole(key): _whole(item) for key, item in value.items()}
+    return value
+
+
 def decode_event(data: bytes | str) -> StreamEvent | UnknownEvent:
     """Decode one event's ``data``; unknown types fall back to :class:`UnknownEvent`.
 
@@ -189,7 +223,14 @@ def decode_event(data: bytes | str) -> StreamEvent | UnknownEvent:
     """
     try:
         try:
-            return _TYPED.decode(data)
+            try:
+                return _TYPED.decode(data)
+            except msgspec.DecodeError:
+                whole = _with_whole_characters(data)
+                if whole is None:
+                    raise
+                data = whole
+                return _TYPED.decode(data)
         except msgspec.ValidationError as err:
             try:
                 unknown = _UNKNOWN.decode(data)
