@@ -456,3 +456,23 @@ def test_a_schema_that_cannot_check_an_answer_fails_it_saying_why():
         "the schema cannot check it: it is not a valid schema (at $.type: 'objekt' is not "
         "valid under any of the given schemas)",
     )
+
+
+@pytest.mark.parametrize(
+    ("schema", "where"),
+    [
+        ({"type": {}, "properties": {}}, "$.type"),
+        ({"type": [[]]}, "$.type"),
+        ({"type": ["object", {}]}, "$.type"),
+        (
+            {"type": "object", "properties": {"a": {"type": "string", "format": {}}}},
+            "$.properties.a.format",
+        ),
+    ],
+    ids=["object", "list", "union", "format"],
+)
+def test_a_type_or_format_that_is_not_a_name_is_a_problem_not_a_type_error(schema, where):
+    problems = strict_problems(schema)
+    assert where in [path for path, _ in problems]
+    with pytest.raises(ValueError, match="strict: false"):
+        OutputSchema(schema=schema, strict=True)

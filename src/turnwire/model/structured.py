@@ -220,10 +220,10 @@ def _walk(node: Any, path: str, root: Mapping[str, Any], problems: list[tuple[st
         # `{}` (any value, an untyped `Any`) has no strict form: the API asks for a type.
         problems.append((path, "a schema needs a `type` under strict (or anyOf, $ref, enum)"))
     for name in listed:
-        if name not in _TYPES:
+        if not isinstance(name, str) or name not in _TYPES:
             problems.append((_at(path, "type"), f"unknown type {name!r}"))
     fmt = node.get("format")
-    if fmt is not None and fmt not in STRICT_FORMATS:
+    if fmt is not None and (not isinstance(fmt, str) or fmt not in STRICT_FORMATS):
         problems.append((_at(path, "format"), f"format {fmt!r} is not supported under strict"))
     properties = node.get("properties")
     if "object" in listed or properties is not None:
@@ -369,7 +369,7 @@ def _strict(
         return {}
     made = {key: value for key, value in node.items() if key not in _STRUCT_DROPPED}
     fmt = made.get("format")
-    if fmt is not None and fmt not in STRICT_FORMATS:
+    if fmt is not None and (not isinstance(fmt, str) or fmt not in STRICT_FORMATS):
         del made["format"]  # decimal and the like: the Struct checks the string itself
     ref = made.get("$ref")
     if ref is not None and len(made) > 1:
