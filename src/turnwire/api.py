@@ -4,22 +4,19 @@ through :class:`~turnwire.client.dispatch.Client`."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
-import shutil
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
+from turnwire.client.blocking import run_blocking
 from turnwire.client.dispatch import Client, RunResult
 from turnwire.client.results import Shape
+from turnwire.client.stored import compaction_turn, media_from_path
 from turnwire.errors import ConfigError, MaxIterationsError, OutputValidationError
 from turnwire.files.pointers import file_roots
 from turnwire.files.thread_file import file_digest, load_thread, save_thread
-from turnwire.model.records import HostedItem, Thread, ToolCall
+from turnwire.model.records import Thread, ToolCall
 from turnwire.model.structured import OutputSchema, output_schema_argument
 from turnwire.rendering.compaction import CompactResult
 from turnwire.rendering.container import Container, build_container
@@ -34,13 +31,10 @@ from turnwire.rendering.renderer import (
     resolve_model,
     with_declared_tools,
 )
-from turnwire.store.turns import HostedPart, Turn, TurnBuilder
 
 if TYPE_CHECKING:
     from turnwire.client.progress import ProgressEvent
-    from turnwire.config.settings import Settings
     from turnwire.model.approvals import ApprovalDecision
-    from turnwire.model.records import Media
     from turnwire.store import ThreadStore
 
 __all__ = [
@@ -185,20 +179,6 @@ def _kept(client: Any, thread: Thread, **kwargs: Any) -> tuple[RunResult, Except
         return err.result, err
 
 
-def media_from_path(path: str | os.PathLike[str], *, media_id: str | None = None) -> Media:
-    """A file pointer for an upload (:meth:`~turnwire.model.records.Media.from_path`, to the
-    file a link leads to): kind and MIME type guessed from the name.
-
-    :raises turnwire.errors.ConfigError: ``path`` is not a file.
-    """
-    from turnwire.model.records import Media
-
-    file = Path(path).resolve()
-    if not file.is_file():
-        raise ConfigError(f"{path} is not a file", path="$")
-    return Media.from_path(file, id=media_id)
-
-
 def run_thread(
     thread_id: str,
     *,
@@ -225,10 +205,15 @@ def run_thread(
     output_type: type[Shape] | Mapping[str, Any] | OutputSchema | None = None,
     **transport_options: Any,
 ) -> RunResult[Shape]:
-    """One turn of a stored thread: the user's question (if any), the run, the new turns.
+    """One turn of a stored thread: the user's question (if any), the run, the new turns;
+    :meth:`Client.run_thread <turnwire.client.dispatch.Client.run_thread>` on a client made
+    (and closed) for it. A long-lived app keeps one :class:`~turnwire.Client` and awaits that
+    method instead; called inside a running event loop, this one runs in a worker thread.
 
-    File pointers may lead into ``roots``, else ``files.roots``, else the ``files`` folder
-    next to the store's database; the ``files`` named for this turn are allowed too.
+    File pointers may lead into ``roots``, else ``files.roots``; the thread's own folders among
+    the store's files (the copies of earlier questions' files) and the ``files`` named for this
+    turn are allowed too. The files are copied into the thread's folder, so later requests send
+    them again.
 
     The new turns (the question, tool results of calls a ``--once`` left pending, one turn per
     answer step, the ``approvals`` decisions among them) are appended in one transaction, and
@@ -241,129 +226,38 @@ def run_thread(
     output_schema = output_schema_argument(output_schema, output_type)
     if container is None:
         container = build_container(config_files)
-    builder = store.builder
-    # Read before loading: if another writer appends after this, our append stores nothing and
-    # fails with E_STORE_CONFLICT, so concurrent runs cannot interleave their turns.
-    expected_last = store.last_position(thread_id)
-    settings = container.settings()
-    uploads = [media_from_path(path) for path in files]
-    with _question_files(store, thread_id, uploads, settings) as uploads:
-        current = builder.build_user_turn(prompt, uploads) if (prompt or uploads) else None
-        thread = store.load(thread_id, current=current)
-        check_thread_once(thread, container, loaded=True)  # the store's records were checked
-        if current is not None:  # stored as the load dated it: after every earlier record
-            asked = next(m for m in reversed(thread.messages) if m.id == current.id)
-            current = msgspec.structs.replace(current, created_at=asked.created_at)
-        # The last request a run of this thread sent: this run's first is compared with it.
-        previous = builder.last_ledger(store.turns(thread_id))
-        chosen = _stored_roots(store, thread_id, roots, settings)
-        chosen += tuple(media.path for media in uploads if media.path)
-        client = Client(
-            container,
-            base_url=base_url,
-            api_key=api_key,
-            organization=organization,
-            project=project,
-            handlers=handlers,
-            tools=tools,
-            **transport_options,
-        )
-        result, invalid = _kept(
-            client,
-            thread,
-            model=model,
-            once=once,
-            on_text=on_text,
-            on_tool_result=on_tool_result,
-            render_context=render_context,
-            roots=chosen,
-            on_event=on_event,
-            approvals=approvals,
-            output_schema=output_schema,
-            cache_identity=thread_id,  # the prompt_cache_key derives from the store's id
-            previous_ledger=previous,
-        )
-        turns = builder.build_run_turns(
-            question=current,
-            resolved=result.resolved,
-            records=result.records.timeline(),
-            model=result.response.model,
-            usage=result.response.usage,
-            request_fingerprint=result.request_fingerprint,
-            generations=result.generations,
-            ledger=result.ledger,
-        )
-        if result.compaction is not None:
-            turns.insert(0, compaction_turn(builder, result.compaction.record))
-        store.append_turns(thread_id, turns, expected_last=expected_last)
-    if invalid is not None:
-        raise invalid
-    return result
-
-
-@contextlib.contextmanager
-def _question_files(
-    store: ThreadStore, thread_id: str, uploads: list[Media], settings: Settings
-) -> Iterator[list[Media]]:
-    """The files of a question, copied into a new folder of the thread's among the store's
-    files (read through the files rules: size limits, no special files), the pointers leading
-    to the copies: every later request sends them again (so it extends this one), and they
-    stay readable when the originals move. A store without a files folder keeps the pointers
-    as given. When the block fails before its turns are stored, the copies are removed."""
-    folder = getattr(store, "files_folder", None)
-    if not uploads or folder is None:
-        yield uploads
-        return
-
-    from turnwire.files.pointers import ContextAssembler
-    from turnwire.store._base import copy_name, new_thread_folder
-
-    # The user named these files: each is a root of its own for this read.
-    reader = ContextAssembler.from_settings(
-        settings.files, tuple(media.path for media in uploads if media.path)
+    client = Client(
+        container,
+        base_url=base_url,
+        api_key=api_key,
+        organization=organization,
+        project=project,
+        handlers=handlers,
+        tools=tools,
+        **transport_options,
     )
-    copies = new_thread_folder(folder, thread_id)
-    kept: list[Media] = []
-    try:
-        for index, media in enumerate(uploads):
-            assert media.path is not None  # media_from_path always points at the file
-            data = reader.read(media.path, where=f"files[{index}]", owner=media.id)
-            copies.mkdir(parents=True, exist_ok=True)
-            copy = copies / copy_name(f"{index}-", Path(media.path).name)
-            copy.write_bytes(data)
-            kept.append(msgspec.structs.replace(media, path=str(copy)))
-        yield kept
-    except BaseException:
-        shutil.rmtree(copies, ignore_errors=True)
-        raise
 
+    async def main() -> RunResult[Shape]:
+        try:
+            return await client.run_thread(
+                thread_id,
+                store=store,
+                prompt=prompt,
+                files=files,
+                roots=roots,
+                model=model,
+                once=once,
+                on_text=on_text,
+                on_tool_result=on_tool_result,
+                on_event=on_event,
+                render_context=render_context,
+                approvals=approvals,
+                output_schema=output_schema,
+            )
+        finally:
+            await client.aclose()
 
-def _stored_roots(
-    store: ThreadStore,
-    thread_id: str,
-    roots: Iterable[str | os.PathLike[str]] | None,
-    settings: Settings,
-) -> tuple[str, ...]:
-    """Where a stored thread's pointers may lead: ``roots``, else ``files.roots``; and always
-    the thread's own folders among the store's files (the copies of the files its questions
-    sent and its imports brought), never another thread's."""
-    chosen = file_roots(roots, settings.files)
-    folder = getattr(store, "files_folder", None)
-    if folder is None:
-        return chosen
-    from turnwire.store._base import thread_folders
-
-    return chosen + tuple(str(own) for own in thread_folders(folder, thread_id))
-
-
-def compaction_turn(builder: TurnBuilder, record: HostedItem) -> Turn:
-    """The stored turn of a compaction: an assistant turn holding its hosted item alone."""
-    return Turn(
-        id=builder.new_id(),
-        role="assistant",
-        parts=(HostedPart(item=record),),
-        created_at=builder.clock(),
-    )
+    return run_blocking(main)
 
 
 def compact(
@@ -425,7 +319,6 @@ def _compact_once(
     model: str | None,
     render_context: Mapping[str, str] | None,
     roots: tuple[str, ...],
-    cache_identity: str | None = None,
 ) -> CompactResult:
     """One compact call through a client made (and closed) for it."""
     client = Client(container, **client_options)
@@ -433,16 +326,12 @@ def _compact_once(
     async def main() -> CompactResult:
         try:
             return await client.compact(
-                thread,
-                model=model,
-                render_context=render_context,
-                roots=roots,
-                cache_identity=cache_identity,
+                thread, model=model, render_context=render_context, roots=roots
             )
         finally:
             await client.aclose()
 
-    return asyncio.run(main())
+    return run_blocking(main)
 
 
 def compact_thread(
@@ -460,35 +349,32 @@ def compact_thread(
     roots: Iterable[str | os.PathLike[str]] | None = None,
     **transport_options: Any,
 ) -> CompactResult:
-    """Compact a stored thread: the compaction is appended as a turn of its own (only when
-    the thread did not change meanwhile: else :class:`~turnwire.errors.StoreConflictError`
-    and nothing stored). Older turns stay in the store.
+    """Compact a stored thread (:meth:`Client.compact_thread
+    <turnwire.client.dispatch.Client.compact_thread>` on a client made for it): the compaction
+    is appended as a turn of its own (only when the thread did not change meanwhile: else
+    :class:`~turnwire.errors.StoreConflictError` and nothing stored). Older turns stay in the
+    store.
 
     :raises turnwire.errors.InputError: the thread has no turns.
     The other parameters are :func:`run_thread`'s.
     """
-
     if container is None:
         container = build_container(config_files)
-    expected_last = store.last_position(thread_id)
-    thread = store.load(thread_id)
-    check_thread_once(thread, container, loaded=True)
-    chosen = _stored_roots(store, thread_id, roots, container.settings())
-    result = _compact_once(
-        thread,
+    client = Client(
         container,
-        {
-            "base_url": base_url,
-            "api_key": api_key,
-            "organization": organization,
-            "project": project,
-            **transport_options,
-        },
-        model=model,
-        render_context=render_context,
-        roots=chosen,
-        cache_identity=thread_id,
+        base_url=base_url,
+        api_key=api_key,
+        organization=organization,
+        project=project,
+        **transport_options,
     )
-    turn = compaction_turn(store.builder, result.record)
-    store.append_turns(thread_id, [turn], expected_last=expected_last)
-    return result
+
+    async def main() -> CompactResult:
+        try:
+            return await client.compact_thread(
+                thread_id, store=store, model=model, render_context=render_context, roots=roots
+            )
+        finally:
+            await client.aclose()
+
+    return run_blocking(main)

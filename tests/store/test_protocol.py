@@ -17,6 +17,7 @@ USERS = [
     *sorted((REPO / "src" / "turnwire" / "cli").rglob("*.py")),
     *sorted((REPO / "src" / "turnwire" / "demo").rglob("*.py")),
     REPO / "src" / "turnwire" / "api.py",
+    REPO / "src" / "turnwire" / "client" / "stored.py",
     REPO / "src" / "turnwire" / "store" / "copy.py",
 ]
 STORE_NAMES = {"store", "source", "target"}  # what these modules call a store

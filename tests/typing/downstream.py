@@ -57,6 +57,19 @@ def stored_invoice(store: turnwire.ThreadStore, thread_id: str) -> Invoice | Non
     return turnwire.run_thread(thread_id, store=store, prompt="bill", output_schema=Invoice).parsed
 
 
+async def long_lived(store: turnwire.ThreadStore, thread_id: str) -> Invoice | None:
+    async with turnwire.Client(profile="local-dev", overrides={"request": {"temperature": 0}}) as c:
+        await c.run_thread(thread_id, store=store, prompt="hi", files=["photo.png"])
+        result = await c.run_thread(thread_id, store=store, prompt="bill", output_schema=Invoice)
+        assert_type(result, turnwire.RunResult[Invoice])
+        await c.compact_thread(thread_id, store=store)
+        return result.parsed
+
+
+def answer_text(result: turnwire.RunResult) -> str:
+    return result.text
+
+
 def opened(location: str) -> int:
     with turnwire.open_store(location) as store:
         assert_type(store, turnwire.ThreadStore)

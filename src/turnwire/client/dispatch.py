@@ -22,18 +22,18 @@ checked against), :mod:`turnwire.client.reading` (the answer into a generation),
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from turnwire._redact import redact
 from turnwire.client._run import Run
+from turnwire.client.blocking import run_blocking
 from turnwire.client.progress import ProgressEvent
 from turnwire.client.reading import (
     finish_reason,
@@ -42,10 +42,11 @@ from turnwire.client.recording import (
     Records,
 )
 from turnwire.client.results import ResponseMeta, RunResult, Shape
+from turnwire.client.stored import compact_stored, run_stored
 from turnwire.client.telemetry import Telemetry
 from turnwire.client.tools import ToolExecutor
 from turnwire.client.transport import RetryPolicy, Transport
-from turnwire.config.settings import merge, settings_from_tree
+from turnwire.config.settings import merge, profile_path, settings_from_tree
 from turnwire.errors import (
     InputError,
     MaxIterationsError,
@@ -73,6 +74,9 @@ from turnwire.rendering.container import build_container
 from turnwire.rendering.ledger import Ledger
 from turnwire.rendering.renderer import check_thread_once, resolve_model
 
+if TYPE_CHECKING:
+    from turnwire.store import ThreadStore
+
 __all__ = ["Client", "Records", "ResponseMeta", "RunResult", "finish_reason"]
 
 logger = logging.getLogger("turnwire")
@@ -97,6 +101,26 @@ def _is_local(url: str) -> bool:
         return False
 
 
+def _container(
+    container: Any,
+    config: Iterable[str | os.PathLike[str]],
+    profile: str | Iterable[str],
+    overrides: Mapping[str, Any] | None,
+) -> Any:
+    """The client's container: the one given, else one built from the configuration."""
+    profiles = [profile] if isinstance(profile, str) else list(profile)
+    config = list(config)
+    if container is None:
+        files = [*(profile_path(name) for name in profiles), *config]
+        return build_container(files, overrides=overrides)
+    if config or profiles or overrides:
+        raise TypeError(
+            "Client takes a container or config=/profile=/overrides=, not both (a container "
+            "holds its settings already)"
+        )
+    return container
+
+
 def _now() -> datetime:
     moment = datetime.now(UTC)
     return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
@@ -105,10 +129,19 @@ def _now() -> datetime:
 class Client:
     """Runs turns against a Responses endpoint, with a container's settings and stages.
 
-    Use it as an async context manager (``async with Client(container) as client:``), or call
-    :meth:`aclose` when done, so its HTTP connections are closed.
+    Make one and keep it: it holds one HTTP connection pool, reused by every request of every
+    run, and no state of a run (concurrent runs on one client are safe). Use it as an async
+    context manager (``async with Client() as client:``), or call :meth:`aclose` when done, so
+    its connections are closed.
 
-    :param container: settings, plugins, stages (``turnwire.build_container``).
+    :param container: settings, plugins, stages (``turnwire.build_container``); by default one
+        built from ``config``, ``profile`` and ``overrides`` (none given: the packaged defaults,
+        the endpoint ``$OPENAI_BASE_URL`` else OpenAI's, the key ``$OPENAI_API_KEY``).
+    :param config: configuration files (YAML), merged over the defaults in order.
+    :param profile: a profile shipped with turnwire by name (``local-dev``, ``production``...;
+        ``turnwire.config.settings.profile_names()``), or several, merged before ``config``.
+    :param overrides: settings given in code, shaped like a configuration file
+        (``{"request": {"temperature": 0.2}}``), merged last.
     :param transport: a transport to use instead of one built from ``client:`` settings.
     :param base_url: the endpoint (default ``client.base_url``, which defaults to
         ``$OPENAI_BASE_URL``, else ``https://api.openai.com/v1``).
@@ -127,8 +160,11 @@ class Client:
 
     def __init__(
         self,
-        container: Any,
+        container: Any = None,
         *,
+        config: Iterable[str | os.PathLike[str]] = (),
+        profile: str | Iterable[str] = (),
+        overrides: Mapping[str, Any] | None = None,
         transport: Transport | None = None,
         base_url: str | None = None,
         api_key: str | None = None,
@@ -141,6 +177,7 @@ class Client:
         **transport_options: Any,
     ) -> None:
         functions = function_tools(tools)  # a bad function fails before anything is made
+        container = _container(container, config, profile, overrides)
         self.container = container
         self.settings = container.settings()
         client = self.settings.client
@@ -256,7 +293,8 @@ class Client:
     # ------------------------------------------------------------------ public
 
     def run_sync(self, thread: Thread, **kwargs: Any) -> RunResult:
-        """:meth:`run` for scripts: runs the event loop and closes the transport."""
+        """:meth:`run` for scripts, then the client closed. Inside a running event loop it runs
+        in a worker thread (see :mod:`turnwire.client.blocking`); prefer ``await`` there."""
 
         async def main() -> RunResult:
             try:
@@ -264,7 +302,68 @@ class Client:
             finally:
                 await self.transport.aclose()
 
-        return asyncio.run(main())
+        return run_blocking(main)
+
+    async def run_thread(
+        self,
+        thread_id: str,
+        *,
+        store: ThreadStore,
+        prompt: str = "",
+        files: Iterable[str | os.PathLike[str]] = (),
+        roots: Iterable[str | os.PathLike[str]] | None = None,
+        output_schema: type[Shape] | Mapping[str, Any] | OutputSchema | None = None,
+        **run_options: Any,
+    ) -> RunResult[Shape]:
+        """One turn of a thread ``store`` keeps: ``prompt`` and ``files`` (paths) asked as a
+        new user message, the run, and its turns appended to the thread in one transaction
+        (see :mod:`turnwire.client.stored`). Concurrent calls on one client are safe; two on
+        the same thread cannot interleave their turns (the later append raises
+        :class:`~turnwire.errors.StoreConflictError`).
+
+        :param roots: where the thread's file pointers may lead (default ``files.roots``); its
+            own folders among the store's files and this question's ``files`` are allowed too.
+        :param output_schema: as :meth:`run` takes it (``RunResult[Invoice]`` for a Struct).
+        :param run_options: :meth:`run`'s (``model``, ``once``, ``on_text``, ``on_event``,
+            ``tools``, ``approvals``, ``overrides``, ``render_context``).
+        :raises turnwire.errors.OutputValidationError: the answer does not match the output
+            schema; its turns were stored first.
+        :raises turnwire.errors.MaxIterationsError: the run stopped at
+            ``client.max_iterations``; its turns were stored first.
+        """
+        return await run_stored(
+            self,
+            thread_id,
+            store=store,
+            prompt=prompt,
+            files=files,
+            roots=roots,
+            output_schema=output_schema,
+            **run_options,
+        )
+
+    async def compact_thread(
+        self,
+        thread_id: str,
+        *,
+        store: ThreadStore,
+        roots: Iterable[str | os.PathLike[str]] | None = None,
+        model: str | None = None,
+        overrides: Mapping[str, Any] | None = None,
+        render_context: Mapping[str, str] | None = None,
+    ) -> CompactResult:
+        """Compact a thread ``store`` keeps (:meth:`compact`): the compaction is appended as a
+        turn of its own, only when the thread did not change meanwhile (else
+        :class:`~turnwire.errors.StoreConflictError`, nothing stored); older turns stay."""
+        return await compact_stored(
+            self,
+            thread_id,
+            store=store,
+            roots=roots,
+            model=model,
+            overrides=overrides,
+            render_context=render_context,
+        )
 
     async def run(
         self,

@@ -79,6 +79,14 @@ class RunResult(msgspec.Struct, Generic[Parsed], frozen=True, kw_only=True):
     with (``Client.run(previous_ledger=...)``; :func:`turnwire.run_thread` stores it)."""
 
     @property
+    def text(self) -> str:
+        """The text of the run's final answer: its last message (``""`` when the run ended
+        without one: a refusal, a ``once`` run stopped at tool calls). Earlier messages of the
+        run (said before a tool call) are in :attr:`records`."""
+        last = max(self.records.messages, key=lambda m: (m.created_at, m.seq), default=None)
+        return (last.content or "") if last is not None else ""
+
+    @property
     def resets(self) -> tuple[PrefixReport, ...]:
         """The requests of :attr:`prefix` that did not extend the one before."""
         return tuple(report for report in self.prefix if not report.extends)

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from turnwire.errors import StoreConflictError, StoreError, UnknownThreadError
 from turnwire.model.records import Thread
@@ -113,6 +115,9 @@ class SQLiteStore(StoreRecords):
     ) -> None:
         self.path = Path(path)
         self.builder = builder or TurnBuilder()
+        # One connection, shared by the threads that call this store (the async API runs its
+        # calls in worker threads): one call at a time, a transaction never interleaved.
+        self._lock = threading.RLock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._db = sqlite3.connect(
@@ -130,13 +135,14 @@ class SQLiteStore(StoreRecords):
         return f"SQLiteStore({str(self.path)!r})"
 
     def close(self) -> None:
-        self._db.close()
+        with self._lock:
+            self._db.close()
 
     # ------------------------------------------------------------------ schema
 
     @property
     def schema_version(self) -> int:
-        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+        return int(self._rows("PRAGMA user_version")[0][0])
 
     def _migrate(self) -> None:
         with self._transaction():
@@ -157,16 +163,22 @@ class SQLiteStore(StoreRecords):
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._db
-        except UnicodeEncodeError as err:  # a lone surrogate: no text a database can hold
-            self._db.execute("ROLLBACK")
-            raise StoreError(unencodable(self.path, err)) from err
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except UnicodeEncodeError as err:  # a lone surrogate: no text a database can hold
+                self._db.execute("ROLLBACK")
+                raise StoreError(unencodable(self.path, err)) from err
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _rows(self, sql: str, parameters: tuple[Any, ...] = ()) -> list[Any]:
+        """The rows of one read, the connection held for it alone."""
+        with self._lock:
+            return self._db.execute(sql, parameters).fetchall()
 
     # ------------------------------------------------------------------ threads
 
@@ -204,15 +216,14 @@ class SQLiteStore(StoreRecords):
         return thread_id
 
     def _require(self, thread_id: str) -> None:
-        row = self._db.execute("SELECT 1 FROM threads WHERE id = ?", (thread_id,)).fetchone()
-        if row is None:
+        if not self._rows("SELECT 1 FROM threads WHERE id = ?", (thread_id,)):
             raise UnknownThreadError(thread_id)
 
     def header(self, thread_id: str) -> Thread:
-        row = self._db.execute("SELECT header FROM threads WHERE id = ?", (thread_id,)).fetchone()
-        if row is None:
+        rows = self._rows("SELECT header FROM threads WHERE id = ?", (thread_id,))
+        if not rows:
             raise UnknownThreadError(thread_id)
-        return stored(thread_id, "header", decode_header, row[0])
+        return stored(thread_id, "header", decode_header, rows[0][0])
 
     def update_header(self, thread_id: str, header: Thread) -> None:
         """Replace the thread's header (prompt, tools, memories...), keeping its turns."""
@@ -226,8 +237,9 @@ class SQLiteStore(StoreRecords):
 
     def last_position(self, thread_id: str) -> int:
         """The position of the thread's last turn (``-1``, :data:`NO_TURNS`, when none)."""
-        self._require(thread_id)
-        return self._last(self._db, thread_id)
+        with self._lock:
+            self._require(thread_id)
+            return self._last(self._db, thread_id)
 
     @staticmethod
     def _last(db: sqlite3.Connection, thread_id: str) -> int:
@@ -280,21 +292,22 @@ class SQLiteStore(StoreRecords):
         )
 
     def turns(self, thread_id: str) -> list[Turn]:
-        self._require(thread_id)
-        rows = self._db.execute(
-            "SELECT id, role, created_at, parts, model, usage, request_fingerprint, ledger "
-            "FROM turns "
-            "WHERE thread_id = ? ORDER BY position",
-            (thread_id,),
-        ).fetchall()
+        with self._lock:
+            self._require(thread_id)
+            rows = self._rows(
+                "SELECT id, role, created_at, parts, model, usage, request_fingerprint, ledger "
+                "FROM turns "
+                "WHERE thread_id = ? ORDER BY position",
+                (thread_id,),
+            )
         return [decode_turn(thread_id, row, datetime.fromisoformat) for row in rows]
 
     def list_threads(self) -> list[ThreadSummary]:
-        rows = self._db.execute(
+        rows = self._rows(
             "SELECT t.id, t.title, t.header, t.created_at, t.updated_at, COUNT(u.id) "
             "FROM threads t LEFT JOIN turns u ON u.thread_id = t.id "
             "GROUP BY t.id ORDER BY t.updated_at DESC"
-        ).fetchall()
+        )
         return [
             ThreadSummary(
                 id=row[0],
