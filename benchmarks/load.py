@@ -5,32 +5,32 @@ reasoning thoughts with their replay payload) are written as JSON of about 1 MB 
 as YAML of about 1 MB. ``turnwire.load_thread(path)`` (reading within the limits, decoding,
 validating into the frozen ``Thread``, rebasing pointers) is timed against, on the same file:
 
-* ``json.loads`` of its bytes: the floor for JSON (parsing only, no validation, no model);
-* ``yaml.safe_load`` of its bytes: PyYAML's pure-Python loader, what turnwire used before;
-* ``yaml.load(..., Loader=yaml.CSafeLoader)``: libyaml's loader, the floor for YAML.
+* ``msgspec.json.decode`` of its bytes: the floor for JSON (the fastest parse of the same
+  bytes into dicts and lists, no validation, no model);
+* ``json.loads`` of its bytes: the standard library's parse, a peer;
+* ``yaml.load(..., Loader=yaml.CSafeLoader)``: libyaml's loader, the floor for YAML;
+* ``yaml.safe_load`` of its bytes: PyYAML's pure-Python loader, what turnwire used before.
 
-Subject and floor are measured in alternation (medians), so a noisy machine slows both alike.
-Target: a 1 MB JSON thread within 3x ``json.loads``.
+Every subject runs in alternation with its floor and peers, round by round
+(``benchmarks/_rounds.py``). Target: a 1 MB JSON thread within 3x ``msgspec.json.decode``.
 
-Run: ``uv run python benchmarks/load.py`` (``--quick`` for fewer runs; ``--slow`` also times
-``yaml.safe_load`` of the 10 MB thread, about a minute).
+Run: ``uv run python benchmarks/load.py`` (``--quick`` for fewer rounds).
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
-import gc
 import json
-import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import yaml
+from _rounds import alternate, ms, ratio, skipped, verdict
 
 import turnwire
 
@@ -131,107 +131,89 @@ def dump_yaml(doc: dict[str, Any]) -> bytes:
     ).encode()
 
 
+def _msgspec(path: Path) -> Any:
+    return msgspec.json.decode(path.read_bytes())
+
+
 def _json(path: Path) -> Any:
     return json.loads(path.read_bytes())
+
+
+def _c_yaml(path: Path) -> Any:
+    return yaml.load(path.read_bytes(), Loader=yaml.CSafeLoader)
 
 
 def _pure_yaml(path: Path) -> Any:
     return yaml.safe_load(path.read_bytes())
 
 
-def timed(fn: Callable[[], Any], runs: int) -> float:
-    """Median seconds of ``runs`` calls."""
-    samples = []
-    for _ in range(runs):
-        gc.collect()
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
-
-
-def interleaved(
-    subject: Callable[[], Any], floor: Callable[[], Any], runs: int
-) -> tuple[float, float]:
-    """Median seconds of ``subject`` and of ``floor``, measured in alternation."""
-    subject_samples, floor_samples = [], []
-    for _ in range(runs):
-        for fn, samples in ((subject, subject_samples), (floor, floor_samples)):
-            gc.collect()
-            start = time.perf_counter()
-            fn()
-            samples.append(time.perf_counter() - start)
-    return statistics.median(subject_samples), statistics.median(floor_samples)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer runs")
-    parser.add_argument("--slow", action="store_true", help="also yaml.safe_load of 10 MB")
+    parser.add_argument("--quick", action="store_true", help="fewer rounds")
     args = parser.parse_args()
-    runs_small, runs_large, runs_yaml = (5, 3, 1) if args.quick else (21, 7, 3)
-    c_loader = getattr(yaml, "CSafeLoader", None)
+    rounds_small, rounds_large, rounds_yaml = (5, 3, 1) if args.quick else (21, 7, 3)
 
-    print(f"turnwire load benchmark (Python {sys.version.split()[0]}, median of runs)")
     print(
-        f"{'file':<14} {'messages':>8} {'size':>7} {'turnwire ms':>12} {'floor':>24} "
-        f"{'floor ms':>9} {'ratio':>7}"
+        f"turnwire load benchmark (Python {sys.version.split()[0]}; subjects alternated round "
+        "by round; ms median (min); ratios the median of each round's)"
     )
-
-    def row(
-        label: str, messages: int, size: int, subject_s: float, floor: str, floor_s: float
-    ) -> None:
-        print(
-            f"{label:<14} {messages:>8} {size / 1e6:>6.2f}M {subject_s * 1e3:>12.1f} "
-            f"{floor:>24} {floor_s * 1e3:>9.1f} {subject_s / floor_s:>6.2f}x"
-        )
-
-    def faster(label: str, subject_s: float, peer: str, peer_s: float) -> None:
-        print(
-            f"{label:<14} {'':>8} {'':>7} {'':>12} {peer:>24} {peer_s * 1e3:>9.1f} "
-            f"-> turnwire {peer_s / subject_s:.0f}x faster"
-        )
-
     with tempfile.TemporaryDirectory() as folder:
-        ratios: dict[str, float] = {}
-        for label, target, runs in (
-            ("JSON 1 MB", 1_000_000, runs_small),
-            ("JSON 10 MB", 10_000_000, runs_large),
+        for label, target, rounds in (
+            ("JSON 1 MB", 1_000_000, rounds_small),
+            ("JSON 10 MB", 10_000_000, rounds_large),
         ):
             data, messages = thread_of_size(target, dump_json)
             path = Path(folder) / f"thread-{target}.json"
             path.write_bytes(data)
             assert turnwire.load_thread(path) == turnwire.load_thread(json.loads(data))
-            subject_s, floor_s = interleaved(
-                functools.partial(turnwire.load_thread, path), functools.partial(_json, path), runs
+            samples = alternate(
+                {
+                    "turnwire": functools.partial(turnwire.load_thread, path),
+                    "msgspec": functools.partial(_msgspec, path),
+                    "json": functools.partial(_json, path),
+                },
+                rounds,
             )
-            ratios[label] = subject_s / floor_s
-            row(label, messages, len(data), subject_s, "json.loads", floor_s)
-            if target < 5_000_000 or args.slow:
-                pure_s = timed(functools.partial(_pure_yaml, path), runs_yaml)
-                faster("", subject_s, "yaml.safe_load (pure)", pure_s)
-            else:
-                print(f"{'':<14} yaml.safe_load of 10 MB skipped (about a minute; --slow)")
+            over = ratio(samples, "turnwire", "msgspec")
+            print(f"{label} ({len(data) / 1e6:.2f} MB, {messages} messages, {rounds} rounds):")
+            print(
+                f"  turnwire.load_thread(path)  {ms(samples['turnwire'])}  "
+                f"{over:.2f}x the floor"
+                + (f" ({verdict(over, 3)})" if target == 1_000_000 else "")
+                + "  [read, decode, validate into the frozen Thread, rebase pointers]"
+            )
+            print(
+                f"  msgspec.json.decode (floor) {ms(samples['msgspec'])}  "
+                "[the same file's bytes read and decoded to dicts and lists, no validation]"
+            )
+            print(
+                f"  json.loads (peer)           {ms(samples['json'])}  "
+                f"{ratio(samples, 'json', 'msgspec'):.2f}x the floor  [the same, with the "
+                "standard library]"
+            )
 
         data, messages = thread_of_size(1_000_000, dump_yaml)
         path = Path(folder) / "thread.yaml"
         path.write_bytes(data)
         assert turnwire.load_thread(path) == turnwire.load_thread(yaml.safe_load(data))
-        if c_loader is not None:
-            subject_s, floor_s = interleaved(
-                lambda: turnwire.load_thread(path),
-                lambda: yaml.load(path.read_bytes(), Loader=c_loader),
-                runs_yaml,
+        subjects = {"turnwire": functools.partial(turnwire.load_thread, path)}
+        if hasattr(yaml, "CSafeLoader"):
+            subjects["libyaml"] = functools.partial(_c_yaml, path)
+        subjects["pure"] = functools.partial(_pure_yaml, path)
+        samples = alternate(subjects, rounds_yaml)
+        print(f"YAML 1 MB ({len(data) / 1e6:.2f} MB, {messages} messages, {rounds_yaml} rounds):")
+        print(f"  turnwire.load_thread(path)  {ms(samples['turnwire'])}")
+        if "libyaml" in samples:
+            print(
+                f"  yaml.load(CSafeLoader) (floor) {ms(samples['libyaml'])}  turnwire is "
+                f"{ratio(samples, 'turnwire', 'libyaml'):.2f}x it  [libyaml's parse, no model]"
             )
-            row("YAML 1 MB", messages, len(data), subject_s, "yaml.load(CSafeLoader)", floor_s)
         else:
-            subject_s = timed(lambda: turnwire.load_thread(path), runs_yaml)
-            print("YAML 1 MB: PyYAML has no libyaml here; no C floor")
-        pure_s = timed(functools.partial(_pure_yaml, path), runs_yaml)
-        faster("", subject_s, "yaml.safe_load (pure)", pure_s)
-
-    verdict = "met" if ratios["JSON 1 MB"] <= 3 else "NOT met"
-    print(f"1 MB JSON within {ratios['JSON 1 MB']:.2f}x of json.loads (target 3x: {verdict})")
+            skipped("yaml.load(CSafeLoader)", "PyYAML has no libyaml here")
+        print(
+            f"  yaml.safe_load (pure, peer) {ms(samples['pure'])}  turnwire is "
+            f"{ratio(samples, 'pure', 'turnwire'):.0f}x faster  [what turnwire used before]"
+        )
     return 0
 
 
