@@ -1,18 +1,32 @@
-"""What a process pays before its first request body: import, container, first render.
+"""What a process pays from its start to its exit, wall against wall, with and without bytecode.
 
-Each figure is the median of fresh interpreter processes, measured in the same run as two
-floors (an empty interpreter; importing msgspec, pluggy and dependency-injector alone) and a
-peer (importing the official ``openai`` package, which a user of the SDK pays before any
-request). Inside the child the phases are timed separately: import, ``build_container``
-(settings loaded and validated, plugins discovered), the first render, a second render, and
-a repeated ``render(thread, config_files=[...])`` (the kept container: its fixed cost).
+Fresh interpreter processes, each timed from ``Popen`` to its exit (wall time, the parent's
+clock), for these subjects:
 
-The import of ``dependency_injector`` is measured twice: as turnwire imports it (pydantic, which
-its providers module tries at import only for ``Configuration.from_pydantic``, held off) and
-plainly; the difference is what turnwire saves a process that does not otherwise import
-pydantic. ``pydantic imported`` says whether ``import turnwire`` plus a render pulled it in.
+* the floor: ``python -c pass``, an empty interpreter;
+* ``turnwire render examples/weather.yaml``: the command line (its console script), the body
+  written to a pipe;
+* the library: ``import turnwire``, ``build_container``, two renders of the same thread, and
+  two ``render(thread, config_files=[])`` (its phases timed inside the child, printed apart);
+* the dependencies alone: importing msgspec, pluggy, dependency-injector, httpx and PyYAML;
+* a peer: ``import openai`` alone, what a user of the official SDK pays before any request.
 
-Run: ``uv run python benchmarks/cold_start.py`` (``--runs N``).
+Each runs in two modes, and every subject of both modes runs once per round, in an order
+rotated round by round (``benchmarks/_rounds.py``):
+
+* with bytecode: every module's ``.pyc`` present (written to a private cache,
+  ``PYTHONPYCACHEPREFIX``, by an untimed first run), as after an install that compiles it;
+* without bytecode: the standard library's ``.pyc`` present, none for the virtual
+  environment's packages or this checkout (turnwire, its dependencies), which each process then
+  compiles from source and cannot write (``PYTHONDONTWRITEBYTECODE=1``), as after an install
+  that does not compile and a read-only or throwaway environment.
+
+Neither mode touches the environment's own ``__pycache__`` folders. Each subject's line gives its
+wall time and its ratio to the empty interpreter of the same mode in the same round (whole
+against whole: no time is subtracted). Target: ``turnwire render`` of a small thread, with
+bytecode, at most 8x ``python -c pass``.
+
+Run: ``uv run python benchmarks/cold_start.py`` (``--rounds N``; ``--quick`` for 3).
 """
 
 from __future__ import annotations
@@ -23,13 +37,17 @@ import os
 import statistics
 import subprocess
 import sys
-import time
+import sysconfig
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
+
+from _rounds import alternate, ms, ratio, verdict
 
 REPO = Path(__file__).resolve().parents[1]
 THREAD = REPO / "examples" / "weather.yaml"
 
-CHILD = """
+LIBRARY = """
 import json, time
 t0 = time.perf_counter()
 import turnwire
@@ -51,31 +69,74 @@ print(json.dumps({{"import": t1 - t0, "container": t2 - t1, "first": t3 - t2,
                    "pydantic": "pydantic" in sys.modules}}))
 """
 
+DEPENDENCIES = "import msgspec, pluggy, dependency_injector.containers, httpx, yaml"
 DI_PLAIN = "import dependency_injector.containers, dependency_injector.providers"
 DI_TURNWIRE = "import turnwire.rendering.container"
 
 
-def wall(code: str, runs: int, extra: dict[str, str] | None = None) -> tuple[float, list[str]]:
-    samples, outputs = [], []
-    env = {**os.environ, "TURNWIRE_ENVELOPE_SECRET": "benchmark", **(extra or {})}
-    for _ in range(runs):
-        start = time.perf_counter()
+def cli() -> list[str]:
+    """The ``turnwire`` console script beside this interpreter, else ``python -m turnwire``."""
+    script = Path(sys.executable).parent / "turnwire"
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-m", "turnwire"]
+
+
+SUBJECTS: dict[str, tuple[list[str], str]] = {
+    "empty": ([sys.executable, "-c", "pass"], "python -c pass (floor)"),
+    "cli": ([*cli(), "render", str(THREAD)], "turnwire render examples/weather.yaml"),
+    "library": (
+        [sys.executable, "-c", LIBRARY.format(thread=str(THREAD))],
+        "import, container, 2 renders, 2 config_files renders",
+    ),
+    "deps": ([sys.executable, "-c", DEPENDENCIES], "import msgspec+pluggy+DI+httpx+yaml"),
+    "openai": ([sys.executable, "-c", "import openai"], "import openai (peer)"),
+}
+
+
+def caches(folder: Path) -> dict[str, dict[str, str]]:
+    """The environment of each mode: a private bytecode cache, filled once by untimed runs
+    (all of it for ``bytecode``; the standard library's part only for ``source``)."""
+    base = {**os.environ, "TURNWIRE_ENVELOPE_SECRET": "benchmark"}
+    modes = {}
+    stdlib = Path(sysconfig.get_paths()["stdlib"]).resolve()
+    for mode in ("bytecode", "source"):
+        prefix = folder / mode
+        env = {**base, "PYTHONPYCACHEPREFIX": str(prefix)}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        for command, _ in SUBJECTS.values():
+            subprocess.run(command, capture_output=True, env=env, cwd=REPO, check=False)
+        if mode == "source":  # keep the standard library's bytecode only
+            _prune(prefix, prefix / stdlib.relative_to(stdlib.anchor))
+        modes[mode] = {**env, "PYTHONDONTWRITEBYTECODE": "1"}
+    return modes
+
+
+def _prune(prefix: Path, kept: Path) -> None:
+    """Remove every ``.pyc`` under ``prefix`` that is not under ``kept``."""
+    for path in prefix.rglob("*.pyc"):
+        if kept not in path.parents:
+            path.unlink()
+
+
+def process(command: list[str], env: dict[str, str], out: list[str]) -> Callable[[], None]:
+    def run() -> None:
         done = subprocess.run(
-            [sys.executable, "-c", code],
-            capture_output=True,
-            text=True,
-            check=True,
-            env=env,
-            cwd=REPO,
+            command, capture_output=True, text=True, env=env, cwd=REPO, check=False
         )
-        samples.append(time.perf_counter() - start)
-        outputs.append(done.stdout)
-    return statistics.median(samples), outputs
+        if done.returncode != 0:
+            raise SystemExit(f"{command[-1][:60]!r} failed:\n{done.stderr}")
+        out.append(done.stdout)
+
+    return run
 
 
-def pydantic_import_ms(code: str, runs: int, extra: dict[str, str]) -> float:
+def pyc_count(prefix: str) -> int:
+    return sum(1 for _ in Path(prefix).rglob("*.pyc"))
+
+
+def pydantic_import_ms(code: str, runs: int, env: dict[str, str]) -> float:
     """Median milliseconds ``-X importtime`` charges to importing ``pydantic`` (0 if not)."""
-    env = {**os.environ, "TURNWIRE_ENVELOPE_SECRET": "benchmark", **extra}
     samples = []
     for _ in range(runs):
         done = subprocess.run(
@@ -97,50 +158,79 @@ def pydantic_import_ms(code: str, runs: int, extra: dict[str, str]) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--quick", action="store_true", help="3 rounds")
     args = parser.parse_args()
-    runs = args.runs
+    rounds = 3 if args.quick else args.rounds
 
-    empty, _ = wall("pass", runs)
-    deps, _ = wall("import msgspec, pluggy, dependency_injector.containers, httpx, yaml", runs)
-    total, outputs = wall(CHILD.format(thread=str(THREAD)), runs)
-    phases = [json.loads(out) for out in outputs]
-    pydantic = any(p.pop("pydantic") for p in phases)
-    median = {key: statistics.median(p[key] for p in phases) for key in phases[0]}
-    print(f"cold start (median of {runs} fresh processes, Python {sys.version.split()[0]})")
-    print(f"  empty interpreter                        {empty * 1e3:8.1f} ms  (floor)")
-    print(f"  import msgspec+pluggy+DI+httpx+yaml      {deps * 1e3:8.1f} ms")
-    print(
-        f"  turnwire: whole process to second render {total * 1e3:8.1f} ms  "
-        f"({total / empty:.1f}x the empty interpreter)"
-    )
-    for key, label in (
-        ("import", "import turnwire"),
-        ("container", "build_container + plugins"),
-        ("first", "first render"),
-        ("second", "second render"),
-        ("config_files", "repeated render(config_files=[])"),
-    ):
-        print(f"    {label:<38} {median[key] * 1e3:8.1f} ms")
-    print(f"    pydantic imported                      {'yes' if pydantic else 'no':>8}")
-    plain = pydantic_import_ms(DI_PLAIN, runs, {})
-    held_off = pydantic_import_ms(DI_TURNWIRE, runs, {})
-    opted_out = pydantic_import_ms(DI_TURNWIRE, runs, {"TURNWIRE_DI_PYDANTIC": "1"})
-    print(
-        "  pydantic's share of importing dependency_injector (-X importtime, cumulative):"
-        f"\n    plain import                           {plain:8.1f} ms"
-        f"\n    through turnwire.rendering.container             {held_off:8.1f} ms"
-        f"\n    through it with TURNWIRE_DI_PYDANTIC=1 {opted_out:8.1f} ms"
-    )
-    try:
-        peer, _ = wall("import openai", runs)
-    except subprocess.CalledProcessError:
-        print("  import openai: not installed - skipped")
-    else:
-        ratio = peer / (total - empty) if total > empty else float("nan")
+    with tempfile.TemporaryDirectory(prefix="turnwire-cold-") as folder:
+        modes = caches(Path(folder))
+        have_openai = (
+            subprocess.run(
+                SUBJECTS["openai"][0], capture_output=True, env=modes["bytecode"], check=False
+            ).returncode
+            == 0
+        )
+        outputs: dict[str, list[str]] = {}
+        subjects = {}
+        for mode, env in modes.items():
+            for name, (command, _) in SUBJECTS.items():
+                if name == "openai" and not have_openai:
+                    continue
+                outputs[f"{mode} {name}"] = []
+                subjects[f"{mode} {name}"] = process(command, env, outputs[f"{mode} {name}"])
+        counts = {mode: pyc_count(env["PYTHONPYCACHEPREFIX"]) for mode, env in modes.items()}
+        samples = alternate(subjects, rounds)
+
         print(
-            f"  import openai (peer, import only)        {peer * 1e3:8.1f} ms  "
-            f"(turnwire's whole start-up costs {1 / ratio:.2f}x of it, net of the interpreter)"
+            f"cold start (Python {sys.version.split()[0]}; {rounds} rounds, every process of "
+            "both modes alternated; wall time from spawn to exit, ms median (min); each ratio "
+            "the median of its round's, against the empty interpreter of the same mode)"
+        )
+        for mode in modes:
+            what = (
+                "every module's .pyc present"
+                if mode == "bytecode"
+                else "stdlib .pyc only; turnwire and its dependencies compiled from source"
+            )
+            print(f"{mode} ({what}; {counts[mode]} .pyc in the private cache):")
+            for name, (_, label) in SUBJECTS.items():
+                key = f"{mode} {name}"
+                if key not in samples:
+                    print(f"  {label}: skipped (the openai package is not installed)")
+                    continue
+                line = f"  {label:<52} {ms(samples[key])}"
+                if name != "empty":
+                    over = ratio(samples, key, f"{mode} empty")
+                    line += f"  {over:.1f}x the empty interpreter"
+                    if name == "cli" and mode == "bytecode":
+                        line += f" ({verdict(over, 8)})"
+                print(line)
+            phases = [json.loads(out) for out in outputs[f"{mode} library"]]
+            pydantic = any(p.pop("pydantic") for p in phases)
+            median = {key: statistics.median(p[key] for p in phases) for key in phases[0]}
+            print(
+                "    inside the library process: "
+                + ", ".join(
+                    f"{label} {median[key] * 1e3:.1f} ms"
+                    for key, label in (
+                        ("import", "import turnwire"),
+                        ("container", "build_container"),
+                        ("first", "first render"),
+                        ("second", "second"),
+                        ("config_files", "render(config_files=[])"),
+                    )
+                )
+                + f"; pydantic imported: {'yes' if pydantic else 'no'}"
+            )
+        env = modes["bytecode"]
+        plain = pydantic_import_ms(DI_PLAIN, rounds, env)
+        held_off = pydantic_import_ms(DI_TURNWIRE, rounds, env)
+        opted_out = pydantic_import_ms(DI_TURNWIRE, rounds, {**env, "TURNWIRE_DI_PYDANTIC": "1"})
+        print(
+            "pydantic's share of importing dependency_injector (-X importtime, cumulative, "
+            f"with bytecode): plain {plain:.1f} ms; through turnwire.rendering.container "
+            f"{held_off:.1f} ms; with TURNWIRE_DI_PYDANTIC=1 {opted_out:.1f} ms"
         )
     return 0
 
