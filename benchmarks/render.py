@@ -7,9 +7,9 @@ sweep with prefix fingerprints, the body, the preflight check, the bytes), with 
 seen before: each render gets an empty render memo (the container, its plugin manager and
 stage plan are warm, as in a long-lived process meeting a new thread).
 
-Both sizes and all three subjects run in alternation, round after round; milliseconds are
-medians, and each ratio is the median over rounds of the two subjects' times in the same round
-(a slow spell of a shared machine then slows both sides of a ratio alike). Printed:
+Every subject runs in alternation with its floors and peers, round after round; milliseconds
+are medians (min beside), and each ratio is the median over rounds of the two subjects' times
+in the same round (a slow spell of a shared machine then slows both sides alike). Printed:
 
 * ms per render and the ratio to the floor: msgspec-encoding the finished body alone;
 * the ratio to the Python floor: a hand-written minimal renderer of this thread's shapes
@@ -18,10 +18,17 @@ medians, and each ratio is the median over rounds of the two subjects' times in 
   stages, plugins, memo or preflight;
 * the 10k/1k time ratio (linear scaling is about 10);
 * what of the 10k render is the check of records built in code (``turnwire.model.checks``);
-* a re-render of the same 10k thread through the warm memo, against the encode floor;
-* the ratio to the official SDK's request preparation (``maybe_transform`` + its JSON dump) of
-  the same body, and to pydantic-ai's conversion of the same conversation when it is installed
-  (``uv sync --group bench``).
+* warm: a 10k thread re-rendered through a warm memo with one new record appended each round
+  (a new ``Thread`` whose tuples extend the last one rendered: the work of the next request,
+  not a cache hit of the same object), against the encode floor of its body;
+* peers, alternated with turnwire's cold 1k render and its floor, on the same 1k thread: the
+  official SDK's request preparation (``maybe_transform`` + its JSON dump) of the finished body
+  turnwire rendered (the SDK renders nothing: its input is already the request), and
+  pydantic-ai's conversion of the same conversation from its own message objects
+  (``OpenAIResponsesModel._map_messages``: input dicts, not encoded; no envelopes, no sweep,
+  no fingerprints), when it is installed (``uv sync --group bench``).
+
+No collection is forced before a timed call (``benchmarks/_rounds.py``).
 
 Run: ``uv run python benchmarks/render.py`` (``--quick`` for a short run).
 """
@@ -31,11 +38,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
-import gc
 import os
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -57,6 +62,9 @@ from turnwire.model.records import (
 from turnwire.rendering.body import encode_body
 from turnwire.stages.fingerprint import fingerprint_prefix
 from turnwire.wire import ReasoningItem, SummaryText
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _rounds import alternate, ms, skipped, verdict
 
 os.environ.setdefault("TURNWIRE_ENVELOPE_SECRET", "benchmark-secret")
 
@@ -295,35 +303,26 @@ def minimal_renderer(thread: Thread, reference: Any, secret: str) -> Callable[[]
     return render
 
 
-def timed(fn: Callable[[], Any], runs: int) -> float:
-    """Median seconds of ``runs`` calls."""
-    samples = []
-    for _ in range(runs):
-        gc.collect()
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
-
-
-def interleaved(*functions: Callable[[], Any], runs: int) -> list[list[float]]:
-    """Seconds of each call of each function, ``runs`` rounds, the functions in alternation
-    within a round so that a noisy machine slows all of a round alike."""
-    samples: list[list[float]] = [[] for _ in functions]
-    for _ in range(runs):
-        for fn, kept in zip(functions, samples, strict=True):
-            gc.collect()
-            start = time.perf_counter()
-            fn()
-            kept.append(time.perf_counter() - start)
-    return samples
-
-
 def paired(subject: list[float], floor: list[float]) -> float:
-    """The median over rounds of ``subject / floor`` measured in the same round: a slow spell
-    of a shared machine slows both sides of a round, so it cancels out of the ratio (a ratio
-    of two medians taken from different rounds keeps it)."""
+    """The median over rounds of ``subject / floor`` measured in the same round."""
     return statistics.median(s / f for s, f in zip(subject, floor, strict=True))
+
+
+def growing_by_one(thread: Thread, count: int) -> list[Thread]:
+    """``thread``, then ``count`` threads each extending the one before by one user message
+    (the same tuples plus one record, as the client builds the next request's thread)."""
+    later = max(r.created_at for r in (*thread.messages, *thread.thoughts, *thread.tool_calls))
+    threads = [thread]
+    for n in range(count):
+        asked = Message(
+            id=f"next{n}",
+            role="user",
+            content=f"And then {n}?",
+            created_at=later + timedelta(seconds=n + 1),
+        )
+        thread = msgspec.structs.replace(thread, messages=(*thread.messages, asked))
+        threads.append(thread)
+    return threads
 
 
 def cold_render(thread: Thread, container: Any) -> Callable[[], Any]:
@@ -439,27 +438,29 @@ def pydantic_ai_convert(thread: Thread) -> Callable[[], Any] | None:
     model = OpenAIResponsesModel("gpt-5", provider=OpenAIProvider(api_key="sk-benchmark"))
     parameters = ModelRequestParameters()
 
+    loop = asyncio.new_event_loop()
+
     def convert() -> Any:
-        return asyncio.run(model._map_messages(history, {}, parameters))
+        return loop.run_until_complete(model._map_messages(history, {}, parameters))
 
     return convert
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer runs")
+    parser.add_argument("--quick", action="store_true", help="fewer rounds")
     args = parser.parse_args()
-    runs = 5 if args.quick else 25
+    rounds = 5 if args.quick else 25
+    peer_rounds = 2 if args.quick else 7
 
     settings = turnwire.load_settings(overrides=SETTINGS)
     container = turnwire.build_container(settings=settings)
     secret = os.environ["TURNWIRE_ENVELOPE_SECRET"]
     sizes = (1_000, 10_000)
-    subjects: list[Callable[[], Any]] = []
+    subjects: dict[str, Callable[[], Any]] = {}
     shapes: dict[int, tuple[int, int]] = {}
     bodies: dict[int, dict[str, Any]] = {}
     threads: dict[int, Thread] = {}
-    requests: dict[int, Any] = {}
     for records in sizes:
         thread = threads[records] = with_valid_fingerprints(synthetic_thread(records), settings)
         rendered = cold_render(thread, container)()
@@ -467,97 +468,114 @@ def main() -> int:
         assert kinds.count("ReasoningItem") == records // 4, "every reasoning item must replay"
         minimal = minimal_renderer(thread, rendered, secret)
         assert minimal() == rendered.body, "the minimal renderer must give the same bytes"
-        subjects += [
-            cold_render(thread, container),
-            minimal,
-            functools.partial(encode_body, rendered.request),
-        ]
+        subjects[f"render {records}"] = cold_render(thread, container)
+        subjects[f"python {records}"] = minimal
+        subjects[f"floor {records}"] = functools.partial(encode_body, rendered.request)
         shapes[records] = (len(rendered.rendered.input), len(rendered.body))
         bodies[records] = rendered.json
-        requests[records] = rendered.request
     # Both sizes in the same rounds: the 10k/1k scaling is paired like the other ratios.
-    samples = interleaved(*subjects, runs=runs)
-    results: dict[int, dict[str, float]] = {}
-    for position, records in enumerate(sizes):
-        render_s, python_s, floor_s = samples[3 * position : 3 * position + 3]
-        results[records] = {
-            "render": statistics.median(render_s),
-            "python": statistics.median(python_s),
-            "floor": statistics.median(floor_s),
-            "render/floor": paired(render_s, floor_s),
-            "render/python": paired(render_s, python_s),
-            "python/floor": paired(python_s, floor_s),
-        }
-    scaling = paired(samples[3], samples[0])
+    samples = alternate(subjects, rounds)
+
+    print(
+        f"turnwire render benchmark (Python {sys.version.split()[0]}; {rounds} rounds, each "
+        "subject alternated with its floors and peers; ms median (min); ratios the median of "
+        "each round's; no forced collection)"
+    )
+    print("records never seen before (an empty render memo per render):")
+    for records in sizes:
+        items, size = shapes[records]
+        render_s, python_s, floor_s = (
+            samples[f"{kind} {records}"] for kind in ("render", "python", "floor")
+        )
+        over = paired(render_s, floor_s)
+        print(f"  {records} records ({items} items, a {size / 1e6:.2f} MB body):")
+        print(
+            f"    turnwire.render  {ms(render_s)}  {over:.1f}x the floor"
+            + (f" ({verdict(over, 22)})" if records == 10_000 else "")
+            + f", {paired(render_s, python_s):.2f}x the minimal renderer"
+            + (f" ({verdict(paired(render_s, python_s), 1.2)})" if records == 10_000 else "")
+            + "  [thread -> bytes: every stage, the sweep, fingerprints, preflight]"
+        )
+        print(
+            f"    minimal          {ms(python_s)}  {paired(python_s, floor_s):.1f}x the floor"
+            "  [the same bytes by a hand-written renderer on turnwire's primitives]"
+        )
+        print(f"    floor            {ms(floor_s)}  [msgspec-encoding the finished body alone]")
+    scaling = paired(samples["render 10000"], samples["render 1000"])
+    print(f"  scaling 10k/1k: {scaling:.1f}x (linear is about 10; target within 11)")
 
     # What of a cold render is the check of records built in code (a thread the loader read,
     # from a file or a store, is not checked again): the same thread, the same rounds.
     from turnwire.model.checks import check_thread
 
-    check_samples, check_render_samples = interleaved(
-        functools.partial(check_thread, threads[10_000]),
-        cold_render(threads[10_000], container),
-        runs=runs,
-    )
-    check_s = statistics.median(check_samples)
-
-    warm = functools.partial(turnwire.render, threads[10_000], container=container, model="gpt-5")
-    warm()
-    warm_samples, warm_floor_samples = interleaved(
-        warm, functools.partial(encode_body, requests[10_000]), runs=runs
-    )
-    warm_s = statistics.median(warm_samples)
-
-    print(
-        f"turnwire render benchmark (Python {sys.version.split()[0]}; {runs} rounds, each "
-        "subject alternated with its floors; ms are medians, ratios medians of each round's)"
-    )
-    print("records never seen before (an empty render memo per render):")
-    print(
-        f"{'records':>8} {'items':>7} {'body':>9} {'render ms':>10} {'python ms':>10} "
-        f"{'floor ms':>9} {'render/floor':>13} {'render/python':>14}"
-    )
-    for records, r in results.items():
-        items, size = shapes[records]
-        print(
-            f"{records:>8} {items:>7} {size / 1e6:>8.2f}M {r['render'] * 1e3:>10.2f}"
-            f" {r['python'] * 1e3:>10.2f} {r['floor'] * 1e3:>9.2f}"
-            f" {r['render/floor']:>12.1f}x {r['render/python']:>13.2f}x"
-        )
-    print(f"scaling 10k/1k: {scaling:.1f}x (linear is about 10; target within 11)")
-    ten = results[10_000]
-    print(
-        f"10k render within {ten['render/floor']:.1f}x of the encode floor (target 22x)"
-        f" and {ten['render/python']:.2f}x the minimal Python renderer (target 1.2x);"
-        f" the minimal renderer itself is {ten['python/floor']:.1f}x the floor"
+    checks = alternate(
+        {
+            "check": functools.partial(check_thread, threads[10_000]),
+            "render": cold_render(threads[10_000], container),
+        },
+        rounds,
     )
     print(
-        f"of a 10k render, checking the records built in code takes {check_s * 1e3:.2f} ms "
-        f"({paired(check_samples, check_render_samples):.0%}; a thread read from a file or a "
+        f"  of a 10k render, checking the records built in code takes {ms(checks['check'])} "
+        f"({paired(checks['check'], checks['render']):.0%}; a thread read from a file or a "
         "store is not checked again, and a renderer checks a record once)"
     )
-    print(
-        f"the same 10k thread again through the warm memo: {warm_s * 1e3:.2f} ms, "
-        f"{paired(warm_samples, warm_floor_samples):.2f}x the encode floor"
-    )
 
-    sdk = sdk_prepare(bodies[1_000])
-    sdk_s = timed(sdk, 1 if args.quick else 3)
-    ratio = sdk_s / results[1_000]["render"]
-    print(
-        f"official SDK request preparation, 1k records: {sdk_s * 1e3:.0f} ms "
-        f"-> turnwire is {ratio:.0f}x faster (target at least 50x)"
-    )
+    # Warm: each round renders the next thread, one record longer than the one before.
+    warm_container = turnwire.build_container(settings=settings)
+    sequence = growing_by_one(threads[10_000], rounds)
+    turnwire.render(sequence[0], container=warm_container, model="gpt-5")
+    upcoming = iter(sequence[1:])
+    last: list[Any] = []
 
-    peer = pydantic_ai_convert(synthetic_thread(1_000))
-    if peer is None:
-        print("pydantic-ai: not installed (uv sync --group bench) - skipped")
+    def warm() -> None:
+        last[:] = [turnwire.render(next(upcoming), container=warm_container, model="gpt-5")]
+
+    def warm_floor() -> None:
+        encode_body(last[0].request)
+
+    # The floor encodes the body the warm render of the same round made: it runs after it.
+    warm_samples: dict[str, list[float]] = {"warm": [], "floor": []}
+    for _ in range(rounds):
+        part = alternate({"warm": warm, "floor": warm_floor}, 1)
+        for name, values in part.items():
+            warm_samples[name] += values
+    warm_ratio = paired(warm_samples["warm"], warm_samples["floor"])
+    print("warm: a 10k thread with one new user message each round, through the warm memo:")
+    print(
+        f"    turnwire.render  {ms(warm_samples['warm'])}  {warm_ratio:.2f}x the floor"
+        "  [a new Thread extending the last one rendered: the next request's work]"
+    )
+    print(f"    floor            {ms(warm_samples['floor'])}  [encoding that body alone]")
+
+    peers: dict[str, Callable[[], Any]] = {
+        "turnwire": subjects["render 1000"],
+        "floor": subjects["floor 1000"],
+        "sdk": sdk_prepare(bodies[1_000]),
+    }
+    converted = pydantic_ai_convert(threads[1_000])
+    if converted is not None:
+        peers["pydantic-ai"] = converted
+    got = alternate(peers, peer_rounds)
+    print(f"peers on the same 1k thread ({peer_rounds} rounds, alternated with turnwire):")
+    print(
+        f"    turnwire.render  {ms(got['turnwire'])}  {paired(got['turnwire'], got['floor']):.1f}x"
+        " the floor  [thread -> request bytes, cold]"
+    )
+    faster = paired(got["sdk"], got["turnwire"])
+    print(
+        f"    official SDK     {ms(got['sdk'])}  turnwire {faster:.0f}x faster "
+        f"({verdict(faster, 50, at_least=True)})  [maybe_transform + JSON dump of the finished "
+        "body turnwire rendered: preparation only, no rendering]"
+    )
+    if converted is None:
+        skipped("pydantic-ai", "not installed: uv sync --group bench")
     else:
-        peer_s = timed(peer, runs)
+        theirs = paired(got["pydantic-ai"], got["turnwire"])
         print(
-            f"pydantic-ai OpenAIResponsesModel._map_messages, 1k records: "
-            f"{peer_s * 1e3:.1f} ms -> turnwire is {peer_s / results[1_000]['render']:.1f}x "
-            "its speed (it renders less: no envelopes, no sweep, no fingerprints)"
+            f"    pydantic-ai      {ms(got['pydantic-ai'])}  {theirs:.2f}x turnwire's time  "
+            "[its messages of the same conversation -> input dicts (_map_messages), not "
+            "encoded; no envelopes, no sweep, no fingerprints]"
         )
     return 0
 
