@@ -727,7 +727,7 @@ This page is generated from the classes of `turnwire.errors`.
 def _docstring_markdown(text: str) -> str:
     """Docstring markup as Markdown: ``literal`` and Sphinx roles become code."""
     text = re.sub(
-        r":(?:class|func|mod|data|attr|meth|exc|obj):`(~?)([\w.]+)`",
+        r":(?:class|func|mod|data|attr|meth|exc|obj):`(~?)([\w.]+)(?:\s*<[\w.]+>)?`",
         lambda role: f"`{role[2].rsplit('.', 1)[-1] if role[1] else role[2]}`",
         text,
     )
@@ -836,7 +836,11 @@ PAGES["schema/config.json"] = lambda: _json(config_schema())
 # ----------------------------------------------------------------------- MkDocs hook
 
 
-_ROLE = re.compile(r":(?:class|func|meth|attr|mod|data|exc|obj):<code>(~?)([\w.]+)</code>")
+# A role names its target (``:meth:`~turnwire.Client.run```), or shows a title for it
+# (``:meth:`Client.run <turnwire.client.dispatch.Client.run>```): the title is what is shown.
+_ROLE = re.compile(
+    r":(?:class|func|meth|attr|mod|data|exc|obj):<code>(~?)([\w.]+)(?:\s*&lt;[\w.]+&gt;)?</code>"
+)
 
 
 def _role(match: re.Match[str]) -> str:
@@ -845,7 +849,8 @@ def _role(match: re.Match[str]) -> str:
 
 
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
-    """Sphinx roles in docstrings (``:class:`~turnwire.Thread```) as plain code (MkDocs event)."""
+    """Sphinx roles in docstrings (``:class:`~turnwire.Thread```, ``:meth:`title <target>```) as
+    plain code (MkDocs event)."""
     return _ROLE.sub(_role, html)
 
 
