@@ -158,8 +158,9 @@ def test_context_guard_without_the_token_counter_is_a_clear_error(tmp_path: Path
     assert done.returncode == 2
     assert done.stderr.strip() == (
         "error: E_INVALID_OPENAI_RESPONSES_OPTIONS: $.context.token_encoding: the "
-        "context-window guard needs it: install the optional token counter: "
-        "pip install 'turnwire[tokens]' (toktok-rs)"
+        "context-window guard needs it: install the optional token counter (toktok-rs), the "
+        "`tokens` extra: `uv sync --extra tokens` in a clone, or "
+        "`pip install 'dist/turnwire-<version>-py3-none-any.whl[tokens]'`"
     )
 
 

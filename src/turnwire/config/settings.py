@@ -81,7 +81,10 @@ NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 NonNegative = Annotated[float, msgspec.Meta(ge=0)]
 
 
-INSTALL_HINT = "install the optional token counter: pip install 'turnwire[tokens]' (toktok-rs)"
+INSTALL_HINT = (
+    "install the optional token counter (toktok-rs), the `tokens` extra: `uv sync --extra tokens` "
+    "in a clone, or `pip install 'dist/turnwire-<version>-py3-none-any.whl[tokens]'`"
+)
 
 
 def counter_installed() -> bool:
