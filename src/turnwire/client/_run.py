@@ -4,6 +4,11 @@ A client is made once and serves many runs, concurrently too; everything one run
 changes (its render context, output schema, event callback, the request it last rendered and
 how many requests it sent) lives on the :class:`Run` that :meth:`Client.run
 <turnwire.client.dispatch.Client.run>` makes for it, never on the client.
+
+Its observers are found once, when the run is made: :attr:`Run.observer` is what the stream
+reader calls per event (:func:`~turnwire.client.reading.read_answer` through
+:meth:`Run._answer`), ``None`` when the run has no ``on_event`` callback and no
+``on_stream_event`` implementation.
 """
 
 from __future__ import annotations
@@ -121,6 +126,17 @@ class Run:
         self._render_context = dict(render_context or {})
         self._output_schema = output_schema
         self._on_event = on_event
+        # Who observes the run's progress is looked up once, as it starts (a plugin registered
+        # before then is seen): without an observer, nothing is made or called per event.
+        self._hooked = bool(client.plugin_manager.hook.on_stream_event.get_hookimpls()) or bool(
+            client.settings.plugins.trace  # a traced hook is called even without implementations
+        )
+        self.observer: Callable[[ProgressEvent], None] | None = (
+            self.emit if on_event is not None or self._hooked else None
+        )
+        """:meth:`emit`, or ``None`` when the run has no ``on_event`` callback and no
+        ``on_stream_event`` implementation (what :func:`~turnwire.client.reading.read_answer`
+        is given)."""
         self._cache_identity = cache_identity
         self._ledger = previous_ledger
         self._digests = ItemDigests()  # per run: bounded by the last request's items
@@ -440,11 +456,12 @@ class Run:
         self, body: bytes | EncodedBody, stream: bool, on_text: Callable[[str], None] | None
     ) -> Generation:
         return await read_answer(
-            self.transport, self.container, body, stream, on_text, emit=self.emit
+            self.transport, self.container, body, stream, on_text, emit=self.observer
         )
 
     def emit(self, event: ProgressEvent) -> None:
-        """Report ``event`` to the run's ``on_event`` and the ``on_stream_event`` hook."""
+        """Report ``event`` to the run's ``on_event`` and the ``on_stream_event`` hook (when the
+        run started with an implementation of it)."""
         if self._on_event is not None:
             try:
                 self._on_event(event)
@@ -453,4 +470,5 @@ class Run:
                     "the on_event callback raised; the turn goes on",
                     extra={"kind": "observer-error"},
                 )
-        self.client._observe("on_stream_event", event=event, model=self._event_model)
+        if self._hooked:
+            self.client._observe("on_stream_event", event=event, model=self._event_model)

@@ -7,13 +7,22 @@ so (``response.completed``, ``response.incomplete`` or ``response.failed``): a s
 or drops before that, or a stall, raises with the partial answer attached and nothing of it is
 recorded; a failed or cancelled response is a :class:`~turnwire.errors.StreamError`
 (:func:`raise_unless_answered`).
+
+The client's per-event path is :func:`read_stream`: per chunk, :meth:`SSEDecoder.feed_data
+<turnwire.client.sse.SSEDecoder.feed_data>` and one :meth:`ResponseAccumulator.feed
+<turnwire.wire.accumulator.ResponseAccumulator.feed>`; per event,
+:data:`~turnwire.wire.events.decode_typed` (:func:`~turnwire.wire.events.decode_event` for what
+it refuses); :func:`decoded_cost` only for an event that retains its data or is longer than
+:func:`unmeasured_size`; :func:`~turnwire.client.progress.from_wire` and the run's observer
+only when the run has one (:attr:`Run.observer <turnwire.client._run.Run.observer>`).
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, get_args
 
 import msgspec
 
@@ -29,8 +38,11 @@ from turnwire.wire.events import (
     OutputItemAdded,
     OutputItemDone,
     ResponseLifecycle,
+    StreamEvent,
     TextDelta,
+    UnknownEvent,
     decode_event,
+    decode_typed,
 )
 from turnwire.wire.response import (
     Generation,
@@ -130,10 +142,11 @@ async def read_answer(
     stream: bool,
     on_text: Callable[[str], None] | None,
     *,
-    emit: Callable[[ProgressEvent], None],
+    emit: Callable[[ProgressEvent], None] | None,
 ) -> Generation:
     """POST ``body`` and read the answer: an event stream, or one response object (when the
-    request did not stream, or the server answered with JSON)."""
+    request did not stream, or the server answered with JSON), each event reported to
+    ``emit`` (``None``: nobody listens)."""
     async with transport.exchange(body, stream=stream) as answer:
         if answer.is_event_stream:  # the transport's decision, its size limit with it
             generation = await read_stream(
@@ -147,16 +160,17 @@ async def read_answer(
             raw = b"".join([chunk async for chunk in answer.chunks])
             decoded = decoded_answer(raw, "a response object")
             generation = generation_from_response(decoded)
-            for output in generation.outputs:
-                emit(
-                    ItemDoneEvent(
-                        output_index=output.output_index,
-                        item_type=output.type
-                        if isinstance(output, HostedOutput)
-                        else _ITEM_TYPES[type(output)],
-                        item_id=output.item_id,
+            if emit is not None:
+                for output in generation.outputs:
+                    emit(
+                        ItemDoneEvent(
+                            output_index=output.output_index,
+                            item_type=output.type
+                            if isinstance(output, HostedOutput)
+                            else _ITEM_TYPES[type(output)],
+                            item_id=output.item_id,
+                        )
                     )
-                )
     return generation
 
 
@@ -172,12 +186,26 @@ CONTAINER_COST = 64
 VALUE_COST = 48
 DECODED_BUDGET = 4
 _RETAINING = (OutputItemAdded, OutputItemDone, ResponseLifecycle, ErrorEvent)
+# The event types decode_event returns that are _RETAINING, for one set lookup per event.
+_RETAINED = frozenset(kind for kind in get_args(StreamEvent) if issubclass(kind, _RETAINING))
 
 
 def decoded_cost(data: bytes) -> int:
     """The estimate of what ``data``'s JSON costs once decoded, in bytes (an upper bound)."""
     containers = data.count(b"[") + data.count(b"{")
     return CONTAINER_COST * containers + VALUE_COST * (data.count(b",") + data.count(b":") + 1)
+
+
+def cost_ceiling(size: int) -> int:
+    """The most :func:`decoded_cost` gives for ``size`` bytes of data: every byte a ``[`` or
+    ``{`` (the dearer of the two kinds it counts), plus the one value."""
+    return max(CONTAINER_COST, VALUE_COST) * size + VALUE_COST
+
+
+def unmeasured_size(limit: int) -> int:
+    """The most bytes an event may have and still be sure to cost at most ``limit``
+    (:func:`cost_ceiling`): only a longer one is measured against the one-event bound."""
+    return max(-1, (limit - VALUE_COST) // max(CONTAINER_COST, VALUE_COST))
 
 
 def _too_many(limit: int) -> AnswerTooLargeError:
@@ -193,12 +221,22 @@ async def read_stream(
     on_text: Callable[[str], None] | None,
     *,
     container: Any,
-    emit: Callable[[ProgressEvent], None],
+    emit: Callable[[ProgressEvent], None] | None,
     max_decoded: int | None = None,
 ) -> Generation:
     """An SSE stream into the :class:`~turnwire.wire.response.Generation` its events build
     (through the container's response accumulator), each event reported to ``emit``.
 
+    Per event, the work is the decoder's (:meth:`SSEDecoder.feed_data
+    <turnwire.client.sse.SSEDecoder.feed_data>`, :func:`~turnwire.wire.events.decode_event`)
+    and the accumulator's (:meth:`ResponseAccumulator.feed
+    <turnwire.wire.accumulator.ResponseAccumulator.feed>`), plus: :func:`decoded_cost` only
+    for an event that retains its data (an item or a response) or is longer than
+    :func:`unmeasured_size` of ``max_decoded``; :func:`~turnwire.client.progress.from_wire` only
+    when ``emit`` is given.
+
+    :param emit: receives each event's progress event; ``None`` when nobody listens (then no
+        progress event is made).
     :param max_decoded: the most bytes the items and responses of the events may cost once
         decoded, in all and in any one event (see :func:`decoded_cost`): past it,
         :class:`~turnwire.errors.AnswerTooLargeError`.
@@ -207,7 +245,10 @@ async def read_stream(
     accumulator: ResponseAccumulator = container.response_accumulator()()
     malformed = 0
     spent = 0
+    # Events this short cannot pass the one-event bound (cost_ceiling): they are not measured.
+    unmeasured = sys.maxsize if max_decoded is None else unmeasured_size(max_decoded)
     finished: list[Generation] = []
+    typed = decode_typed
 
     def apply(raw_events: Iterable[Any]) -> None:
         nonlocal malformed, spent
@@ -215,13 +256,17 @@ async def read_stream(
         for raw in raw_events:
             if raw == b"[DONE]":
                 continue  # the Chat Completions end marker some bridges (litellm) send
-            cost = 0
-            if max_decoded is not None:
+            cost = -1
+            if len(raw) > unmeasured:
                 cost = decoded_cost(raw)
-                if cost > max_decoded:  # one event alone: refused before it is decoded
-                    raise _too_many(max_decoded)
+                if max_decoded is not None and cost > max_decoded:
+                    raise _too_many(max_decoded)  # one event alone: refused before it is decoded
+            event: StreamEvent | UnknownEvent
             try:
-                event = decode_event(raw)
+                try:
+                    event = typed(raw)  # decode_event's answer whenever this one succeeds
+                except (msgspec.DecodeError, RecursionError):
+                    event = decode_event(raw)
             except msgspec.DecodeError:
                 malformed += 1
                 # Redacted, then cut: a secret cut in two is no longer recognisable. The first
@@ -233,18 +278,20 @@ async def read_stream(
                     extra={"kind": "sse-parse-failure"},
                 )
                 continue
-            if max_decoded is not None and isinstance(event, _RETAINING):
-                spent += cost
+            kind = type(event)
+            if max_decoded is not None and kind in _RETAINED:
+                spent += decoded_cost(raw) if cost < 0 else cost
                 if spent > max_decoded:
                     raise _too_many(max_decoded)
-            if on_text is not None and type(event) is TextDelta:
-                on_text(event.delta)
+            if on_text is not None and kind is TextDelta:
+                on_text(event.delta)  # type: ignore[union-attr]  # a TextDelta
             events.append(event)
         finished.extend(accumulator.feed(events))
-        for event in events:
-            progress = from_wire(event)
-            if progress is not None:
-                emit(progress)
+        if emit is not None:
+            for event in events:
+                progress = from_wire(event)
+                if progress is not None:
+                    emit(progress)
 
     reader = aiter(chunks)
     dropped: StreamError | None = None

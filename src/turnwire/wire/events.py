@@ -4,6 +4,9 @@ The hot events (text, summary, reasoning and argument deltas) are typed Structs;
 and response objects stay loosely typed (the API adds fields and item types over time).
 Anything not listed decodes as :class:`UnknownEvent`. Both shapes of the ``error`` event are
 accepted: the flat one of the spec and the nested one seen on the wire.
+
+Per event, a reader calls :data:`decode_typed` (msgspec's decoder itself), and
+:func:`decode_event` only for the data it refuses.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ __all__ = [
     "TextDelta",
     "UnknownEvent",
     "decode_event",
+    "decode_typed",
 ]
 
 
@@ -164,6 +168,11 @@ StreamEvent = (
 )
 
 _TYPED = msgspec.json.Decoder(StreamEvent)
+decode_typed = _TYPED.decode
+"""The first step of :func:`decode_event`: an event of a type turnwire acts on, in its shape.
+Whenever it returns, :func:`decode_event` returns the same; when it raises, only
+:func:`decode_event` says what the data is. A reader calls it first, per event, and
+:func:`decode_event` on what it refuses (the same answer, without a Python call per event)."""
 _TAGS = frozenset(str(event.__struct_config__.tag) for event in get_args(StreamEvent))
 _UNKNOWN = msgspec.json.Decoder(UnknownEvent)
 
