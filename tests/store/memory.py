@@ -66,6 +66,7 @@ class MemoryStore(StoreRecords):
         data: MemoryData | None = None,
         builder: TurnBuilder | None = None,
     ) -> None:
+        super().__init__()
         self.folder = Path(folder)
         self.builder = builder or TurnBuilder()
         self._data: MemoryData | None = data or MemoryData()

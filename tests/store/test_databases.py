@@ -214,7 +214,7 @@ def _old_store(location: str) -> None:
 def test_a_database_from_the_first_schema_version_migrates(location, open_at):
     _old_store(location)
     with open_at(location) as store:
-        assert store.schema_version == schema_module(location).SCHEMA_VERSION == 4
+        assert store.schema_version == schema_module(location).SCHEMA_VERSION == 5
         (turn,) = store.turns("thr_old")
         assert turn.parts[0].text == "hello from v1"
         assert turn.created_at == datetime(2025, 1, 1, tzinfo=UTC)
@@ -224,7 +224,7 @@ def test_a_database_from_the_first_schema_version_migrates(location, open_at):
         (summary,) = store.list_threads()
         assert (summary.title, summary.turns) == ("old one", 1)
     with open_at(location) as again:  # opening a current store changes nothing
-        assert again.schema_version == 4 and len(again.turns("thr_old")) == 1
+        assert again.schema_version == 5 and len(again.turns("thr_old")) == 1
 
 
 def test_a_newer_schema_is_refused(location, open_at):
@@ -243,6 +243,15 @@ def _back_to_version_2(location: str) -> None:
     """The schema version set back to 2, without what later versions added: the next open
     runs the migrations after it."""
     execute(location, "ALTER TABLE turns DROP COLUMN ledger")  # added by version 4
+    if location.startswith("postgresql://"):  # and what version 5 added
+        execute(location, "DROP TRIGGER turns_epoch ON turns")
+        execute(location, "DROP TRIGGER turns_epoch_truncate ON turns")
+        execute(location, "DROP FUNCTION turnwire_new_epoch")
+    else:
+        for trigger in ("threads_epoch", "turns_epoch_insert", "turns_epoch_update"):
+            execute(location, f"DROP TRIGGER {trigger}")
+        execute(location, "DROP TRIGGER turns_epoch_delete")
+    execute(location, "ALTER TABLE threads DROP COLUMN epoch")
     if location.startswith("postgresql://"):
         execute(location, "DELETE FROM turnwire_schema WHERE version > 2")
     else:
@@ -275,7 +284,7 @@ def test_a_store_whose_headers_copied_the_hosted_items_migrates_to_one_copy(loca
     ((header,),) = query(location, "SELECT header FROM threads WHERE id = ?", thread_id)
     assert [item["id"] for item in json.loads(header)["hosted_items"]] == ["ws_1", "ws_2", "cmp_1"]
     with open_at(location) as store:
-        assert store.schema_version == schema_module(location).SCHEMA_VERSION == 4
+        assert store.schema_version == schema_module(location).SCHEMA_VERSION == 5
         ((header,),) = query(location, "SELECT header FROM threads WHERE id = ?", thread_id)
         assert "hosted_items" not in json.loads(header)
         assert store.header(thread_id) == thread.header_only()
@@ -292,7 +301,7 @@ def test_a_damaged_header_of_an_old_store_is_left_for_the_read_to_report(locatio
     execute(location, "UPDATE threads SET header = ? WHERE id = ?", '{"hosted_items": [', damaged)
     _back_to_version_2(location)
     with open_at(location) as store:  # the migration goes through
-        assert store.schema_version == 4
+        assert store.schema_version == 5
         with pytest.raises(StoreError, match="is damaged"):
             store.header(damaged)
 

@@ -276,3 +276,42 @@ def _thread(user):
 
     run = _run()
     return Thread(messages=(user, run[2], run[3]), thoughts=(run[0],), tool_calls=(run[1],))
+
+
+def test_records_extended_turn_by_turn_are_the_records_of_all_the_turns_at_once():
+    """``extend_records`` is ``to_records`` in steps: the same records (the same objects, a
+    call stored again in its earlier place), the last ledger, the latest date."""
+    import itertools
+
+    import msgspec
+
+    import turnwire
+    from turnwire.model.records import latest
+    from turnwire.rendering.ledger import Ledger
+    from turnwire.store.turns import TurnRecords
+
+    b = builder()
+    first = b.build_user_turn("weather?")
+    call = ToolCall(id="call_1", tool="get_weather", created_at=T)
+    pending = Turn(id="t1", role="assistant", parts=(ToolCallPart(call=call),), created_at=T)
+    ledger = Ledger(model="gpt-5", items=("x",))
+    answered = msgspec.structs.replace(call, result=ToolResult(text="sunny"))
+    resolved = Turn(
+        id="t2",
+        role="assistant",
+        parts=(ToolCallPart(call=answered),),
+        created_at=T,
+        ledger=ledger,
+    )
+    later = b.build_user_turn("and tomorrow?")
+    turns = [first, pending, resolved, later]
+    whole = b.to_records(turns)
+    for cut in itertools.combinations(range(1, len(turns)), 2):
+        records = TurnRecords()
+        for start, stop in itertools.pairwise((0, *cut, len(turns))):
+            records = b.extend_records(records, turns[start:stop])
+        assert (records.messages, records.thoughts, records.tool_calls) == whole[:3]
+        assert all(map(lambda a, c: a is c, records.tool_calls, whole[2]))
+        assert records.tool_calls == (answered,)
+        assert records.ledger == ledger
+        assert records.latest == latest(records.as_thread(turnwire.Thread()))

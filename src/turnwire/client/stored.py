@@ -174,9 +174,8 @@ async def compact_stored(
 
 def _load(store: ThreadStore, thread_id: str, current: Turn | None) -> tuple[Thread, Ledger | None]:
     """The thread with the question last, and the ledger of the last request a run of it
-    sent (this run's first request is compared with it)."""
-    thread = store.load(thread_id, current=current)
-    return thread, store.builder.last_ledger(store.turns(thread_id))
+    sent (this run's first request is compared with it), from one read of the store."""
+    return store.load_with_ledger(thread_id, current=current)
 
 
 def _copy_question_files(

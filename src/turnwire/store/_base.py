@@ -22,8 +22,9 @@ from turnwire.files.pointers import ContextAssembler, located_pointers
 from turnwire.files.thread_file import check_unbounded, save_thread
 from turnwire.model.checks import check_thread
 from turnwire.model.records import Thread, map_pointers
-from turnwire.model.timeline import latest, not_before
+from turnwire.model.timeline import not_before
 from turnwire.rendering.ledger import Ledger
+from turnwire.store._kept import KeptThreads, Snapshot
 from turnwire.store.turns import Part, Turn, TurnBuilder
 
 __all__ = [
@@ -246,6 +247,9 @@ class StoreRecords:
 
     builder: TurnBuilder
 
+    def __init__(self) -> None:
+        self._kept = KeptThreads()
+
     def close(self) -> None:
         raise NotImplementedError
 
@@ -307,17 +311,39 @@ class StoreRecords:
         dated after every record the thread holds (one may be dated a little ahead of this
         machine's clock, within the drift a thread file may have), so an older compaction
         dated ahead never cuts it out of the request; store the turn with that date."""
-        header = self.header(thread_id)
-        turns = self.turns(thread_id)
-        messages, thoughts, calls, hosted = self.builder.to_records(turns)
-        thread = msgspec.structs.replace(
-            header, messages=messages, thoughts=thoughts, tool_calls=calls, hosted_items=hosted
+        return self.load_with_ledger(thread_id, current=current)[0]
+
+    def load_with_ledger(
+        self, thread_id: str, *, current: Turn | None = None
+    ) -> tuple[Thread, Ledger | None]:
+        """:meth:`load`, and the ledger of the last request a run of the thread recorded
+        (:meth:`TurnBuilder.last_ledger <turnwire.store.turns.TurnBuilder.last_ledger>` of its
+        turns), from one read. The records of turns an earlier load read, unchanged since (the
+        database says so: see :mod:`turnwire.store._kept`), are the same objects again."""
+        header, records = self._kept.load(
+            thread_id,
+            self.builder,
+            lambda after: self._snapshot(thread_id, after),
+            lambda stored_header: self._header(thread_id, stored_header),
         )
+        thread = records.as_thread(header)
         if current is None:
-            return thread
-        moment = not_before(lambda: current.created_at, latest(thread))()
+            return thread, records.ledger
+        moment = not_before(lambda: current.created_at, records.latest)()
         asked, *_ = self.builder.to_records([msgspec.structs.replace(current, created_at=moment)])
-        return msgspec.structs.replace(thread, messages=thread.messages + asked)
+        return msgspec.structs.replace(thread, messages=thread.messages + asked), records.ledger
+
+    def _snapshot(self, thread_id: str, after: int) -> Snapshot:
+        """The thread's header row and its turns after position ``after``, read at once.
+        This default reads :meth:`header` and :meth:`turns` and keeps nothing."""
+        header = self.header(thread_id)
+        turns = self.turns(thread_id)[after + 1 :]
+        return Snapshot(header, None, turns, after + len(turns))
+
+    def _header(self, thread_id: str, stored_header: Any) -> Thread:
+        """The header :meth:`_snapshot` read, decoded (by default it is one already)."""
+        header: Thread = stored_header
+        return header
 
     def export_thread(self, thread_id: str) -> Thread:
         """The thread with every record and file pointer, as a thread file holds it."""

@@ -41,6 +41,7 @@ from turnwire.store._base import (
     unencodable,
     utc,
 )
+from turnwire.store._kept import Snapshot
 from turnwire.store.protocol import NO_TURNS, ThreadSummary
 from turnwire.store.turns import Turn, TurnBuilder
 
@@ -71,6 +72,47 @@ def _drop_header_copies(conn: psycopg.Connection[Any]) -> None:
         rewritten = header_without_hosted_items(header)
         if rewritten is not None:
             conn.execute("UPDATE threads SET header = %s WHERE id = %s", (rewritten, thread_id))
+
+
+# A fresh epoch (see turnwire.store._kept): random and the moment, hashed.
+_NEW_EPOCH = "md5(random()::text || clock_timestamp()::text)"
+
+_EPOCH_TRIGGERS = (
+    f"ALTER TABLE threads ADD COLUMN epoch TEXT NOT NULL DEFAULT {_NEW_EPOCH}",
+    f"""CREATE FUNCTION turnwire_new_epoch() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP = 'TRUNCATE' THEN
+            UPDATE threads SET epoch = {_NEW_EPOCH};
+            RETURN NULL;
+        END IF;
+        IF TG_OP = 'INSERT' THEN
+            -- an insert anywhere but after the thread's last turn
+            IF EXISTS (
+                SELECT 1 FROM turns WHERE thread_id = NEW.thread_id AND position > NEW.position
+            ) THEN
+                UPDATE threads SET epoch = {_NEW_EPOCH} WHERE id = NEW.thread_id;
+            END IF;
+            RETURN NULL;
+        END IF;
+        UPDATE threads SET epoch = {_NEW_EPOCH} WHERE id = OLD.thread_id;
+        IF TG_OP = 'UPDATE' AND NEW.thread_id IS DISTINCT FROM OLD.thread_id THEN
+            UPDATE threads SET epoch = {_NEW_EPOCH} WHERE id = NEW.thread_id;
+        END IF;
+        RETURN NULL;
+    END
+    $$""",
+    "CREATE TRIGGER turns_epoch AFTER INSERT OR UPDATE OR DELETE ON turns "
+    "FOR EACH ROW EXECUTE PROCEDURE turnwire_new_epoch()",
+    "CREATE TRIGGER turns_epoch_truncate AFTER TRUNCATE ON turns "
+    "FOR EACH STATEMENT EXECUTE PROCEDURE turnwire_new_epoch()",
+)
+
+
+def _add_epochs(conn: psycopg.Connection[Any]) -> None:
+    """Version 5: every thread's ``epoch``, made anew by triggers whenever one of its turns
+    changes other than by an append (what lets a store reuse the records it read)."""
+    for statement in _EPOCH_TRIGGERS:
+        conn.execute(statement.encode())
 
 
 MIGRATIONS: tuple[tuple[int, str | Callable[[psycopg.Connection[Any]], None]], ...] = (
@@ -107,6 +149,7 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[psycopg.Connection[Any]], None]], .
     ),
     (3, _drop_header_copies),
     (4, "ALTER TABLE turns ADD COLUMN ledger TEXT"),
+    (5, _add_epochs),
 )
 """The schema, version by version: a script of statements, or a function run on the open
 transaction."""
@@ -180,6 +223,7 @@ class PostgresStore(StoreRecords):
         pool_size: int = 4,
         timeout_s: float = 30.0,
     ) -> None:
+        super().__init__()
         driver, pool = _psycopg()
         self.url = redacted_url(url)
         self.builder = builder or TurnBuilder()
@@ -220,6 +264,7 @@ class PostgresStore(StoreRecords):
 
     def close(self) -> None:
         self._pool.close()
+        self._kept.forget()
 
     # ------------------------------------------------------------------ schema
 
@@ -420,6 +465,27 @@ class PostgresStore(StoreRecords):
                 (thread_id,),
             ).fetchall()
         return [decode_turn(thread_id, row, utc) for row in rows]
+
+    def _snapshot(self, thread_id: str, after: int) -> Snapshot:
+        # One snapshot: the header row and the turns agree even while a writer commits.
+        with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            row = cur.execute(
+                "SELECT header, epoch FROM threads WHERE id = %s", (thread_id,)
+            ).fetchone()
+            if row is None:
+                raise UnknownThreadError(thread_id)
+            rows = cur.execute(
+                "SELECT position, id, role, created_at, parts, model, usage, "
+                "request_fingerprint, ledger FROM turns "
+                "WHERE thread_id = %s AND position > %s ORDER BY position",
+                (thread_id, after),
+            ).fetchall()
+        turns = [decode_turn(thread_id, row[1:], utc) for row in rows]
+        return Snapshot(row[0], row[1], turns, rows[-1][0] if rows else after)
+
+    def _header(self, thread_id: str, stored_header: Any) -> Thread:
+        return stored(thread_id, "header", decode_header, stored_header)
 
     def _summaries(self, where: str = "", params: tuple[Any, ...] = ()) -> list[ThreadSummary]:
         with self._pool.connection() as conn:

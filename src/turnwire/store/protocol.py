@@ -22,6 +22,7 @@ import msgspec
 
 from turnwire.files.pointers import ContextAssembler
 from turnwire.model.records import Thread
+from turnwire.rendering.ledger import Ledger
 from turnwire.store.turns import Turn, TurnBuilder
 
 __all__ = ["NO_TURNS", "ThreadStore", "ThreadSummary"]
@@ -149,6 +150,18 @@ class ThreadStore(Protocol):
 
         :param current: the question of the run about to start (not stored yet), loaded as
             its last turn.
+        """
+        ...
+
+    def load_with_ledger(
+        self, thread_id: str, *, current: Turn | None = None
+    ) -> tuple[Thread, Ledger | None]:
+        """:meth:`load` and the ledger of the last request a run of the thread recorded (the
+        last turn that holds one; ``None``: none), from one read: what a run of a stored
+        thread starts from (:meth:`Client.run_thread
+        <turnwire.client.dispatch.Client.run_thread>`). A long-lived store may hand back the
+        same record objects for turns it read before and that are unchanged since, which
+        lets a warm renderer recognise them by identity.
         """
         ...
 

@@ -34,6 +34,7 @@ from turnwire.store._base import (
     stored,
     unencodable,
 )
+from turnwire.store._kept import Snapshot
 from turnwire.store.protocol import NO_TURNS, ThreadSummary
 from turnwire.store.turns import Turn, TurnBuilder
 
@@ -49,6 +50,44 @@ def _drop_header_copies(db: sqlite3.Connection) -> None:
         rewritten = header_without_hosted_items(header)
         if rewritten is not None:
             db.execute("UPDATE threads SET header = ? WHERE id = ?", (rewritten, thread_id))
+
+
+# A fresh epoch (see turnwire.store._kept): 128 random bits, as text.
+_NEW_EPOCH = "lower(hex(randomblob(16)))"
+
+_EPOCH_TRIGGERS = (
+    "ALTER TABLE threads ADD COLUMN epoch TEXT",
+    f"UPDATE threads SET epoch = {_NEW_EPOCH}",
+    f"""CREATE TRIGGER threads_epoch AFTER INSERT ON threads BEGIN
+        UPDATE threads SET epoch = {_NEW_EPOCH} WHERE id = NEW.id;
+    END""",
+    # Before the insert: the turn it would replace (OR REPLACE deletes without firing delete
+    # triggers) and a turn it would put before the thread's last one are still there to see.
+    f"""CREATE TRIGGER turns_epoch_insert BEFORE INSERT ON turns BEGIN
+        UPDATE threads SET epoch = {_NEW_EPOCH} WHERE id IN (
+            SELECT thread_id FROM turns WHERE id = NEW.id
+            UNION SELECT NEW.thread_id WHERE EXISTS (
+                SELECT 1 FROM turns WHERE thread_id = NEW.thread_id AND position >= NEW.position
+            )
+        );
+    END""",
+    f"""CREATE TRIGGER turns_epoch_update BEFORE UPDATE ON turns BEGIN
+        UPDATE threads SET epoch = {_NEW_EPOCH} WHERE id IN (
+            SELECT OLD.thread_id UNION SELECT NEW.thread_id
+            UNION SELECT thread_id FROM turns WHERE id = NEW.id
+        );
+    END""",
+    f"""CREATE TRIGGER turns_epoch_delete AFTER DELETE ON turns BEGIN
+        UPDATE threads SET epoch = {_NEW_EPOCH} WHERE id = OLD.thread_id;
+    END""",
+)
+
+
+def _add_epochs(db: sqlite3.Connection) -> None:
+    """Version 5: every thread's ``epoch``, made anew by triggers whenever one of its turns
+    changes other than by an append (what lets a store reuse the records it read)."""
+    for statement in _EPOCH_TRIGGERS:
+        db.execute(statement)
 
 
 MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] = (
@@ -84,6 +123,7 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[sqlite3.Connection], None]], ...] =
     ),
     (3, _drop_header_copies),
     (4, "ALTER TABLE turns ADD COLUMN ledger TEXT"),
+    (5, _add_epochs),
 )
 """The schema, version by version: a script of statements, or a function run on the open
 transaction."""
@@ -113,6 +153,7 @@ class SQLiteStore(StoreRecords):
         builder: TurnBuilder | None = None,
         timeout_s: float = 30.0,
     ) -> None:
+        super().__init__()
         self.path = Path(path)
         self.builder = builder or TurnBuilder()
         # One connection, shared by the threads that call this store (the async API runs its
@@ -137,6 +178,7 @@ class SQLiteStore(StoreRecords):
     def close(self) -> None:
         with self._lock:
             self._db.close()
+        self._kept.forget()
 
     # ------------------------------------------------------------------ schema
 
@@ -301,6 +343,29 @@ class SQLiteStore(StoreRecords):
                 (thread_id,),
             )
         return [decode_turn(thread_id, row, datetime.fromisoformat) for row in rows]
+
+    def _snapshot(self, thread_id: str, after: int) -> Snapshot:
+        with self._lock:
+            self._db.execute("BEGIN")  # one read: the header row and the turns agree
+            try:
+                row = self._db.execute(
+                    "SELECT header, epoch FROM threads WHERE id = ?", (thread_id,)
+                ).fetchone()
+                if row is None:
+                    raise UnknownThreadError(thread_id)
+                rows = self._db.execute(
+                    "SELECT position, id, role, created_at, parts, model, usage, "
+                    "request_fingerprint, ledger FROM turns "
+                    "WHERE thread_id = ? AND position > ? ORDER BY position",
+                    (thread_id, after),
+                ).fetchall()
+            finally:
+                self._db.execute("COMMIT")
+        turns = [decode_turn(thread_id, row[1:], datetime.fromisoformat) for row in rows]
+        return Snapshot(row[0], row[1], turns, rows[-1][0] if rows else after)
+
+    def _header(self, thread_id: str, stored_header: Any) -> Thread:
+        return stored(thread_id, "header", decode_header, stored_header)
 
     def list_threads(self) -> list[ThreadSummary]:
         rows = self._rows(

@@ -24,6 +24,7 @@ from turnwire.model.records import (
     Thought,
     Thread,
     ToolCall,
+    latest,
 )
 from turnwire.model.usage import GenerationStats, Usage
 from turnwire.rendering.ledger import Ledger
@@ -38,6 +39,7 @@ __all__ = [
     "ToolCallPart",
     "Turn",
     "TurnBuilder",
+    "TurnRecords",
 ]
 
 
@@ -113,6 +115,41 @@ class Turn(
     usage: dict[str, Any] | None = None
     request_fingerprint: str | None = None
     ledger: Ledger | None = None
+
+
+class TurnRecords(msgspec.Struct, frozen=True, kw_only=True):
+    """What a thread's turns, in order, give the renderer (:meth:`TurnBuilder.extend_records`).
+
+    :ivar call_places: each tool call's id → its place in ``tool_calls`` (never changed once
+        made: a record set extended copies it).
+    :ivar ledger: the ledger of the last request the turns recorded (``None``: none).
+    :ivar latest: when the latest record is dated, as :func:`~turnwire.model.records.latest`
+        gives it for a thread of these records (``None``: no record).
+    """
+
+    messages: tuple[Message, ...] = ()
+    thoughts: tuple[Thought, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
+    hosted_items: tuple[HostedItem, ...] = ()
+    call_places: dict[str, int] = msgspec.field(default_factory=dict)
+    ledger: Ledger | None = None
+    latest: datetime | None = None
+
+    def as_thread(self, header: Thread) -> Thread:
+        """``header`` holding these records."""
+        return msgspec.structs.replace(
+            header,
+            messages=self.messages,
+            thoughts=self.thoughts,
+            tool_calls=self.tool_calls,
+            hosted_items=self.hosted_items,
+        )
+
+    def __len__(self) -> int:
+        """How many records."""
+        return (
+            len(self.messages) + len(self.thoughts) + len(self.tool_calls) + len(self.hosted_items)
+        )
 
 
 def _now() -> datetime:
@@ -393,10 +430,19 @@ class TurnBuilder:
         miss). A turn left without anything to say is dropped. A tool call stored again later
         (run after a ``--once``) supersedes the earlier copy, in the earlier place.
         """
+        records = self.extend_records(TurnRecords(), turns)
+        return records.messages, records.thoughts, records.tool_calls, records.hosted_items
+
+    def extend_records(self, records: TurnRecords, turns: Iterable[Turn]) -> TurnRecords:
+        """``records`` (what earlier turns gave) with the records of ``turns``, which follow
+        them: :meth:`to_records` of all the turns is ``extend_records(TurnRecords(), ...)``,
+        and extending in steps gives the same records (the same objects) as in one. ``records``
+        is left as it was."""
         messages: list[Message] = []
         thoughts: list[Thought] = []
         calls: dict[str, ToolCall] = {}
         hosted: list[HostedItem] = []
+        ledger = records.ledger
         for turn in turns:
             text = "".join(p.text for p in turn.parts if isinstance(p, TextPart))
             files = tuple(p.media for p in turn.parts if isinstance(p, FilePart))
@@ -419,4 +465,40 @@ class TurnBuilder:
                     calls[part.call.id] = part.call
                 elif isinstance(part, HostedPart):
                     hosted.append(part.item)
-        return tuple(messages), tuple(thoughts), tuple(calls.values()), tuple(hosted)
+            if turn.ledger is not None:
+                ledger = turn.ledger
+        if not (messages or thoughts or calls or hosted) and ledger is records.ledger:
+            return records
+        places = records.call_places
+        tool_calls = records.tool_calls
+        earlier = {call_id: places[call_id] for call_id in calls if call_id in places}
+        if earlier:  # a call stored again supersedes its earlier copy, in the earlier place
+            replaced = list(tool_calls)
+            for call_id, place in earlier.items():
+                replaced[place] = calls.pop(call_id)
+            tool_calls = tuple(replaced)
+        if calls:
+            places = {**places, **{c: len(tool_calls) + i for i, c in enumerate(calls)}}
+            tool_calls += tuple(calls.values())
+        extended = TurnRecords(
+            messages=records.messages + tuple(messages),
+            thoughts=records.thoughts + tuple(thoughts),
+            tool_calls=tool_calls,
+            hosted_items=records.hosted_items + tuple(hosted),
+            call_places=places,
+            ledger=ledger,
+        )
+        if earlier:  # a superseded copy no longer counts: the whole thread's latest
+            newest = latest(extended.as_thread(Thread()))
+        else:  # the latest of the records before, or of the new ones
+            newest = latest(
+                Thread(
+                    messages=tuple(messages),
+                    thoughts=tuple(thoughts),
+                    tool_calls=tuple(calls.values()),
+                    hosted_items=tuple(hosted),
+                )
+            )
+            if records.latest is not None and (newest is None or records.latest > newest):
+                newest = records.latest
+        return msgspec.structs.replace(extended, latest=newest)
