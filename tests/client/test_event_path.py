@@ -33,6 +33,7 @@ from turnwire.client.reading import (
     unmeasured_size,
 )
 from turnwire.client.sse import SSEDecoder
+from turnwire.client.transport import _Watchdog
 from turnwire.errors import AnswerTooLargeError, StreamError
 from turnwire.wire.accumulator import ResponseAccumulator
 from turnwire.wire.events import StreamEvent, TextDelta, UnknownEvent, decode_event, decode_typed
@@ -439,3 +440,77 @@ def test_a_traced_hook_is_called_even_without_an_implementation(caplog):
             assert run.observer is not None
             asyncio.run(client.run(_thread()))
     assert sum("on_stream_event" in r.getMessage() for r in caplog.records) >= 3
+
+
+# ------------------------------------------------------------------ the transport's wait
+
+
+async def _ready(value: bytes) -> bytes:
+    return value
+
+
+def _later(loop: asyncio.AbstractEventLoop, seconds: float, value: bytes) -> asyncio.Future[bytes]:
+    future: asyncio.Future[bytes] = loop.create_future()
+    loop.call_later(seconds, future.set_result, value)
+    return future
+
+
+def test_one_timer_serves_every_wait_for_a_chunk():
+    """The transport's wait for each chunk makes no timer per chunk (``wait_for`` made a task
+    and a timer for each); a wait that outlasts its limit still raises ``TimeoutError``."""
+
+    async def main() -> list[float]:
+        loop = asyncio.get_running_loop()
+        made: list[float] = []
+        real = loop.call_at
+
+        def counting(when: float, *args: Any, **kwargs: Any) -> Any:
+            made.append(when)
+            return real(when, *args, **kwargs)
+
+        loop.call_at = counting  # type: ignore[method-assign]
+        watchdog = _Watchdog()
+        for number in range(1000):
+            assert await watchdog.wait(_ready(b"%d" % number), 30.0) == b"%d" % number
+        with pytest.raises(TimeoutError):
+            await watchdog.wait(loop.create_future(), 0.05)  # earlier than the timer: set again
+        watchdog.close()
+        return made
+
+    assert len(asyncio.run(main())) == 2
+
+
+def test_waits_that_each_keep_within_the_limit_never_time_out():
+    """The idle limit is per chunk: twelve waits of 50 ms under a 0.3 s limit outlast the
+    first wait's expiry, and the timer, firing then, moves on to the wait under way."""
+
+    async def main() -> list[bytes]:
+        loop = asyncio.get_running_loop()
+        watchdog = _Watchdog()
+        got = [await watchdog.wait(_later(loop, 0.05, b"x"), 0.3) for _ in range(12)]
+        await asyncio.sleep(0.35)  # no wait under way when the timer fires: it stays off
+        got.append(await watchdog.wait(_later(loop, 0.01, b"y"), 0.3))
+        watchdog.close()
+        return got
+
+    assert asyncio.run(main()) == [b"x"] * 12 + [b"y"]
+
+
+def test_a_cancellation_from_elsewhere_is_no_timeout():
+    async def main() -> str:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        loop.call_later(0.01, task.cancel)
+        watchdog = _Watchdog()
+        try:
+            await watchdog.wait(loop.create_future(), 30.0)
+        except TimeoutError:
+            return "timeout"
+        except asyncio.CancelledError:
+            return "cancelled"
+        finally:
+            watchdog.close()
+        return "answered"
+
+    assert asyncio.run(main()) == "cancelled"

@@ -606,56 +606,125 @@ class Transport:
         total = 0
         iterator = response.aiter_raw().__aiter__()
         raw.append(iterator)
-        while True:
-            limit = idle
-            phase = "idle"
-            if deadline is not None:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
+        watchdog: _Watchdog | None = None
+        try:
+            while True:
+                limit = idle
+                phase = "idle"
+                if deadline is not None:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise RequestTimeoutError(
+                            seconds=self.request_timeout_s, phase="while reading the answer"
+                        )
+                    if limit is None or remaining < limit:
+                        limit, phase = remaining, "deadline"
+                try:
+                    if limit is None:
+                        chunk = await iterator.__anext__()
+                    else:
+                        if watchdog is None:
+                            watchdog = _Watchdog()
+                        chunk = await watchdog.wait(iterator.__anext__(), limit)
+                except StopAsyncIteration:
+                    return
+                except TimeoutError as err:
+                    if phase == "idle":
+                        logger.warning(
+                            "the stream sent nothing for %.3g s; cancelling",
+                            idle,
+                            extra={"kind": "stream-idle-timeout"},
+                        )
+                        raise StreamStalledError(seconds=idle or 0.0) from err
+                    logger.warning(
+                        "the answer outlasted request_timeout_s", extra={"kind": "request-timeout"}
+                    )
                     raise RequestTimeoutError(
                         seconds=self.request_timeout_s, phase="while reading the answer"
-                    )
-                if limit is None or remaining < limit:
-                    limit, phase = remaining, "deadline"
-            try:
-                if limit is None:
-                    chunk = await iterator.__anext__()
-                else:
-                    chunk = await asyncio.wait_for(iterator.__anext__(), limit)
-            except StopAsyncIteration:
-                return
-            except TimeoutError as err:
-                if phase == "idle":
-                    logger.warning(
-                        "the stream sent nothing for %.3g s; cancelling",
-                        idle,
-                        extra={"kind": "stream-idle-timeout"},
-                    )
-                    raise StreamStalledError(seconds=idle or 0.0) from err
-                logger.warning(
-                    "the answer outlasted request_timeout_s", extra={"kind": "request-timeout"}
-                )
-                raise RequestTimeoutError(
-                    seconds=self.request_timeout_s, phase="while reading the answer"
-                ) from err
-            except httpx.HTTPError as err:
-                raise StreamError(
-                    f"the connection failed mid-answer: {type(err).__name__}: {err}"
-                ) from err
-            if decoder.identity:  # no decoder to go through: the chunk is the piece
-                total += len(chunk)
-                if total > limit_total:
-                    raise AnswerTooLargeError(limit=limit_total, setting=limit_name)
-                yield chunk
-                continue
-            try:
-                for piece in decoder.feed(chunk):
-                    total += len(piece)
+                    ) from err
+                except httpx.HTTPError as err:
+                    raise StreamError(
+                        f"the connection failed mid-answer: {type(err).__name__}: {err}"
+                    ) from err
+                if decoder.identity:  # no decoder to go through: the chunk is the piece
+                    total += len(chunk)
                     if total > limit_total:
                         raise AnswerTooLargeError(limit=limit_total, setting=limit_name)
-                    yield piece
-            except _Undecodable as err:
-                raise StreamError(f"the answer cannot be decoded: {err}") from err
+                    yield chunk
+                    continue
+                try:
+                    for piece in decoder.feed(chunk):
+                        total += len(piece)
+                        if total > limit_total:
+                            raise AnswerTooLargeError(limit=limit_total, setting=limit_name)
+                        yield piece
+                except _Undecodable as err:
+                    raise StreamError(f"the answer cannot be decoded: {err}") from err
+        finally:
+            if watchdog is not None:
+                watchdog.close()
+
+
+class _Watchdog:
+    """The time limit of each wait for a chunk, with one timer for a whole answer (not one
+    per chunk, as ``asyncio.timeout`` or ``wait_for`` make: their timers cost more than
+    reading a small chunk).
+
+    Each :meth:`wait` says when it expires; a wait never expires earlier than the one before
+    it (the idle limit moves on, the deadline stays), so the timer, set for an earlier wait,
+    fires early at worst: then it is set again for the wait under way, or left off when none
+    is (the next wait sets it). A wait it outlasts has its task cancelled, and raises
+    :class:`TimeoutError` (a cancellation from elsewhere goes on as one).
+    """
+
+    __slots__ = ("_at", "_expiry", "_fired", "_handle", "_loop", "_task")
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._handle: asyncio.TimerHandle | None = None
+        self._at = 0.0  # when the timer fires
+        self._expiry = 0.0  # when the wait under way expires
+        self._task: asyncio.Task[Any] | None = None  # the task waiting, while it waits
+        self._fired = False
+
+    async def wait(self, awaitable: Awaitable[bytes], seconds: float) -> bytes:
+        loop = self._loop
+        expiry = self._expiry = loop.time() + seconds
+        if self._handle is None or expiry < self._at:
+            if self._handle is not None:
+                self._handle.cancel()
+            self._at = expiry
+            self._handle = loop.call_at(expiry, self._check)
+        task = self._task = asyncio.current_task()
+        assert task is not None
+        cancelling = task.cancelling()
+        try:
+            return await awaitable
+        except asyncio.CancelledError:
+            if self._fired:
+                self._fired = False
+                if task.uncancel() <= cancelling:
+                    raise TimeoutError from None
+            raise
+        finally:
+            self._task = None
+
+    def _check(self) -> None:
+        self._handle = None
+        task = self._task
+        if task is None:
+            return
+        if self._loop.time() < self._expiry:
+            self._at = self._expiry
+            self._handle = self._loop.call_at(self._expiry, self._check)
+            return
+        self._fired = True
+        task.cancel()
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
 
 
 DRAIN_BYTES = 64 << 10
