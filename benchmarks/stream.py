@@ -14,8 +14,8 @@ them read in one go. Each is read, in the same rounds, by:
   the default ``client.stream_idle_timeout_s: 0``), then ``read_stream`` as below;
 * reading: what the client runs on each chunk and event once the transport has it,
   ``turnwire.client.reading.read_stream`` with the arguments ``read_answer`` gives it (the
-  client's container and accumulator, the ``emit`` of a run of that client, which calls the
-  observers, none registered here, and the decoded-size bound from
+  client's container and accumulator, the run's observer as ``Run._answer`` hands it over,
+  none here as no observer is registered, and the decoded-size bound from
   ``client.max_stream_bytes``), over an async iterator of the chunks;
 * decoder: ``SSEDecoder.feed_data`` + ``decode_event`` + the ``ResponseAccumulator`` alone;
 * floor: no turnwire code, the plainest reader correct for these streams: the bytes split on
@@ -209,6 +209,9 @@ class ClientPath:
             client=httpx.AsyncClient(transport=httpx.MockTransport(handler)),
         )
         self.run = Run(self.client)
+        # What Run._answer hands read_answer: the run's observer (None when nothing observes
+        # it), or its emit on a turnwire that looked observers up per event.
+        self.emit = getattr(self.run, "observer", self.run.emit)
         self.max_decoded = self.client.transport.max_stream_bytes * DECODED_BUDGET
 
     async def _read(self, chunks: list[bytes]) -> Any:
@@ -222,7 +225,7 @@ class ClientPath:
                 arriving,
                 None,
                 container=self.client.container,
-                emit=self.run.emit,
+                emit=self.emit,
                 max_decoded=self.max_decoded,
             )
         finally:
@@ -319,7 +322,7 @@ def report(label: str, samples: Samples, events: int, target: float) -> None:
         f"    reading   {us(samples, 'reading', events)}  {reading:.2f}x the floor"
         + ("" if "client" in samples else f" ({verdict(reading, target)})")
         + "  [read_stream alone, as the client calls it: decode, size bound, accumulator, "
-        "progress events to the run's emit]"
+        "progress events to the run's observer]"
     )
     print(
         f"    decoder   {us(samples, 'decoder', events)}  "
