@@ -77,6 +77,7 @@ def run(
     approvals: Mapping[str, ApprovalDecision] | None = None,
     output_schema: type[Shape] | Mapping[str, Any] | OutputSchema | None = None,
     output_type: type[Shape] | Mapping[str, Any] | OutputSchema | None = None,
+    extra_body: Mapping[str, Any] | None = None,
     **transport_options: Any,
 ) -> RunResult[Shape]:
     """Send a thread, stream the answer, run its tools until the model stops.
@@ -115,6 +116,9 @@ def run(
         ``RunResult.parsed``, a refusal lands in ``RunResult.refusal`` (see
         :mod:`turnwire.model.structured`). ``output_type=``, its spelling before, still works for
         one version, with a :class:`DeprecationWarning`.
+    :param extra_body: request fields turnwire does not model (``{"max_tool_calls": 3}``),
+        merged over ``request.extra``; a field turnwire owns (``store``, ``input``...) or
+        models (``temperature``...) is a :class:`~turnwire.errors.ConfigError` naming it.
     :param transport_options: passed to :class:`turnwire.client.transport.Transport`
         (``sleep``, ``jitter``, ``client``...).
     :raises turnwire.errors.TurnwireError: bad input, or the exchange failed; nothing of a
@@ -160,6 +164,7 @@ def run(
         on_event=on_event,
         approvals=approvals,
         output_schema=output_schema,
+        extra_body=extra_body,
     )
     if save and path is not None:
         save_thread(result.thread, path, unchanged_since=read_as, result=result)
@@ -203,6 +208,7 @@ def run_thread(
     approvals: Mapping[str, ApprovalDecision] | None = None,
     output_schema: type[Shape] | Mapping[str, Any] | OutputSchema | None = None,
     output_type: type[Shape] | Mapping[str, Any] | OutputSchema | None = None,
+    extra_body: Mapping[str, Any] | None = None,
     **transport_options: Any,
 ) -> RunResult[Shape]:
     """One turn of a stored thread: the user's question (if any), the run, the new turns;
@@ -253,6 +259,7 @@ def run_thread(
                 render_context=render_context,
                 approvals=approvals,
                 output_schema=output_schema,
+                extra_body=extra_body,
             )
         finally:
             await client.aclose()

@@ -673,12 +673,36 @@ def parse_text_tool_calls(text: str, tools: Sequence[Tool]) -> TextToolCalls | N
     """
 
 
+@hookspec(firstresult=True)
+def on_request_body(body: dict[str, Any], model: str) -> dict[str, Any] | None:
+    """Change a request body before it is sent (add a field turnwire does not model).
+
+    :param body: the body as rendered and checked (a fresh dict: the implementation may
+        change it in place and return it, or return another one).
+    :param model: the model of the request.
+    :returns: the body to send, or ``None`` to send it unchanged.
+
+    Stops at the first non-None result. Runs once per rendered body (``turnwire render``
+    shows the changed body; a transport retry resends the same bytes), and only when a plugin
+    implements it: with none, the body is never decoded. The changed body is checked again:
+    the fields turnwire owns (``store``, ``input``, ``instructions``, ``stream``,
+    ``background``, ``previous_response_id``, ``conversation``) must be left as they were
+    (:class:`~turnwire.errors.ConfigError` naming the field otherwise), and the preflight
+    rules run on the result. Risks: what this hook changes is outside what turnwire checks
+    and records (the prefix ledger sees the rendered input, not extra fields), a field that
+    changes from one request to the next can cost the prompt cache, and a field a server does
+    not know gets a 400. Prefer ``request.extra`` for a fixed field.
+    Default: none; turnwire registers no implementation.
+    """
+
+
 CLIENT_HOOKS: tuple[str, ...] = (
     "on_prompt_assembled",
     "on_raw_generation",
     "on_stream_event",
     "filter_tool_call_id",
     "parse_text_tool_calls",
+    "on_request_body",
 )
 """The client's seams: observers (collect-all) and the tool-call id filter."""
 

@@ -50,14 +50,16 @@ def _without_credentials(rendered: Any) -> bytes:
     """The body, with every MCP server's credentials replaced by ``[redacted]``."""
     import msgspec
 
-    from turnwire.rendering.body import encode_body
     from turnwire.wire.hosted_tools import redacted_tools
 
     body = rendered.request
     shown = tuple(redacted_tools(body.tools or ()))
     if all(a is b for a, b in zip(shown, body.tools or (), strict=True)):
         return bytes(rendered.body)
-    return encode_body(msgspec.structs.replace(body, tools=shown))
+    # The body as sent (its extra fields, a plugin's changes), only its tools replaced.
+    sent = msgspec.json.decode(rendered.body)
+    sent["tools"] = msgspec.to_builtins(shown)
+    return msgspec.json.encode(sent)
 
 
 def fingerprint_command(args: argparse.Namespace) -> int:

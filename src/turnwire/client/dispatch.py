@@ -387,6 +387,7 @@ class Client:
         cache_identity: str | None = None,
         previous_ledger: Ledger | None = None,
         tools: Iterable[Callable[..., Any]] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
     ) -> RunResult[Shape]:
         """Send the thread, stream the answer, run tools and loop; return the extended thread.
 
@@ -431,6 +432,9 @@ class Client:
             and the client's ``tools=`` (see :mod:`turnwire.model.functions`); the returned
             thread does not hold their declarations. A name one of them shares with a thread
             tool raises :class:`~turnwire.errors.InputError` before anything is sent.
+        :param extra_body: request fields turnwire does not model, for this run's requests,
+            merged over ``request.extra`` (the same rules: a field turnwire owns or models is a
+            :class:`~turnwire.errors.ConfigError` naming it, before anything is sent).
         :raises turnwire.errors.MaxIterationsError: the run stopped at
             ``client.max_iterations`` with the model still calling tools (the run's result,
             its last calls run and recorded, on its ``result``).
@@ -441,6 +445,8 @@ class Client:
         # a bad schema, or a thread no thread file could hold, fails before anything runs
         check_thread_once(thread, self.container)
         asked = structured_output(output_schema_argument(output_schema, output_type))
+        if extra_body:
+            overrides = merge(overrides or {}, {"request": {"extra": dict(extra_body)}})
         if overrides:
             return await self.with_overrides(overrides).run(
                 thread,

@@ -47,6 +47,7 @@ from turnwire.model.structured import OutputSchema
 from turnwire.wire.request import (
     PromptCacheOptions,
     ReasoningOptions,
+    RequestBody,
     StreamOptions,
     TextOptions,
     ToolChoice,
@@ -55,6 +56,7 @@ from turnwire.wire.tools import HostedTool, check_hosted_tools
 
 __all__ = [
     "INSTALL_HINT",
+    "OWNED_FIELDS",
     "ClientSettings",
     "CompactWindow",
     "ContextSettings",
@@ -70,6 +72,7 @@ __all__ = [
     "WindowSettings",
     "counter_installed",
     "default_config_path",
+    "extra_field_problem",
     "load_settings",
     "profile_names",
     "profile_path",
@@ -327,6 +330,12 @@ class RequestSettings(_Section, frozen=True, kw_only=True):
         and ``output_schema=`` / ``--output-schema`` override it.
     :ivar background: Only false: background responses need polling.
     :ivar stream_options: Options of the streamed answer.
+    :ivar extra: Fields turnwire does not model, sent as given at the end of the body
+        (``{max_tool_calls: 3}``, whatever the API adds next). A field turnwire models is set
+        by its own key (``request.temperature``), and the fields turnwire owns (``store``,
+        ``input``, ``instructions``, ``stream``, ``background``, ``previous_response_id``,
+        ``conversation``) cannot be set at all; either is refused at load, naming the key. The
+        preflight check still runs on the rest of the body; the server alone judges these.
     """
 
     model: NonEmpty | None = None
@@ -350,6 +359,42 @@ class RequestSettings(_Section, frozen=True, kw_only=True):
     output_schema: OutputSchema | None = None
     background: Literal[False] | None = None
     stream_options: StreamOptions | None = None
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for key in self.extra:
+            problem = extra_field_problem(key)
+            if problem:
+                raise ValueError(f"extra.{key}: {problem}")
+
+
+# What a request's unmodelled fields may never set: the fields that make turnwire stateless
+# and exact (store: false, the rendered input and instructions, the stream it reads) and the
+# server-state options it never uses.
+OWNED_FIELDS = frozenset(
+    {
+        "store",
+        "input",
+        "instructions",
+        "stream",
+        "background",
+        "previous_response_id",
+        "conversation",
+    }
+)
+
+
+def extra_field_problem(key: str) -> str | None:
+    """Why ``key`` cannot be an unmodelled request field (``request.extra``, ``extra_body=``),
+    or ``None`` when it can."""
+    if key in OWNED_FIELDS:
+        return (
+            f"turnwire owns `{key}` (every request is stateless: store false, its input "
+            "rendered from the thread); it cannot be set"
+        )
+    if key in RequestBody.__struct_fields__:
+        return f"turnwire models `{key}`: set request.{key} instead"
+    return None
 
 
 class RetrySettings(_Section, frozen=True, kw_only=True):

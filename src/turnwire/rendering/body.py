@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import bisect
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
 from turnwire.config.options import ReasoningReplay
-from turnwire.config.settings import RequestSettings
+from turnwire.config.settings import OWNED_FIELDS, RequestSettings, extra_field_problem
+from turnwire.errors import ConfigError
 from turnwire.model.structured import OutputSchema
 from turnwire.rendering._incremental.memo import BodyState, RenderMemo, common_prefix
 from turnwire.rendering.caching import prompt_cache_key, with_breakpoint
@@ -42,8 +44,10 @@ __all__ = [
     "SEGMENT_BYTES",
     "EncodedBody",
     "build_body",
+    "changed_by_plugins",
     "checked_body",
     "encode_body",
+    "extra_members",
 ]
 
 
@@ -130,9 +134,68 @@ def build_body(
     )
 
 
-def encode_body(body: RequestBody) -> bytes:
-    """The exact bytes to POST."""
-    return _ENCODER.encode(body)
+def encode_body(body: RequestBody, extra: Mapping[str, Any] | None = None) -> bytes:
+    """The exact bytes to POST: ``body``, then the unmodelled fields ``extra``
+    (``request.extra``) at its end, in their order."""
+    return _with_extra(_ENCODER.encode(body), extra_members(extra))
+
+
+def extra_members(extra: Mapping[str, Any] | None) -> bytes:
+    """``extra`` as JSON object members (``"a":1,"b":2``), ``b""`` when there are none.
+
+    :raises turnwire.errors.ConfigError: a key turnwire owns or models
+        (:func:`turnwire.config.settings.extra_field_problem`).
+    """
+    if not extra:
+        return b""
+    for key in extra:
+        problem = extra_field_problem(key)
+        if problem:
+            raise ConfigError(f"extra body field {key!r}: {problem}", path=f"$.request.extra.{key}")
+    return _ENCODER.encode(dict(extra))[1:-1]
+
+
+def changed_by_plugins(encoded: EncodedBody, model: str, hook: Any) -> EncodedBody:
+    """The body the ``on_request_body`` hook returns (``hook``: the plugin manager's caller),
+    checked: the fields turnwire owns left as they were, then the preflight rules. With no
+    implementation registered, ``encoded`` itself, never decoded.
+
+    :raises turnwire.errors.ConfigError: the hook returned no JSON object, or changed a field
+        turnwire owns (named by its ``$.path``).
+    :raises turnwire.errors.PreflightError: the changed body breaks a wire rule.
+    """
+    if not hook.get_hookimpls():
+        return encoded
+    sent = msgspec.json.decode(bytes(encoded))
+    changed = hook(body=msgspec.json.decode(bytes(encoded)), model=model)
+    if changed is None:
+        return encoded
+    if not isinstance(changed, dict):
+        raise ConfigError(
+            f"on_request_body returned {type(changed).__name__}, not a JSON object", path="$"
+        )
+    for key in sorted(OWNED_FIELDS):
+        if changed.get(key, _ABSENT) != sent.get(key, _ABSENT):
+            raise ConfigError(
+                f"on_request_body changed `{key}`, which turnwire owns (every request is "
+                "stateless and sends the rendered thread); only other fields may change",
+                path=f"$.{key}",
+            )
+    preflight(changed)
+    try:
+        return EncodedBody((msgspec.json.encode(changed),))
+    except (TypeError, msgspec.EncodeError) as err:
+        raise ConfigError(
+            f"on_request_body returned a body JSON cannot hold: {err}", path="$"
+        ) from err
+
+
+_ABSENT = object()
+
+
+def _with_extra(encoded: bytes, members: bytes) -> bytes:
+    """An encoded object with ``members`` added at its end."""
+    return encoded[:-1] + b"," + members + b"}" if members else encoded
 
 
 SEGMENT_BYTES = 1 << 20
@@ -172,8 +235,11 @@ class EncodedBody:
         return f"EncodedBody({self.size} bytes in {len(self.parts)} parts)"
 
 
-def checked_body(body: RequestBody, memo: RenderMemo | None = None) -> EncodedBody:
-    """:func:`preflight` then :func:`encode_body`, reusing what ``memo`` kept of the last body.
+def checked_body(
+    body: RequestBody, memo: RenderMemo | None = None, extra: Mapping[str, Any] | None = None
+) -> EncodedBody:
+    """:func:`preflight` then :func:`encode_body`, reusing what ``memo`` kept of the last body;
+    ``extra`` (``request.extra``) goes at the end, as :func:`encode_body` puts it.
 
     The longest run of leading ``input`` items that are the very objects of the last body
     checked through ``memo`` keeps its preflight facts and state and its encoded bytes; only
@@ -182,11 +248,16 @@ def checked_body(body: RequestBody, memo: RenderMemo | None = None) -> EncodedBo
     has a doubt. The bytes and the errors are exactly those of ``preflight(body)`` and
     ``encode_body(body)``.
     """
+    members = extra_members(extra)
     if memo is None:
         preflight(body)
-        return EncodedBody((encode_body(body),))
+        return EncodedBody((_with_extra(_ENCODER.encode(body), members),))
     with memo.lock:
-        return _checked_body(body, memo)
+        encoded = _checked_body(body, memo)
+    if not members:
+        return encoded
+    *head, last = encoded.parts
+    return EncodedBody((*head, _with_extra(bytes(last), members)))
 
 
 def _checked_body(body: RequestBody, memo: RenderMemo) -> EncodedBody:

@@ -28,7 +28,7 @@ from turnwire.model.structured import (
 )
 from turnwire.rendering._incremental.identity import first_difference
 from turnwire.rendering._incremental.memo import InlineState, RenderMemo, common_prefix
-from turnwire.rendering.body import EncodedBody, build_body, checked_body
+from turnwire.rendering.body import EncodedBody, build_body, changed_by_plugins, checked_body
 from turnwire.rendering.caching import cache_identity as thread_identity
 from turnwire.rendering.compaction import compacted
 from turnwire.rendering.container import Container, build_container
@@ -612,9 +612,11 @@ def render(
             memo=container.render_memo(),
         )
         try:
-            encoded = checked_body(body, container.render_memo())
+            encoded = checked_body(body, container.render_memo(), settings.request.extra)
         except PreflightError as err:
             raise _pending_calls(thread, err) or err from None
+        hook = container.plugin_manager().hook.on_request_body
+        encoded = changed_by_plugins(encoded, resolved, hook)
         return RenderedRequest(encoded=encoded, request=body, rendered=rendered)
     except UnicodeEncodeError as err:  # a record built in code holding a lone surrogate
         memo = container.render_memo()
