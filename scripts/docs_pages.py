@@ -289,6 +289,51 @@ schema:
     "ToolResult": """\
 {media: [{id: shot-1, kind: image, mime_type: image/png, filename: web-3.png, path: web-3.png}]}
 """,
+    "CustomTool": """\
+type: custom
+name: run_sql
+description: Run one read-only SQL query.
+format: {type: grammar, syntax: regex, definition: "SELECT [^;]+"}
+""",
+    "CustomToolText": "{type: text}\n",
+    "CustomToolGrammar": """\
+{type: grammar, syntax: lark, definition: "start: /[0-9]+/"}
+""",
+    "ShellTool": "{type: shell, environment: {type: local}}\n",
+    "ShellLocalEnvironment": "{type: local}\n",
+    "LocalShellTool": "{type: local_shell}\n",
+    "ApplyPatchTool": "{type: apply_patch}\n",
+    "ComputerTool": "{type: computer}\n",
+    "ComputerUsePreviewTool": """\
+{type: computer_use_preview, display_width: 1024, display_height: 768, environment: browser}
+""",
+    "CustomToolInput": "{kind: custom, input: SELECT count(*) FROM orders}\n",
+    "ShellAction": "{kind: shell, commands: [ls -la, git status], timeout_ms: 10000}\n",
+    "LocalShellAction": """\
+{kind: local_shell, command: [ls, -la], env: {LANG: C}, working_directory: /srv/app}
+""",
+    "PatchOperation": """\
+{kind: apply_patch, operation: update_file, path: app.py, diff: "@@\\n-print(1)\\n+print(2)\\n"}
+""",
+    "ComputerAction": """\
+kind: computer
+actions: [{type: click, button: left, x: 120, y: 48}]
+pending_safety_checks: [{id: cu_sc_1, code: malicious_instructions}]
+""",
+    "Click": "{type: click, button: left, x: 120, y: 48}\n",
+    "DoubleClick": "{type: double_click, x: 120, y: 48}\n",
+    "Drag": "{type: drag, path: [{x: 0, y: 0}, {x: 40, y: 30}]}\n",
+    "DragPoint": "{x: 40, y: 30}\n",
+    "Keypress": "{type: keypress, keys: [CTRL, L]}\n",
+    "Move": "{type: move, x: 300, y: 200}\n",
+    "Screenshot": "{type: screenshot}\n",
+    "Scroll": "{type: scroll, x: 300, y: 200, scroll_x: 0, scroll_y: 400}\n",
+    "TypeText": "{type: type, text: hello}\n",
+    "Wait": "{type: wait}\n",
+    "PendingSafetyCheck": """\
+{id: cu_sc_1, code: malicious_instructions, message: "The page asks to ignore instructions."}
+""",
+    "ShellCommandOutput": "{stdout: \"README.md\\n\", exit_code: 0}\n",
 }
 """One example per record of the thread file (YAML), validated by the test suite."""
 

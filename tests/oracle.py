@@ -188,6 +188,26 @@ OPENAI_ONLY_ITEMS: dict[str, str] = {
     "program": "a program the model wrote for OpenAI's programmatic tool calling",
     "program_output": "what such a program returned",
     "additional_tools": "tools OpenAI made available from this point of the input on",
+    **{
+        kind: f"a call of an OpenAI client-executed tool ({tool}), replayed as the model made it"
+        for kind, tool in (
+            ("custom_tool_call", "custom tools"),
+            ("shell_call", "shell"),
+            ("local_shell_call", "local shell"),
+            ("apply_patch_call", "apply_patch"),
+            ("computer_call", "computer use"),
+        )
+    },
+    **{
+        kind: f"the client's answer to an OpenAI client-executed tool's call ({tool})"
+        for kind, tool in (
+            ("custom_tool_call_output", "custom tools"),
+            ("shell_call_output", "shell"),
+            ("local_shell_call_output", "local shell"),
+            ("apply_patch_call_output", "apply_patch"),
+            ("computer_call_output", "computer use"),
+        )
+    },
 }
 """Input item types the specification does not define, each with its reason; the Open
 Responses check skips them (the official types check them, field for field)."""
@@ -202,6 +222,18 @@ OPENAI_ONLY_TOOLS: dict[str, str] = {
     "mcp": _HOSTED_TOOL.format("remote MCP servers and connectors"),
     "image_generation": _HOSTED_TOOL.format("image generation"),
     "programmatic_tool_calling": _HOSTED_TOOL.format("programs that call functions"),
+    **{
+        kind: f"an OpenAI tool the client runs ({what}): the specification declares function "
+        "tools only"
+        for kind, what in (
+            ("custom", "freeform input, optionally grammar-constrained"),
+            ("shell", "shell commands"),
+            ("local_shell", "one local command"),
+            ("apply_patch", "file patches"),
+            ("computer", "computer use"),
+            ("computer_use_preview", "computer use, preview"),
+        )
+    },
 }
 """Tool types of ``tools`` the specification does not define, each with its reason; the Open
 Responses check skips them (the official types check them, key for key)."""
@@ -418,6 +450,10 @@ def _approval_needs_no_request_id(schemas: dict[str, Any]) -> None:
     schemas["MCPApprovalResponse"]["required"].remove("request_id")
 
 
+def _local_shell_output_needs_no_call_id(schemas: dict[str, Any]) -> None:
+    schemas["LocalShellToolCallOutput"]["required"].remove("call_id")
+
+
 OPENAPI_RELAXED: dict[str, tuple[str, Any]] = {
     "output_text without logprobs": (
         "reasoning_replay_multi_turn_text_gpt-5.json",  # accepted: an answer replayed as input
@@ -432,6 +468,12 @@ OPENAPI_RELAXED: dict[str, tuple[str, Any]] = {
         # SDK's McpApprovalResponse and the API's docs name it approval_request_id).
         "",
         _approval_needs_no_request_id,
+    ),
+    "local_shell_call_output without call_id": (
+        # The description requires a `call_id` its properties do not define (they and the
+        # SDK's LocalShellCallOutput name the call by `id`, which the SDK type requires).
+        "",
+        _local_shell_output_needs_no_call_id,
     ),
 }
 """Where the description is stricter than the API: each rule relaxed, with the recorded

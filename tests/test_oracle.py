@@ -98,11 +98,11 @@ def test_hosted_tools_are_checked_key_for_key_against_the_sdk():
 
 
 def test_hosted_tools_the_specification_lacks_are_listed_with_a_reason():
-    from turnwire.wire.tools import HOSTED_TOOL_TYPES
+    from turnwire.wire.tools import CLIENT_TOOL_TYPES, HOSTED_TOOL_TYPES
 
     from .oracle import OPENAI_ONLY_TOOLS
 
-    assert set(OPENAI_ONLY_TOOLS) == set(HOSTED_TOOL_TYPES)
+    assert set(OPENAI_ONLY_TOOLS) == set(HOSTED_TOOL_TYPES) | set(CLIENT_TOOL_TYPES)
     assert all(len(reason) > 40 for reason in OPENAI_ONLY_TOOLS.values())
     body = _hosted_body()
     validate_open_responses(body)  # the function tool is still checked
@@ -167,19 +167,29 @@ def test_every_request_the_api_accepted_passes_the_openapi_oracle(path):
     validate_openapi(json.loads(path.read_text()))
 
 
+_CONTRADICTED = {
+    "mcp_approval_response without request_id": {
+        "type": "mcp_approval_response",
+        "approval_request_id": "mcpr_1",
+        "approve": True,
+    },
+    "local_shell_call_output without call_id": {
+        "type": "local_shell_call_output",
+        "id": "call_1",
+        "output": "done",
+    },
+}
+
+
 @pytest.mark.parametrize("name", sorted(OPENAPI_RELAXED))
 def test_each_relaxation_of_the_description_is_needed(name):
     recording, _ = OPENAPI_RELAXED[name]
     others = frozenset(OPENAPI_RELAXED) - {name}
     if recording:
         body = json.loads((CONFORMANCE / "requests" / recording).read_text())
-    else:  # the description contradicts itself: a rendered decision stands for the API's
-        body = {
-            **_body(),
-            "input": [
-                {"type": "mcp_approval_response", "approval_request_id": "mcpr_1", "approve": True}
-            ],
-        }
+    else:  # the description contradicts itself: a rendered item stands for the API's
+        item = _CONTRADICTED[name]
+        body = {**_body(), "input": [item]}
         validate_body(body)  # the SDK's type takes it
     validate_openapi(body)
     with pytest.raises(OracleError, match="OpenAPI"):

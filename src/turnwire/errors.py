@@ -16,6 +16,7 @@ TurnwireError                            E_TURNWIRE (the base class)
 │   │   └── UnsupportedMediaError        E_OPENAI_RESPONSES_UNSUPPORTED_MEDIA_MODALITY
 │   ├── PluginError                      E_PLUGIN_INVALID (plugin)
 │   ├── HandlerNotAllowedError           E_HANDLER_NOT_ALLOWED ($.path, tool, handler)
+│   ├── ToolHandlerMissingError          E_TOOL_HANDLER_MISSING ($.path, tool, kind, call_id)
 │   ├── FileNotAllowedError              E_FILE_NOT_ALLOWED ($.path)
 │   ├── ApprovalNotPendingError          E_MCP_APPROVAL_NOT_PENDING (item_id)
 │   ├── McpServerNotAllowedError         E_MCP_SERVER_NOT_ALLOWED ($.path, server_label)
@@ -80,6 +81,7 @@ __all__ = [
     "StreamStalledError",
     "ThreadFileChangedError",
     "ThreadFileError",
+    "ToolHandlerMissingError",
     "TurnwireError",
     "UnknownThreadError",
     "UnsupportedMediaError",
@@ -321,6 +323,38 @@ class HandlerNotAllowedError(InputError):
         self.path = path
         self.tool = tool
         self.handler = handler
+
+
+class ToolHandlerMissingError(InputError):
+    """A client-executed tool (a custom tool, ``shell``, ``local_shell``, ``apply_patch``,
+    computer use) has no handler, so its call could never be answered: the thread holds such a
+    call waiting for its answer, or the request would declare such a tool. The model's call is
+    never dropped: it stays in the thread, and a run with a handler answers it. Raised before
+    any request is sent.
+
+    Register the handler under the custom tool's name, or the kind (``shell``,
+    ``local_shell``, ``apply_patch``, ``computer``): ``handlers=`` or ``tools=`` in Python,
+    ``tools.handlers`` in configuration, or a ``turnwire.tools`` entry point of that name.
+
+    :ivar path: the JSON path of the call (``$.tool_calls[3]``) or of the declaration
+        (``$.hosted_tools[0]``, ``$.tools.hosted[1]`` in configuration).
+    :ivar tool: the name the handler is registered under.
+    :ivar kind: the tool's kind (``custom``, ``shell``, ``local_shell``, ``apply_patch``,
+        ``computer``).
+    :ivar call_id: the waiting call's id (``None`` for a declaration).
+    """
+
+    code = "E_TOOL_HANDLER_MISSING"
+    status = 422
+
+    def __init__(
+        self, message: str, *, path: str, tool: str, kind: str, call_id: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.path = path
+        self.tool = tool
+        self.kind = kind
+        self.call_id = call_id
 
 
 class FileNotAllowedError(InputError):

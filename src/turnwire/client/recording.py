@@ -24,6 +24,7 @@ from turnwire.client.tools import parse_arguments
 from turnwire.config.settings import Settings
 from turnwire.errors import StreamError, ThreadFileError, validation_location
 from turnwire.files.thread_file import THREAD_FILES
+from turnwire.model.client_calls import CLIENT_CALL_TYPES, CLIENT_OUTPUT_TYPES, payload_from_item
 from turnwire.model.hosted import seal, thread_anchor
 from turnwire.model.records import (
     REPLAY_TAG,
@@ -109,6 +110,11 @@ def record_generation(
     messages, thoughts, calls, hosted = [], [], [], []
     existing = {call.id for call in thread.tool_calls}
     outputs = generation.outputs
+    answered_by_server = {
+        output.item.get("call_id")
+        for output in outputs
+        if isinstance(output, HostedOutput) and output.type in _CLIENT_OUTPUTS
+    }
     for position, output in enumerate(outputs):
         if isinstance(output, MessageOutput):
             if output.text or output.refusal:
@@ -128,13 +134,12 @@ def record_generation(
                 )
                 seq += 1
         elif isinstance(output, HostedOutput):
-            item_id = output.item_id or f"{output.type}_{uuid.uuid4().hex}"
-            item = output.item
-            if item.get("id") != item_id:  # sent without an id: the item holds the one it gets
-                item = {**item, "id": item_id}
-            hosted.append(
-                HostedItem(id=item_id, type=output.type, item=item, created_at=stamp, seq=seq)
-            )
+            if output.type in CLIENT_CALL_TYPES and (
+                output.item.get("call_id") not in answered_by_server
+            ):
+                calls.append(_client_call(output, position, stamp, seq, hook, existing))
+            else:  # a hosted item, or a call the API ran and answered itself (a hosted shell)
+                hosted.append(_hosted_record(output, stamp, seq))
             seq += 1
         elif isinstance(output, ReasoningOutput):
             following = outputs[position + 1] if position + 1 < len(outputs) else None
@@ -187,6 +192,98 @@ def record_generation(
             + tuple(seal(record, nonce, anchor) for record in hosted),
         )
     return extended, calls
+
+
+_CLIENT_OUTPUTS = frozenset(CLIENT_OUTPUT_TYPES.values())
+
+
+def _hosted_record(output: HostedOutput, stamp: datetime, seq: int) -> HostedItem:
+    item_id = output.item_id or f"{output.type}_{uuid.uuid4().hex}"
+    item = output.item
+    if item.get("id") != item_id:  # sent without an id: the item holds the one it gets
+        item = {**item, "id": item_id}
+    return HostedItem(id=item_id, type=output.type, item=item, created_at=stamp, seq=seq)
+
+
+def _client_call(
+    output: HostedOutput,
+    position: int,
+    stamp: datetime,
+    seq: int,
+    hook: Callable[..., Any],
+    existing: set[str],
+) -> ToolCall:
+    """The record of a client-executed call (``custom_tool_call``, ``shell_call`` ...): a tool
+    call of its kind, its payload read from the item, waiting for its handler.
+
+    :raises StreamError: the item lacks what its kind needs (``output[i].action.commands``);
+        nothing of the answer is recorded.
+    """
+    item = output.item
+    call_id = item.get("call_id")
+    where = f"output[{position}]"
+    if not isinstance(call_id, str) or not call_id:
+        raise StreamError(
+            f"the answer's {output.type} at {where} has no call_id; nothing was recorded",
+            event="record",
+            field=f"{where}.call_id",
+        )
+    try:
+        payload = payload_from_item(item)
+    except msgspec.ValidationError as err:
+        path, detail = validation_location(err, root=where)
+        path = _item_path(output.type, path, where)
+        raise StreamError(
+            f"the answer's {output.type} cannot be answered ({path}: {detail}); nothing was "
+            "recorded",
+            event="record",
+            field=path,
+        ) from None
+    except ValueError as err:
+        raise StreamError(
+            f"the answer's {output.type} cannot be answered ({where}: {err}); nothing was recorded",
+            event="record",
+            field=where,
+        ) from None
+    composite = f"{call_id}|{output.item_id}" if output.item_id else call_id
+    chosen = (
+        hook("filter_tool_call_id", tool_call_id=composite, existing_ids=frozenset(existing))
+        or composite
+    )
+    existing.add(chosen)
+    kind = payload.__struct_config__.tag
+    name = item.get("name") if kind == "custom" else kind
+    caller = item.get("caller")
+    program = (
+        caller.get("caller_id")
+        if isinstance(caller, dict) and caller.get("type") == "program"
+        else None
+    )
+    namespace = item.get("namespace") if kind == "custom" else None
+    return ToolCall(
+        id=chosen,
+        tool=name if isinstance(name, str) and name else "(unnamed tool call)",
+        caller=program if isinstance(program, str) and program else None,
+        namespace=namespace if isinstance(namespace, str) and namespace else None,
+        payload=payload,
+        created_at=stamp,
+        seq=seq,
+    )
+
+
+_PAYLOAD_PATHS = {
+    "shell_call": ".action",
+    "local_shell_call": ".action",
+    "apply_patch_call": ".operation",
+}
+
+
+def _item_path(kind: str, path: str, where: str) -> str:
+    """A payload's ``$.path`` as the item's own (``output[2].action.commands``)."""
+    inner = path.removeprefix(where)
+    if kind == "apply_patch_call" and inner.startswith(".operation"):
+        return f"{where}.operation.type{inner.removeprefix('.operation')}"
+    return f"{where}{_PAYLOAD_PATHS.get(kind, '')}{inner}"
 
 
 def _thought(

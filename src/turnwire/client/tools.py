@@ -67,13 +67,21 @@ from turnwire.errors import (
     InvalidToolCallArgs,
     RenderError,
     ThreadFileError,
+    ToolHandlerMissingError,
 )
 from turnwire.files.pointers import ContextAssembler, located_pointers
 from turnwire.files.thread_file import THREAD_FILES
-from turnwire.model.functions import ToolFunction
+from turnwire.model.client_calls import (
+    ComputerAction,
+    ComputerResult,
+    PatchResult,
+    ShellCommandOutput,
+)
+from turnwire.model.functions import ClientToolFunction, ToolFunction
 from turnwire.model.records import Artifact, Media, Thread, Tool, ToolCall, ToolCaller, ToolResult
 from turnwire.rendering.artifact_tools import artifact_tools
 from turnwire.stages.artifacts import ARTIFACT_TOOLS
+from turnwire.wire.tools import CLIENT_TOOL_TYPES, ClientTool, HostedTool, client_tool_key
 
 if TYPE_CHECKING:
     from turnwire.config.settings import Settings
@@ -193,6 +201,23 @@ def _describe(err: BaseException) -> str:
 
 class _TimedOut(Exception):
     pass
+
+
+def _client_subject(kind: str, key: str) -> str:
+    """What a missing handler would answer: ``custom tool 'x' calls``, ``shell calls``."""
+    return f"custom tool {_shown(key)} calls" if kind == "custom" else f"{kind} calls"
+
+
+def _how_to_register(key: str) -> str:
+    return (
+        f"register one under {_shown(key)}: handlers={{{key!r}: ...}} or tools=[...] in "
+        f"Python, tools.handlers.{key} in configuration, or a turnwire.tools entry point "
+        f"named {key}"
+    )
+
+
+def _wrong_type(name: str, value: Any, wanted: str) -> str:
+    return f"Tool {name} failed: its handler returned a {type(value).__name__}, not {wanted}"
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -315,22 +340,26 @@ class ToolExecutor:
     :param load_entrypoints: look up the ``turnwire.tools`` entry points.
     :param timeout_s: how long one handler call may run.
     :param max_result_bytes: the largest result kept; a larger one is an error result.
+    :param configured: the tools the configuration declares by type (``tools.hosted``): a
+        client-executed one needs a handler (:meth:`check`).
     """
 
     def __init__(
         self,
         *,
         inline_max_bytes: int,
-        functions: Mapping[str, ToolFunction[..., Any]] | None = None,
+        functions: Mapping[str, ToolFunction[..., Any] | ClientToolFunction[Any]] | None = None,
         handlers: Mapping[str, Callable[..., Any]] | None = None,
         registered: Mapping[str, str] | None = None,
         allow_thread_handlers: Iterable[str] = (),
         load_entrypoints: bool = False,
         timeout_s: float = 30.0,
         max_result_bytes: int = 8 * 2**20,
+        configured: Iterable[HostedTool] = (),
     ) -> None:
         self.inline_max_bytes = inline_max_bytes
-        self.functions: dict[str, ToolFunction[..., Any]] = {}
+        self.configured = tuple(configured)
+        self.functions: dict[str, ToolFunction[..., Any] | ClientToolFunction[Any]] = {}
         self.handlers = dict(handlers or {})
         self.registered = dict(registered or {})
         self.allow_thread_handlers = tuple(allow_thread_handlers)
@@ -349,7 +378,7 @@ class ToolExecutor:
         settings: Settings,
         *,
         handlers: Mapping[str, Callable[..., Any]] | None = None,
-        functions: Mapping[str, ToolFunction[..., Any]] | None = None,
+        functions: Mapping[str, ToolFunction[..., Any] | ClientToolFunction[Any]] | None = None,
     ) -> ToolExecutor:
         """An executor with the ``tools:`` settings and the Python API's ``handlers`` and
         function tools."""
@@ -363,9 +392,12 @@ class ToolExecutor:
             load_entrypoints=tools.load_entrypoints,
             timeout_s=tools.timeout_s,
             max_result_bytes=tools.max_result_bytes,
+            configured=tools.hosted,
         )
 
-    def with_functions(self, functions: Mapping[str, ToolFunction[..., Any]]) -> ToolExecutor:
+    def with_functions(
+        self, functions: Mapping[str, ToolFunction[..., Any] | ClientToolFunction[Any]]
+    ) -> ToolExecutor:
         """This executor with ``functions`` (one run's ``tools=``) added to its own.
 
         :raises turnwire.errors.InputError: a name it runs a function or a handler of already.
@@ -377,7 +409,9 @@ class ToolExecutor:
         extended._add_functions(functions)
         return extended
 
-    def _add_functions(self, functions: Mapping[str, ToolFunction[..., Any]]) -> None:
+    def _add_functions(
+        self, functions: Mapping[str, ToolFunction[..., Any] | ClientToolFunction[Any]]
+    ) -> None:
         built_in = dict(ARTIFACT_TOOLS)
         for name, function in functions.items():
             held = self.functions.get(name)
@@ -407,8 +441,15 @@ class ToolExecutor:
         A tool with a registered handler is fine whatever its ``handler:`` says (the
         registration runs); a tool with neither is fine too (a call gets an error result).
 
+        Refuse too a client-executed call the thread holds without its answer, or a
+        client-executed tool the thread or the configuration declares, when no handler is
+        registered for it: such a call could never be answered (and the API refuses a request
+        that holds a call without its output).
+
         :raises HandlerNotAllowedError: naming the first such ``$.tools[i].handler``.
+        :raises ToolHandlerMissingError: naming the first such call or declaration.
         """
+        self._check_client_tools(thread)
         for index, tool in enumerate(thread.tools):
             if tool.handler is None or self._registered(tool.name):
                 continue
@@ -424,6 +465,41 @@ class ToolExecutor:
                     tool=tool.name,
                     handler=tool.handler,
                 )
+
+    def _check_client_tools(self, thread: Thread) -> None:
+        for index, call in enumerate(thread.tool_calls):
+            if call.payload is None or call.result is not None:
+                continue
+            if not self._registered(call.tool):
+                where = f"$.tool_calls[{index}]"
+                raise ToolHandlerMissingError(
+                    f"{where}: the model's {call.kind} call {_shown(call.call_id)} waits for "
+                    f"its answer, and no handler is registered for "
+                    f"{_client_subject(call.kind, call.tool)}; {_how_to_register(call.tool)} "
+                    "(the call stays in the thread: a run with the handler answers it)",
+                    path=where,
+                    tool=call.tool,
+                    kind=call.kind,
+                    call_id=call.call_id,
+                )
+        declared = [(f"$.tools.hosted[{i}]", t) for i, t in enumerate(self.configured)]
+        declared += [(f"$.hosted_tools[{i}]", t) for i, t in enumerate(thread.hosted_tools)]
+        for where, tool in declared:
+            if not isinstance(tool, tuple(CLIENT_TOOL_TYPES.values())):
+                continue
+            client: ClientTool = tool  # type: ignore[assignment]
+            key = client_tool_key(client)
+            if self._registered(key):
+                continue
+            kind = "computer" if key == "computer" else str(client.__struct_config__.tag)
+            raise ToolHandlerMissingError(
+                f"{where}: {_client_subject(kind, key)} is declared, and no handler is "
+                f"registered to answer its calls; {_how_to_register(key)}, or leave the tool "
+                "out",
+                path=where,
+                tool=key,
+                kind=kind,
+            )
 
     def _registered(self, name: str) -> bool:
         return (
@@ -508,6 +584,8 @@ class ToolExecutor:
 
         :param files: reads artifact pointers (default: one that allows no pointer).
         """
+        if call.payload is not None:
+            return await self._execute_client(call, files or ContextAssembler())
         name = call.tool
         caller: ToolCaller = "direct" if call.caller is None else "programmatic"
         if call.raw_args is not None:  # the text the model sent, which `args` could not hold
@@ -573,8 +651,23 @@ class ToolExecutor:
                 extra={"kind": "tool-arguments"},
             )
             return self._done(call, invalid, True)
+        ran = await self._guarded(call, name, handler, keywords, positional)
+        if isinstance(ran, ToolCall):
+            return ran
+        return self._answer(call, name, ran.value, files or ContextAssembler())
+
+    async def _guarded(
+        self,
+        call: ToolCall,
+        name: str,
+        handler: Callable[..., Any],
+        keywords: dict[str, Any],
+        positional: tuple[Any, ...],
+    ) -> _Settled | ToolCall:
+        """``handler`` called within ``tools.timeout_s``: what it returned, or ``call``
+        answered with the error result (its failure logged, with its traceback)."""
         try:
-            value = await self._invoke(handler, keywords, positional)
+            return _Settled(value=await self._invoke(handler, keywords, positional))
         except _TimedOut:
             logger.warning(
                 "tool %s ran past tools.timeout_s (%g s); its call is an error result",
@@ -604,7 +697,10 @@ class ToolExecutor:
                 extra={"kind": "tool-error"},
             )
             return self._done(call, redact(f"Tool {name} failed: {_describe(err)}"), True)
-        special = self._structured(call, name, value, files or ContextAssembler())
+
+    def _answer(self, call: ToolCall, name: str, value: Any, files: ContextAssembler) -> ToolCall:
+        """``call`` answered with a handler's ``value``: media, an artifact, text or JSON."""
+        special = self._structured(call, name, value, files)
         if special is not None:
             return special
         try:
@@ -621,6 +717,155 @@ class ToolExecutor:
                 True,
             )
         return self._done(call, text, False)
+
+    # ------------------------------------------------------------------ client-executed calls
+
+    def _client_handler(self, key: str) -> Callable[..., Any] | None:
+        """The handler registered under ``key`` (a custom tool's name or a kind), ``None``
+        when none is. A thread never names the code of a client-executed tool."""
+        function = self.functions.get(key)
+        if function is not None:
+            return function.function
+        if key in self.handlers:
+            return self.handlers[key]
+        if key in self.registered:
+            return self._import(self.registered[key], own_module=False)
+        entry_point = self._entries().get(key)
+        if entry_point is None:
+            return None
+        cached = self._imported.get(f"entry-point:{key}")
+        if cached is None:
+            target = entry_point.load()
+            if not callable(target):
+                raise LookupError(f"entry point {entry_point.value!r} is not callable")
+            cached = self._imported[f"entry-point:{key}"] = target
+        return cached
+
+    async def _execute_client(self, call: ToolCall, files: ContextAssembler) -> ToolCall:
+        """A client-executed call answered by its handler, with the call's typed input (the
+        payload) as its one argument, under the bounds a function's handler runs under."""
+        name, kind, payload = call.tool, call.kind, call.payload
+        try:
+            handler = self._client_handler(name)
+        except (ImportError, AttributeError, LookupError) as err:
+            return self._done(call, f"Tool {name} cannot run: {err}", True)
+        except Exception as err:  # an entry point or module that fails while it loads
+            return self._done(call, f"Tool {name} cannot run: {_describe(err)}", True)
+        if handler is None:
+            # Only a call no declaration announced gets here (check() refuses the rest before
+            # any request): it is answered, never dropped, and the log says why.
+            logger.warning(
+                "the model made a %s call %s and no handler is registered for %s; it is "
+                "answered with an error result",
+                kind,
+                _shown(call.call_id),
+                _client_subject(kind, name),
+                extra={"kind": "tool-handler-missing"},
+            )
+            return self._done(
+                call,
+                f"Tool {name} cannot run: no handler is registered for "
+                f"{_client_subject(kind, name)}. It did not run.",
+                True,
+            )
+        ran = await self._guarded(call, name, handler, {}, (payload,))
+        if isinstance(ran, ToolCall):
+            return ran
+        value = ran.value
+        if kind == "custom":
+            return self._answer(call, name, value, files)
+        if kind == "shell":
+            return self._shell_answer(call, value)
+        if kind == "apply_patch":
+            if isinstance(value, PatchResult):
+                return self._bounded_text(call, name, value.output, value.status == "failed")
+            if value is None or isinstance(value, str):
+                return self._bounded_text(call, name, value or "", False)
+            return self._done(call, _wrong_type(name, value, "a PatchResult or a text"), True)
+        if kind == "computer":
+            return self._computer_answer(call, name, value, files)
+        if not isinstance(value, str):  # local_shell
+            return self._done(call, _wrong_type(name, value, "a text"), True)
+        return self._bounded_text(call, name, value, False)
+
+    def _bounded_text(self, call: ToolCall, name: str, text: str, failed: bool) -> ToolCall:
+        if len(text.encode("utf-8", "surrogatepass")) > self.max_result_bytes:
+            return self._done(
+                call,
+                f"Tool {name} failed: its result is over {self.max_result_bytes} bytes "
+                "(tools.max_result_bytes)",
+                True,
+            )
+        return self._done(call, text, failed, inline=True)
+
+    def _shell_answer(self, call: ToolCall, value: Any) -> ToolCall:
+        outputs: tuple[Any, ...]
+        if isinstance(value, str):
+            outputs = (ShellCommandOutput(stdout=value),)
+        elif isinstance(value, ShellCommandOutput):
+            outputs = (value,)
+        elif isinstance(value, list | tuple) and value:
+            outputs = tuple(value)
+        else:
+            outputs = ()
+        if not outputs or not all(isinstance(o, ShellCommandOutput) for o in outputs):
+            return self._done(
+                call,
+                _wrong_type("shell", value, "a ShellCommandOutput, a list of them or a text"),
+                True,
+            )
+        size = sum(
+            len(o.stdout.encode("utf-8", "surrogatepass"))
+            + len(o.stderr.encode("utf-8", "surrogatepass"))
+            for o in outputs
+        )
+        if size > self.max_result_bytes:
+            return self._done(
+                call,
+                f"Tool shell failed: its output is over {self.max_result_bytes} bytes "
+                "(tools.max_result_bytes)",
+                True,
+            )
+        clean = tuple(
+            msgspec.structs.replace(
+                o,
+                stdout=_LONE_SURROGATE.sub("\ufffd", o.stdout),
+                stderr=_LONE_SURROGATE.sub("\ufffd", o.stderr),
+            )
+            for o in outputs
+        )
+        return msgspec.structs.replace(call, result=ToolResult(shell=clean), is_error=False)
+
+    def _computer_answer(
+        self, call: ToolCall, name: str, value: Any, files: ContextAssembler
+    ) -> ToolCall:
+        acknowledged: tuple[str, ...] = ()
+        screenshot = value
+        if isinstance(value, ComputerResult):
+            screenshot, acknowledged = value.screenshot, tuple(value.acknowledged_safety_checks)
+        if not isinstance(screenshot, Media) or screenshot.kind != "image":
+            return self._done(
+                call, _wrong_type(name, screenshot, "a screenshot (an image Media)"), True
+            )
+        payload = call.payload
+        assert isinstance(payload, ComputerAction)
+        pending = {check.id for check in payload.pending_safety_checks}
+        unknown = [check for check in acknowledged if check not in pending]
+        if unknown:
+            return self._done(
+                call,
+                f"Tool {name} failed: it acknowledged the safety check {_shown(unknown[0])}, "
+                "which is not pending on this call",
+                True,
+            )
+        answered = self._structured(call, name, screenshot, files)
+        assert answered is not None  # an image Media is always structured
+        if answered.result is None or answered.result.media is None:
+            return answered  # an error result (outside the roots, too large)
+        result = msgspec.structs.replace(
+            answered.result, acknowledged_safety_checks=tuple(dict.fromkeys(acknowledged))
+        )
+        return msgspec.structs.replace(answered, result=result)
 
     def _structured(
         self, call: ToolCall, name: str, value: Any, files: ContextAssembler

@@ -49,8 +49,25 @@ import msgspec
 from turnwire.errors import InputError, InvalidToolCallArgs, validation_location
 from turnwire.model.records import Thread, Tool
 from turnwire.model.structured import inline_root, strict_form
+from turnwire.wire.tools import (
+    ClientTool,
+    CustomTool,
+    CustomToolGrammar,
+    CustomToolText,
+    client_tool_key,
+    declaration_key,
+)
 
-__all__ = ["ToolFunction", "as_tool", "function_tools", "tool", "with_function_tools"]
+__all__ = [
+    "ClientToolFunction",
+    "ToolFunction",
+    "as_tool",
+    "client_tool",
+    "custom_tool",
+    "function_tools",
+    "tool",
+    "with_function_tools",
+]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -216,9 +233,114 @@ def tool(
     return make if function is None else make(function)
 
 
-def as_tool(value: Any) -> ToolFunction[..., Any]:
-    """``value`` as a :class:`ToolFunction`: itself, or a plain function made one."""
-    if isinstance(value, ToolFunction):
+class ClientToolFunction(Generic[R]):
+    """A client-executed tool given in ``tools=``: its declaration (a custom tool, ``shell``,
+    ``local_shell``, ``apply_patch``, computer use) and the function that answers its calls,
+    one object. The function takes the call's typed input (:mod:`turnwire.model.client_calls`:
+    :class:`~turnwire.model.client_calls.ShellAction` for ``shell`` ...) as its one argument.
+
+    :ivar function: the handler (sync or async).
+    :ivar declaration: the tool's declaration, sent with the request's tools.
+    """
+
+    function: Callable[[Any], R]
+    declaration: ClientTool
+
+    def __init__(self, declaration: ClientTool, function: Callable[[Any], R]) -> None:
+        if not callable(function):
+            raise TypeError(f"a tool's handler is a function, not {type(function).__name__}")
+        self.function = function
+        self.declaration = declaration
+        functools.update_wrapper(self, function)
+
+    @property
+    def name(self) -> str:
+        """What its handler is registered under: a custom tool's name, else the kind."""
+        return client_tool_key(self.declaration)
+
+    def __call__(self, value: Any) -> R:
+        return self.function(value)
+
+    def __repr__(self) -> str:
+        return f"ClientToolFunction({self.declaration!r}, {self.function!r})"
+
+
+def client_tool(declaration: ClientTool, function: Callable[[Any], R]) -> ClientToolFunction[R]:
+    """A client-executed tool for ``tools=``: ``client_tool(ShellTool(), run_shell)``.
+
+    The declaration goes with the run's requests; ``function`` answers each call with the
+    call's typed input (see :mod:`turnwire.model.client_calls`). Shell and apply_patch have no
+    default handler: the deployer's function decides what may run.
+    """
+    return ClientToolFunction(declaration, function)
+
+
+@overload
+def custom_tool(
+    function: Callable[[Any], R],
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    grammar: tuple[str, str] | None = None,
+) -> ClientToolFunction[R]: ...
+
+
+@overload
+def custom_tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    grammar: tuple[str, str] | None = None,
+) -> Callable[[Callable[[Any], R]], ClientToolFunction[R]]: ...
+
+
+def custom_tool(
+    function: Callable[[Any], R] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    grammar: tuple[str, str] | None = None,
+) -> ClientToolFunction[R] | Callable[[Callable[[Any], R]], ClientToolFunction[R]]:
+    """Make a function a custom (freeform) tool: ``@turnwire.custom_tool`` or
+    ``@custom_tool(grammar=("lark", GRAMMAR))``. The model answers with text, following the
+    grammar when there is one, and the function gets it as a
+    :class:`~turnwire.model.client_calls.CustomToolInput` (its ``input``).
+
+    :param name: the tool's name (default: the function's).
+    :param description: what the model reads about it (default: the docstring).
+    :param grammar: ``(syntax, definition)``, syntax ``lark`` or ``regex``; none: free text.
+    :raises ValueError: a name the API does not take, or a syntax it does not know.
+    """
+
+    def make(function: Callable[[Any], R]) -> ClientToolFunction[R]:
+        target = function.func if isinstance(function, functools.partial) else function
+        chosen = name if name is not None else getattr(target, "__name__", "")
+        if not isinstance(chosen, str) or not _NAME.fullmatch(chosen):
+            raise ValueError(
+                f"tool name {chosen!r}: a tool's name is 1 to 64 letters, digits, `_` or `-` "
+                "(give one with @turnwire.custom_tool(name=...))"
+            )
+        text = description if description is not None else inspect.getdoc(target) or None
+        form: CustomToolText | CustomToolGrammar | None = None
+        if grammar is not None:
+            syntax, definition = grammar
+            if syntax not in ("lark", "regex") or not definition:
+                raise ValueError(
+                    f"tool {chosen}: grammar=(syntax, definition) takes syntax lark or regex "
+                    "and a definition that is not empty"
+                )
+            form = CustomToolGrammar(syntax=syntax, definition=definition)  # type: ignore[arg-type]
+        return ClientToolFunction(CustomTool(name=chosen, description=text, format=form), function)
+
+    return make if function is None else make(function)
+
+
+def as_tool(value: Any) -> ToolFunction[..., Any] | ClientToolFunction[Any]:
+    """``value`` as a :class:`ToolFunction` (itself, or a plain function made one), or a
+    :class:`ClientToolFunction` as it is."""
+    if isinstance(value, ToolFunction | ClientToolFunction):
         return value
     if isinstance(value, Tool):
         raise TypeError(
@@ -228,12 +350,15 @@ def as_tool(value: Any) -> ToolFunction[..., Any]:
     return ToolFunction(value)
 
 
-def function_tools(tools: Iterable[Any]) -> dict[str, ToolFunction[..., Any]]:
-    """The tools of a ``tools=`` argument by name.
+def function_tools(
+    tools: Iterable[Any],
+) -> dict[str, ToolFunction[..., Any] | ClientToolFunction[Any]]:
+    """The tools of a ``tools=`` argument by name (a client-executed tool's: the name its
+    handler is registered under, see :class:`ClientToolFunction`).
 
     :raises turnwire.errors.InputError: two of them share a name.
     """
-    found: dict[str, ToolFunction[..., Any]] = {}
+    found: dict[str, ToolFunction[..., Any] | ClientToolFunction[Any]] = {}
     for value in tools:
         made = as_tool(value)
         if made.name in found and found[made.name] is not made:
@@ -245,12 +370,34 @@ def function_tools(tools: Iterable[Any]) -> dict[str, ToolFunction[..., Any]]:
     return found
 
 
-def with_function_tools(thread: Thread, functions: Iterable[ToolFunction[..., Any]]) -> Thread:
-    """``thread`` with the declarations of ``functions`` after its own tools.
+def with_function_tools(
+    thread: Thread, functions: Iterable[ToolFunction[..., Any] | ClientToolFunction[Any]]
+) -> Thread:
+    """``thread`` with the declarations of ``functions`` after its own tools (a
+    client-executed tool's after its ``hosted_tools``).
 
-    :raises turnwire.errors.InputError: the thread declares a tool of the same name.
+    :raises turnwire.errors.InputError: the thread declares a tool of the same name (or of
+        the same client-executed kind).
     """
-    added = tuple(function.declaration for function in functions)
+    given = tuple(functions)
+    # A declaration the thread holds already, the same, is not given twice (a thread saved
+    # after a run with these tools).
+    clients = tuple(
+        f.declaration
+        for f in given
+        if isinstance(f, ClientToolFunction) and f.declaration not in thread.hosted_tools
+    )
+    if clients:
+        keys = {declaration_key(declaration) for declaration in clients}
+        for index, typed in enumerate(thread.hosted_tools):
+            if declaration_key(typed) in keys:
+                raise InputError(
+                    f"$.hosted_tools[{index}]: the thread declares {declaration_key(typed)!r}"
+                    ", and tools= gives it too; declare it once (give the thread's tool its "
+                    "code in handlers=)"
+                )
+        thread = msgspec.structs.replace(thread, hosted_tools=thread.hosted_tools + clients)
+    added = tuple(f.declaration for f in given if isinstance(f, ToolFunction))
     if not added:
         return thread
     for index, declared in enumerate(thread.tools):

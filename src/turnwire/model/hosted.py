@@ -9,9 +9,10 @@ later, and an unknown type reads as its raw mapping.
 :data:`INPUT_FIELDS` is the replay rule: for each type the API accepts back as an input item,
 the fields the input schema allows (OpenAI's OpenAPI ``Item`` union and its ``...ItemParam``
 shapes). An emitted field outside that list (``created_by`` on a compaction, say) is not
-sent. A type absent from it (a computer or shell call, which the client would have to answer,
-or a type added after this release) is never sent as an item: the ``render_hosted_item`` stage
-renders it as text instead.
+sent. A type absent from it (a shell call the API ran and answered itself, or a type added
+after this release) is never sent as an item: the ``render_hosted_item`` stage renders it as
+text instead. A call the client answers (``shell_call``, ``computer_call`` ...) is no hosted
+item: it is recorded as a tool call (:mod:`turnwire.model.client_calls`).
 """
 
 from __future__ import annotations

@@ -23,20 +23,50 @@ import msgspec
 
 from turnwire.errors import ThreadFileError, validation_location
 from turnwire.model.canonical import canonical_json
+from turnwire.model.client_calls import (
+    Click,
+    ClientPayload,
+    ComputerAction,
+    CustomToolInput,
+    DoubleClick,
+    Drag,
+    DragPoint,
+    Keypress,
+    LocalShellAction,
+    Move,
+    PatchOperation,
+    PendingSafetyCheck,
+    Screenshot,
+    Scroll,
+    ShellAction,
+    ShellCommandOutput,
+    ToolKind,
+    TypeText,
+    Wait,
+)
 from turnwire.model.structured import OutputSchema
 from turnwire.wire.items import ReasoningItem
 from turnwire.wire.tools import (
+    ApplyPatchTool,
     CodeInterpreterContainer,
     CodeInterpreterTool,
+    ComputerTool,
+    ComputerUsePreviewTool,
+    CustomTool,
+    CustomToolGrammar,
+    CustomToolText,
     FileSearchHybridSearch,
     FileSearchRanking,
     FileSearchTool,
     HostedTool,
     ImageGenerationTool,
+    LocalShellTool,
     McpApprovalFilter,
     McpTool,
     McpToolFilter,
     ProgrammaticToolCallingTool,
+    ShellLocalEnvironment,
+    ShellTool,
     WebSearchFilters,
     WebSearchLocation,
     WebSearchTool,
@@ -45,9 +75,21 @@ from turnwire.wire.tools import (
 
 __all__ = [
     "REPLAY_TAG",
+    "ApplyPatchTool",
     "Artifact",
+    "Click",
     "CodeInterpreterContainer",
     "CodeInterpreterTool",
+    "ComputerAction",
+    "ComputerTool",
+    "ComputerUsePreviewTool",
+    "CustomTool",
+    "CustomToolGrammar",
+    "CustomToolInput",
+    "CustomToolText",
+    "DoubleClick",
+    "Drag",
+    "DragPoint",
     "FileSearchHybridSearch",
     "FileSearchRanking",
     "FileSearchTool",
@@ -55,6 +97,9 @@ __all__ = [
     "HostedTool",
     "Identity",
     "ImageGenerationTool",
+    "Keypress",
+    "LocalShellAction",
+    "LocalShellTool",
     "McpApprovalFilter",
     "McpTool",
     "McpToolFilter",
@@ -63,17 +108,29 @@ __all__ = [
     "Memory",
     "Message",
     "ModalityHazard",
+    "Move",
+    "PatchOperation",
+    "PendingSafetyCheck",
     "ProgrammaticToolCallingTool",
     "ReasoningPayload",
     "Retrievable",
+    "Screenshot",
+    "Scroll",
+    "ShellAction",
+    "ShellCommandOutput",
+    "ShellLocalEnvironment",
+    "ShellTool",
     "StashEntry",
     "Thought",
     "Thread",
     "Tool",
     "ToolCall",
     "ToolCaller",
+    "ToolKind",
     "ToolResult",
     "TrustTier",
+    "TypeText",
+    "Wait",
     "WebSearchFilters",
     "WebSearchLocation",
     "WebSearchTool",
@@ -276,31 +333,43 @@ class Artifact(_Record, frozen=True, kw_only=True):
 
 
 class ToolResult(_Record, frozen=True, kw_only=True):
-    """The result of a tool call: exactly one of the three silos.
+    """The result of a tool call: exactly one of the silos.
 
-    ``text`` (a plain answer or an error text), ``artifact`` / ``artifacts`` (bodies), or
-    ``media`` (one or more attachments).
+    ``text`` (a plain answer or an error text), ``artifact`` / ``artifacts`` (bodies),
+    ``media`` (one or more attachments), or ``shell`` (what each command of a shell call
+    printed, and how it ended). A computer call's result is its screenshot (``media``, one
+    image) with the ids of the pending safety checks its handler acknowledged
+    (``acknowledged_safety_checks``).
+
+    :ivar shell: A shell call's result: what each command printed, and how it ended.
+    :ivar acknowledged_safety_checks: A computer call's result: the ids of the pending safety
+        checks the deployer's handler acknowledged (only checks the call raised).
     """
 
     text: str | None = None
     artifact: Artifact | None = None
     artifacts: tuple[Artifact, ...] | None = None
     media: tuple[Media, ...] | None = None
+    shell: tuple[ShellCommandOutput, ...] | None = None
+    acknowledged_safety_checks: tuple[NonEmpty, ...] = ()
 
     def __post_init__(self) -> None:
         set_fields = [
             name
-            for name in ("text", "artifact", "artifacts", "media")
+            for name in ("text", "artifact", "artifacts", "media", "shell")
             if getattr(self, name) is not None
         ]
         if len(set_fields) != 1:
             raise ValueError(
-                "a tool result needs exactly one of `text`, `artifact`, `artifacts` or `media`"
+                "a tool result needs exactly one of `text`, `artifact`, `artifacts`, `media` "
+                "or `shell`"
             )
         if self.artifacts is not None and not self.artifacts:
             raise ValueError("`artifacts` must not be empty")
         if self.media is not None and not self.media:
             raise ValueError("`media` must not be empty")
+        if self.shell is not None and not self.shell:
+            raise ValueError("`shell` must not be empty")
 
 
 class ReasoningPayload(
@@ -431,6 +500,16 @@ class ToolCall(_Record, frozen=True, kw_only=True):
     object ``args`` can hold (not JSON, an array, nested too deeply ...): the call is replayed
     with that very text, ``args`` stays empty, and the call is answered with an error result
     instead of running.
+
+    ``payload`` makes it a call of a client-executed tool (:mod:`turnwire.model.client_calls`):
+    a custom tool's input, a shell or local shell action, a patch operation or computer
+    actions, tagged by its ``kind``; ``tool`` is then the custom tool's name, or the kind
+    (``shell``, ``apply_patch`` ...), and ``args`` stays empty. Without one it is a function
+    call (``kind`` ``function``).
+
+    :ivar payload: What a call of a client-executed tool asked (a custom tool's input, a shell
+        action, a patch operation, computer actions), tagged by its `kind`; the handler
+        registered under `tool` gets it. Absent for a function call.
     """
 
     id: NonEmpty
@@ -443,8 +522,52 @@ class ToolCall(_Record, frozen=True, kw_only=True):
     checksum: str | None = None
     caller: NonEmpty | None = None
     namespace: NonEmpty | None = None
+    payload: ClientPayload | None = None
     created_at: AwareDatetime
     seq: int = 0
+
+    def __post_init__(self) -> None:
+        payload = self.payload
+        if payload is None:
+            if self.result is not None and (
+                self.result.shell is not None or self.result.acknowledged_safety_checks
+            ):
+                raise ValueError(
+                    f"tool call {self.id}: `result.shell` and `result.acknowledged_safety_checks`"
+                    " answer client-executed calls only"
+                )
+            return
+        kind = payload.__struct_config__.tag
+        if self.args or self.raw_args is not None:
+            raise ValueError(f"tool call {self.id}: a {kind} call has a `payload`, not `args`")
+        if kind not in ("custom", self.tool):
+            raise ValueError(f"tool call {self.id}: a {kind} call's `tool` is {kind!r}")
+        result = self.result
+        if result is None:
+            return
+        if result.shell is not None and kind != "shell":
+            raise ValueError(f"tool call {self.id}: `result.shell` answers shell calls only")
+        acknowledged = result.acknowledged_safety_checks
+        if acknowledged:
+            pending = (
+                {check.id for check in payload.pending_safety_checks}
+                if isinstance(payload, ComputerAction)
+                else set()
+            )
+            unknown = [check for check in acknowledged if check not in pending]
+            if unknown:
+                raise ValueError(
+                    f"tool call {self.id}: `result.acknowledged_safety_checks` names "
+                    f"{unknown[0]!r}, which is not one of the call's pending safety checks"
+                )
+
+    @property
+    def kind(self) -> ToolKind:
+        """The kind of tool called: ``function``, or the payload's kind."""
+        if self.payload is None:
+            return "function"
+        kind: ToolKind = self.payload.__struct_config__.tag  # type: ignore[assignment]
+        return kind
 
     def split_id(self) -> tuple[str, str | None]:
         """``(call_id, item_id)``: split on the first ``|``; with nothing before it, the whole

@@ -15,18 +15,45 @@ from typing import Any
 import msgspec
 
 from turnwire.model.canonical import canonical_json
-from turnwire.model.records import HostedItem, Thought, Tool, ToolCall
+from turnwire.model.client_calls import (
+    ComputerAction,
+    CustomToolInput,
+    LocalShellAction,
+    PatchOperation,
+    ShellAction,
+)
+from turnwire.model.records import HostedItem, Thought, Tool, ToolCall, ToolResult
 from turnwire.stages.thoughts import thought_text
 from turnwire.stages.timeline import item_id_matcher
 from turnwire.wire import (
     FunctionCall,
     FunctionCallOutput,
     HostedInputItem,
+    InputImage,
     InputItem,
     InputMessage,
     OutputMessage,
     OutputText,
     ProgramCaller,
+)
+from turnwire.wire import items as wire_items
+from turnwire.wire.items import (
+    ApplyPatchCall,
+    ApplyPatchCallOutput,
+    ComputerCall,
+    ComputerCallOutput,
+    ComputerScreenshot,
+    CustomToolCall,
+    CustomToolCallOutput,
+    LocalShellCall,
+    LocalShellCallOutput,
+    SafetyCheck,
+    ShellCall,
+    ShellCallAction,
+    ShellCallOutput,
+    ShellCommandResult,
+    ShellExit,
+    ShellTimeout,
 )
 
 __all__ = ["output_item_id", "short_call_id", "strip_item_id"]
@@ -34,10 +61,25 @@ __all__ = ["output_item_id", "short_call_id", "strip_item_id"]
 _MAX_CALL_ID = 64
 
 
-_CARRIERS = frozenset((OutputMessage, FunctionCall, HostedInputItem))  # the types with an item id
+# The types with an item id. A computer or local shell call keeps its id (its input shape
+# requires one); the other calls lose theirs when no reasoning item pairs with them.
+_CARRIERS = frozenset(
+    (
+        OutputMessage,
+        FunctionCall,
+        HostedInputItem,
+        CustomToolCall,
+        ShellCall,
+        ApplyPatchCall,
+        ComputerCall,
+        LocalShellCall,
+    )
+)
 
 
-_STRIPPED = frozenset((OutputMessage, FunctionCall))  # the carriers stripped of their id
+_STRIPPED = frozenset(
+    (OutputMessage, FunctionCall, CustomToolCall, ShellCall, ApplyPatchCall)
+)  # the carriers stripped of their id
 
 
 _CALL_ITEM_ID = item_id_matcher("fc_")  # valid_item_id(item_id, "fc_"), without the lookup
@@ -55,7 +97,17 @@ def short_call_id(call_id: str) -> str:
 
 def output_item_id(item: object) -> str | None:
     """The id that pairs an output item with a preceding reasoning item, if it carries one."""
-    if isinstance(item, OutputMessage | FunctionCall | HostedInputItem):
+    if isinstance(
+        item,
+        OutputMessage
+        | FunctionCall
+        | HostedInputItem
+        | CustomToolCall
+        | ShellCall
+        | ApplyPatchCall
+        | ComputerCall
+        | LocalShellCall,
+    ):
         return item.id
     return None
 
@@ -72,7 +124,9 @@ def strip_item_id(item: InputItem) -> InputItem:
             if (part.text if isinstance(part, OutputText) else part.refusal)
         )
         return InputMessage(role="assistant", content=text, phase=item.phase)
-    if isinstance(item, FunctionCall) and item.id is not None:
+    if isinstance(item, FunctionCall | CustomToolCall | ShellCall | ApplyPatchCall) and (
+        item.id is not None
+    ):
         return msgspec.structs.replace(item, id=None)
     return item
 
@@ -115,6 +169,8 @@ def _tool_call_items(
 ) -> tuple[InputItem, ...]:
     """The items of one tool call; ``render_result(call, tool)`` is its
     ``render_tool_call_result``."""
+    if call.payload is not None:
+        return _client_call_items(call, render_result)
     raw_call_id, raw_item_id = call.split_id()
     call_id = raw_call_id if len(raw_call_id) <= _MAX_CALL_ID else short_call_id(raw_call_id)
     item_id = raw_item_id if raw_item_id and _CALL_ITEM_ID(raw_item_id) else None
@@ -131,6 +187,156 @@ def _tool_call_items(
         return (function_call,)
     output = render_result(call, tool) or ""
     return (function_call, FunctionCallOutput(call_id=call_id, output=output, caller=caller))
+
+
+def _client_call_items(call: ToolCall, render_result: Callable[..., Any]) -> tuple[InputItem, ...]:
+    """The items of a client-executed call: the call as the model made it, then (once it has
+    a result) its answer, paired by ``call_id``.
+
+    Pure and deterministic in the record, so every request replays the same bytes. A custom
+    tool's result renders through ``render_tool_call_result`` (its tool-result envelope, as a
+    function's); a shell, local shell or patch result goes back as its handler gave it, the
+    shape the API's own tools answer with; a computer call's screenshot is the image that
+    stage renders for its media.
+    """
+    payload = call.payload
+    raw_call_id, raw_item_id = call.split_id()
+    call_id = raw_call_id if len(raw_call_id) <= _MAX_CALL_ID else short_call_id(raw_call_id)
+    caller = None if call.caller is None else ProgramCaller(caller_id=call.caller)
+    result = call.result
+    made: InputItem
+    answer: InputItem | None = None
+    if isinstance(payload, CustomToolInput):
+        made = CustomToolCall(
+            call_id=call_id,
+            name=call.tool,
+            input=payload.input,
+            id=raw_item_id,
+            caller=caller,
+            namespace=call.namespace,
+        )
+        if result is not None:
+            # An undeclared function of the same name must not be taken for it: the custom
+            # tool's own (untrusted) declaration renders its result.
+            output = render_result(call, Tool(name=call.tool)) or ""
+            answer = CustomToolCallOutput(call_id=call_id, output=output, caller=caller)
+    elif isinstance(payload, ShellAction):
+        action = ShellCallAction(
+            commands=payload.commands,
+            timeout_ms=payload.timeout_ms,
+            max_output_length=payload.max_output_length,
+        )
+        made = ShellCall(
+            call_id=call_id, action=action, id=raw_item_id, status="completed", caller=caller
+        )
+        if result is not None:
+            answer = ShellCallOutput(
+                call_id=call_id,
+                output=_shell_output(result),
+                max_output_length=payload.max_output_length,
+                caller=caller,
+            )
+    elif isinstance(payload, LocalShellAction):
+        made = LocalShellCall(
+            id=raw_item_id or call_id,
+            call_id=call_id,
+            action=wire_items.LocalShellAction(
+                command=payload.command,
+                env=payload.env,
+                timeout_ms=payload.timeout_ms,
+                user=payload.user,
+                working_directory=payload.working_directory,
+            ),
+            status="completed",
+        )
+        if result is not None:
+            answer = LocalShellCallOutput(id=call_id, output=_plain_text(result))
+    elif isinstance(payload, PatchOperation):
+        operation = wire_items.PatchOperation(
+            type=payload.operation, path=payload.path, diff=payload.diff
+        )
+        made = ApplyPatchCall(
+            call_id=call_id, operation=operation, status="completed", id=raw_item_id, caller=caller
+        )
+        if result is not None:
+            answer = ApplyPatchCallOutput(
+                call_id=call_id,
+                status="failed" if call.is_error else "completed",
+                output=_plain_text(result) or None,
+                caller=caller,
+            )
+    else:
+        assert isinstance(payload, ComputerAction)
+        steps = tuple(_computer_step(step) for step in payload.actions)
+        checks = {
+            check.id: SafetyCheck(id=check.id, code=check.code, message=check.message)
+            for check in payload.pending_safety_checks
+        }
+        made = ComputerCall(
+            id=raw_item_id or call_id,
+            call_id=call_id,
+            pending_safety_checks=tuple(checks.values()),
+            status="completed",
+            action=None if payload.batched else steps[0],
+            actions=steps if payload.batched else None,
+        )
+        if result is not None:
+            acknowledged = tuple(
+                checks[check] for check in result.acknowledged_safety_checks if check in checks
+            )
+            answer = ComputerCallOutput(
+                call_id=call_id,
+                output=_screenshot(call, render_result),
+                acknowledged_safety_checks=acknowledged or None,
+            )
+    return (made,) if answer is None else (made, answer)
+
+
+def _plain_text(result: ToolResult) -> str:
+    """A result's text as it is: its text, or its artifacts' bodies."""
+    if result.text is not None:
+        return result.text
+    artifacts = (result.artifact,) if result.artifact is not None else result.artifacts or ()
+    return "\n\n".join(artifact.body for artifact in artifacts)
+
+
+def _shell_output(result: ToolResult) -> tuple[ShellCommandResult, ...]:
+    """A shell call's answer: each command's output; an error result (no handler ran, it
+    failed) as one command that exited 1 with the error on stderr."""
+    if result.shell is None:
+        return (
+            ShellCommandResult(
+                stdout="", stderr=_plain_text(result), outcome=ShellExit(exit_code=1)
+            ),
+        )
+    return tuple(
+        ShellCommandResult(
+            stdout=command.stdout,
+            stderr=command.stderr,
+            outcome=ShellTimeout() if command.timed_out else ShellExit(exit_code=command.exit_code),
+        )
+        for command in result.shell
+    )
+
+
+def _computer_step(step: Any) -> dict[str, Any]:
+    """One computer action as the input shape takes it (``keys`` always on a double click)."""
+    fields: dict[str, Any] = msgspec.to_builtins(step)
+    if fields.get("type") == "double_click":
+        fields.setdefault("keys", None)
+    return fields
+
+
+def _screenshot(call: ToolCall, render_result: Callable[..., Any]) -> ComputerScreenshot:
+    """The screenshot of a computer call's result: the image its media renders as (no image
+    for an error result: the handler failed, or none is registered)."""
+    if call.result is None or call.result.media is None:
+        return ComputerScreenshot()
+    rendered = render_result(call, Tool(name=call.tool))
+    for block in rendered if isinstance(rendered, tuple) else ():
+        if isinstance(block, InputImage):
+            return ComputerScreenshot(image_url=block.image_url, file_id=block.file_id)
+    return ComputerScreenshot()
 
 
 def _hosted_items(record: HostedItem, stages: Any) -> tuple[InputItem, ...]:

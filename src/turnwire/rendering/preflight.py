@@ -22,6 +22,18 @@ from turnwire.wire import (
     ReasoningItem,
     RequestBody,
 )
+from turnwire.wire.items import (
+    ApplyPatchCall,
+    ApplyPatchCallOutput,
+    ComputerCall,
+    ComputerCallOutput,
+    CustomToolCall,
+    CustomToolCallOutput,
+    LocalShellCall,
+    LocalShellCallOutput,
+    ShellCall,
+    ShellCallOutput,
+)
 
 __all__ = ["PREFLIGHT_RULES", "preflight"]
 
@@ -42,7 +54,48 @@ PREFLIGHT_RULES: dict[str, str] = {
     "programmatic-tools": "a function that only a program may call, and a tool_choice that "
     "forces a program, need the programmatic_tool_calling tool, which needs a function a "
     "program may call",
+    "custom-call-pairing": "every custom_tool_call_output needs an earlier custom_tool_call "
+    "with its call_id, and every custom_tool_call needs its output",
+    "shell-call-pairing": "every shell_call_output needs an earlier shell_call with its "
+    "call_id, and every shell_call needs its output",
+    "local-shell-call-pairing": "every local_shell_call_output needs an earlier "
+    "local_shell_call whose call_id is its id, and every local_shell_call needs its output",
+    "apply-patch-call-pairing": "every apply_patch_call_output needs an earlier "
+    "apply_patch_call with its call_id, and every apply_patch_call needs its output",
+    "computer-call-pairing": "every computer_call_output needs an earlier computer_call with "
+    "its call_id, and every computer_call needs its output",
+    "unique-tool-names": "a tool name (a function's or a custom tool's) is declared once, and "
+    "so is each tool type declared without a name (shell, apply_patch, computer ...)",
 }
+
+# The client-executed calls: call type → (output type, rule). Their call ids are kept in the
+# rules' state as ``type:call_id``, so an output pairs only with a call of its own type (a
+# function call's is kept bare).
+_CLIENT_PAIRS: dict[str, tuple[str, str]] = {
+    "custom_tool_call": ("custom_tool_call_output", "custom-call-pairing"),
+    "shell_call": ("shell_call_output", "shell-call-pairing"),
+    "local_shell_call": ("local_shell_call_output", "local-shell-call-pairing"),
+    "apply_patch_call": ("apply_patch_call_output", "apply-patch-call-pairing"),
+    "computer_call": ("computer_call_output", "computer-call-pairing"),
+}
+
+
+_CLIENT_OUTPUTS: dict[str, str] = {output: call for call, (output, _) in _CLIENT_PAIRS.items()}
+
+
+def _keyed(kind: str, call_id: Any) -> str | None:
+    """The rules' key of a client-executed call or output's ``call_id`` (``None`` stays)."""
+    if call_id is None:
+        return None
+    return f"{_CLIENT_OUTPUTS.get(kind, kind)}:{call_id}"
+
+
+def _unkeyed(key: str) -> tuple[str | None, str]:
+    """``(call type, call_id)`` of a rules' key; a function call's type is ``None``."""
+    head, sep, tail = key.partition(":")
+    if sep and head in _CLIENT_PAIRS:
+        return head, tail
+    return None, key
 
 
 _ID_PREFIX = {"function_call": "fc_", "reasoning": "rs_", "message": "msg_"}
@@ -84,6 +137,76 @@ _STRUCT_FACTS: dict[type, Callable[[Any], _Facts]] = {
     FunctionCall: lambda item: ("function_call", item.id, item.call_id, False, False),
     FunctionCallOutput: lambda item: ("function_call_output", None, item.call_id, False, False),
     ReasoningItem: lambda item: ("reasoning", item.id, None, False, bool(item.encrypted_content)),
+    CustomToolCall: lambda item: (
+        "custom_tool_call",
+        item.id,
+        _keyed("custom_tool_call", item.call_id),
+        False,
+        False,
+    ),
+    ShellCall: lambda item: (
+        "shell_call",
+        item.id,
+        _keyed("shell_call", item.call_id),
+        False,
+        False,
+    ),
+    LocalShellCall: lambda item: (
+        "local_shell_call",
+        item.id,
+        _keyed("local_shell_call", item.call_id),
+        False,
+        False,
+    ),
+    ApplyPatchCall: lambda item: (
+        "apply_patch_call",
+        item.id,
+        _keyed("apply_patch_call", item.call_id),
+        False,
+        False,
+    ),
+    ComputerCall: lambda item: (
+        "computer_call",
+        item.id,
+        _keyed("computer_call", item.call_id),
+        False,
+        False,
+    ),
+    CustomToolCallOutput: lambda item: (
+        "custom_tool_call_output",
+        None,
+        _keyed("custom_tool_call_output", item.call_id),
+        False,
+        False,
+    ),
+    ShellCallOutput: lambda item: (
+        "shell_call_output",
+        None,
+        _keyed("shell_call_output", item.call_id),
+        False,
+        False,
+    ),
+    LocalShellCallOutput: lambda item: (  # its ``id`` is the call's call_id
+        "local_shell_call_output",
+        None,
+        _keyed("local_shell_call_output", item.id),
+        False,
+        False,
+    ),
+    ApplyPatchCallOutput: lambda item: (
+        "apply_patch_call_output",
+        None,
+        _keyed("apply_patch_call_output", item.call_id),
+        False,
+        False,
+    ),
+    ComputerCallOutput: lambda item: (
+        "computer_call_output",
+        None,
+        _keyed("computer_call_output", item.call_id),
+        False,
+        False,
+    ),
 }
 
 
@@ -261,13 +384,13 @@ def _mapping_facts(item: Mapping[str, Any]) -> _Facts:
         and any(isinstance(part, Mapping) and part.get("type") == "input_text" for part in content)
     )
     call_id = item.get("call_id")
-    return (
-        kind,
-        item.get("id"),
-        None if call_id is None else str(call_id),
-        bad,
-        bool(item.get("encrypted_content")),
-    )
+    item_id = item.get("id")
+    key = None if call_id is None else str(call_id)
+    if kind == "local_shell_call_output":  # its ``id`` is the call's call_id
+        key, item_id = _keyed(kind, None if item_id is None else str(item_id)), None
+    elif kind in _CLIENT_PAIRS or kind in _CLIENT_OUTPUTS:
+        key = _keyed(kind, key)
+    return (kind, item_id, key, bad, bool(item.get("encrypted_content")))
 
 
 def _text_of(item: Any) -> str:
@@ -298,6 +421,7 @@ def _check_programmatic(tools: Sequence[Any] | None, tool_choice: Any) -> None:
             return value.get("type")
         return getattr(getattr(value, "__struct_config__", None), "tag", None)
 
+    _check_tool_names(tools, field, kind)
     declared = any(kind(tool) == _PROGRAMMATIC for tool in tools or ())
     eligible = only = None
     for tool in tools or ():
@@ -325,6 +449,46 @@ def _check_programmatic(tools: Sequence[Any] | None, tool_choice: Any) -> None:
             "the programmatic_tool_calling tool is declared, and no function lists "
             "programmatic in its allowed_callers",
         )
+
+
+# The tool types a request declares at most once: those without a name or label of their own.
+_UNNAMED_ONCE = frozenset(
+    (
+        "shell",
+        "local_shell",
+        "apply_patch",
+        "computer",
+        "computer_use_preview",
+        "web_search",
+        "file_search",
+        "code_interpreter",
+        "image_generation",
+        "programmatic_tool_calling",
+    )
+)
+
+
+def _check_tool_names(
+    tools: Sequence[Any] | None,
+    field: Callable[[Any, str], Any],
+    kind: Callable[[Any], Any],
+) -> None:
+    """The ``unique-tool-names`` rule over a body's ``tools``."""
+    seen: dict[str, int] = {}
+    for index, tool in enumerate(tools or ()):
+        tag = kind(tool)
+        if tag in ("function", "custom"):
+            key = f"name {field(tool, 'name')!r}"
+        elif tag in _UNNAMED_ONCE:
+            key = f"type {tag}"
+        else:
+            continue
+        if key in seen:
+            raise _fail(
+                "unique-tool-names",
+                f"tools[{index}] declares the tool {key} again (tools[{seen[key]}])",
+            )
+        seen[key] = index
 
 
 def preflight(body: RequestBody | Mapping[str, Any]) -> None:
@@ -433,6 +597,8 @@ def _check_from(
                 )
             elif call_id not in answered:
                 answered[call_id] = index
+        elif kind in _CLIENT_PAIRS or kind in _CLIENT_OUTPUTS:
+            _check_client(kind, fact_call_id, index, calls, answered)
         elif kind == "reasoning":
             _check_partner(facts, index)
             if stateless and not encrypted:
@@ -443,6 +609,31 @@ def _check_from(
                 )
         elif assistant_input_text:
             raise _fail("assistant-input-text", "assistant message has input_text parts", index)
+
+
+def _check_client(
+    kind: str, key: str | None, index: int, calls: dict[str, int], answered: dict[str, int]
+) -> None:
+    """The pairing rule of a client-executed call or output (``key``: its ``type:call_id``)."""
+    call_type = _CLIENT_OUTPUTS.get(kind, kind)
+    output_type, rule = _CLIENT_PAIRS[call_type]
+    key = key or _keyed(kind, "")
+    assert key is not None
+    call_id = _unkeyed(key)[1]
+    if len(call_id) > 64:
+        raise _fail("call-id-length", f"call_id is {len(call_id)} characters", index)
+    if kind == call_type:
+        if key in calls:
+            raise _fail(
+                "duplicate-id",
+                f"{call_type} call_id {call_id!r} already used by input[{calls[key]}]",
+                index,
+            )
+        calls[key] = index
+    elif key not in calls:
+        raise _fail(rule, f"{output_type} {call_id!r} has no earlier {call_type}", index)
+    elif key not in answered:
+        answered[key] = index
 
 
 def _check_partner(facts: Sequence[_Facts], index: int) -> None:
@@ -458,8 +649,12 @@ def _check_partner(facts: Sequence[_Facts], index: int) -> None:
 def _check_answered(calls: dict[str, int], answered: dict[str, int]) -> None:
     if len(answered) == len(calls):  # every output answers a call: answered ⊆ calls
         return
-    for call_id, index in calls.items():
-        if call_id not in answered:
+    for key, index in calls.items():
+        if key not in answered:
+            call_type, call_id = _unkeyed(key)
+            if call_type is not None:
+                output_type, rule = _CLIENT_PAIRS[call_type]
+                raise _fail(rule, f"{call_type} {call_id!r} has no {output_type}", index)
             raise _fail(
                 "call-output-pairing",
                 f"function_call {call_id!r} has no function_call_output",

@@ -14,6 +14,8 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal, NoReturn
 
+import msgspec
+
 from turnwire.wire.content import (
     InputContent,
     OutputText,
@@ -24,6 +26,15 @@ from turnwire.wire.content import (
 )
 
 __all__ = [
+    "ApplyPatchCall",
+    "ApplyPatchCallOutput",
+    "ClientCall",
+    "ClientCallOutput",
+    "ComputerCall",
+    "ComputerCallOutput",
+    "ComputerScreenshot",
+    "CustomToolCall",
+    "CustomToolCallOutput",
     "FrozenDict",
     "FrozenList",
     "FunctionCall",
@@ -31,9 +42,20 @@ __all__ = [
     "HostedInputItem",
     "InputItem",
     "InputMessage",
+    "LocalShellAction",
+    "LocalShellCall",
+    "LocalShellCallOutput",
     "OutputMessage",
+    "PatchOperation",
     "ProgramCaller",
     "ReasoningItem",
+    "SafetyCheck",
+    "ShellCall",
+    "ShellCallAction",
+    "ShellCallOutput",
+    "ShellCommandResult",
+    "ShellExit",
+    "ShellTimeout",
     "frozen_tree",
 ]
 
@@ -81,6 +103,172 @@ class FunctionCallOutput(WireStruct, frozen=True, kw_only=True, tag="function_ca
     call_id: str
     output: str | tuple[InputContent, ...]
     caller: ProgramCaller | None = None
+
+
+class CustomToolCall(WireStruct, frozen=True, kw_only=True, tag="custom_tool_call"):
+    """A custom tool's call: its freeform ``input``; ``id`` as a function call's."""
+
+    call_id: str
+    name: str
+    input: str
+    id: str | None = None
+    caller: ProgramCaller | None = None
+    namespace: str | None = None
+
+
+class CustomToolCallOutput(WireStruct, frozen=True, kw_only=True, tag="custom_tool_call_output"):
+    """The answer to a custom tool's call, as text or content blocks."""
+
+    call_id: str
+    output: str | tuple[InputContent, ...]
+    caller: ProgramCaller | None = None
+
+
+class ShellCallAction(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
+    """The commands a ``shell_call`` asks for, with its limits."""
+
+    commands: tuple[str, ...]
+    timeout_ms: int | None = None
+    max_output_length: int | None = None
+
+
+class ShellCall(WireStruct, frozen=True, kw_only=True, tag="shell_call"):
+    """A shell call: the commands to run."""
+
+    call_id: str
+    action: ShellCallAction
+    id: str | None = None
+    status: Literal["in_progress", "completed", "incomplete"] | None = None
+    caller: ProgramCaller | None = None
+
+
+class ShellExit(WireStruct, frozen=True, kw_only=True, tag="exit"):
+    """A command that ended, with its exit code."""
+
+    exit_code: int
+
+
+class ShellTimeout(WireStruct, frozen=True, kw_only=True, tag="timeout"):
+    """A command that ran past its time limit."""
+
+
+class ShellCommandResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """What one command of a shell call printed, and how it ended."""
+
+    stdout: str
+    stderr: str
+    outcome: ShellExit | ShellTimeout
+
+
+class ShellCallOutput(WireStruct, frozen=True, kw_only=True, tag="shell_call_output"):
+    """The answer to a shell call: one result per command."""
+
+    call_id: str
+    output: tuple[ShellCommandResult, ...]
+    max_output_length: int | None = None
+    caller: ProgramCaller | None = None
+
+
+class LocalShellAction(WireStruct, frozen=True, kw_only=True, tag="exec"):
+    """The one command of a local shell call (its argv), its environment and where to run."""
+
+    command: tuple[str, ...]
+    env: dict[str, str]
+    timeout_ms: int | None = None
+    user: str | None = None
+    working_directory: str | None = None
+
+
+class LocalShellCall(WireStruct, frozen=True, kw_only=True, tag="local_shell_call"):
+    """A local shell call (``id`` is required by its input shape)."""
+
+    id: str
+    call_id: str
+    action: LocalShellAction
+    status: Literal["in_progress", "completed", "incomplete"]
+
+
+class LocalShellCallOutput(WireStruct, frozen=True, kw_only=True, tag="local_shell_call_output"):
+    """The answer to a local shell call; ``id`` is the call's ``call_id``."""
+
+    id: str
+    output: str
+
+
+class PatchOperation(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
+    """What an ``apply_patch_call`` asks: create, update or delete the file at ``path``."""
+
+    type: Literal["create_file", "update_file", "delete_file"]
+    path: str
+    diff: str | None = None
+
+
+class ApplyPatchCall(WireStruct, frozen=True, kw_only=True, tag="apply_patch_call"):
+    """A call to apply one patch operation."""
+
+    call_id: str
+    operation: PatchOperation
+    status: Literal["in_progress", "completed"]
+    id: str | None = None
+    caller: ProgramCaller | None = None
+
+
+class ApplyPatchCallOutput(WireStruct, frozen=True, kw_only=True, tag="apply_patch_call_output"):
+    """Whether the patch was applied (``completed``) or not (``failed``), with a log text."""
+
+    call_id: str
+    status: Literal["completed", "failed"]
+    output: str | None = None
+    caller: ProgramCaller | None = None
+
+
+class SafetyCheck(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
+    """A safety check the API raised on a computer call."""
+
+    id: str
+    code: str | None = None
+    message: str | None = None
+
+
+class ComputerCall(WireStruct, frozen=True, kw_only=True, tag="computer_call"):
+    """A computer call: one ``action`` or a batch of ``actions`` (``id`` is required by its
+    input shape)."""
+
+    id: str
+    call_id: str
+    pending_safety_checks: tuple[SafetyCheck, ...]
+    status: Literal["in_progress", "completed", "incomplete"]
+    action: dict[str, Any] | None = None
+    actions: tuple[dict[str, Any], ...] | None = None
+
+
+class ComputerScreenshot(WireStruct, frozen=True, kw_only=True, tag="computer_screenshot"):
+    """A screenshot answering a computer call, by data URL or URL, or by uploaded file."""
+
+    image_url: str | None = None
+    file_id: str | None = None
+
+
+class ComputerCallOutput(WireStruct, frozen=True, kw_only=True, tag="computer_call_output"):
+    """The screenshot after a computer call's actions, and the safety checks the deployer's
+    handler acknowledged (only those)."""
+
+    call_id: str
+    output: ComputerScreenshot
+    acknowledged_safety_checks: tuple[SafetyCheck, ...] | None = None
+
+
+ClientCall = CustomToolCall | ShellCall | LocalShellCall | ApplyPatchCall | ComputerCall
+"""A call of a client-executed tool, replayed."""
+
+ClientCallOutput = (
+    CustomToolCallOutput
+    | ShellCallOutput
+    | LocalShellCallOutput
+    | ApplyPatchCallOutput
+    | ComputerCallOutput
+)
+"""The answer to a call of a client-executed tool."""
 
 
 class ReasoningItem(WireStruct, frozen=True, kw_only=True, tag="reasoning"):
@@ -227,4 +415,14 @@ InputItem = (
     | FunctionCallOutput
     | ReasoningItem
     | HostedInputItem
+    | CustomToolCall
+    | CustomToolCallOutput
+    | ShellCall
+    | ShellCallOutput
+    | LocalShellCall
+    | LocalShellCallOutput
+    | ApplyPatchCall
+    | ApplyPatchCallOutput
+    | ComputerCall
+    | ComputerCallOutput
 )

@@ -1,6 +1,8 @@
-"""Tool declarations of the Responses wire: function tools, and the hosted tools the API runs
+"""Tool declarations of the Responses wire: function tools, the hosted tools the API runs
 itself (web search, file search, code interpreter, remote MCP servers, image generation,
-programmatic tool calling).
+programmatic tool calling), and the tools declared by their type that the client runs (custom
+tools, ``shell``, ``local_shell``, ``apply_patch``, computer use: :data:`CLIENT_TOOL_TYPES`,
+each answered by a handler the deployer registers).
 
 A hosted tool's declaration is the same Struct in a thread file (``hosted_tools``), in the
 configuration (``tools.hosted``) and on the wire: its fields are the API's, typed, and an
@@ -21,28 +23,42 @@ from turnwire._redact import MARK, remember_secret
 from turnwire.wire.content import WireStruct
 
 __all__ = [
+    "CLIENT_TOOL_TYPES",
     "HOSTED_TOOL_TYPES",
+    "ApplyPatchTool",
+    "ClientTool",
     "CodeInterpreterContainer",
     "CodeInterpreterTool",
+    "ComputerTool",
+    "ComputerUsePreviewTool",
+    "CustomTool",
+    "CustomToolGrammar",
+    "CustomToolText",
     "FileSearchHybridSearch",
     "FileSearchRanking",
     "FileSearchTool",
     "FunctionTool",
     "HostedTool",
     "ImageGenerationTool",
+    "LocalShellTool",
     "McpApprovalFilter",
     "McpTool",
     "McpToolFilter",
     "ProgrammaticToolCallingTool",
+    "ShellLocalEnvironment",
+    "ShellTool",
     "WebSearchFilters",
     "WebSearchLocation",
     "WebSearchTool",
     "WireTool",
     "check_hosted_tools",
+    "client_tool_key",
     "declaration_key",
 ]
 
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
+ToolName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}(?!\n)$")]
+Grammar = Annotated[str, msgspec.Meta(min_length=1, max_length=100_000)]
 Weight = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 
 
@@ -226,6 +242,115 @@ class ProgrammaticToolCallingTool(
     makes come back as function calls with a ``caller``, for the client to answer."""
 
 
+class CustomToolText(_Declared, frozen=True, kw_only=True, tag="text", tag_field="type"):
+    """A custom tool's input is free text (the API's default).
+
+    :ivar type: `text`.
+    """
+
+
+class CustomToolGrammar(_Declared, frozen=True, kw_only=True, tag="grammar", tag_field="type"):
+    """A custom tool's input follows a grammar: ``lark`` (a Lark grammar) or ``regex`` (a
+    regular expression). The API checks the grammar; turnwire sends it as it is.
+
+    :ivar type: `grammar`.
+    :ivar syntax: `lark` or `regex`.
+    :ivar definition: The grammar, in that syntax.
+    """
+
+    syntax: Literal["lark", "regex"]
+    definition: Grammar
+
+
+class CustomTool(_HostedTool, frozen=True, kw_only=True, tag="custom"):
+    """A freeform tool the client runs: the model answers with a ``custom_tool_call`` whose
+    ``input`` is text (constrained by ``format`` when it is a grammar), and the handler
+    registered under ``name`` answers it.
+
+    :ivar type: `custom`.
+    :ivar name: The tool's name (1 to 64 letters, digits, `_` or `-`), unique among the tools;
+        its handler is registered under it.
+    :ivar description: What the tool does, as the model reads it.
+    :ivar format: What the input follows: free text (the default) or a grammar.
+    :ivar allowed_callers: Who may call it: `direct` (the model), `programmatic` (a program), or
+        both; unset, the model.
+    """
+
+    name: ToolName
+    description: str | None = None
+    format: CustomToolText | CustomToolGrammar | None = None
+    allowed_callers: tuple[Literal["direct", "programmatic"], ...] | None = None
+
+
+class ShellLocalEnvironment(_Declared, frozen=True, kw_only=True, tag="local", tag_field="type"):
+    """The shell runs where the client runs it (the handler decides what that means).
+
+    :ivar type: `local`.
+    """
+
+
+class ShellTool(_HostedTool, frozen=True, kw_only=True, tag="shell"):
+    """The model asks for shell commands (``shell_call``); the ``shell`` handler runs them.
+
+    Only the local environment is declared here: a container environment is a shell the API
+    hosts, whose calls it answers itself.
+
+    :ivar type: `shell`.
+    :ivar environment: Where the commands run: `{type: local}` (the client's handler runs them).
+    :ivar allowed_callers: Who may call it: `direct`, `programmatic`, or both; unset, the model.
+    """
+
+    environment: ShellLocalEnvironment | None = None
+    allowed_callers: tuple[Literal["direct", "programmatic"], ...] | None = None
+
+
+class LocalShellTool(_HostedTool, frozen=True, kw_only=True, tag="local_shell"):
+    """The older local shell tool (``local_shell_call``, one command, answered with its text
+    output by the ``local_shell`` handler).
+
+    :ivar type: `local_shell`.
+    """
+
+
+class ApplyPatchTool(_HostedTool, frozen=True, kw_only=True, tag="apply_patch"):
+    """The model creates, updates or deletes files with diffs (``apply_patch_call``); the
+    ``apply_patch`` handler applies them.
+
+    :ivar type: `apply_patch`.
+    :ivar allowed_callers: Who may call it: `direct`, `programmatic`, or both; unset, the model.
+    """
+
+    allowed_callers: tuple[Literal["direct", "programmatic"], ...] | None = None
+
+
+class ComputerTool(_HostedTool, frozen=True, kw_only=True, tag="computer"):
+    """The model drives a computer (``computer_call``); the ``computer`` handler performs the
+    actions and answers with a screenshot.
+
+    :ivar type: `computer`.
+    """
+
+
+class ComputerUsePreviewTool(_HostedTool, frozen=True, kw_only=True, tag="computer_use_preview"):
+    """The preview computer tool, with its display and environment; its calls are
+    ``computer_call`` items too, answered by the ``computer`` handler.
+
+    :ivar type: `computer_use_preview`.
+    :ivar display_width: The display's width, in pixels.
+    :ivar display_height: The display's height, in pixels.
+    :ivar environment: `windows`, `mac`, `linux`, `ubuntu` or `browser`.
+    """
+
+    display_width: Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)]
+    display_height: Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)]
+    environment: Literal["windows", "mac", "linux", "ubuntu", "browser"]
+
+
+ClientTool = (
+    CustomTool | ShellTool | LocalShellTool | ApplyPatchTool | ComputerTool | ComputerUsePreviewTool
+)
+"""A tool declared by its type whose calls the client answers, through a handler."""
+
 HostedTool = (
     WebSearchTool
     | FileSearchTool
@@ -233,8 +358,15 @@ HostedTool = (
     | McpTool
     | ImageGenerationTool
     | ProgrammaticToolCallingTool
+    | CustomTool
+    | ShellTool
+    | LocalShellTool
+    | ApplyPatchTool
+    | ComputerTool
+    | ComputerUsePreviewTool
 )
-"""A hosted tool declaration, by its ``type``."""
+"""A tool declared by its ``type`` (what a thread's ``hosted_tools`` and ``tools.hosted``
+hold): a hosted tool the API runs, or a client-executed one (:data:`ClientTool`)."""
 
 WireTool = FunctionTool | HostedTool
 """A tool declaration of the request body's ``tools``."""
@@ -249,12 +381,36 @@ HOSTED_TOOL_TYPES: dict[str, type[Any]] = {
 }
 """The hosted tool types turnwire declares, by their ``type``."""
 
+CLIENT_TOOL_TYPES: dict[str, type[Any]] = {
+    "custom": CustomTool,
+    "shell": ShellTool,
+    "local_shell": LocalShellTool,
+    "apply_patch": ApplyPatchTool,
+    "computer": ComputerTool,
+    "computer_use_preview": ComputerUsePreviewTool,
+}
+"""The client-executed tool types turnwire declares, by their ``type``."""
+
+
+def client_tool_key(tool: ClientTool) -> str:
+    """The name a client-executed tool's handler is registered under: a custom tool's
+    ``name``, else its kind (``shell``, ``local_shell``, ``apply_patch``, ``computer``; the
+    preview computer tool's too)."""
+    if isinstance(tool, CustomTool):
+        return tool.name
+    if isinstance(tool, ComputerUsePreviewTool):
+        return "computer"
+    return str(tool.__struct_config__.tag)
+
 
 def declaration_key(tool: HostedTool) -> str:
     """What makes a declaration unique in one request: its ``type``, and for an MCP server
-    its ``server_label`` too (``mcp:deepwiki``)."""
+    its ``server_label`` too (``mcp:deepwiki``), for a custom tool its ``name``
+    (``custom:code_exec``)."""
     if isinstance(tool, McpTool):
         return f"mcp:{tool.server_label}"
+    if isinstance(tool, CustomTool):
+        return f"custom:{tool.name}"
     return str(tool.__struct_config__.tag)
 
 
