@@ -36,7 +36,6 @@ from turnwire.rendering._incremental.memo import RenderMemo
 from turnwire.rendering._incremental.plan import PlanCache, stage_plan
 from turnwire.rendering.plugins import build_plugin_manager
 from turnwire.rendering.relay import HOOK
-from turnwire.wire.accumulator import ResponseAccumulator
 
 __all__ = ["Container", "build_container", "envelope_secret_of", "overriding"]
 
@@ -99,6 +98,12 @@ def _named(namespace: Mapping[str, Any], names: Iterable[str]) -> dict[str, Any]
     return {name: namespace[name] for name in names}
 
 
+def _response_accumulator() -> type:
+    from turnwire.wire.accumulator import ResponseAccumulator
+
+    return ResponseAccumulator
+
+
 class Container(containers.DeclarativeContainer):
     """Providers for settings, plugins, every render option and stage, and ``build_input``.
 
@@ -147,7 +152,8 @@ class Container(containers.DeclarativeContainer):
     # response for a fresh accumulator (``feed(events) -> list[Generation]``, ``close() ->
     # Generation | None``, ``partial() -> Generation``). Override it with a subclass or any
     # object of that shape: ``overriding(container.response_accumulator, MyAccumulator)``.
-    response_accumulator = providers.Object(ResponseAccumulator)
+    # (Looked up on first use: a render never reads an answer, so it never imports the reader.)
+    response_accumulator = providers.Callable(_response_accumulator)
 
     # ---------------------------------------------------------------- render stages
     # One provider per stage, each resolving to HOOK ("through the plugin manager") until code
