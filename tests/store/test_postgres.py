@@ -151,7 +151,7 @@ def test_a_url_without_the_extra_is_a_clear_error_and_sqlite_still_works(tmp_pat
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("E_STORE ")
-    assert "turnwire[postgres]" in done.stdout
+    assert "uv sync --extra postgres" in done.stdout and "whl[postgres]" in done.stdout
 
 
 def test_importing_turnwire_does_not_import_psycopg():

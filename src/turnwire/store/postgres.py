@@ -14,7 +14,8 @@ Imported files live on the local disk, as for SQLite: in ``files/`` inside the s
 ``folder`` (``store.folder``; default ``$XDG_DATA_HOME/turnwire``). Hosts that share one
 database share that folder (a network mount) or import no files.
 
-Needs the ``postgres`` extra (``pip install 'turnwire[postgres]'``: psycopg 3 and its pool).
+Needs the ``postgres`` extra (psycopg 3 and its pool): ``uv sync --extra postgres`` in a clone,
+or ``pip install 'dist/turnwire-<version>-py3-none-any.whl[postgres]'``.
 """
 
 from __future__ import annotations
@@ -197,8 +198,9 @@ def _psycopg() -> Any:
         import psycopg_pool
     except ImportError as err:
         raise StoreError(
-            "a postgresql:// store needs the `postgres` extra: pip install 'turnwire[postgres]' "
-            "(psycopg 3 and psycopg-pool)"
+            "a postgresql:// store needs the `postgres` extra (psycopg 3 and psycopg-pool): "
+            "`uv sync --extra postgres` in a clone, or "
+            "`pip install 'dist/turnwire-<version>-py3-none-any.whl[postgres]'`"
         ) from err
     return psycopg, psycopg_pool
 
