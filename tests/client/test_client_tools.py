@@ -437,3 +437,40 @@ def text_item() -> dict[str, Any]:
         "status": "completed",
         "content": [{"type": "output_text", "text": "done", "annotations": []}],
     }
+
+
+def test_a_call_after_its_reasoning_goes_back_with_its_item_id(thread_file):
+    reasoning = {
+        "type": "reasoning",
+        "id": "rs_1",
+        "summary": [],
+        "encrypted_content": "gAAAA-opaque",
+    }
+    handlers = {"run_sql": lambda c: "", "shell": lambda a: "ok", "apply_patch": lambda o: ""}
+    replay = {
+        "render": {
+            "reasoning_replay": "encrypted",
+            "replay_compatibility": ["openai-responses-reasoning-v1"],
+        }
+    }
+    script = [Reply.sse(answer(reasoning, SHELL)), Reply.sse(text_answer("ok"))]
+    with ScriptedServer(script) as server:
+        run(server, thread_file, handlers=handlers, settings=replay)
+    sent = _checked(server.requests[1].json)["input"]
+    kinds = [(item["type"], item.get("id")) for item in sent[1:]]
+    assert kinds == [("reasoning", "rs_1"), ("shell_call", "sh_1"), ("shell_call_output", None)]
+
+
+def test_a_shell_call_is_answered_by_its_handler_not_recorded_as_answered(tmp_path):
+    # Before client-executed tools, this answer was a hosted item and the run stopped there
+    # (one request, no handler run, the call sent back as assistant text).
+    path = tmp_path / "t.yaml"
+    path.write_text(COMPUTER_THREAD.replace("hosted_tools: [{type: computer}]\n", ""))
+    ran: list[Any] = []
+    with ScriptedServer([Reply.sse(answer(SHELL)), Reply.sse(text_answer("ok"))]) as server:
+        result = run(server, path, handlers={"shell": lambda action: ran.append(action) or "hi"})
+    assert len(ran) == 1 and len(server.requests) == 2 and result.iterations == 2
+    assert [i["type"] for i in server.requests[1].json["input"][1:]] == [
+        "shell_call",
+        "shell_call_output",
+    ]
