@@ -474,3 +474,29 @@ def test_a_shell_call_is_answered_by_its_handler_not_recorded_as_answered(tmp_pa
         "shell_call",
         "shell_call_output",
     ]
+
+
+def test_a_configured_client_tool_without_a_handler_is_refused_naming_the_setting(tmp_path):
+    path = tmp_path / "t.yaml"
+    path.write_text(COMPUTER_THREAD.replace("hosted_tools: [{type: computer}]\n", ""))
+    settings = {"tools": {"hosted": [{"type": "web_search"}, {"type": "shell"}]}}
+    with ScriptedServer([]) as server, pytest.raises(ToolHandlerMissingError) as caught:
+        run(server, path, handlers={}, settings=settings)
+    assert (caught.value.path, caught.value.kind) == ("$.tools.hosted[1]", "shell")
+    assert server.requests == []
+    with ScriptedServer([Reply.sse(text_answer("ok"))]) as server:
+        run(
+            server,
+            path,
+            handlers={},
+            settings={
+                "tools": {
+                    **settings["tools"],
+                    "handlers": {"shell": "turnwire.examples.tools:get_weather"},
+                }
+            },
+        )
+    assert [t["type"] for t in _checked(server.requests[0].json)["tools"]] == [
+        "web_search",
+        "shell",
+    ]

@@ -286,3 +286,17 @@ def test_the_body_memo_checks_a_grown_body_as_the_exact_rules_do():
     again = msgspec.structs.replace(answered, input=(*answered.input, call))
     with pytest.raises(PreflightError, match="duplicate-id"):
         checked_body(again, memo=memo)
+
+
+def test_the_window_estimate_counts_what_a_client_call_asked_and_printed():
+    from turnwire.rendering.windows import estimate_tokens
+
+    call = _thread([CALLS[1]]).tool_calls[0]
+    bare = msgspec.structs.replace(
+        call, payload=msgspec.structs.replace(call.payload, commands=("x",)), result=None
+    )
+    assert (
+        estimate_tokens(call)
+        > estimate_tokens(bare)
+        > estimate_tokens(msgspec.structs.replace(bare, payload=None, tool="s"))
+    )

@@ -104,8 +104,12 @@ def estimate_tokens(record: Record) -> int:
         return _text_tokens(msgspec.json.encode(record.item).decode())
     result = record.result
     tokens = _text_tokens(record.tool) + _text_tokens(_arguments_text(record))
+    if record.payload is not None:  # a client-executed call: what it asked
+        tokens += _text_tokens(msgspec.json.encode(record.payload).decode())
     if result is not None:
         tokens += _text_tokens(result.text)
+        for command in result.shell or ():
+            tokens += _text_tokens(command.stdout) + _text_tokens(command.stderr)
         tokens += ATTACHMENT_TOKENS * len(result.media or ())
         artifacts = (result.artifact,) if result.artifact is not None else result.artifacts or ()
         tokens += sum(_text_tokens(artifact.text) for artifact in artifacts)
