@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from turnwire.hookspecs import hookimpl
     from turnwire.model.approvals import Approval
     from turnwire.model.checks import check_thread
-    from turnwire.model.functions import ToolFunction, tool
+    from turnwire.model.functions import ToolFunction, client_tool, custom_tool, tool
     from turnwire.model.records import (
         Artifact,
         Identity,
@@ -114,8 +114,10 @@ _EXPORTS: dict[str, str] = {
     "Usage": "turnwire.model.usage",
     "build_container": "turnwire.rendering.container",
     "check_thread": "turnwire.model.checks",
+    "client_tool": "turnwire.model.functions",
     "compact": "turnwire.api",
     "compact_thread": "turnwire.api",
+    "custom_tool": "turnwire.model.functions",
     "dump_thread": "turnwire.files.thread_file",
     "hookimpl": "turnwire.hookspecs",
     "load_settings": "turnwire.config.settings",
@@ -218,8 +220,10 @@ __all__ = [
     "Usage",
     "build_container",
     "check_thread",
+    "client_tool",
     "compact",
     "compact_thread",
+    "custom_tool",
     "dump_thread",
     "hookimpl",
     "load_settings",

@@ -244,6 +244,8 @@ def test_tools_given_in_python_declare_and_answer(tmp_path):
     assert seen == ["SELECT 1", ("ls", "false")]
     assert second["input"][-1]["output"][0]["stdout"] == "hello\n"
     assert result.text == "done"
+    # The declarations are the run's: the thread it gives back (and a --save) holds none.
+    assert result.thread.hosted_tools == () and result.thread.tools == ()
 
 
 def test_a_declared_tool_without_a_handler_is_refused_before_anything_is_sent(thread_file):

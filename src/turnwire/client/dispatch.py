@@ -479,8 +479,10 @@ class Client:
                 declared, model, once, on_text, on_tool_result, roots, approvals=approvals
             )
             self.telemetry.finished(span, result.generations, result.usage)
-        if declared is not thread:  # the function tools are the run's, never the thread's
-            kept = msgspec.structs.replace(result.thread, tools=thread.tools)
+        if declared is not thread:  # tools= declarations are the run's, never the thread's
+            kept = msgspec.structs.replace(
+                result.thread, tools=thread.tools, hosted_tools=thread.hosted_tools
+            )
             result = msgspec.structs.replace(result, thread=kept)
         result = _with_output(
             result, requested_output(asked, thread.output_schema, self.settings.request)
@@ -557,15 +559,29 @@ class Client:
     def _hook(self, name: str, **kwargs: Any) -> Any:
         return getattr(self.plugin_manager.hook, name)(**kwargs)
 
-    def _observe(self, name: str, **kwargs: Any) -> None:
+    def _observers(self, name: str) -> Observers:
+        """The implementations of the observer hook ``name``, looked up now: a run looks its
+        observers up once, as it starts, and hands them to each :meth:`_observe`."""
+        impls = getattr(self.plugin_manager.hook, name).get_hookimpls()
+        plain = tuple(impl for impl in impls if not (impl.wrapper or impl.hookwrapper))
+        wrappers = None
+        if len(plain) != len(impls) or self.settings.plugins.trace:
+            wrappers = self.plugin_manager.subset_hook_caller(
+                name, remove_plugins=[impl.plugin for impl in plain]
+            )
+        return Observers(name, plain, wrappers)
+
+    def _observe(self, name: str, observers: Observers | None = None, **kwargs: Any) -> None:
         """Call every observer, each isolated: one that raises is logged, the others run.
+
+        :param observers: the observers of ``name`` as :meth:`_observers` found them (a run
+            passes those it looked up as it started); ``None``: looked up now.
 
         Wrappers (and tracing) need pluggy's own call: then the observers run as temporary
         implementations of a caller that holds only the wrappers, still isolated one by one.
         """
-        caller = getattr(self.plugin_manager.hook, name)
-        impls = caller.get_hookimpls()
-        plain = [impl for impl in impls if not (impl.wrapper or impl.hookwrapper)]
+        found = self._observers(name) if observers is None else observers
+        plain, wrappers = found.plain, found.wrappers
 
         def isolated(impl: Any) -> Callable[[], None]:
             def call() -> None:
@@ -581,19 +597,38 @@ class Client:
 
             return call
 
-        if len(plain) == len(impls) and not self.settings.plugins.trace:
+        if wrappers is None:
             for impl in plain:
                 isolated(impl)()
             return
-        wrappers = self.plugin_manager.subset_hook_caller(
-            name, remove_plugins=[impl.plugin for impl in plain]
-        )
         try:
             wrappers.call_extra([isolated(impl) for impl in reversed(plain)], kwargs)
         except Exception:
             logger.exception(
                 "a wrapper of %s raised; the turn goes on", name, extra={"kind": "observer-error"}
             )
+
+
+class Observers:
+    """The implementations of one observer hook, as :meth:`Client._observers` found them.
+
+    :ivar plain: the observers that are no wrappers, in pluggy's calling order reversed (as
+        ``get_hookimpls`` lists them).
+    :ivar wrappers: when the hook has wrappers or is traced, pluggy's caller of the hook
+        without the plain observers (which then run as its temporary implementations);
+        ``None`` otherwise.
+    """
+
+    __slots__ = ("name", "plain", "wrappers")
+
+    def __init__(self, name: str, plain: tuple[Any, ...], wrappers: Any) -> None:
+        self.name = name
+        self.plain = plain
+        self.wrappers = wrappers
+
+    def __bool__(self) -> bool:
+        """Whether calling the hook calls anything (an observer, a wrapper or the trace)."""
+        return bool(self.plain) or self.wrappers is not None
 
 
 def _with_output(result: RunResult, asked: StructuredOutput | None) -> RunResult:

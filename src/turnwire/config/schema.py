@@ -70,9 +70,11 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "hosted_items": "Output items of hosted tools (web search, file search, code "
         "interpreter, MCP, tool search, image generation), MCP listings and approvals, "
         "compactions, and item types added later, each kept as the API emitted it.",
-        "hosted_tools": "The hosted tools the API runs itself (web search, file search, code "
-        "interpreter, MCP servers, image generation), declared after the function tools; "
-        "one per type (per `server_label` for MCP). The configuration's `tools.hosted` come "
+        "hosted_tools": "The tools that are not functions, declared after the function tools: "
+        "the hosted ones the API runs itself (web search, file search, code interpreter, MCP "
+        "servers, image generation), and the client-executed ones a deployer's handler runs "
+        "(custom tools, shell, local shell, apply_patch, computer use); one per type (per "
+        "`server_label` for MCP, per `name` for a custom tool). The configuration's `tools.hosted` come "
         "first and win over a thread's declaration of the same tool; a thread's own MCP "
         "server must be allowed by `tools.allow_thread_mcp_servers`.",
     },

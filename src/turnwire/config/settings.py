@@ -617,9 +617,12 @@ class ToolSettings(_Section, frozen=True, kw_only=True):
         model reads.
     :ivar max_result_bytes: The largest result a handler may return; a larger one is an error
         result.
-    :ivar hosted: Hosted tools every request declares (web search, file search, code interpreter,
-        MCP servers, image generation), before a thread's own ``hosted_tools``; a thread's
-        declaration of the same type (MCP: the same ``server_label``) is not sent.
+    :ivar hosted: Tools other than functions every request declares, before a thread's own
+        ``hosted_tools``: hosted ones (web search, file search, code interpreter, MCP servers,
+        image generation) and client-executed ones (custom tools, shell, local shell,
+        apply_patch, computer use: each needs a handler under ``handlers``, by name for a custom
+        tool, by kind for the others); a thread's declaration of the same type (MCP: the same
+        ``server_label``; a custom tool: the same ``name``) is not sent.
     :ivar allow_thread_mcp_servers: Patterns a thread's own MCP server must match to be declared
         (empty: a thread may declare none; ``E_MCP_SERVER_NOT_ALLOWED`` before anything is
         sent). A ``server_url`` is matched as a URL against URL patterns: scheme, host (exact,
