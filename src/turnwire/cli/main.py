@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from turnwire.cli.diff import diff_command
+from turnwire.cli.emulate import emulate_command
 from turnwire.cli.inspection import (
     check_config_command,
     demo_command,
@@ -339,6 +340,61 @@ def _parser() -> argparse.ArgumentParser:
         "files, generated from the Structs that validate them.",
     )
     schema.add_argument("kind", choices=("thread", "config"), help="a thread file or a config")
+
+    emulate = commands.add_parser(
+        "emulate",
+        parents=[logs],
+        help="serve an offline Responses API that enforces the API's rules",
+        description="Serve POST /v1/responses (streamed and not), /v1/responses/compact and "
+        "/v1/responses/input_tokens until interrupted: scripted answers, every request checked "
+        "with the API's rules and answered with its status and error body, sealed "
+        "encrypted_content, prompt caching reported. The key blobs are sealed under is "
+        "$TURNWIRE_EMULATE_KEY (hex), else a random one per run.",
+    )
+    emulate.add_argument("--host", default="127.0.0.1", help="the address to listen on")
+    emulate.add_argument(
+        "--port", type=int, default=8787, help="the port to listen on (0: a free one)"
+    )
+    emulate.add_argument(
+        "--script",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a script of answers (YAML or JSON); repeatable, played in order",
+    )
+    emulate.add_argument(
+        "--organization",
+        default="org-emulator",
+        help="the organization blobs are bound to (a request's OpenAI-Organization overrides)",
+    )
+    emulate.add_argument(
+        "--state-ttl",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how long a minted blob stays valid (default: for the run)",
+    )
+    emulate.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=32 * 1024 * 1024,
+        metavar="N",
+        help="the largest request body read",
+    )
+    emulate.add_argument(
+        "--cache-min-tokens",
+        type=int,
+        default=1024,
+        metavar="N",
+        help="the shortest shared prefix reported as cached_tokens",
+    )
+    emulate.add_argument(
+        "--cache-block-tokens",
+        type=int,
+        default=128,
+        metavar="N",
+        help="cached_tokens is a multiple of this",
+    )
     return parser
 
 
@@ -352,6 +408,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "demo": demo_command,
     "schema": schema_command,
     "diff": diff_command,
+    "emulate": emulate_command,
 }
 
 

@@ -1,0 +1,488 @@
+"""The emulator itself, without a socket: a request in (method, path, headers, bytes), a
+:class:`Reply` out.
+
+What a request goes through, in order (the first failure answers):
+
+1. the endpoint (``POST /v1/responses``, ``/v1/responses/compact``,
+   ``/v1/responses/input_tokens``; the ``/v1`` may be left out), the body's size and JSON;
+2. the fields: every field and every input item's field must be one the official request
+   types know (``fields.json``), ``model`` must be given, and the emulator keeps nothing, so a
+   ``previous_response_id`` or an ``item_reference`` is not found;
+3. on ``/v1/responses``, the preflight rules the client runs
+   (:func:`turnwire.rendering.preflight.preflight`), answered as the API answers them
+   (:mod:`turnwire.emulate.rules`);
+4. the opaque state: every ``encrypted_content`` of a reasoning or compaction item must be one
+   this emulator minted, for this model and organization, still valid; an output item the
+   emulator minted right after a reasoning item must come right after that reasoning item.
+
+A replayed reasoning item whose preceding history (instructions and input items, as the model
+reads them) differs from the one it was minted after is dropped, as the API drops it: the
+answer says so in the ``x-turnwire-emulate-dropped-reasoning`` header and the log.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import secrets
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+import msgspec
+
+from turnwire.emulate.answers import build_output, new_id, response_object, sse_events
+from turnwire.emulate.caching import PromptCache, count_tokens, prompt_text
+from turnwire.emulate.rules import ApiError, error_for
+from turnwire.emulate.script import Answer, Script, Scripted
+from turnwire.emulate.state import Sealed, Sealer, history_hash
+from turnwire.errors import PreflightError
+from turnwire.rendering.preflight import preflight
+
+__all__ = ["DROPPED_HEADER", "MAX_BODY_BYTES", "Emulator", "Exchange", "Reply"]
+
+log = logging.getLogger("turnwire.emulate")
+
+DROPPED_HEADER = "x-turnwire-emulate-dropped-reasoning"
+MAX_BODY_BYTES = 32 * 1024 * 1024
+"""The largest request body the emulator reads (32 MiB; ``--max-body-bytes``)."""
+
+_ENDPOINTS = ("responses", "responses/compact", "responses/input_tokens")
+_JSON = ("content-type", "application/json")
+_MINTED_IDS = 100_000
+
+
+def _fields() -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
+    table = msgspec.json.decode(
+        resources.files("turnwire.emulate").joinpath("fields.json").read_bytes()
+    )
+    endpoints = {name: frozenset(names) for name, names in table["endpoints"].items()}
+    items = {name: frozenset(names) for name, names in table["items"].items()}
+    return endpoints, items
+
+
+@dataclass(slots=True)
+class Reply:
+    """One answer: a status, headers and a body, or a stream of events.
+
+    ``cut_after`` closes the connection after that many events; ``stall_after`` stops sending
+    after that many and keeps the connection open.
+    """
+
+    status: int
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes = b""
+    events: Iterator[bytes] | None = None
+    cut_after: int | None = None
+    stall_after: int | None = None
+    rule: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    """One request the emulator answered (the last 1,000 are kept, for tests to read)."""
+
+    method: str
+    path: str
+    body: bytes
+    status: int
+    rule: str | None
+    headers: tuple[tuple[str, str], ...]
+
+    def json(self) -> Any:
+        """The request body, decoded."""
+        return msgspec.json.decode(self.body)
+
+
+def _error_reply(error: ApiError) -> Reply:
+    return Reply(error.status, [_JSON, *error.headers], error.body(), rule=error.rule)
+
+
+def _endpoint(method: str, path: str) -> str | None:
+    path = path.split("?", 1)[0].rstrip("/")
+    for prefix in ("/v1/", "/"):
+        if path.startswith(prefix) and path[len(prefix) :] in _ENDPOINTS:
+            return path[len(prefix) :] if method == "POST" else None
+    return None
+
+
+def _type_name(value: object) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return "null"
+
+
+_ID_PREFIX = {"function_call": "fc", "reasoning": "rs", "message": "msg"}
+
+
+class Emulator:
+    """The Responses API, offline: scripted answers, the API's rules, sealed state, caching.
+
+    :param script: the answers (:mod:`turnwire.emulate.script`); the default answer without.
+    :param key: the key blobs are sealed under (a random one without: blobs from another
+        emulator process are then foreign). Never logged.
+    :param organization: the organization blobs are bound to (a request's
+        ``OpenAI-Organization`` header overrides it for that request).
+    :param state_ttl_s: how long a blob stays valid.
+    :param cache: the prompt cache accounting (1,024-token minimum, 128-token blocks).
+    """
+
+    def __init__(
+        self,
+        *,
+        script: Script | None = None,
+        key: bytes | None = None,
+        organization: str = "org-emulator",
+        state_ttl_s: float | None = None,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        cache: PromptCache | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.max_body_bytes = max_body_bytes
+        self.scripted = Scripted(script)
+        self.cache = cache or PromptCache()
+        self._key = key if key is not None else secrets.token_bytes(32)
+        self._organization = organization
+        self._ttl_s = state_ttl_s
+        self._clock = clock
+        self._fields, self._item_fields = _fields()
+        self._minted: OrderedDict[str, str] = OrderedDict()  # output item id → its reasoning's
+        self._lock = threading.Lock()
+        self.exchanges: deque[Exchange] = deque(maxlen=1000)
+
+    def __repr__(self) -> str:
+        return f"Emulator(organization={self._organization!r})"
+
+    def _sealer(self, headers: Mapping[str, str]) -> Sealer:
+        organization = headers.get("openai-organization") or self._organization
+        return Sealer(self._key, organization=organization, ttl_s=self._ttl_s, clock=self._clock)
+
+    # ------------------------------------------------------------------------- the entry
+
+    def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Reply:
+        """The answer to one request (``headers`` with lower-case names), kept in
+        :attr:`exchanges`."""
+        reply = self._handle(method, path, headers, body)
+        kept = body if len(body) <= 1 << 20 else b""
+        self.exchanges.append(
+            Exchange(method, path, kept, reply.status, reply.rule, tuple(reply.headers))
+        )
+        return reply
+
+    def _handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Reply:
+        endpoint = _endpoint(method, path)
+        if endpoint is None:
+            return _error_reply(error_for("not-found", method=method, path=path[:200]))
+        if len(body) > self.max_body_bytes:
+            return _error_reply(
+                error_for("body-too-large", length=len(body), limit=self.max_body_bytes)
+            )
+        try:
+            request = msgspec.json.decode(body)
+        except (msgspec.DecodeError, RecursionError):
+            return _error_reply(error_for("invalid-json"))
+        if not isinstance(request, dict):
+            return _error_reply(error_for("invalid-json"))
+        sealer = self._sealer(headers)
+        checked = self._check(endpoint, request, sealer)
+        if isinstance(checked, ApiError):
+            return _error_reply(checked)
+        if endpoint == "responses/input_tokens":
+            tokens = count_tokens(prompt_text(request))
+            answer = {"object": "response.input_tokens", "input_tokens": tokens}
+            return Reply(200, [_JSON], msgspec.json.encode(answer))
+        if endpoint == "responses/compact":
+            return self._compact(request, sealer)
+        return self._respond(request, sealer, dropped=checked)
+
+    # ------------------------------------------------------------------------- the checks
+
+    def _check(self, endpoint: str, body: dict[str, Any], sealer: Sealer) -> ApiError | list[str]:
+        """The first rule ``body`` breaks, or the ids of the reasoning items it drops."""
+        known = self._fields[endpoint]
+        for name in body:
+            if name not in known:
+                return error_for("unknown-parameter", path=name)
+        model = body.get("model")
+        if endpoint != "responses/input_tokens" and not model:
+            return error_for("missing-model")
+        if model is not None and not isinstance(model, str):
+            return error_for(
+                "invalid-type", path="model", expected="a string", got=_type_name(model)
+            )
+        raw = body.get("input")
+        if raw is not None and not isinstance(raw, str | list):
+            return error_for(
+                "invalid-type", path="input", expected="a string or an array", got=_type_name(raw)
+            )
+        items: list[Any] = raw if isinstance(raw, list) else []
+        failed = self._check_items(items)
+        if failed is not None:
+            return failed
+        if body.get("previous_response_id") is not None:
+            return error_for("previous-response", id=body["previous_response_id"])
+        if endpoint == "responses":
+            try:
+                preflight(body)
+            except PreflightError as err:
+                return _preflight_answer(err, body, items)
+        return self._check_state(body, items, sealer)
+
+    def _check_items(self, items: Sequence[Any]) -> ApiError | None:
+        for index, item in enumerate(items):
+            if not isinstance(item, dict):
+                return error_for(
+                    "invalid-type",
+                    path=f"input[{index}]",
+                    expected="an object",
+                    got=_type_name(item),
+                )
+            kind = item.get("type", "message")
+            known = self._item_fields.get(kind) if isinstance(kind, str) else None
+            if known is None:
+                return error_for("invalid-item-type", index=index, value=str(kind)[:100])
+            for name in item:
+                if name not in known:
+                    return error_for("unknown-parameter", path=f"input[{index}].{name}")
+            if kind == "item_reference":
+                return error_for("stored-item", id=item.get("id"))
+        return None
+
+    def _check_state(
+        self, body: Mapping[str, Any], items: Sequence[Any], sealer: Sealer
+    ) -> ApiError | list[str]:
+        model = str(body.get("model") or "")
+        dropped: list[str] = []
+        for index, item in enumerate(items):
+            kind = item.get("type", "message")
+            blob = item.get("encrypted_content")
+            item_id = item.get("id") if isinstance(item.get("id"), str) else None
+            if kind in ("reasoning", "compaction") and blob is not None:
+                opened = sealer.open(blob, kind=kind, item_id=item_id, model=model)
+                if isinstance(opened, str):
+                    return error_for(
+                        "invalid-encrypted-content", id=item_id or _abbreviated(blob), reason=opened
+                    )
+                if kind == "reasoning" and not self._same_history(opened, body, items, index):
+                    dropped.append(item_id or f"input[{index}]")
+            if item_id is not None:
+                with self._lock:
+                    reasoning = self._minted.get(item_id)
+                before = items[index - 1] if index else None
+                if reasoning is not None and (
+                    not isinstance(before, Mapping) or before.get("id") != reasoning
+                ):
+                    return error_for(
+                        "reasoning-required", id=item_id, kind=kind, reasoning=reasoning
+                    )
+        return dropped
+
+    @staticmethod
+    def _same_history(
+        sealed: Sealed, body: Mapping[str, Any], items: Sequence[Any], index: int
+    ) -> bool:
+        return sealed.history == history_hash(body.get("instructions"), items[:index])
+
+    # ------------------------------------------------------------------------- the answers
+
+    def _usage(
+        self, body: Mapping[str, Any], output: list[dict[str, Any]], dropped: Sequence[str]
+    ) -> dict[str, Any]:
+        cached_body = dict(body)
+        if dropped and isinstance(body.get("input"), list):
+            gone = set(dropped)
+            cached_body["input"] = [
+                item
+                for item in body["input"]
+                if not (item.get("type") == "reasoning" and item.get("id") in gone)
+            ]
+        key = body.get("prompt_cache_key")
+        input_tokens, cached = self.cache.lookup(
+            key if isinstance(key, str) else "", str(body.get("model")), prompt_text(cached_body)
+        )
+        texts: list[str] = []
+        reasoning: list[str] = []
+        for item in output:
+            if item["type"] == "reasoning":
+                reasoning.extend(part["text"] for part in item["summary"])
+            elif item["type"] == "message":
+                texts.extend(
+                    part.get("text") or part.get("refusal") or "" for part in item["content"]
+                )
+            elif item["type"] == "function_call":
+                texts.append(item["name"] + item["arguments"])
+        reasoning_tokens = count_tokens("\n".join(reasoning))
+        output_tokens = count_tokens("\n".join(texts)) + reasoning_tokens
+        written = input_tokens - cached if body.get("prompt_cache_options") is not None else 0
+        return {
+            "input_tokens": input_tokens,
+            "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": written},
+            "output_tokens": output_tokens,
+            "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
+            "total_tokens": input_tokens + output_tokens,
+        }
+
+    def _respond(self, body: dict[str, Any], sealer: Sealer, *, dropped: list[str]) -> Reply:
+        answer = self.scripted.next_answer(body)
+        if answer.error is not None:
+            return _scripted_error(answer)
+        include = body.get("include")
+        items = body["input"] if isinstance(body.get("input"), list) else []
+        if isinstance(body.get("input"), str):
+            items = [{"role": "user", "content": body["input"]}]
+        model = str(body.get("model"))
+
+        def seal(item_id: str, output: list[dict[str, Any]]) -> str:
+            history = history_hash(body.get("instructions"), [*items, *output])
+            return sealer.seal(kind="reasoning", item_id=item_id, model=model, history=history)
+
+        wants_state = isinstance(include, list) and "reasoning.encrypted_content" in include
+        output = build_output(answer, seal_reasoning=seal if wants_state else None)
+        self._remember_partners(output)
+        response = response_object(
+            body,
+            response_id=new_id("resp"),
+            created_at=int(self._clock()),
+            status="completed",
+            output=output,
+            usage=self._usage(body, output, dropped),
+        )
+        headers = [("x-request-id", new_id("req"))]
+        if dropped:
+            headers.append((DROPPED_HEADER, ",".join(dropped)))
+            log.warning(
+                "dropped replayed reasoning %s: the history before it differs from the one it "
+                "was minted after",
+                ", ".join(dropped),
+            )
+        if body.get("stream") is True:
+            return Reply(
+                200,
+                [("content-type", "text/event-stream; charset=utf-8"), *headers],
+                events=sse_events(response),
+                cut_after=answer.cut_after,
+                stall_after=answer.stall_after,
+            )
+        return Reply(200, [_JSON, *headers], msgspec.json.encode(response))
+
+    def _remember_partners(self, output: Sequence[Mapping[str, Any]]) -> None:
+        with self._lock:
+            for before, item in itertools.pairwise(output):
+                if before["type"] == "reasoning":
+                    self._minted[item["id"]] = before["id"]
+            while len(self._minted) > _MINTED_IDS:
+                self._minted.popitem(last=False)
+
+    def _compact(self, body: dict[str, Any], sealer: Sealer) -> Reply:
+        raw = body.get("input")
+        items: list[Any] = [{"role": "user", "content": raw}] if isinstance(raw, str) else raw or []
+        output: list[dict[str, Any]] = [
+            {
+                "id": new_id("msg"),
+                "type": "message",
+                "status": "completed",
+                "role": "user",
+                "content": _input_parts(item.get("content")),
+            }
+            for item in items
+            if item.get("type", "message") == "message" and item.get("role") == "user"
+        ]
+        compaction_id = new_id("cmp")
+        output.append(
+            {
+                "id": compaction_id,
+                "type": "compaction",
+                "encrypted_content": sealer.seal(
+                    kind="compaction",
+                    item_id=compaction_id,
+                    model=str(body.get("model")),
+                    history=history_hash(body.get("instructions"), items),
+                ),
+            }
+        )
+        compacted = {
+            "id": new_id("resp"),
+            "object": "response.compaction",
+            "created_at": int(self._clock()),
+            "output": output,
+            "usage": self._usage(body, [], ()),
+        }
+        return Reply(200, [_JSON], msgspec.json.encode(compacted))
+
+
+def _input_parts(content: object) -> list[Any]:
+    if isinstance(content, str):
+        return [{"type": "input_text", "text": content}]
+    return list(content) if isinstance(content, list) else []
+
+
+def _abbreviated(blob: object) -> str:
+    text = str(blob)
+    return text if len(text) <= 12 else f"{text[:4]}...{text[-4:]}"
+
+
+def _scripted_error(answer: Answer) -> Reply:
+    error = answer.error
+    assert error is not None
+    body = msgspec.json.encode(
+        {
+            "error": {
+                "message": error.message,
+                "type": error.type,
+                "param": error.param,
+                "code": error.code,
+            }
+        }
+    )
+    headers = [_JSON]
+    if error.retry_after is not None:
+        headers.append(("retry-after", f"{error.retry_after:g}"))
+    return Reply(error.status, headers, body, rule="scripted-error")
+
+
+def _preflight_answer(
+    err: PreflightError, body: Mapping[str, Any], items: Sequence[Any]
+) -> ApiError:
+    """The API's answer to the preflight rule ``err`` names."""
+    index = err.index
+    item: Mapping[str, Any] = items[index] if index is not None and index < len(items) else {}
+    fields: dict[str, Any] = {
+        "index": index,
+        "id": item.get("id"),
+        "call_id": item.get("call_id"),
+        "detail": err.message,
+        "value": body.get("max_output_tokens"),
+    }
+    rule = err.rule
+    if rule == "item-id-prefix":
+        fields["prefix"] = _ID_PREFIX.get(str(item.get("type", "message")), "?")
+    elif rule == "call-id-length":
+        fields["length"] = len(str(item.get("call_id") or ""))
+    elif rule == "call-output-pairing" and item.get("type") == "function_call":
+        rule = "call-without-output"
+    elif rule == "duplicate-id" and "call_id" in err.message.split(" (rule ")[0]:
+        fields["id"] = item.get("call_id")
+    elif rule == "assistant-input-text":
+        content = item.get("content")
+        parts = content if isinstance(content, list) else []
+        fields["part"] = next(
+            (
+                n
+                for n, p in enumerate(parts)
+                if isinstance(p, Mapping) and p.get("type") == "input_text"
+            ),
+            0,
+        )
+    return error_for(rule, **fields)

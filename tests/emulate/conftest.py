@@ -1,0 +1,22 @@
+"""An emulator per test, on a real socket of 127.0.0.1, and the official SDK pointed at it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import openai
+import pytest
+
+import turnwire.testing
+
+
+@pytest.fixture
+def api() -> Iterator[turnwire.testing.EmulatorHandle]:
+    with turnwire.testing.emulator() as handle:
+        yield handle
+
+
+@pytest.fixture
+def sdk(api: turnwire.testing.EmulatorHandle) -> Iterator[openai.OpenAI]:
+    with openai.OpenAI(base_url=api.base_url, api_key="x", max_retries=0) as client:
+        yield client
