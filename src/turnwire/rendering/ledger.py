@@ -16,11 +16,14 @@ as a ``prefix-reset`` warning; ``turnwire run`` prints it.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 import msgspec
+
+from turnwire.rendering._incremental.identity import first_difference
 
 __all__ = [
     "ItemDigests",
@@ -28,6 +31,8 @@ __all__ = [
     "PrefixReport",
     "ResetCause",
     "compare",
+    "is_compaction",
+    "item_digest",
     "ledger_of",
     "settings_digest",
 ]
@@ -112,27 +117,60 @@ class PrefixReport(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ItemDigests:
-    """Digests of input items, remembered by identity for the items a warm render hands back
-    unchanged (a run's requests share most of their items): per run, never process-wide."""
+    """Digests of input items, and how many are ``compaction`` items, remembered for the items
+    a warm render hands back unchanged (a run's requests share most of their items): per run,
+    never process-wide, and never more than the last request's items.
 
-    __slots__ = ("_known",)
+    The rule is :func:`item_digest` of each item and :func:`is_compaction`; what is remembered
+    only skips work. A request whose input starts with the very objects of the last one (an
+    agent loop's, almost always) reuses their digests and count as they are and works only on
+    the items after them; any other reuses the digest of each item it still holds, by
+    identity.
+    """
+
+    __slots__ = ("_compactions", "_digests", "_items")
 
     def __init__(self) -> None:
-        self._known: dict[int, tuple[Any, str]] = {}
+        self._items: tuple[Any, ...] = ()
+        self._digests: tuple[str, ...] = ()
+        self._compactions: tuple[int, ...] = ()  # where the compaction items are
 
     def of(self, items: Sequence[Any]) -> tuple[str, ...]:
-        known = self._known
-        fresh: dict[int, tuple[Any, str]] = {}
-        out: list[str] = []
-        for item in items:
-            key = id(item)
-            hit = known.get(key)
-            if hit is None or hit[0] is not item:
-                hit = (item, _digest(_ENCODE(item)))
-            fresh[key] = hit
-            out.append(hit[1])
-        self._known = fresh  # only the last request's items: bounded by one request
-        return tuple(out)
+        """The digest of each item of ``items``, in order."""
+        return self.counted(items)[0]
+
+    def counted(self, items: Sequence[Any]) -> tuple[tuple[str, ...], int]:
+        """The digest of each item of ``items``, and how many of them are compactions."""
+        items = tuple(items)
+        last, digests, compactions = self._items, self._digests, self._compactions
+        shared = first_difference(last, items)  # leading items that are the very objects
+        known: dict[int, tuple[Any, str]] = {}
+        if shared < len(last):  # the items after them, by identity wherever they are now
+            known = {
+                id(item): (item, digest)
+                for item, digest in zip(last[shared:], digests[shared:], strict=True)
+            }
+            digests = digests[:shared]
+            compactions = compactions[: bisect.bisect_left(compactions, shared)]
+        fresh: list[str] = []
+        at: list[int] = []
+        for index in range(shared, len(items)):
+            item = items[index]
+            hit = known.get(id(item))
+            fresh.append(hit[1] if hit is not None and hit[0] is item else item_digest(item))
+            if is_compaction(item):
+                at.append(index)
+        if fresh:
+            digests += tuple(fresh)
+        if at:
+            compactions += tuple(at)
+        self._items, self._digests, self._compactions = items, digests, compactions
+        return digests, len(compactions)
+
+
+def item_digest(item: Any) -> str:
+    """The digest of one input item (its encoded bytes')."""
+    return _digest(_ENCODE(item))
 
 
 def ledger_of(
@@ -148,20 +186,21 @@ def ledger_of(
     :param window_start: the first turn ``context.window`` kept.
     :param digests: item digests kept from the run's previous request.
     """
-    items = tuple(body.input or ())
     tools = body.tools
+    items, compactions = (digests or ItemDigests()).counted(body.input or ())
     return Ledger(
         model=body.model,
         instructions="" if body.instructions is None else _digest(body.instructions.encode()),
         tools="" if not tools else _digest(_ENCODE(tools)),
-        items=(digests or ItemDigests()).of(items),
+        items=items,
         settings=settings,
-        compactions=sum(1 for item in items if _is_compaction(item)),
+        compactions=compactions,
         window_start=window_start,
     )
 
 
-def _is_compaction(item: Any) -> bool:
+def is_compaction(item: Any) -> bool:
+    """Whether an input item is a ``compaction`` item."""
     get = getattr(item, "get", None)
     return bool(get is not None and get("type") == "compaction")
 
@@ -176,11 +215,14 @@ def compare(previous: Ledger | None, current: Ledger) -> PrefixReport | None:
     if previous is None:
         return None
     old, new = previous.items, current.items
-    kept = 0
-    for a, b in zip(old, new, strict=False):
-        if a != b:
-            break
-        kept += 1
+    if new[: len(old)] == old:  # the usual case, compared in C (equal digests often the same)
+        kept = len(old)
+    else:
+        kept = 0
+        for a, b in zip(old, new, strict=False):
+            if a != b:
+                break
+            kept += 1
     input_extends = kept == len(old)
     cause: ResetCause | None = None
     if current.model != previous.model:
