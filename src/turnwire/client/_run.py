@@ -5,8 +5,10 @@ changes (its render context, output schema, event callback, the request it last 
 how many requests it sent) lives on the :class:`Run` that :meth:`Client.run
 <turnwire.client.dispatch.Client.run>` makes for it, never on the client.
 
-Its observers are found once, when the run is made: :attr:`Run.observer` is what the stream
-reader calls per event (:func:`~turnwire.client.reading.read_answer` through
+Its observers are found once, when the run is made (those of ``on_prompt_assembled``,
+``on_raw_generation`` and ``on_stream_event``, handed to each
+:meth:`Client._observe <turnwire.client.dispatch.Client._observe>`): :attr:`Run.observer` is
+what the stream reader calls per event (:func:`~turnwire.client.reading.read_answer` through
 :meth:`Run._answer`), ``None`` when the run has no ``on_event`` callback and no
 ``on_stream_event`` implementation.
 """
@@ -126,11 +128,13 @@ class Run:
         self._render_context = dict(render_context or {})
         self._output_schema = output_schema
         self._on_event = on_event
-        # Who observes the run's progress is looked up once, as it starts (a plugin registered
-        # before then is seen): without an observer, nothing is made or called per event.
-        self._hooked = bool(client.plugin_manager.hook.on_stream_event.get_hookimpls()) or bool(
-            client.settings.plugins.trace  # a traced hook is called even without implementations
-        )
+        # Who observes the run is looked up once, as it starts (a plugin registered before
+        # then is seen): without an observer, nothing is made or called per event.
+        self._prompt_observers = client._observers("on_prompt_assembled")
+        self._generation_observers = client._observers("on_raw_generation")
+        self._event_observers = client._observers("on_stream_event")
+        # (a traced hook is called even without implementations)
+        self._hooked = bool(self._event_observers)
         self.observer: Callable[[ProgressEvent], None] | None = (
             self.emit if on_event is not None or self._hooked else None
         )
@@ -233,7 +237,12 @@ class Run:
                     usage=stats[-1].usage,
                 )
             )
-            self.client._observe("on_raw_generation", generation=generation, model=resolved)
+            self.client._observe(
+                "on_raw_generation",
+                observers=self._generation_observers,
+                generation=generation,
+                model=resolved,
+            )
             runnable = [call for call in calls if call.result is None]
             if runnable and not once:
                 thread = await run_calls(thread, runnable)
@@ -316,7 +325,13 @@ class Run:
     ) -> CompactResult | None:
         rendered = self._render(part, model, roots)
         body = compact_body(rendered.body)
-        self.client._observe("on_prompt_assembled", body=body, model=model, attempt_kind="compact")
+        self.client._observe(
+            "on_prompt_assembled",
+            observers=self._prompt_observers,
+            body=body,
+            model=model,
+            attempt_kind="compact",
+        )
         self.requests += 1
         with self.telemetry.compaction(model) as span:
             async with self.transport.exchange(body, stream=False, path="/compact") as answer:
@@ -407,10 +422,13 @@ class Run:
     ) -> Generation:
         body: EncodedBody = rendered.encoded
         stream = rendered.request.stream
-        observed = self.plugin_manager.hook.on_prompt_assembled.get_hookimpls()
-        if observed or self.settings.plugins.trace:  # the bytes joined only for an observer
+        if self._prompt_observers:  # the bytes joined only for an observer
             self.client._observe(
-                "on_prompt_assembled", body=bytes(body), model=model, attempt_kind=attempt_kind
+                "on_prompt_assembled",
+                observers=self._prompt_observers,
+                body=bytes(body),
+                model=model,
+                attempt_kind=attempt_kind,
             )
         self._account(rendered)
         self.requests += 1
@@ -471,4 +489,9 @@ class Run:
                     extra={"kind": "observer-error"},
                 )
         if self._hooked:
-            self.client._observe("on_stream_event", event=event, model=self._event_model)
+            self.client._observe(
+                "on_stream_event",
+                observers=self._event_observers,
+                event=event,
+                model=self._event_model,
+            )

@@ -64,17 +64,47 @@ MAX_STREAM_BYTES = 256 << 20  # default limit of a whole event stream, decoded
 _PIECE = 64 << 10  # the most a decoder hands out at once (zstd aside)
 
 
+COALESCED_BYTES = 1 << 20
+"""Consecutive pieces of a body are joined into one write up to this size (a piece that is
+larger goes alone, as it is)."""
+
+
 class _Pieces:
-    """A body's pieces as httpx request content: iterable again for each attempt."""
+    """A body's pieces as httpx request content: iterable again for each attempt.
+
+    Each write costs a trip through the event loop and a system call, more than copying a
+    small piece: consecutive pieces go as one write of at most :data:`COALESCED_BYTES` (a
+    larger piece alone, never copied), so the copying stays bounded by the small pieces.
+    """
 
     __slots__ = ("_parts",)
 
     def __init__(self, parts: tuple[bytes | memoryview, ...]) -> None:
         self._parts = parts
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for part in self._parts:
-            yield part  # type: ignore[misc]  # h11 writes any bytes-like object
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return _aiter(_writes(self._parts))
+
+
+def _writes(parts: tuple[bytes | memoryview, ...]) -> list[bytes | memoryview]:
+    """``parts`` as the writes :class:`_Pieces` makes: together the same bytes, in order."""
+    writes: list[bytes | memoryview] = []
+    pending: list[bytes | memoryview] = []
+    size = 0
+    for part in parts:
+        if pending and size + len(part) > COALESCED_BYTES:
+            writes.append(pending[0] if len(pending) == 1 else b"".join(pending))
+            pending, size = [], 0
+        pending.append(part)
+        size += len(part)
+    if pending:
+        writes.append(pending[0] if len(pending) == 1 else b"".join(pending))
+    return writes
+
+
+async def _aiter(writes: list[bytes | memoryview]) -> AsyncIterator[bytes]:
+    for write in writes:
+        yield write  # type: ignore[misc]  # h11 writes any bytes-like object
 
 
 def _post(
@@ -439,7 +469,8 @@ class Transport:
         """POST ``body`` (exact bytes), retrying before any answer byte is read.
 
         :param body: the bytes, or a rendered body's pieces (sent one after another with the
-            body's ``Content-Length``, never joined into one copy).
+            body's ``Content-Length``, never joined into one copy: small neighbours share a
+            write, see :class:`_Pieces`).
         :param path: appended to :attr:`url` (``/compact``: the compact endpoint).
 
         Yields the 2xx :class:`Answer`; raises :class:`HttpError` (status 0 for transport
@@ -607,25 +638,40 @@ class Transport:
         iterator = response.aiter_raw().__aiter__()
         raw.append(iterator)
         watchdog: _Watchdog | None = None
+        loop = asyncio.get_running_loop()
+        if idle is not None or deadline is not None:
+            watchdog = _Watchdog()
+        # The deadline on the loop's clock, once: each wait under it expires there.
+        at_deadline = 0.0 if deadline is None else self._loop_deadline(deadline)
+        monotonic, current_task = time.monotonic, asyncio.current_task
         try:
             while True:
-                limit = idle
                 phase = "idle"
                 if deadline is not None:
-                    remaining = deadline - time.monotonic()
+                    remaining = deadline - monotonic()
                     if remaining <= 0:
                         raise RequestTimeoutError(
                             seconds=self.request_timeout_s, phase="while reading the answer"
                         )
-                    if limit is None or remaining < limit:
-                        limit, phase = remaining, "deadline"
+                    if idle is None or remaining < idle:
+                        phase = "deadline"
                 try:
-                    if limit is None:
+                    if watchdog is None:
                         chunk = await iterator.__anext__()
-                    else:
-                        if watchdog is None:
-                            watchdog = _Watchdog()
-                        chunk = await watchdog.wait(iterator.__anext__(), limit)
+                    else:  # watchdog.wait, inline: no coroutine or call made per chunk
+                        expiry = at_deadline if phase == "deadline" else loop.time() + (idle or 0)
+                        if expiry != watchdog.expiry or watchdog.handle is None:
+                            watchdog.expire_at(expiry)  # else the timer stands for it already
+                        task = watchdog.task = current_task(loop)
+                        cancelling = task.cancelling() if task is not None else 0
+                        try:
+                            chunk = await iterator.__anext__()
+                        except asyncio.CancelledError:
+                            if watchdog.fired(cancelling):
+                                raise TimeoutError from None
+                            raise
+                        finally:
+                            watchdog.task = None
                 except StopAsyncIteration:
                     return
                 except TimeoutError as err:
@@ -670,61 +716,81 @@ class _Watchdog:
     per chunk, as ``asyncio.timeout`` or ``wait_for`` make: their timers cost more than
     reading a small chunk).
 
-    Each :meth:`wait` says when it expires; a wait never expires earlier than the one before
-    it (the idle limit moves on, the deadline stays), so the timer, set for an earlier wait,
-    fires early at worst: then it is set again for the wait under way, or left off when none
-    is (the next wait sets it). A wait it outlasts has its task cancelled, and raises
-    :class:`TimeoutError` (a cancellation from elsewhere goes on as one).
+    Each wait says when it expires (:meth:`expire_at`); a wait never expires earlier than the
+    one before it (the idle limit moves on, the deadline stays), so the timer, set for an
+    earlier wait, fires early at worst: then it is set again for the wait under way, or left
+    off when none is (the next wait sets it). A wait it outlasts has its task cancelled, and
+    raises :class:`TimeoutError` (a cancellation from elsewhere goes on as one).
+
+    :meth:`wait` is one wait; :meth:`Transport._chunks` makes the same steps inline for each
+    chunk (no coroutine or call per chunk): :meth:`expire_at` when the expiry changed or no
+    timer is set, :attr:`task` set while it waits, :meth:`fired` on a cancellation.
     """
 
-    __slots__ = ("_at", "_expiry", "_fired", "_handle", "_loop", "_task")
+    __slots__ = ("_at", "_fired", "_loop", "expiry", "handle", "task")
 
     def __init__(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self._handle: asyncio.TimerHandle | None = None
+        self.handle: asyncio.TimerHandle | None = None
+        """The timer, while one is set."""
         self._at = 0.0  # when the timer fires
-        self._expiry = 0.0  # when the wait under way expires
-        self._task: asyncio.Task[Any] | None = None  # the task waiting, while it waits
+        self.expiry = 0.0
+        """When the wait under way (or the last one) expires, on the loop's clock."""
+        self.task: asyncio.Task[Any] | None = None
+        """The task waiting, while it waits."""
         self._fired = False
 
     async def wait(self, awaitable: Awaitable[bytes], seconds: float) -> bytes:
+        """``awaitable``'s value, or :class:`TimeoutError` once ``seconds`` have passed."""
         loop = self._loop
-        expiry = self._expiry = loop.time() + seconds
-        if self._handle is None or expiry < self._at:
-            if self._handle is not None:
-                self._handle.cancel()
-            self._at = expiry
-            self._handle = loop.call_at(expiry, self._check)
-        task = self._task = asyncio.current_task()
-        assert task is not None
-        cancelling = task.cancelling()
+        self.expire_at(loop.time() + seconds)
+        task = self.task = asyncio.current_task(loop)
+        cancelling = task.cancelling() if task is not None else 0
         try:
             return await awaitable
         except asyncio.CancelledError:
-            if self._fired:
-                self._fired = False
-                if task.uncancel() <= cancelling:
-                    raise TimeoutError from None
+            if self.fired(cancelling):
+                raise TimeoutError from None
             raise
         finally:
-            self._task = None
+            self.task = None
+
+    def expire_at(self, expiry: float) -> None:
+        """The next wait expires at ``expiry`` (the loop's time): the timer is set for it
+        unless one is set already to fire no later."""
+        self.expiry = expiry
+        if self.handle is None or expiry < self._at:
+            if self.handle is not None:
+                self.handle.cancel()
+            self._at = expiry
+            self.handle = self._loop.call_at(expiry, self._check)
+
+    def fired(self, cancelling: int) -> bool:
+        """After the wait of :attr:`task` raised :class:`asyncio.CancelledError`: whether the
+        cancellation was this watchdog's (then it is taken back), not one from elsewhere
+        (``cancelling``: the task's pending cancellations when the wait began)."""
+        task = self.task
+        if not self._fired or task is None:
+            return False
+        self._fired = False
+        return task.uncancel() <= cancelling
 
     def _check(self) -> None:
-        self._handle = None
-        task = self._task
+        self.handle = None
+        task = self.task
         if task is None:
             return
-        if self._loop.time() < self._expiry:
-            self._at = self._expiry
-            self._handle = self._loop.call_at(self._expiry, self._check)
+        if self._loop.time() < self.expiry:
+            self._at = self.expiry
+            self.handle = self._loop.call_at(self.expiry, self._check)
             return
         self._fired = True
         task.cancel()
 
     def close(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
+        if self.handle is not None:
+            self.handle.cancel()
+            self.handle = None
 
 
 DRAIN_BYTES = 64 << 10
