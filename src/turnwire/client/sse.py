@@ -93,6 +93,7 @@ class SSEDecoder:
         "_head",
         "_held",
         "_id",
+        "_idle",
         "_limit",
         "_retry",
         "_wrap",
@@ -111,6 +112,9 @@ class SSEDecoder:
         self._id: str | None = None
         self._retry: int | None = None
         self._wrap = False  # True while feed or close runs: dispatch ServerSentEvent objects
+        # Between events with nothing pending (no BOM check, CR, line or event under way): a
+        # chunk that is one usual event may be sliced at once (see feed_data).
+        self._idle = False
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
         """Decode ``chunk``; return the events it completes."""
@@ -123,6 +127,49 @@ class SSEDecoder:
 
     def feed_data(self, chunk: bytes) -> list[bytes]:
         """Decode ``chunk``; return the ``data`` of each event it completes."""
+        if self._idle:
+            # One event per chunk, as a live server flushes them: a chunk that is exactly one
+            # usual block ("event: NAME" and "data: DATA", or the data line alone; LF ends)
+            # gives what the block slicing below gives for it, with the state unchanged.
+            # (Searched for one byte at a time: a search for LF LF costs some 1 ns a byte.)
+            end = len(chunk) - 2
+            if end > 0 and chunk[end] == 10 and chunk[-1] == 10 and 13 not in chunk:
+                if self._held + end + 2 > self._limit:
+                    self._too_large()
+                first = chunk.find(10)
+                if first == end:
+                    if chunk[:6] == b"data: ":
+                        self._held = 0
+                        if self._wrap:
+                            event: Any = ServerSentEvent(chunk[6:end], b"", self._id, self._retry)
+                            return [event]
+                        return [chunk[6:end]]
+                elif (
+                    chunk[:7] == b"event: "
+                    and chunk[first + 1 : first + 7] == b"data: "
+                    and chunk.find(10, first + 1) == end
+                ):
+                    self._held = 0
+                    data = chunk[first + 7 : end]
+                    if self._wrap:
+                        event = ServerSentEvent(data, chunk[7:first], self._id, self._retry)
+                        return [event]
+                    return [data]
+        self._idle = False
+        events = self._feed(chunk)
+        self._settle()
+        return events
+
+    def _settle(self) -> None:
+        self._idle = (
+            self._head is None
+            and not self._after_cr
+            and not self._fragments
+            and not self._has_data
+            and not self._event
+        )
+
+    def _feed(self, chunk: bytes) -> list[Any]:
         if not chunk:
             return []
         if self._head is not None:
@@ -207,9 +254,10 @@ class SSEDecoder:
     def close_data(self) -> list[bytes]:
         """:meth:`close`, returning only the pending event's ``data``."""
         events: list[Any] = []
+        self._idle = False
         if self._head:  # a stream of one or two bytes that only looked like a BOM's start
             head, self._head = self._head, None
-            events += self.feed_data(head)
+            events += self._feed(head)
         self._head = None
         if self._fragments:
             line = b"".join(self._fragments)
@@ -218,6 +266,7 @@ class SSEDecoder:
         self._after_cr = False
         if self._has_data:
             self._line(b"", events)
+        self._settle()
         return events
 
     def _lines(self, text: bytes, events: list[Any]) -> None:
