@@ -68,7 +68,9 @@ def type_text(schema: dict[str, Any], link: Callable[[str], str]) -> str:
     if "$ref" in schema:
         return link(_name(schema["$ref"]))
     if "anyOf" in schema:
-        return " or ".join(type_text(option, link) for option in schema["anyOf"])
+        # Several shapes of one key link to the same section: named once.
+        shown = dict.fromkeys(type_text(option, link) for option in schema["anyOf"])
+        return " or ".join(shown)
     if "const" in schema:
         return _literal(schema["const"])
     if "enum" in schema:
@@ -333,7 +335,7 @@ pending_safety_checks: [{id: cu_sc_1, code: malicious_instructions}]
     "PendingSafetyCheck": """\
 {id: cu_sc_1, code: malicious_instructions, message: "The page asks to ignore instructions."}
 """,
-    "ShellCommandOutput": "{stdout: \"README.md\\n\", exit_code: 0}\n",
+    "ShellCommandOutput": '{stdout: "README.md\\n", exit_code: 0}\n',
 }
 """One example per record of the thread file (YAML), validated by the test suite."""
 
@@ -596,15 +598,26 @@ def config_reference() -> str:
             return f"[{name}](thread-file.md#{_anchor(name)})"
         return f"[`{where[name]}`](#{_slug(where[name])})"
 
-    lines = [_CONFIG_INTRO]
+    # A key whose value is one of several shapes (``request.tool_choice``) is one section, a
+    # table per shape, each under the ``type`` that selects it.
+    grouped: dict[str, list[dict[str, Any]]] = {}
     for key, _, definition in sections[1:]:
-        lines += [f"## `{key}`", "", definition.get("description", ""), ""]
-        lines += _field_table(definition, link, lambda field: f"`{field}`")
-        if "bucket_order" in definition.get("properties", {}):
-            lines += ["", "`bucket_order` lists each bucket once and must contain `timeline`."]
+        grouped.setdefault(key, []).append(definition)
+    lines = [_CONFIG_INTRO]
+    for key, definitions in grouped.items():
+        lines += [f"## `{key}`", ""]
+        for definition in definitions:
+            tag = _without_placeholder(definition.get("properties", {}).get("type", {}))
+            if len(definitions) > 1 and "const" in tag:
+                lines += [f"`type: {tag['const']}`: {definition.get('description', '')}", ""]
+            else:
+                lines += [definition.get("description", ""), ""]
+            lines += _field_table(definition, link, lambda field: f"`{field}`")
+            lines.append("")
+        if "bucket_order" in definitions[0].get("properties", {}):
+            lines += ["`bucket_order` lists each bucket once and must contain `timeline`.", ""]
         if key in CONFIG_EXAMPLES:
-            lines += ["", "```yaml", CONFIG_EXAMPLES[key].rstrip(), "```"]
-        lines.append("")
+            lines += ["```yaml", CONFIG_EXAMPLES[key].rstrip(), "```", ""]
     return "\n".join(lines)
 
 

@@ -212,6 +212,10 @@ OPENAI_ONLY_ITEMS: dict[str, str] = {
 """Input item types the specification does not define, each with its reason; the Open
 Responses check skips them (the official types check them, field for field)."""
 
+_CHOICE_ONLY = frozenset({"web_search_preview", "web_search_preview_2025_03_11", "computer_use"})
+"""``tool_choice`` types of the official types, beyond :data:`OPENAI_ONLY_TOOLS`, that the
+specification does not define (older spellings of OpenAI tools)."""
+
 _HOSTED_TOOL = (
     "an OpenAI-hosted tool ({}): the API runs it; the specification declares function tools only"
 )
@@ -330,9 +334,20 @@ def _open_responses(body: dict[str, Any]) -> None:
         elif "tool_choice" in body and not isinstance(body["tool_choice"], str):
             del body["tool_choice"]
     choice = body.get("tool_choice")
-    if isinstance(choice, dict) and choice.get("type") in OPENAI_ONLY_TOOLS:
-        # forcing an OpenAI-hosted tool (a program): checked by the official types
+    if isinstance(choice, dict) and choice.get("type") in {*OPENAI_ONLY_TOOLS, *_CHOICE_ONLY}:
+        # forcing an OpenAI tool (hosted, client-run, a program): checked by the official types
         body = {key: value for key, value in body.items() if key != "tool_choice"}
+    elif isinstance(choice, dict) and choice.get("type") == "allowed_tools":
+        # The specification's allowed tools are functions: the OpenAI tools among them are
+        # checked by the official types.
+        allowed = [
+            entry
+            for entry in choice.get("tools") or ()
+            if entry.get("type") not in {*OPENAI_ONLY_TOOLS, *_CHOICE_ONLY}
+        ]
+        body = {key: value for key, value in body.items() if key != "tool_choice"}
+        if allowed:
+            body["tool_choice"] = {**choice, "tools": allowed}
     try:
         model = CreateResponseBody.model_validate(_without_known(body))
         if "tool_choice" in body:

@@ -74,9 +74,9 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "the hosted ones the API runs itself (web search, file search, code interpreter, MCP "
         "servers, image generation), and the client-executed ones a deployer's handler runs "
         "(custom tools, shell, local shell, apply_patch, computer use); one per type (per "
-        "`server_label` for MCP, per `name` for a custom tool). The configuration's `tools.hosted` come "
-        "first and win over a thread's declaration of the same tool; a thread's own MCP "
-        "server must be allowed by `tools.allow_thread_mcp_servers`.",
+        "`server_label` for MCP, per `name` for a custom tool). The configuration's "
+        "`tools.hosted` come first and win over a thread's declaration of the same tool; a "
+        "thread's own MCP server must be allowed by `tools.allow_thread_mcp_servers`.",
     },
     "OutputSchema": {
         "name": "The format's name: 1 to 64 letters, digits, `_` or `-`.",
@@ -371,6 +371,38 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
     },
     "ProgrammaticToolChoice": {
         "type": "Always `programmatic_tool_calling`: the model must answer with a program.",
+    },
+    "AllowedTools": {
+        "type": "Always `allowed_tools`: only the tools listed may be called.",
+        "mode": "`auto`: the model may call one of them or answer; `required`: it must call one.",
+        "tools": "The declared tools allowed, as the API names them: `{type: function, name: "
+        "...}`, `{type: custom, name: ...}`, `{type: mcp, server_label: ...}`, or a type "
+        "alone (`{type: image_generation}`). The declarations stay as they are, so the "
+        "prompt cache holds across turns that allow different tools.",
+    },
+    "CustomToolChoice": {
+        "type": "Always `custom`.",
+        "name": "The custom (freeform) tool the model must call.",
+    },
+    "McpToolChoice": {
+        "type": "Always `mcp`.",
+        "server_label": "The MCP server whose tool the model must call.",
+        "name": "That server's tool, when one is forced.",
+    },
+    **{
+        name: {"type": f"Always `{tag}`: the model must call that tool."}
+        for name, tag in (
+            ("ShellToolChoice", "shell"),
+            ("ApplyPatchToolChoice", "apply_patch"),
+            ("FileSearchChoice", "file_search"),
+            ("WebSearchPreviewChoice", "web_search_preview"),
+            ("WebSearchPreviewDatedChoice", "web_search_preview_2025_03_11"),
+            ("ComputerChoice", "computer"),
+            ("ComputerUseChoice", "computer_use"),
+            ("ComputerUsePreviewChoice", "computer_use_preview"),
+            ("ImageGenerationChoice", "image_generation"),
+            ("CodeInterpreterChoice", "code_interpreter"),
+        )
     },
 }
 """Field descriptions by Struct name, then field name (as the file spells it): the thread

@@ -322,8 +322,13 @@ class RequestSettings(_Section, frozen=True, kw_only=True):
         that is not reused is billed as a cache write.
     :ivar safety_identifier: A stable, non-identifying id of the end user.
     :ivar metadata: String key-value pairs stored with the response.
-    :ivar tool_choice: ``none``, ``auto``, ``required``, one function by name, or ``{type:
-        programmatic_tool_calling}`` (a program).
+    :ivar tool_choice: ``none``, ``auto``, ``required``, or the tool the model must call: a
+        function (``{type: function, name: ...}``), a custom tool, an MCP server's tool, ``shell``,
+        ``apply_patch``, a built-in tool by type (``{type: image_generation}``), a program
+        (``{type: programmatic_tool_calling}``); or ``{type: allowed_tools, mode: auto|required,
+        tools: [...]}``, the declared tools the model may call (the declarations stay the same,
+        so the prompt cache holds). A tool it names that the request does not declare fails the
+        preflight (``tool-choice-declared``; a function: ``client.strict_tool_choice``).
     :ivar text: Output format and verbosity.
     :ivar output_schema: The JSON Schema every answer must follow (structured outputs); it replaces
         ``text.format`` in the body, keeping ``text.verbosity``. A thread's own ``output_schema``

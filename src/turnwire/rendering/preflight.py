@@ -66,6 +66,9 @@ PREFLIGHT_RULES: dict[str, str] = {
     "its call_id, and every computer_call needs its output",
     "unique-tool-names": "a tool name (a function's or a custom tool's) is declared once, and "
     "so is each tool type declared without a name (shell, apply_patch, computer ...)",
+    "tool-choice-declared": "a tool_choice that names a tool other than a function (allowed_tools "
+    "entries, a custom tool, an MCP server, shell, apply_patch, a built-in tool type) names "
+    "one the request declares",
 }
 
 # The client-executed calls: call type → (output type, rule). Their call ids are kept in the
@@ -422,6 +425,7 @@ def _check_programmatic(tools: Sequence[Any] | None, tool_choice: Any) -> None:
         return getattr(getattr(value, "__struct_config__", None), "tag", None)
 
     _check_tool_names(tools, field, kind)
+    _check_tool_choice(tools, tool_choice, field, kind)
     declared = any(kind(tool) == _PROGRAMMATIC for tool in tools or ())
     eligible = only = None
     for tool in tools or ():
@@ -449,6 +453,55 @@ def _check_programmatic(tools: Sequence[Any] | None, tool_choice: Any) -> None:
             "the programmatic_tool_calling tool is declared, and no function lists "
             "programmatic in its allowed_callers",
         )
+
+
+# A tool_choice type → the declared tool type(s) it may name (a computer tool answers to the
+# three spellings the API's types carry; a preview web search to the dated one too).
+_CHOICE_TYPES: dict[str, frozenset[str]] = {
+    "computer": frozenset({"computer", "computer_use_preview"}),
+    "computer_use": frozenset({"computer", "computer_use_preview"}),
+    "computer_use_preview": frozenset({"computer", "computer_use_preview"}),
+    "web_search_preview": frozenset(
+        {"web_search", "web_search_preview", "web_search_preview_2025_03_11"}
+    ),
+    "web_search_preview_2025_03_11": frozenset(
+        {"web_search", "web_search_preview", "web_search_preview_2025_03_11"}
+    ),
+}
+# What names a declared tool of a type, besides the type itself.
+_NAMED_BY = {"function": "name", "custom": "name", "mcp": "server_label"}
+
+
+def _check_tool_choice(
+    tools: Sequence[Any] | None, tool_choice: Any, field: Any, kind: Any
+) -> None:
+    """The ``tool-choice-declared`` rule: every tool a ``tool_choice`` names (an
+    ``allowed_tools`` entry, a custom tool, an MCP server, a tool type) is declared. A forced
+    function is the client's ``tool-choice-unavailable`` check (``client.strict_tool_choice``)."""
+    chosen = kind(tool_choice)
+    if chosen is None or chosen in {"function", _PROGRAMMATIC}:
+        return
+    if chosen == "allowed_tools":
+        entries = field(tool_choice, "tools")
+        wanted = [
+            (f"tool_choice.tools[{index}]", entry)
+            for index, entry in enumerate(entries if isinstance(entries, Sequence) else ())
+        ]
+    else:
+        wanted = [("tool_choice", tool_choice)]
+    declared = [(kind(tool), tool) for tool in tools or ()]
+    for where, entry in wanted:
+        wanted_kind = kind(entry)
+        types = _CHOICE_TYPES.get(wanted_kind, frozenset({wanted_kind}))
+        key = _NAMED_BY.get(wanted_kind)
+        name = field(entry, key) if key else None
+        if any(
+            declared_kind in types and (key is None or field(tool, key) == name)
+            for declared_kind, tool in declared
+        ):
+            continue
+        shown = f"{wanted_kind} {name!r}" if key else f"the {wanted_kind} tool"
+        raise _fail("tool-choice-declared", f"{where} names {shown}, which tools does not declare")
 
 
 # The tool types a request declares at most once: those without a name or label of their own.

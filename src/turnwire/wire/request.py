@@ -6,7 +6,7 @@ must always say ``store: false``, and a default would let ``omit_defaults`` drop
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -56,6 +56,8 @@ class PromptCacheOptions(_Options, frozen=True, kw_only=True):
 
 
 class FunctionToolChoice(_Options, frozen=True, kw_only=True, tag="function", tag_field="type"):
+    """The model must call this function."""
+
     name: str
 
 
@@ -65,8 +67,114 @@ class ProgrammaticToolChoice(
     """The model must answer with a program (programmatic tool calling)."""
 
 
-ToolChoice = Literal["none", "auto", "required"] | FunctionToolChoice | ProgrammaticToolChoice
-"""What ``tool_choice`` may say: a mode, one function by name, or a program."""
+class CustomToolChoice(_Options, frozen=True, kw_only=True, tag="custom", tag_field="type"):
+    """The model must call this custom (freeform) tool."""
+
+    name: Annotated[str, msgspec.Meta(min_length=1)]
+
+
+class McpToolChoice(_Options, frozen=True, kw_only=True, tag="mcp", tag_field="type"):
+    """The model must call a tool of this MCP server (this one, when ``name`` is given)."""
+
+    server_label: Annotated[str, msgspec.Meta(min_length=1)]
+    name: str | None = None
+
+
+class ShellToolChoice(_Options, frozen=True, kw_only=True, tag="shell", tag_field="type"):
+    """The model must call the shell tool."""
+
+
+class ApplyPatchToolChoice(
+    _Options, frozen=True, kw_only=True, tag="apply_patch", tag_field="type"
+):
+    """The model must call the apply_patch tool."""
+
+
+class _BuiltInChoice(_Options, frozen=True, kw_only=True, tag_field="type"):
+    """The model must use this built-in tool (one class per type the API names)."""
+
+
+class FileSearchChoice(_BuiltInChoice, frozen=True, kw_only=True, tag="file_search"):
+    pass
+
+
+class WebSearchPreviewChoice(_BuiltInChoice, frozen=True, kw_only=True, tag="web_search_preview"):
+    pass
+
+
+class WebSearchPreviewDatedChoice(
+    _BuiltInChoice, frozen=True, kw_only=True, tag="web_search_preview_2025_03_11"
+):
+    pass
+
+
+class ComputerChoice(_BuiltInChoice, frozen=True, kw_only=True, tag="computer"):
+    pass
+
+
+class ComputerUseChoice(_BuiltInChoice, frozen=True, kw_only=True, tag="computer_use"):
+    pass
+
+
+class ComputerUsePreviewChoice(
+    _BuiltInChoice, frozen=True, kw_only=True, tag="computer_use_preview"
+):
+    pass
+
+
+class ImageGenerationChoice(_BuiltInChoice, frozen=True, kw_only=True, tag="image_generation"):
+    pass
+
+
+class CodeInterpreterChoice(_BuiltInChoice, frozen=True, kw_only=True, tag="code_interpreter"):
+    pass
+
+
+class AllowedTools(_Options, frozen=True, kw_only=True, tag="allowed_tools", tag_field="type"):
+    """Only these of the declared tools may be called (``mode: required``: one must be).
+
+    Each entry names a declared tool as the API does: ``{type: function, name: ...}``,
+    ``{type: custom, name: ...}``, ``{type: mcp, server_label: ...}``, or a tool type alone
+    (``{type: image_generation}``). The declarations stay the same from request to request,
+    so restricting tools this way keeps the prompt cache (changing ``tools`` would not).
+    """
+
+    mode: Literal["auto", "required"]
+    tools: Annotated[tuple[dict[str, Any], ...], msgspec.Meta(min_length=1)]
+
+    def __post_init__(self) -> None:
+        for index, entry in enumerate(self.tools):
+            kind = entry.get("type")
+            if not isinstance(kind, str) or not kind:
+                raise ValueError(f"tools[{index}].type: each allowed tool names its type")
+            needs = {"function": "name", "custom": "name", "mcp": "server_label"}.get(kind)
+            if needs and not (isinstance(entry.get(needs), str) and entry[needs]):
+                raise ValueError(
+                    f"tools[{index}].{needs}: an allowed {kind} tool names its {needs}"
+                )
+
+
+ToolChoice = (
+    Literal["none", "auto", "required"]
+    | FunctionToolChoice
+    | ProgrammaticToolChoice
+    | AllowedTools
+    | CustomToolChoice
+    | McpToolChoice
+    | ShellToolChoice
+    | ApplyPatchToolChoice
+    | FileSearchChoice
+    | WebSearchPreviewChoice
+    | WebSearchPreviewDatedChoice
+    | ComputerChoice
+    | ComputerUseChoice
+    | ComputerUsePreviewChoice
+    | ImageGenerationChoice
+    | CodeInterpreterChoice
+)
+"""What ``tool_choice`` may say, as the API's types do: a mode, one tool (a function, a custom
+tool, an MCP server's tool, shell, apply_patch, a built-in tool by type), a program, or the
+``allowed_tools`` subset of the declared tools."""
 
 
 class RequestBody(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
