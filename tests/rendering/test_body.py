@@ -153,4 +153,4 @@ def test_an_encoded_body_joins_once():
 def test_the_reasoning_free_body_shape_is_unchanged_by_msgspec_defaults():
     """`store` has no default, so omit_defaults can never drop it."""
     body = turnwire.render(thread(messages=[user()]), container=make_container(), model="m").request
-    assert b'"store":false' in msgspec.json.encode(body)
+    assert b'"store":false' in encode_body(body)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -20,6 +20,7 @@ from turnwire.config.options import ReasoningReplay
 from turnwire.config.settings import OWNED_FIELDS, RequestSettings, extra_field_problem
 from turnwire.errors import ConfigError
 from turnwire.model.structured import OutputSchema
+from turnwire.rendering._incremental.chunked import enc_hook
 from turnwire.rendering._incremental.memo import BodyState, RenderMemo, common_prefix
 from turnwire.rendering.caching import prompt_cache_key, with_breakpoint
 from turnwire.rendering.pipeline import RenderedInput
@@ -36,7 +37,7 @@ from turnwire.rendering.preflight import (
     _text_of,
     preflight,
 )
-from turnwire.wire import RequestBody, TextOptions
+from turnwire.wire import InputItem, RequestBody, TextOptions
 from turnwire.wire.hosted_tools import hosted_includes
 
 __all__ = [
@@ -57,7 +58,7 @@ logger = logging.getLogger("turnwire")
 ENCRYPTED_INCLUDE = "reasoning.encrypted_content"
 
 
-_ENCODER = msgspec.json.Encoder()
+_ENCODER = msgspec.json.Encoder(enc_hook=enc_hook)
 
 
 def build_body(
@@ -108,7 +109,9 @@ def build_body(
         )
     return RequestBody(
         model=model,
-        input=items,
+        # An InputItems, never copied into a tuple (see InputItems): a read-only sequence
+        # that the body encoders take through `enc_hook`.
+        input=cast("tuple[InputItem, ...]", items),
         stream=stream,
         store=False,
         instructions=rendered.instructions,

@@ -35,6 +35,7 @@ import msgspec
 
 from turnwire.model.hosted import thread_anchor
 from turnwire.model.records import Thread
+from turnwire.rendering._incremental.chunked import InputItems
 from turnwire.wire.content import CacheBreakpointCarrier, PromptCacheBreakpoint
 from turnwire.wire.items import FunctionCallOutput, InputItem, InputMessage
 
@@ -144,9 +145,9 @@ _LOCK = threading.Lock()
 
 
 def with_breakpoint(
-    items: tuple[InputItem, ...], policy: Literal["off", "auto"], *, memo: Any = None
-) -> tuple[InputItem, ...]:
-    """``items`` with the breakpoint ``policy`` asks for; the same tuple when it asks for none
+    items: InputItems, policy: Literal["off", "auto"], *, memo: Any = None
+) -> InputItems:
+    """``items`` with the breakpoint ``policy`` asks for; the same object when it asks for none
     (``off``, or no block can carry one). ``memo`` (a render memo) keeps the marked item, so
     the next render of the same item reuses it."""
     if policy == "off":
@@ -167,4 +168,4 @@ def with_breakpoint(
         if memo is not None:
             with _LOCK:
                 _KEPT[memo] = (original, block, marked)
-    return (*items[:index], marked, *items[index + 1 :])
+    return items.replacing(index, marked)

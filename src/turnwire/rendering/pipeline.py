@@ -54,6 +54,7 @@ from turnwire.config.options import Bucket, RenderOptions, bucket_order_problem
 from turnwire.errors import ConfigError
 from turnwire.model.hosted import thread_anchor
 from turnwire.model.records import REPLAY_TAG, Thread
+from turnwire.rendering._incremental.chunked import InputItems
 from turnwire.rendering._incremental.memo import RenderMemo, common_prefix
 from turnwire.rendering._incremental.timeline import _timeline, _WarnSink
 from turnwire.rendering.compaction import compacted
@@ -62,7 +63,7 @@ from turnwire.rendering.sweep import _sweep, _sweep_key
 from turnwire.stages.system_prompt import render_bucket
 from turnwire.wire import HostedInputItem, InputItem, InputMessage, InputText, WireTool
 
-__all__ = ["RenderedInput", "build_input", "prefix_fingerprint"]
+__all__ = ["InputItems", "RenderedInput", "build_input", "prefix_fingerprint"]
 
 
 logger = logging.getLogger("turnwire")
@@ -72,7 +73,9 @@ class RenderedInput(msgspec.Struct, frozen=True, kw_only=True):
     """What ``build_input`` returns.
 
     :ivar instructions: the leading system text, when the channel is ``instructions``.
-    :ivar input: the input items.
+    :ivar input: the input items: a read-only sequence that never changes (an
+        :class:`~turnwire.rendering._incremental.chunked.InputItems`, which shares its pieces
+        with the inputs of the renders before and after it; a slice of it is a tuple).
     :ivar tools: the declarations, or ``None`` when there are none (never empty).
     :ivar fingerprintable_length: how many leading items the pairing sweep saw.
     :ivar warnings: what the stages reported (also logged).
@@ -81,7 +84,7 @@ class RenderedInput(msgspec.Struct, frozen=True, kw_only=True):
     """
 
     instructions: str | None
-    input: tuple[InputItem, ...]
+    input: InputItems
     tools: tuple[WireTool, ...] | None
     fingerprintable_length: int
     warnings: tuple[str, ...] = ()
@@ -228,6 +231,10 @@ def _build_input(
             f"does not list {REPLAY_TAG}; reasoning items are not replayed"
         )
     timeline = _timeline(thread, options, stages, plan, injectable, memo, warnings, sink)
+    # Read by the timeline alone: let go of the loaded tuples of the render before the last
+    # now, or the next render frees them (the caller dropped them long ago), touching every
+    # record of the thread inside the render.
+    memo.loaded_from = {}
     # Each response's timestamp → the seq of its first reasoning record: a hosted item after it
     # needs that reasoning sent (only looked at when the thread has hosted items).
     stamped: dict[str, str] = {}
@@ -265,9 +272,11 @@ def _build_input(
     ]
     trailing_text = "\n\n".join(part for part in trailing if part)
     if trailing_text:
-        items = (*swept, InputMessage(role="system", content=(InputText(text=trailing_text),)))
+        items = swept.with_tail(
+            (InputMessage(role="system", content=(InputText(text=trailing_text),)),)
+        )
     else:
-        items = tuple(swept)
+        items = swept  # the sweep's own: never changed by a later render
     memo.input_from = (items, memo.swept, resumed_from)
 
     _log_warnings(warnings)
@@ -322,7 +331,7 @@ def prefix_fingerprint(
         with render_memo.lock:  # a sweep grows the state's lists in place
             state = render_memo.sweeps.get(keyed[0])
             if state is not None and state.checkpoints:
-                shared = min(common_prefix(state.out, items), through_item)
+                shared = min(common_prefix(state.swept, items), through_item)
                 last = bisect.bisect_right(state.hashed, shared) - 1
                 if last >= 0:
                     hasher = state.checkpoints[last].hasher.copy()

@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 
 from turnwire.config.options import RenderOptions
+from turnwire.rendering._incremental.chunked import CHUNK_SHIFT, InputItems, grow_chunks
 from turnwire.rendering._incremental.memo import (
     Checkpoint,
     RenderMemo,
@@ -148,14 +149,19 @@ def _sweep(
     reasoned: dict[Any, int],
     pending: frozenset[str],
     stamped: dict[str, str],
-) -> tuple[list[InputItem], tuple[object, int] | None]:
+) -> tuple[InputItems, tuple[object, int] | None]:
     """The pairing sweep, resumed from the last checkpoint whose inputs are unchanged; and
     (the token of the sweep it resumed, how many of its output items were kept) when
-    resumed. ``memo.swept`` is set to this sweep's token."""
+    resumed. ``memo.swept`` is set to this sweep's token.
+
+    The output is an :class:`InputItems` made of the state's full chunks, which a resumed
+    sweep cuts back to its checkpoint and grows (the chunks themselves never change: an
+    earlier render's input that holds them stays as it was)."""
     keyed = _sweep_key(plan, injectable, instructions, tools, options)
     key, hashing = keyed if keyed is not None else (None, None)
     indexes, thoughts = timeline.candidate_indexes, timeline.candidate_thoughts
     out: list[InputItem] = []
+    chunks: list[tuple[InputItem, ...]] = []  # out's full chunks (see InputItems)
     done, count = 0, len(items)  # items[:done] are settled
     checkpoints: list[Checkpoint] = []
     checkpoint_indexes: list[int] = []
@@ -218,8 +224,10 @@ def _sweep(
             resumed = state.checkpoints[last]
             checkpoints, checkpoint_indexes = state.checkpoints, state.indexes
             checkpoint_hashed, out, sweep_warnings = state.hashed, state.out, state.warnings
+            chunks = state.chunks
             del checkpoints[last + 1 :], checkpoint_indexes[last + 1 :]
             del checkpoint_hashed[last + 1 :], out[resumed.out_length :]
+            del chunks[resumed.out_length >> CHUNK_SHIFT :]
             del sweep_warnings[resumed.warning_count :]
             done = resumed.done
             hashed = resumed.hashed
@@ -332,6 +340,7 @@ def _sweep(
     _strip_ids(out, items, done, count, reasoned, governing)
     if hashing and resumed_checkpoints:
         _thin(checkpoints, checkpoint_indexes, checkpoint_hashed, resumed_checkpoints, dense_from)
+    swept = grow_chunks(chunks, out)
     if key is None:
         memo.swept = object()
     else:
@@ -346,10 +355,11 @@ def _sweep(
             pending_from,
             (checkpoint_indexes, checkpoint_hashed),
             tail,
+            (chunks, swept),
         )
         memo.swept = kept_state.run
         memo.sweeps.put(key, kept_state)
-    return out, resumed_from
+    return swept, resumed_from
 
 
 def _thin(

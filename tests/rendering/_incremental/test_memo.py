@@ -1273,7 +1273,7 @@ def _input_only(
     except turnwire.TurnwireError as err:
         return ("error", type(err).__name__, str(err))
     return (
-        _RECORD.encode(rendered.input),
+        _RECORD.encode(tuple(rendered.input)),
         rendered.warnings,
         rendered.fingerprintable_length,
         rendered.stamped,

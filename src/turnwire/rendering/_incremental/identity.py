@@ -12,6 +12,10 @@ arrays are byte-equal. :func:`first_difference` compares them with the C library
 bisects to the first differing position: a few microseconds for 20,000 items. Reading the
 arrays is safe because both tuples are alive (the caller holds them) and a tuple never changes.
 
+A rendered input (:class:`~turnwire.rendering._incremental.chunked.InputItems`) is compared
+piece by piece: a chunk both inputs hold at the same place is the same items, skipped whole,
+and the other pieces are compared as tuples are.
+
 Anywhere else (another implementation, a free-threaded build, no ``memcmp`` to be found, a
 list, a tuple subclass) the same answer comes from the per-element scan. The fast path checks
 itself once at import against that scan and is not used if they disagree.
@@ -26,6 +30,8 @@ from collections.abc import Callable, Sequence
 from itertools import compress, count
 from operator import is_not
 from typing import Any
+
+from turnwire.rendering._incremental.chunked import CHUNK_SHIFT, InputItems, chunked_pieces
 
 __all__ = ["first_difference"]
 
@@ -60,12 +66,22 @@ _memcmp = _load_memcmp()
 
 
 def _compare(old: tuple[Any, ...], new: tuple[Any, ...], start: int, stop: int) -> int:
-    assert _memcmp is not None
+    return start + _compare_at(old, start, new, start, stop - start)
+
+
+def _compare_at(
+    old: tuple[Any, ...], old_at: int, new: tuple[Any, ...], new_at: int, length: int
+) -> int:
+    """How many leading items of ``old[old_at:old_at + length]`` and ``new[new_at:new_at +
+    length]`` are the very same objects (both ranges inside their tuples)."""
+    if _memcmp is None or length <= 64:
+        run_old, run_new = old[old_at : old_at + length], new[new_at : new_at + length]
+        return next(compress(count(), map(is_not, run_old, run_new)), length)
     memcmp = _memcmp
-    old_items, new_items = id(old) + _HEADER, id(new) + _HEADER
-    low, high = start, stop
-    if not memcmp(old_items + low * _WORD, new_items + low * _WORD, (high - low) * _WORD):
-        return stop
+    old_items, new_items = id(old) + _HEADER + old_at * _WORD, id(new) + _HEADER + new_at * _WORD
+    low, high = 0, length
+    if not memcmp(old_items, new_items, length * _WORD):
+        return length
     # A difference lies in [low, high): halve until the range is short, then scan it.
     while high - low > _SCAN_BELOW:
         middle = (low + high) // 2
@@ -73,7 +89,38 @@ def _compare(old: tuple[Any, ...], new: tuple[Any, ...], start: int, stop: int) 
             high = middle
         else:
             low = middle
-    return _scan(old, new, low, high)
+    run_old, run_new = old[old_at + low : old_at + high], new[new_at + low : new_at + high]
+    return low + next(compress(count(), map(is_not, run_old, run_new)), high - low)
+
+
+def _piecewise(old: Any, new: Any, start: int, stop: int) -> int:
+    """:func:`first_difference` of two sequences made of tuple pieces (an
+    :class:`~turnwire.rendering._incremental.chunked.InputItems` or a tuple): a piece both hold
+    at the same place (the same chunk of two inputs) is skipped whole, the others compared as
+    tuples are."""
+    old_pieces, new_pieces = chunked_pieces(old), chunked_pieces(new)
+    if old_pieces is None or new_pieces is None:
+        return _scan(old, new, start, stop)
+    at_old = min(start >> CHUNK_SHIFT, len(old_pieces) - 1)
+    at_new = min(start >> CHUNK_SHIFT, len(new_pieces) - 1)
+    position = start
+    while position < stop:
+        while old_pieces[at_old][0] + len(old_pieces[at_old][1]) <= position:
+            at_old += 1
+        while new_pieces[at_new][0] + len(new_pieces[at_new][1]) <= position:
+            at_new += 1
+        old_first, old_piece = old_pieces[at_old]
+        new_first, new_piece = new_pieces[at_new]
+        end = min(old_first + len(old_piece), new_first + len(new_piece), stop)
+        if old_piece is not new_piece or old_first != new_first:
+            length = end - position
+            same = _compare_at(
+                old_piece, position - old_first, new_piece, position - new_first, length
+            )
+            if same < length:
+                return position + same
+        position = end
+    return stop
 
 
 def first_difference(
@@ -88,6 +135,8 @@ def first_difference(
     stop = limit if stop is None else min(stop, limit)
     if start >= stop:
         return stop
+    if type(old) is InputItems or type(new) is InputItems:
+        return _piecewise(old, new, start, stop)
     if _memcmp is not None and type(old) is tuple and type(new) is tuple and stop - start > 64:
         return _compare(old, new, start, stop)
     return _scan(old, new, start, stop)

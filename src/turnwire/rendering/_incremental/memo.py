@@ -43,6 +43,7 @@ from typing import Any, Generic, TypeVar
 import msgspec
 
 from turnwire.rendering._incremental.checked import CheckedRecords
+from turnwire.rendering._incremental.chunked import InputItems, grow_chunks
 from turnwire.rendering._incremental.identity import first_difference
 
 __all__ = ["Entry", "RenderMemo", "common_prefix", "stage_key"]
@@ -307,15 +308,19 @@ class Checkpoint(msgspec.Struct, frozen=True, gc=False):
 class SweepState:
     """The last pairing sweep under one sweep key.
 
-    Its lists (``out``, ``checkpoints`` and their bisection lists, ``warnings``) belong to it
-    alone: the next sweep under the same key cuts them back to the checkpoint it resumes from
-    and goes on appending in place, and drops the state if it fails half-way. ``items`` may be
-    a timeline's list, which only grows: ``item_count`` is how much of it was swept.
+    Its lists (``out``, ``chunks``, ``checkpoints`` and their bisection lists, ``warnings``)
+    belong to it alone: the next sweep under the same key cuts them back to the checkpoint it
+    resumes from and goes on appending in place, and drops the state if it fails half-way.
+    ``chunks`` holds ``out``'s full chunks, tuples that never change, so ``swept`` (the
+    :class:`~turnwire.rendering._incremental.chunked.InputItems` this sweep handed out, made
+    of them) stays valid after the list is cut back. ``items`` may be a timeline's list, which
+    only grows: ``item_count`` is how much of it was swept.
     """
 
     __slots__ = (
         "candidates",
         "checkpoints",
+        "chunks",
         "hashed",
         "head",
         "indexes",
@@ -325,6 +330,7 @@ class SweepState:
         "pending_from",
         "reasoned",
         "run",
+        "swept",
         "tail",
         "thoughts",
         "timeline_items",
@@ -344,6 +350,7 @@ class SweepState:
         pending_from: int | None = None,
         bisected: tuple[list[int], list[int]] | None = None,
         tail: bytes = b"",
+        chunked: tuple[list[tuple[Any, ...]], InputItems] | None = None,
     ) -> None:
         # the canonical text after the input array (it depends only on the sweep key)
         self.tail = tail
@@ -372,6 +379,10 @@ class SweepState:
         self.indexes, self.hashed = bisected
         self.thoughts = candidates[1]
         self.warnings = warnings
+        if chunked is None:
+            chunks: list[tuple[Any, ...]] = []
+            chunked = (chunks, grow_chunks(chunks, out))
+        self.chunks, self.swept = chunked
 
 
 class BodyState(msgspec.Struct, kw_only=True, gc=False):
