@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
@@ -252,6 +253,40 @@ def test_no_key_for_a_remote_endpoint_fails_before_sending(
     assert caught.value.variable == "OPENAI_API_KEY"
     assert "set OPENAI_API_KEY" in str(caught.value)
     asyncio.run(http.aclose())
+
+
+class _Once(httpx.AsyncByteStream):
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield self._data
+
+
+def test_api_key_env_null_sends_no_key_to_any_host_and_is_not_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-must-not-leave")
+    sent: list[httpx.Request] = []
+    bodies: list[bytes] = []
+
+    async def record(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        bodies.append(await request.aread())
+        data = recorded("text_simple_gpt-4o-mini.sse")
+        return httpx.Response(
+            200, stream=_Once(data), headers={"content-type": "text/event-stream"}
+        )
+
+    http = httpx.AsyncClient(transport=httpx.MockTransport(record))
+    container = make_container({"client": {"api_key_env": None}})
+    client = turnwire.Client(container, base_url="https://llm.internal.example/v1", client=http)
+    result = client.run_sync(thread(messages=[user("hi")]), model="m")
+    assert result.records.messages
+    (request,) = sent
+    assert str(request.url) == "https://llm.internal.example/v1/responses"
+    assert "authorization" not in request.headers
+    assert b"sk-must-not-leave" not in bodies[0] and b'"store":false' in bodies[0]
 
 
 def test_no_key_is_fine_for_a_local_server(monkeypatch: pytest.MonkeyPatch) -> None:

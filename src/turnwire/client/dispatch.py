@@ -186,7 +186,9 @@ class Client:
             url = base_url or client.base_url
             if api_key is None and client.api_key_env:
                 api_key = os.environ.get(client.api_key_env) or None
-            if api_key is None and not _is_local(url):
+            # A configuration that names no key variable (api_key_env: null) sends none, to any
+            # host: a keyless vLLM or Ollama on another machine, a gateway that adds its own.
+            if api_key is None and client.api_key_env and not _is_local(url):
                 self._missing_key = url
             retry = client.retry
             options: dict[str, Any] = {
