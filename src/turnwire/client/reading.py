@@ -11,8 +11,9 @@ recorded; a failed or cancelled response is a :class:`~turnwire.errors.StreamErr
 The client's per-event path is :func:`read_stream`: per chunk, :meth:`SSEDecoder.feed_data
 <turnwire.client.sse.SSEDecoder.feed_data>` and one :meth:`ResponseAccumulator.feed
 <turnwire.wire.accumulator.ResponseAccumulator.feed>`; per event,
-:data:`~turnwire.wire.events.decode_typed` (:func:`~turnwire.wire.events.decode_event` for what
-it refuses); :func:`decoded_cost` only for an event that retains its data or is longer than
+:data:`~turnwire.wire.events.decode_typed` (:func:`~turnwire.wire.events.decode_refused`,
+what :func:`~turnwire.wire.events.decode_event` answers, for what it refuses);
+:func:`decoded_cost` only for an event that retains its data or is longer than
 :func:`unmeasured_size`; :func:`~turnwire.client.progress.from_wire` and the run's observer
 only when the run has one (:attr:`Run.observer <turnwire.client._run.Run.observer>`).
 """
@@ -42,6 +43,7 @@ from turnwire.wire.events import (
     TextDelta,
     UnknownEvent,
     decode_event,
+    decode_refused,
     decode_typed,
 )
 from turnwire.wire.response import (
@@ -265,7 +267,9 @@ async def read_stream(
             try:
                 try:
                     event = typed(raw)  # decode_event's answer whenever this one succeeds
-                except (msgspec.DecodeError, RecursionError):
+                except msgspec.DecodeError as refusal:
+                    event = decode_refused(raw, refusal)  # decode_event's answer
+                except RecursionError:
                     event = decode_event(raw)
             except msgspec.DecodeError:
                 malformed += 1

@@ -6,7 +6,7 @@ Anything not listed decodes as :class:`UnknownEvent`. Both shapes of the ``error
 accepted: the flat one of the spec and the nested one seen on the wire.
 
 Per event, a reader calls :data:`decode_typed` (msgspec's decoder itself), and
-:func:`decode_event` only for the data it refuses.
+:func:`decode_refused` (what :func:`decode_event` answers) only for the data it refuses.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ __all__ = [
     "TextDelta",
     "UnknownEvent",
     "decode_event",
+    "decode_refused",
     "decode_typed",
 ]
 
@@ -241,24 +242,49 @@ def decode_event(data: bytes | str) -> StreamEvent | UnknownEvent:
                 data = whole
                 return _TYPED.decode(data)
         except msgspec.ValidationError as err:
-            try:
-                unknown = _UNKNOWN.decode(data)
-            except msgspec.ValidationError:
-                error = _UNTYPED.decode(data).error
-                if isinstance(error, dict):
-                    return ErrorEvent(error=error)
-                if isinstance(error, str) and error:  # {"error": "upstream overloaded"}
-                    return ErrorEvent(message=error)
-                raise
-            if unknown.type in _TAGS:
-                return msgspec.structs.replace(unknown, invalid=str(err))
-            return unknown
+            return _untyped(data, err)
     except RecursionError:
-        from turnwire.errors import StreamError
+        raise _too_deep() from None
 
-        raise StreamError(
-            "an event's data is nested too deeply to decode; the server's output does not "
-            "follow the Responses schema and nothing was recorded",
-            event="event",
-            field="(root)",
-        ) from None
+
+def decode_refused(data: bytes, refusal: msgspec.DecodeError) -> StreamEvent | UnknownEvent:
+    """:func:`decode_event`'s answer for ``data`` that :data:`decode_typed` refused with
+    ``refusal``: when the data parsed but is not of a type turnwire acts on (an event it does
+    not model, the usual refusal) and holds no lone surrogate escape, the rest of
+    :func:`decode_event` from there, without decoding it as a typed event again."""
+    if not isinstance(refusal, msgspec.ValidationError) or (
+        92 in data and _SURROGATE_ESCAPE.search(data)  # 92: a backslash, looked for first
+    ):
+        return decode_event(data)
+    try:
+        return _untyped(data, refusal)
+    except RecursionError:
+        raise _too_deep() from None
+
+
+def _untyped(data: bytes | str, refusal: msgspec.ValidationError) -> StreamEvent | UnknownEvent:
+    """Data that parsed and is no typed event: an unknown event, a known type in a shape it
+    refuses (``invalid``), or a gateway's error body."""
+    try:
+        unknown = _UNKNOWN.decode(data)
+    except msgspec.ValidationError:
+        error = _UNTYPED.decode(data).error
+        if isinstance(error, dict):
+            return ErrorEvent(error=error)
+        if isinstance(error, str) and error:  # {"error": "upstream overloaded"}
+            return ErrorEvent(message=error)
+        raise
+    if unknown.type in _TAGS:
+        return msgspec.structs.replace(unknown, invalid=str(refusal))
+    return unknown
+
+
+def _too_deep() -> Exception:
+    from turnwire.errors import StreamError
+
+    return StreamError(
+        "an event's data is nested too deeply to decode; the server's output does not "
+        "follow the Responses schema and nothing was recorded",
+        event="event",
+        field="(root)",
+    )
