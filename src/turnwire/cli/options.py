@@ -105,7 +105,8 @@ def config_options(*, example: str) -> argparse.ArgumentParser:
         default=[],
         metavar="NAME",
         help="a profile shipped with turnwire, by name (production, local-dev, strict-media, "
-        "examples); merged before the --config files (repeatable)",
+        "examples; the providers azure, openrouter, groq, vllm, ollama, lmstudio, llamacpp, "
+        "openresponses); merged before the --config files (repeatable)",
     )
     options.add_argument(
         "--set",

@@ -9,8 +9,11 @@ failure is never retried.
 
 ``client.request_timeout_s`` bounds each attempt from the request to the last byte;
 ``client.stream_idle_timeout_s`` bounds the wait for each chunk (the stall watchdog).
-The API key travels only in the ``Authorization`` header: it never appears in a ``repr``, a log
-record or an error.
+The API key travels only in its header (``Authorization: Bearer KEY`` by default;
+``client.auth_header`` and ``client.auth_scheme`` say otherwise, Azure's ``api-key: KEY``): it
+never appears in a ``repr``, a log record or an error. Query parameters (``client.query``, and
+a query written in the base URL, Azure's ``?api-version=``) go on every request's URL, after the
+endpoint's path.
 
 Answers are decoded here (``Content-Encoding`` gzip and deflate; br with ``brotli`` >= 1.2 and
 zstd with ``zstandard`` installed), and ``Accept-Encoding`` offers exactly what can be decoded.
@@ -32,6 +35,7 @@ import math
 import os
 import random
 import time
+import urllib.parse
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
@@ -380,6 +384,9 @@ class Transport:
     :param sleep: awaited between attempts (tests inject a recorder).
     :param jitter: returns a float in [0, 1) for the backoff jitter.
     :param max_body_bytes: the largest decoded body accepted when it is not an event stream.
+    :param auth_header: the header that carries the API key.
+    :param auth_scheme: the word before the key in that header (``None``: the key alone).
+    :param query: query parameters of every request, over those ``base_url`` holds.
     """
 
     def __init__(
@@ -400,9 +407,21 @@ class Transport:
         user_agent: str = "turnwire",
         max_body_bytes: int = MAX_BODY_BYTES,
         max_stream_bytes: int = MAX_STREAM_BYTES,
+        auth_header: str = "Authorization",
+        auth_scheme: str | None = "Bearer",
+        query: Mapping[str, str] | None = None,
     ) -> None:
-        self.url = base_url.rstrip("/") + "/responses"
-        remember_url_secrets(self.url, holder=self)
+        # A query in the base URL (Azure's ``?api-version=``) goes after the endpoint's path,
+        # with ``query``'s parameters, on every request: never into the path.
+        base, _, given = base_url.partition("?")
+        params = dict(urllib.parse.parse_qsl(given, keep_blank_values=True))
+        params.update(query or {})
+        self.url = base.rstrip("/") + "/responses"
+        self.query = params
+        self._query = "?" + urllib.parse.urlencode(params) if params else ""
+        remember_url_secrets(self.url + self._query, holder=self)
+        self.auth_header = auth_header
+        self.auth_scheme = auth_scheme
         self._api_key = api_key
         # An error raised far from here (a stream's error) hides it too, while this lives.
         remember_secret(api_key, holder=self)
@@ -434,7 +453,8 @@ class Transport:
         if stream:
             headers["Accept"] = "text/event-stream"
         if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
+            scheme = self.auth_scheme
+            headers[self.auth_header] = f"{scheme} {self._api_key}" if scheme else self._api_key
         if self.organization:
             headers["OpenAI-Organization"] = self.organization
         if self.project:
@@ -478,7 +498,7 @@ class Transport:
         """
         headers = self.headers(stream=stream)
         client = self._http()
-        url = self.url + path
+        url = self.url + path + self._query
         retries = 0
         while True:
             attempt = retries + 1

@@ -432,7 +432,14 @@ class ClientSettings(_Section, frozen=True, kw_only=True, weakref=True):
 
     :ivar base_url: The Responses API endpoint (``--base-url`` overrides it); by default
         ``$OPENAI_BASE_URL``, else ``https://api.openai.com/v1``.
-    :ivar api_key_env: The environment variable holding the API key (null: send none).
+    :ivar api_key_env: The environment variable holding the API key (null: send none, to any
+        host).
+    :ivar auth_header: The HTTP header that carries the API key (Azure: ``api-key``).
+    :ivar auth_scheme: The word before the key in that header (null: the key alone, as Azure's
+        ``api-key`` header takes it).
+    :ivar query: Query parameters on every request (Azure's dated endpoints:
+        ``{api-version: 2025-04-01-preview}``); a query written in ``base_url`` is read the
+        same way, never sent as part of the path.
     :ivar organization: The ``OpenAI-Organization`` header (by default ``$OPENAI_ORG_ID``).
     :ivar project: The ``OpenAI-Project`` header (by default ``$OPENAI_PROJECT_ID``).
     :ivar headers: Extra HTTP headers on every request.
@@ -460,6 +467,13 @@ class ClientSettings(_Section, frozen=True, kw_only=True, weakref=True):
 
     base_url: NonEmpty = "https://api.openai.com/v1"
     api_key_env: str | None = "OPENAI_API_KEY"
+    auth_header: Annotated[str, msgspec.Meta(pattern=r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")] = (
+        "Authorization"
+    )
+    auth_scheme: Annotated[str, msgspec.Meta(pattern=r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")] | None = (
+        "Bearer"
+    )
+    query: dict[str, str] = msgspec.field(default_factory=dict)
     organization: str | None = None
     project: str | None = None
     headers: dict[str, str] = msgspec.field(default_factory=dict)
