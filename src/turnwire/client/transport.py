@@ -678,7 +678,7 @@ class Transport:
                 try:
                     if watchdog is None:
                         chunk = await iterator.__anext__()
-                    else:  # watchdog.wait, inline: no coroutine or call made per chunk
+                    else:  # watchdog.wait, inline: no coroutine made per chunk
                         expiry = at_deadline if phase == "deadline" else loop.time() + (idle or 0)
                         if expiry != watchdog.expiry or watchdog.handle is None:
                             watchdog.expire_at(expiry)  # else the timer stands for it already
