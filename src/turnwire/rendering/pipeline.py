@@ -161,8 +161,13 @@ def build_input(
     if problem is not None:
         raise ConfigError(f"render.bucket_order: {problem}", path="$.render.bucket_order")
     memo = render_memo if render_memo is not None else RenderMemo()
+    relays: list[StageRelay] = []
     with memo.lock:
-        return _build_input(thread, plan, options, memo, pending)
+        try:
+            return _build_input(thread, plan, options, memo, pending, relays)
+        finally:
+            for relay in relays:  # each holds itself: freed here, not by the collector
+                relay.release()
 
 
 def _build_input(
@@ -170,7 +175,8 @@ def _build_input(
     plan: StagePlan,
     options: RenderOptions,
     memo: RenderMemo,
-    pending: frozenset[str] = frozenset(),
+    pending: frozenset[str],
+    relays: list[StageRelay],
 ) -> RenderedInput:
     warnings: list[str] = []
     injectable = options.injectable()
@@ -179,6 +185,7 @@ def _build_input(
     thread = compacted(thread)
     sink = _WarnSink(warnings)
     stages = StageRelay(plan, {**injectable, "warn": sink, "scratch": {}})
+    relays.append(stages)
     declared = tuple(
         stages.tools_to_wire(tools=thread.tools, hosted_tools=thread.hosted_tools) or ()
     )
@@ -316,15 +323,18 @@ def prefix_fingerprint(
     keyed = _sweep_key(plan, injectable, instructions, tools, options)
     if keyed is None or not keyed[1]:
         stages = StageRelay(plan, {**injectable, "warn": lambda _: None, "scratch": {}})
-        return str(
-            stages.fingerprint_prefix(
-                model=options.model,
-                instructions=instructions,
-                tools=tools,
-                input=items,
-                through_item=through_item,
+        try:
+            return str(
+                stages.fingerprint_prefix(
+                    model=options.model,
+                    instructions=instructions,
+                    tools=tools,
+                    input=items,
+                    through_item=through_item,
+                )
             )
-        )
+        finally:
+            stages.release()
     hashing = keyed[1]
     hasher, hashed, tail = hashlib.sha256(hashing.head), 0, b""
     if render_memo is not None:

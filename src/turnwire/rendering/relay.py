@@ -175,6 +175,13 @@ class StageRelay:
         :meth:`reached`, composites' sub-stages included (they are handed the fork)."""
         return StageRelay(self.plan, self.options)
 
+    def release(self) -> None:
+        """Let go of everything this relay holds. A relay holds itself (``options["stages"]``,
+        and the stages bound on it), so unreleased it is left to the garbage collector; a
+        render releases its relays when it ends, and reference counting frees them there and
+        then. A released relay calls no stage again."""
+        vars(self).clear()
+
     def reached(self) -> tuple[str, ...]:
         """The stages bound on this relay so far (each called, or about to be), sorted."""
         return tuple(sorted(name for name in vars(self) if name in _STAGE_NAMES))

@@ -511,6 +511,8 @@ def _timeline(
         )
     finally:
         _note_reached(relays, plan, injectable, memo, keys, kinds)
+        for relay in relays:  # each holds itself: freed here, not by the collector
+            relay.release()
 
 
 def _kind_keys(
