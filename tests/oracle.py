@@ -125,6 +125,10 @@ def validate_body(body: dict[str, Any]) -> None:
 # options listed here, each with the reason turnwire sends it.
 
 OPENAI_ONLY: dict[str, str] = {
+    "context_management": (
+        "OpenAI's server-side compaction (request.context_management, opt-in): the API "
+        "compacts the input itself; the specification has no such option"
+    ),
     "prompt_cache_retention": (
         "OpenAI's prompt-cache lifetime (request.prompt_cache_retention); the specification has "
         "prompt_cache_key only, and a server that does not cache ignores the option"

@@ -128,7 +128,10 @@ def _struct_keys(struct: type[msgspec.Struct], prefix: str = "") -> list[str]:
     for field in msgspec.structs.fields(struct):
         key = f"{prefix}{field.encode_name}"
         keys.append(key)
-        for member in getattr(field.type, "__args__", (field.type,)):
+        members = list(getattr(field.type, "__args__", (field.type,)))
+        # A list of Structs (``tuple[ContextManagement, ...]``) documents its Struct's keys.
+        members += [inner for m in members for inner in getattr(m, "__args__", ())]
+        for member in members:
             if (
                 isinstance(member, type)
                 and issubclass(member, msgspec.Struct)

@@ -372,6 +372,10 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
     "ProgrammaticToolChoice": {
         "type": "Always `programmatic_tool_calling`: the model must answer with a program.",
     },
+    "ContextManagement": {
+        "type": "Always `compaction`: the API compacts the input server-side.",
+        "compact_threshold": "The input size, in tokens, at which it compacts.",
+    },
     "AllowedTools": {
         "type": "Always `allowed_tools`: only the tools listed may be called.",
         "mode": "`auto`: the model may call one of them or answer; `required`: it must call one.",

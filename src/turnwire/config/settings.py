@@ -45,6 +45,7 @@ from turnwire.files.loading import DocumentKind, format_for
 from turnwire.model.records import REPLAY_TAG
 from turnwire.model.structured import OutputSchema
 from turnwire.wire.request import (
+    ContextManagement,
     PromptCacheOptions,
     ReasoningOptions,
     RequestBody,
@@ -280,7 +281,6 @@ REJECTED_REQUEST_KEYS: dict[str, str] = {
     "previous_response_id": "turnwire resends the whole conversation; server-side state is off",
     "conversation": "turnwire resends the whole conversation; server-side state is off",
     "prompt": "stored prompts are server-side state, which turnwire does not use",
-    "context_management": "turnwire manages the context itself; server-side state is off",
     "input": "`input` is rendered from the thread",
     "tools": "tools are declared by the thread's `tools`",
     "stream": "set client.stream instead",
@@ -335,6 +335,11 @@ class RequestSettings(_Section, frozen=True, kw_only=True):
         and ``output_schema=`` / ``--output-schema`` override it.
     :ivar background: Only false: background responses need polling.
     :ivar stream_options: Options of the streamed answer.
+    :ivar context_management: Server-side compaction: ``[{type: compaction, compact_threshold:
+        N}]`` lets the API compact the input once it reaches N tokens; the compaction item it
+        returns is recorded like one from ``POST /responses/compact`` and later requests send it
+        in place of what it covers (see :mod:`turnwire.rendering.compaction`). Off by default:
+        turnwire's own ``context.window`` and ``turnwire threads compact`` keep the context.
     :ivar extra: Fields turnwire does not model, sent as given at the end of the body
         (``{max_tool_calls: 3}``, whatever the API adds next). A field turnwire models is set
         by its own key (``request.temperature``), and the fields turnwire owns (``store``,
@@ -364,6 +369,7 @@ class RequestSettings(_Section, frozen=True, kw_only=True):
     output_schema: OutputSchema | None = None
     background: Literal[False] | None = None
     stream_options: StreamOptions | None = None
+    context_management: tuple[ContextManagement, ...] | None = None
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -399,6 +405,8 @@ def extra_field_problem(key: str) -> str | None:
         )
     if key in RequestBody.__struct_fields__:
         return f"turnwire models `{key}`: set request.{key} instead"
+    if key in REJECTED_REQUEST_KEYS:
+        return f"`{key}` cannot be set: {REJECTED_REQUEST_KEYS[key]}"
     return None
 
 

@@ -132,6 +132,7 @@ def build_body(
         text=text,
         background=request.background,
         stream_options=request.stream_options if stream else None,
+        context_management=request.context_management,
         tool_choice=tool_choice,
         tools=rendered.tools,
     )

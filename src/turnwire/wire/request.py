@@ -55,6 +55,14 @@ class PromptCacheOptions(_Options, frozen=True, kw_only=True):
     ttl: Literal["30m", "12h"] | None = None
 
 
+class ContextManagement(_Options, frozen=True, kw_only=True):
+    """One ``context_management`` entry: server-side compaction (``type: compaction``) once the
+    input reaches ``compact_threshold`` tokens."""
+
+    type: Literal["compaction"]
+    compact_threshold: Annotated[int, msgspec.Meta(ge=1)] | None = None
+
+
 class FunctionToolChoice(_Options, frozen=True, kw_only=True, tag="function", tag_field="type"):
     """The model must call this function."""
 
@@ -202,5 +210,6 @@ class RequestBody(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True,
     text: TextOptions | None = None
     background: bool | None = None
     stream_options: StreamOptions | None = None
+    context_management: tuple[ContextManagement, ...] | None = None
     tool_choice: ToolChoice | None = None
     tools: tuple[WireTool, ...] | None = None

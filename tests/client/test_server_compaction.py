@@ -1,0 +1,73 @@
+"""Server-side compaction (``request.context_management``): the compaction item the API returns
+in a response is recorded like one from ``POST /responses/compact``, and the next request sends
+it in place of everything it covers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import turnwire
+
+from ..conftest import make_container
+from .server import Reply, ScriptedServer
+from .streams import sse
+
+SETTINGS = {"request": {"context_management": [{"type": "compaction", "compact_threshold": 2000}]}}
+
+
+def _answer(n: int, *, compacted: bool) -> Reply:
+    items: list[dict[str, Any]] = []
+    if compacted:
+        items.append({"type": "compaction", "id": f"cmp_{n}", "encrypted_content": "gAAAA-srv"})
+    items.append(
+        {
+            "type": "message",
+            "id": f"msg_{n}",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": f"answer {n}", "annotations": []}],
+        }
+    )
+    response = {"id": f"resp_{n}", "model": "gpt-5"}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": {**response, "status": "in_progress"}}
+    ]
+    for index, item in enumerate(items):
+        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    events.append({"type": "response.completed", "response": {**response, "status": "completed"}})
+    return Reply.sse(sse(*events))
+
+
+def test_a_compaction_the_server_returns_is_recorded_and_replaces_what_it_covers() -> None:
+    container = make_container(SETTINGS)
+    thread = turnwire.Thread.create(model="gpt-5", prompt="first question")
+    with ScriptedServer([_answer(1, compacted=True), _answer(2, compacted=False)]) as server:
+        first = turnwire.run(thread, container=container, base_url=server.base_url, api_key="k")
+        asked = first.thread.with_user_message("second question")
+        turnwire.run(asked, container=container, base_url=server.base_url, api_key="k")
+    one, two = (seen.json for seen in server.requests)
+    assert one["context_management"] == [{"type": "compaction", "compact_threshold": 2000}]
+    assert [(item.type, item.id) for item in first.thread.hosted_items] == [("compaction", "cmp_1")]
+    # The second request opens with the compaction item; the first question it covers is gone.
+    assert two["input"][0] == {
+        "type": "compaction",
+        "id": "cmp_1",
+        "encrypted_content": "gAAAA-srv",
+    }
+    assert "first question" not in str(two["input"])
+    assert "answer 1" in str(two["input"][1]) and "second question" in str(two["input"][2])
+
+
+def test_context_management_is_checked_at_load() -> None:
+    with pytest.raises(turnwire.ConfigError) as caught:
+        make_container({"request": {"context_management": [{"type": "truncate"}]}}).settings()
+    assert caught.value.path.startswith("$.request.context_management[0]")
+
+
+@pytest.mark.parametrize("key", ["prompt", "context_management"])
+def test_extra_refuses_what_request_refuses_or_models(key: str) -> None:
+    with pytest.raises(turnwire.ConfigError) as caught:
+        make_container({"request": {"extra": {key: {}}}}).settings()
+    assert caught.value.path == f"$.request.extra.{key}"
