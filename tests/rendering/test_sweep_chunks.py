@@ -197,3 +197,35 @@ def test_a_trailing_bucket_goes_after_the_shared_chunks() -> None:
     assert all(a is b for a, b in zip(_chunks(first), _chunks(second), strict=True))
     assert first.rendered.input[:-1] == second.rendered.input[:-1]
     assert first.rendered.input[-1] != second.rendered.input[-1]
+
+
+def test_a_thought_rewritten_in_place_is_seen_by_the_sweep_of_another_key() -> None:
+    """A thought whose fingerprint is put right renders the same, so it takes its memoised
+    candidate's place in the timeline's list in place; a sweep kept under another key (another
+    model) that decided on the old thought resumes before it, as a cold render decides."""
+    container, thread = _start(cycles=40)
+    right = thread.thoughts[30]
+    assert right.payload is not None
+    wrong = msgspec.structs.replace(
+        right, payload=msgspec.structs.replace(right.payload, prefix_fingerprint="0" * 64)
+    )
+    stale = msgspec.structs.replace(
+        thread, thoughts=(*thread.thoughts[:30], wrong, *thread.thoughts[31:])
+    )
+
+    def both(model: str, value: Thread) -> tuple[Any, Any]:
+        warm = turnwire.render(value, container=container, model=model)
+        with overriding(container.render_memo, None):
+            cold = turnwire.render(value, container=container, model=model)
+        return (warm.body, warm.rendered.warnings), (cold.body, cold.rendered.warnings)
+
+    for model, value in [
+        ("gpt-5", stale),
+        ("gpt-5-mini", stale),
+        ("gpt-5-mini", thread),  # rewritten in place under this model's sweep
+        ("gpt-5", thread),  # this sweep saw the stale thought: it must not resume after it
+    ]:
+        warm, cold = both(model, value)
+        assert warm == cold, (model, value is thread)
+    assert any("rs_30" in warning for warning in both("gpt-5", stale)[1][1])
+    assert not any("rs_30" in warning for warning in both("gpt-5", thread)[1][1])

@@ -199,6 +199,10 @@ def _sweep(
                 thoughts,
                 min(len(old_thoughts), timeline.kept_thoughts) if same else 0,
             )
+            # and where its list was rewritten in place since (the same list: not seen above)
+            log, seen = state.rewrites
+            if len(log) > seen:
+                shared_thoughts = min(shared_thoughts, *log[seen:])
             # Only the checkpoints of candidates before the first changed one still hold (a
             # run's stamped reasoning changes the latest candidates).
             unchanged = bisect.bisect_left(state.checkpoints, shared_thoughts, key=_POSITION)
@@ -356,6 +360,7 @@ def _sweep(
             (checkpoint_indexes, checkpoint_hashed),
             tail,
             (chunks, swept),
+            (timeline.rewrites, len(timeline.rewrites)),
         )
         memo.swept = kept_state.run
         memo.sweeps.put(key, kept_state)

@@ -35,6 +35,7 @@ calls :meth:`RenderMemo.clear`.
 from __future__ import annotations
 
 import threading
+from array import array
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from itertools import repeat
 from operator import attrgetter
@@ -262,7 +263,10 @@ class TimelineState(msgspec.Struct, kw_only=True, gc=False):
     ``items``, ``candidate_indexes`` and ``candidate_thoughts`` only ever grow (a timeline
     that does not extend this one starts lists of its own), so the next timeline appends to
     them in place instead of copying them; ``sizes`` are their lengths when this state was
-    kept, and whoever holds one of the lists reads only the prefix it saw.
+    kept, and whoever holds one of the lists reads only the prefix it saw. A thought the
+    client stamped, which renders the same, takes its candidate's place in
+    ``candidate_thoughts`` in place: ``rewrites`` (which travels with that list) notes each
+    place, so whoever holds the list knows which of the thoughts it saw changed since.
     """
 
     messages: tuple[Any, ...]
@@ -278,6 +282,7 @@ class TimelineState(msgspec.Struct, kw_only=True, gc=False):
     items: list[Any]
     candidate_indexes: list[int]
     candidate_thoughts: list[Any]
+    rewrites: array[int]
     warnings: list[str]
     sizes: tuple[int, int, int]
 
@@ -329,6 +334,7 @@ class SweepState:
         "out",
         "pending_from",
         "reasoned",
+        "rewrites",
         "run",
         "swept",
         "tail",
@@ -351,6 +357,7 @@ class SweepState:
         bisected: tuple[list[int], list[int]] | None = None,
         tail: bytes = b"",
         chunked: tuple[list[tuple[Any, ...]], InputItems] | None = None,
+        rewrites: tuple[array[int], int] | None = None,
     ) -> None:
         # the canonical text after the input array (it depends only on the sweep key)
         self.tail = tail
@@ -383,6 +390,9 @@ class SweepState:
             chunks: list[tuple[Any, ...]] = []
             chunked = (chunks, grow_chunks(chunks, out))
         self.chunks, self.swept = chunked
+        # the rewrite log of the candidate thoughts list, and how much of it had been written
+        # when this sweep saw the list
+        self.rewrites = rewrites if rewrites is not None else (array("q"), 0)
 
 
 class BodyState(msgspec.Struct, kw_only=True, gc=False):

@@ -18,6 +18,7 @@ The differential tests hold every one of these to the bytes a cold render gives.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from itertools import compress, repeat
 from itertools import count as count_from
@@ -266,6 +267,7 @@ class _Timeline:
         "candidate_thoughts",
         "items",
         "kept_thoughts",
+        "rewrites",
     )
 
     def __init__(
@@ -275,6 +277,7 @@ class _Timeline:
         thoughts: list[Thought],
         base: TimelineState | None = None,
         kept_thoughts: int = 0,
+        rewrites: array[int] | None = None,
     ) -> None:
         self.items = items
         self.candidate_indexes = indexes
@@ -287,6 +290,9 @@ class _Timeline:
         )
         self.base_size = base.sizes[0] if base is not None else 0
         self.kept_thoughts = kept_thoughts
+        # Where ``thoughts`` was rewritten in place, in order (it travels with the list, which
+        # whoever holds reads with it: see TimelineState).
+        self.rewrites = rewrites if rewrites is not None else array("q")
 
 
 def _grown(kept: list[Any], size: int) -> list[Any]:
@@ -631,9 +637,10 @@ def _timeline_through(
         items: list[InputItem] = _grown(state.items, state.sizes[0])
         indexes: list[int] = _grown(state.candidate_indexes, state.sizes[1])
         thoughts: list[Thought] = _grown(state.candidate_thoughts, state.sizes[2])
+        rewrites = state.rewrites if thoughts is state.candidate_thoughts else array("q")
         kept_thoughts = len(thoughts)
-        if rewritten:  # a copy: the sweep's checkpoints rest on the thoughts they saw
-            thoughts, kept_thoughts = _replaced(state.candidate_thoughts, state.sizes[2], rewritten)
+        if rewritten:  # in place, logged: a sweep's checkpoints rest on the thoughts they saw
+            kept_thoughts = _rewrite(thoughts, rewritten, rewrites)
         warnings.extend(state.warnings)
         last_key = state.last_key
         base = state
@@ -641,6 +648,7 @@ def _timeline_through(
         base = None
         entries = _entries(sources)
         items, indexes, thoughts = [], [], []
+        rewrites = array("q")
         kept_thoughts = 0
         last_key = None
 
@@ -791,11 +799,12 @@ def _timeline_through(
                 items=items,
                 candidate_indexes=indexes,
                 candidate_thoughts=thoughts,
+                rewrites=rewrites,
                 warnings=warnings[first:],
                 sizes=(len(items), len(indexes), len(thoughts)),
             ),
         )
-    return _Timeline(items, indexes, thoughts, base, kept_thoughts)
+    return _Timeline(items, indexes, thoughts, base, kept_thoughts, rewrites)
 
 
 def _rerendered(
@@ -831,21 +840,23 @@ def _rerendered(
     return replaced
 
 
-def _replaced(
-    thoughts: list[Thought], size: int, rewritten: dict[int, Thought]
-) -> tuple[list[Thought], int]:
-    """A copy of ``thoughts[:size]`` with the rewritten ones in their places, and how many
-    leading thoughts it keeps unchanged."""
-    copy = thoughts[:size]
-    first, found = size, 0
-    for position in range(size - 1, -1, -1):  # a run's own thoughts: the latest ones
-        new = rewritten.get(id(copy[position]))
+def _rewrite(thoughts: list[Thought], rewritten: dict[int, Thought], log: array[int]) -> int:
+    """Put each rewritten thought in its memoised candidate's place in ``thoughts``, noting each
+    place in ``log``; return the first place (``len(thoughts)`` when none was found).
+
+    In place, not in a copy (a copy of every candidate per request at 25,000 of them): a
+    sweep that saw the list before reads ``log`` after the length it saw, so it knows which
+    of the thoughts its checkpoints rest on changed since."""
+    first, found = len(thoughts), 0
+    for position in range(len(thoughts) - 1, -1, -1):  # a run's own thoughts: the latest ones
+        new = rewritten.get(id(thoughts[position]))
         if new is not None:
-            copy[position] = new
+            thoughts[position] = new
+            log.append(position)
             first, found = position, found + 1
             if found == len(rewritten):
                 break
-    return copy, first
+    return first
 
 
 def _same_tool(old: Tool | None, new: Tool | None) -> bool:
