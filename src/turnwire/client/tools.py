@@ -48,6 +48,7 @@ import inspect
 import json
 import logging
 import math
+import queue
 import re
 import threading
 import traceback
@@ -238,12 +239,74 @@ class _Settled:
         return self.value
 
 
+class _Workers:
+    """Daemon threads that run sync handlers, kept for the next call: a thread started per
+    call cost a scheduling round trip each (1 ms and more on a busy machine, per tool call).
+
+    A worker that finished its call waits up to ``idle_s`` for another, then ends; at most
+    ``max_idle`` wait at once (the others end at once), so the threads kept are bounded and go
+    away when the calls stop. A worker whose call never returns is never handed another: it is
+    abandoned, as a thread per call was. Each call runs in its own copied context; what a
+    handler keeps in thread-local storage may be seen by a later call on the same worker.
+    """
+
+    def __init__(self, *, max_idle: int = 8, idle_s: float = 30.0) -> None:
+        self.max_idle = max_idle
+        self.idle_s = idle_s
+        self._lock = threading.Lock()
+        self._idle: list[queue.SimpleQueue[Callable[[], Callable[[], None]]]] = []
+
+    @property
+    def idle(self) -> int:
+        """How many workers wait for a call now."""
+        with self._lock:
+            return len(self._idle)
+
+    def submit(self, job: Callable[[], Callable[[], None]]) -> None:
+        """Run ``job`` (which must not raise) on an idle worker, or on a new one; what it
+        returns is called once the worker waits for the next call again (so the caller, told
+        then, finds it idle for its next call)."""
+        with self._lock:
+            inbox = self._idle.pop() if self._idle else None
+        if inbox is not None:
+            inbox.put(job)
+            return
+        inbox = queue.SimpleQueue()
+        inbox.put(job)
+        threading.Thread(
+            target=self._serve, args=(inbox,), name="turnwire-tool", daemon=True
+        ).start()
+
+    def _serve(self, inbox: queue.SimpleQueue[Callable[[], Callable[[], None]]]) -> None:
+        job = inbox.get()
+        while True:
+            then = job()
+            with self._lock:
+                kept = len(self._idle) < self.max_idle
+                if kept:
+                    self._idle.append(inbox)
+            then()
+            if not kept:
+                return
+            try:
+                job = inbox.get(timeout=self.idle_s)
+            except queue.Empty:
+                with self._lock:
+                    if inbox in self._idle:  # nobody took it: end
+                        self._idle.remove(inbox)
+                        return
+                job = inbox.get()  # taken as the wait ended: its call is on the way
+
+
+_WORKERS = _Workers()
+
+
 async def _in_daemon_thread(function: Callable[[], Any], timeout_s: float) -> Any:
-    """``function()`` in a daemon thread, waited for at most ``timeout_s``.
+    """``function()`` on a daemon worker (:class:`_Workers`), waited for at most ``timeout_s``.
 
     Not ``asyncio.to_thread``: the default executor's threads are joined when the loop and the
     interpreter shut down, so a handler that never returns would keep the process alive after
-    its call timed out. A daemon thread is abandoned instead.
+    its call timed out. A daemon worker is abandoned instead.
     """
     loop = asyncio.get_running_loop()
     settled: asyncio.Future[_Settled] = loop.create_future()
@@ -253,16 +316,20 @@ async def _in_daemon_thread(function: Callable[[], Any], timeout_s: float) -> An
         if not settled.done():
             settled.set_result(outcome)
 
-    def work() -> None:
+    def work() -> Callable[[], None]:
         try:
             outcome = _Settled(value=context.run(function))
         except BaseException as err:  # SystemExit and all: reported, never raised here
             outcome = _Settled(error=err)
-        # RuntimeError: the loop closed while the handler ran, and nobody waits any more.
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(settle, outcome)
 
-    threading.Thread(target=work, name="turnwire-tool", daemon=True).start()
+        def report() -> None:
+            # RuntimeError: the loop closed while the handler ran, and nobody waits any more.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(settle, outcome)
+
+        return report
+
+    _WORKERS.submit(work)
     try:
         outcome = await asyncio.wait_for(settled, timeout_s)
     except TimeoutError as err:
