@@ -175,14 +175,12 @@ seq: 1
 {identifier: logistics-bot, representation: Logistics}
 """,
     "Media": """\
-id: voice-1
-kind: audio
-mime_type: audio/ogg
-filename: note.ogg
-path: note.ogg
-modality_hazard: opaque-perceptual
-stash:
-  - {key: "text:transcript", value: "it was due monday", trust_tier: third-party-private}
+id: photo-1
+kind: image
+mime_type: image/jpeg
+filename: van.jpg
+file_id: file-6F2ksmvXxt4VdaqjVAGamQ
+detail: low
 """,
     "StashEntry": """\
 {key: "text:caption", value: "A delivery van at a door", trust_tier: first-party}
@@ -463,6 +461,7 @@ render:
   reasoning_replay: encrypted
   replay_compatibility: [openai-responses-reasoning-v1]
   unsupported_media_policy: {audio: fallback-stash, video: synthetic-description}
+  image_detail: low
   tool_result_inline_max_bytes: 1024
 """,
     "request": """\

@@ -22,6 +22,7 @@ from pydantic import ConfigDict, TypeAdapter, ValidationError
 
 __all__ = [
     "OPENAI_ONLY",
+    "OPENAI_ONLY_DETAILS",
     "OPENAI_ONLY_INCLUDES",
     "OPENAI_ONLY_ITEMS",
     "OPENAI_ONLY_TOOLS",
@@ -163,6 +164,49 @@ OPENAI_ONLY: dict[str, str] = {
     ),
 }
 """Keys the specification does not define that turnwire may send, by path (``[*]`` = any)."""
+
+OPENAI_ONLY_DETAILS: dict[str, str] = {
+    "input_file.detail": (
+        "OpenAI's detail level of a document (low, high, auto: how GPT-5.6 and later render a "
+        "file), sent only when an attachment sets one; the specification's input_file has none"
+    ),
+    "input_image.detail=original": (
+        "OpenAI's detail level that sends an image unscaled, sent only when an attachment or "
+        "render.image_detail asks for it; the specification knows low, high and auto"
+    ),
+}
+"""Detail levels of content blocks (of a message or a tool result) the specification lacks,
+each with its reason; the Open Responses check leaves them out (the official types and the
+OpenAPI description check them)."""
+
+
+def _without_openai_details(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` without the detail levels of :data:`OPENAI_ONLY_DETAILS` (a copy where one
+    is found, ``body`` itself otherwise); every other detail stays, for the check."""
+
+    def kept(block: Any) -> Any:
+        if not isinstance(block, dict) or "detail" not in block:
+            return block
+        kind, detail = block.get("type"), block["detail"]
+        if (kind == "input_file") or (kind == "input_image" and detail == "original"):
+            return {key: value for key, value in block.items() if key != "detail"}
+        return block
+
+    items = body.get("input")
+    if not isinstance(items, list):
+        return body
+    changed = []
+    for item in items:
+        new = item
+        for field in ("content", "output"):
+            blocks = item.get(field) if isinstance(item, dict) else None
+            if isinstance(blocks, list) and any(kept(b) is not b for b in blocks):
+                new = {**new, field: [kept(block) for block in blocks]}
+        changed.append(new)
+    if all(new is old for new, old in zip(changed, items, strict=True)):
+        return body
+    return {**body, "input": changed}
+
 
 _HOSTED = "the output of an OpenAI-hosted tool ({}), which the specification does not define"
 OPENAI_ONLY_INCLUDES: dict[str, str] = {
@@ -325,6 +369,7 @@ _OPEN_RESPONSES_PASSED: set[bytes] = set()
 def _open_responses(body: dict[str, Any]) -> None:
     from openresponses_types import CreateResponseBody, ToolChoiceParam
 
+    body = _without_openai_details(body)
     if any(item.get("type") in OPENAI_ONLY_ITEMS for item in body.get("input") or ()):
         body = {
             **body,

@@ -115,7 +115,8 @@ def test_the_thread_reference_has_every_record_and_field():
     assert "`E_FILE_NOT_ALLOWED: $.messages[0].attachments[0].path: ...`" in intro
     assert "unless the configuration's `tools.allow_thread_handlers` allows it" in intro
     assert "| `checksum` | string or null | `null` | SHA-256" in page
-    assert "Exactly one of `path`, `data_base64` is set." in _section(page, "Media")
+    media = _section(page, "Media")
+    assert "Exactly one of `path`, `data_base64`, `file_id`, `url` is set." in media
 
 
 def _struct_keys(struct: type[msgspec.Struct], prefix: str = "") -> list[str]:

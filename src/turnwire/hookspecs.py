@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     )
     from turnwire.rendering.relay import StageRelay
     from turnwire.wire import HostedTool, InputContent, InputItem, ReasoningItem, WireTool
+    from turnwire.wire.content import ImageDetail
     from turnwire.wire.response import Generation
 
 __all__ = ["CLIENT_HOOKS", "STAGES", "hookimpl", "hookspec"]
@@ -283,22 +284,26 @@ def render_system_prompt(
 def render_media_blocks(
     media: Media,
     unsupported_media_policy: MediaPolicy,
+    image_detail: ImageDetail | None,
     envelope_nonce: EnvelopeNonce,
     warn: Warn,
     stages: StageRelay,
 ) -> tuple[InputContent, ...] | None:
     """Render one attachment as content blocks.
 
-    :param media: the attachment, with its bytes loaded.
+    :param media: the attachment, with its bytes loaded (a reference, ``file_id`` or ``url``,
+        has none: it is sent as it is).
     :param unsupported_media_policy: what to do with audio and video.
+    :param image_detail: the ``detail`` of an image without its own (``None``: ``auto``).
     :param envelope_nonce: derives the fallback envelope's nonce from the media id.
     :param warn: reports a recoverable problem (a stash miss).
     :param stages: the relay to the envelope stages (fallback texts).
     :returns: the blocks: an id marker, then the native block or a fallback text.
 
     Stops at the first non-None result. Runs once per attachment and per media tool result.
-    Default: image → ``input_image``; document → ``input_file`` with a data URI; audio and video
-    by policy (``throw`` raises :class:`~turnwire.errors.UnsupportedMediaError`).
+    Default: image → ``input_image`` (a data URI, the URL or the file id); document →
+    ``input_file`` (a data URI, ``file_url`` or ``file_id``); audio and video by policy
+    (``throw`` raises :class:`~turnwire.errors.UnsupportedMediaError`), whatever their source.
     """
 
 

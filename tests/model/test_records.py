@@ -102,7 +102,7 @@ def test_cross_field_rules_name_the_record():
             ]
         },
         "$.messages[0].attachments[0]",
-        "exactly one of `path` or `data_base64`",
+        "exactly one of `path`, `data_base64`, `file_id` or `url` (given: none)",
     )
     _fails({"tools": [{"name": "a"}, {"name": "a"}]}, "$.tools[1].name", "declared twice")
     _fails(

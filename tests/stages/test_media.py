@@ -35,6 +35,7 @@ def blocks(media, policy=None, warnings=None):
     return render_media_blocks(
         media=media,
         unsupported_media_policy=policy,
+        image_detail=None,
         envelope_nonce=N,
         warn=(warnings if warnings is not None else []).append,
         stages=_Relay(),

@@ -15,6 +15,7 @@ from typing import Any, Literal
 import msgspec
 
 from turnwire.config.nonce import EnvelopeNonce
+from turnwire.wire.content import ImageDetail
 
 __all__ = [
     "BUCKETS",
@@ -120,6 +121,7 @@ class RenderOptions(msgspec.Struct, frozen=True, kw_only=True):
     system_prompt_template: bool = False
     render_context: dict[str, str] = msgspec.field(default_factory=dict)
     unsupported_media_policy: MediaPolicy = msgspec.field(default_factory=MediaPolicy)
+    image_detail: ImageDetail | None = None
     tool_result_inline_max_bytes: int = 4096
     strict: bool | None = None
     endpoint: Endpoint = msgspec.field(default_factory=Endpoint)

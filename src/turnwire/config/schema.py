@@ -270,9 +270,9 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "modality_hazard": "How the content can carry instructions; null defaults by kind "
         "(`extractable-instructions` for documents, else `opaque-perceptual`).",
         "source": "Where the file came from; kept with the record, not rendered.",
-        "path": "A file pointer (relative to the thread file), read when a request is "
-        "rendered; exactly one of `path` and `data_base64` is set.",
-        "data_base64": "The bytes inline, base64-encoded.",
+        "path": "A file pointer (relative to the thread file), read within the roots when a "
+        "request is rendered; exactly one of `path`, `data_base64`, `file_id` and `url` is set.",
+        "data_base64": "The bytes inline, base64-encoded (held to the file limits).",
         "stash": "Texts derived from the media (a transcript, a caption), used by the "
         "`fallback-stash` policy.",
     },
@@ -437,7 +437,7 @@ def _exactly_one(*fields: str) -> dict[str, Any]:
 
 
 _RULES: dict[str, dict[str, Any]] = {
-    "Media": _exactly_one("path", "data_base64"),
+    "Media": _exactly_one("path", "data_base64", "file_id", "url"),
     "Artifact": _exactly_one("text", "path"),
     "Retrievable": _exactly_one("content", "artifact"),
     "ToolResult": _exactly_one("text", "artifact", "artifacts", "media"),

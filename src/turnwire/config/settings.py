@@ -44,6 +44,7 @@ from turnwire.errors import ConfigError, validation_location
 from turnwire.files.loading import DocumentKind, format_for
 from turnwire.model.records import REPLAY_TAG
 from turnwire.model.structured import OutputSchema
+from turnwire.wire.content import ImageDetail
 from turnwire.wire.request import (
     ContextManagement,
     PromptCacheOptions,
@@ -182,6 +183,8 @@ class RenderSettings(_Section, frozen=True, kw_only=True):
     :ivar unsupported_media_policy: What audio and video become: an error, a stashed transcript or
         caption, or a short description; one policy or one per kind.
     :ivar media_stash_keys: The stash keys ``fallback-stash`` tries, in order.
+    :ivar image_detail: The ``detail`` of every image without its own (``low``, ``high``,
+        ``auto``, ``original``); null: ``auto``. An attachment's ``detail`` wins.
     :ivar tool_result_inline_max_bytes: Tool results and artifacts up to this size are inlined;
         larger ones become handles.
     :ivar strict: The ``strict`` flag of every function tool without its own; null: strict exactly
@@ -211,6 +214,7 @@ class RenderSettings(_Section, frozen=True, kw_only=True):
     media_stash_keys: Annotated[tuple[NonEmpty, ...], msgspec.Meta(min_length=1)] = (
         DEFAULT_STASH_KEYS
     )
+    image_detail: ImageDetail | None = None
     tool_result_inline_max_bytes: Annotated[int, msgspec.Meta(ge=0)] = 4096
     strict: bool | None = None
     envelope_secret_env: str | None = "TURNWIRE_ENVELOPE_SECRET"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import uuid
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
@@ -45,6 +46,7 @@ from turnwire.model.client_calls import (
     Wait,
 )
 from turnwire.model.structured import OutputSchema
+from turnwire.wire.content import ImageDetail
 from turnwire.wire.items import ReasoningItem
 from turnwire.wire.tools import (
     ApplyPatchTool,
@@ -151,6 +153,7 @@ Unit = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 ToolName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}(?!\n)$")]
 ItemType = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_]{0,63}(?!\n)$")]
 ToolCaller = Literal["direct", "programmatic"]
+FileId = Annotated[str, msgspec.Meta(min_length=1, pattern=r"^\S+(?!\n)$")]
 
 
 def _now() -> datetime:
@@ -179,6 +182,60 @@ def _built(kind: type[_R], fields: dict[str, Any]) -> _R:
     except msgspec.ValidationError as err:
         path, detail = validation_location(err)
         raise ThreadFileError(f"{path}: {detail}", path=path) from None
+
+
+# What a media URL may not hold: white space and control characters (a URL is sent as one
+# token; percent-encode them).
+_URL_UNSAFE = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
+
+
+def _url_problem(url: str) -> str | None:
+    """What is wrong with an attachment's ``url`` (``None``: nothing). Only ``http`` and
+    ``https`` URLs with a host: a local file is a ``path`` (read within the roots), inline
+    bytes are ``data_base64`` (held to the file limits), and turnwire fetches nothing."""
+    from urllib.parse import urlsplit
+
+    if _URL_UNSAFE.search(url):
+        return "holds white space or a control character: percent-encode it"
+    scheme = url.partition(":")[0].lower() if ":" in url else ""
+    if scheme == "data":
+        return (
+            "is a data: URL: put the bytes in `data_base64` and the type in `mime_type`, where "
+            "the file limits apply"
+        )
+    if scheme not in ("http", "https"):
+        named = f"`{scheme[:16]}:`" if scheme else "a relative reference"
+        return f"must be an http or https URL, not {named}: a local file goes in `path`"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - a port out of range raises here
+    except ValueError as err:
+        return f"is not a valid URL ({err})"
+    if not parts.hostname:
+        return "names no host"
+    return None
+
+
+def _sources(media: Media) -> str:
+    """The sources ``media`` sets, as a thread file names them."""
+    named = (
+        ("path", media.path),
+        ("data_base64", media.data),
+        ("file_id", media.file_id),
+        ("url", media.url),
+    )
+    return ", ".join(f"`{name}`" for name, value in named if value is not None)
+
+
+def _guessed(name: str, mime_type: str | None) -> tuple[str, MediaKind]:
+    """The MIME type (``mime_type``, else guessed from the file ``name``, else
+    ``application/octet-stream``) and the kind it implies (``document`` unless image, audio or
+    video)."""
+    import mimetypes
+
+    mime = mime_type or (mimetypes.guess_type(name)[0] if name else None)
+    mime = mime or "application/octet-stream"
+    return mime, _KINDS.get(mime.split("/", 1)[0], "document")
 
 
 def _media(
@@ -227,9 +284,21 @@ class StashEntry(_Record, frozen=True, kw_only=True):
 class Media(_Record, frozen=True, kw_only=True):
     """An attachment: an image, a document, audio or video.
 
-    Exactly one of ``path`` (a file pointer, resolved when a request is assembled) or ``data``
-    (inline bytes; ``data_base64`` in a thread file) is set. ``mime_type`` and ``filename`` are
-    attacker-influenced and sanitised wherever they are interpolated.
+    Exactly one source is set: ``path`` (a file pointer, read within the roots when a request
+    is assembled), ``data`` (inline bytes; ``data_base64`` in a thread file), or a reference
+    the API resolves itself: ``file_id`` (a file uploaded to the API's Files endpoint) or
+    ``url`` (``http`` or ``https``). A reference is sent as it is, never read or fetched by
+    turnwire. ``mime_type`` and ``filename`` are attacker-influenced and sanitised wherever
+    they are interpolated.
+
+    :ivar file_id: A file uploaded to the API (`file-...`), sent as it is; exactly one of
+        `path`, `data_base64`, `file_id` and `url` is set.
+    :ivar url: An `http` or `https` URL the API fetches (turnwire never does), sent as it is;
+        inline bytes go in `data_base64` instead.
+    :ivar detail: The detail level the model sees the image or document at (`low`, `high`,
+        `auto`; `original` for images only; audio and video take none); null:
+        `render.image_detail` for an image (itself `auto` when unset), none sent for a
+        document (the API's `auto`).
     """
 
     id: NonEmpty
@@ -241,11 +310,43 @@ class Media(_Record, frozen=True, kw_only=True):
     source: str | None = None
     path: str | None = None
     data: bytes | None = msgspec.field(default=None, name="data_base64")
+    file_id: FileId | None = None
+    url: NonEmpty | None = None
+    detail: ImageDetail | None = None
     stash: tuple[StashEntry, ...] = ()
 
     def __post_init__(self) -> None:
-        if (self.path is None) == (self.data is None):
-            raise ValueError(f"media {self.id} needs exactly one of `path` or `data_base64`")
+        sources = (
+            (self.path is not None)
+            + (self.data is not None)
+            + (self.file_id is not None)
+            + (self.url is not None)
+        )
+        if sources != 1:
+            raise ValueError(
+                f"media {self.id} needs exactly one of `path`, `data_base64`, `file_id` or "
+                f"`url` (given: {_sources(self) or 'none'})"
+            )
+        if self.url is not None:
+            problem = _url_problem(self.url)
+            if problem is not None:
+                raise ValueError(f"media {self.id}: `url` {problem}")
+        if self.detail is not None:
+            if self.kind not in ("image", "document"):
+                raise ValueError(
+                    f"media {self.id}: `detail` applies to images and documents, not {self.kind}"
+                )
+            if self.kind == "document" and self.detail == "original":
+                raise ValueError(
+                    f"media {self.id}: `detail: original` is for images; a document takes "
+                    "`low`, `high` or `auto`"
+                )
+
+    @property
+    def reference(self) -> bool:
+        """Whether the API resolves the attachment itself (``file_id`` or ``url``): nothing of
+        it is read, copied or charged against the file limits here."""
+        return self.file_id is not None or self.url is not None
 
     @classmethod
     def from_path(
@@ -255,6 +356,7 @@ class Media(_Record, frozen=True, kw_only=True):
         id: str | None = None,
         mime_type: str | None = None,
         trust_tier: TrustTier = "third-party-private",
+        detail: ImageDetail | None = None,
     ) -> Media:
         """A pointer to the file at ``path`` (made absolute against the working directory),
         its MIME type and kind guessed from its name (``application/octet-stream``, a
@@ -263,19 +365,94 @@ class Media(_Record, frozen=True, kw_only=True):
         Nothing is read here: the file is read when a request is assembled, within the roots
         the render or run allows (``roots=``, ``files.roots``).
         """
-        import mimetypes
-
         location = os.path.abspath(os.fspath(path))
         name = os.path.basename(location)
-        mime = mime_type or mimetypes.guess_type(name)[0] or "application/octet-stream"
-        kind = _KINDS.get(mime.split("/", 1)[0], "document")
-        return cls(
-            id=id or _fresh_id("file", 12),
-            kind=kind,
-            mime_type=mime,
-            filename=name,
-            trust_tier=trust_tier,
-            path=location,
+        mime, kind = _guessed(name, mime_type)
+        return _built(
+            cls,
+            {
+                "id": id or _fresh_id("file", 12),
+                "kind": kind,
+                "mime_type": mime,
+                "filename": name,
+                "trust_tier": trust_tier,
+                "path": location,
+                "detail": detail,
+            },
+        )
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        id: str | None = None,
+        mime_type: str | None = None,
+        filename: str | None = None,
+        trust_tier: TrustTier = "third-party-private",
+        detail: ImageDetail | None = None,
+    ) -> Media:
+        """A reference to ``url`` (``http`` or ``https``), which the API fetches: turnwire
+        never does. Its file name (unless given) is the URL path's last segment, its MIME type
+        and kind guessed from that name as :meth:`from_path` guesses them, its id fresh.
+
+        :raises turnwire.errors.ThreadFileError: another scheme, no host, white space or a
+            ``detail`` the kind does not take; the error's ``$.path`` is rooted at the media.
+        """
+        from urllib.parse import unquote, urlsplit
+
+        name = filename
+        if name is None:
+            try:
+                name = unquote(urlsplit(url).path.rsplit("/", 1)[-1])
+            except ValueError:  # refused below, where the URL is checked
+                name = ""
+        mime, kind = _guessed(name, mime_type)
+        return _built(
+            cls,
+            {
+                "id": id or _fresh_id("file", 12),
+                "kind": kind,
+                "mime_type": mime,
+                "filename": name,
+                "trust_tier": trust_tier,
+                "url": url,
+                "detail": detail,
+            },
+        )
+
+    @classmethod
+    def from_file_id(
+        cls,
+        file_id: str,
+        *,
+        kind: MediaKind,
+        mime_type: str | None = None,
+        filename: str = "",
+        id: str | None = None,
+        trust_tier: TrustTier = "third-party-private",
+        detail: ImageDetail | None = None,
+    ) -> Media:
+        """A reference to a file uploaded to the API (``file-...``), sent as it is. An id
+        says nothing of what the file holds, so ``kind`` is given (``image`` or
+        ``document`` are the kinds the API takes); the MIME type is guessed from ``filename``
+        unless given (``application/octet-stream`` when neither says).
+
+        :raises turnwire.errors.ThreadFileError: an empty id or one with white space, or a
+            ``detail`` the kind does not take; the error's ``$.path`` is rooted at the media.
+        """
+        mime, _ = _guessed(filename, mime_type)
+        return _built(
+            cls,
+            {
+                "id": id or _fresh_id("file", 12),
+                "kind": kind,
+                "mime_type": mime,
+                "filename": filename,
+                "trust_tier": trust_tier,
+                "file_id": file_id,
+                "detail": detail,
+            },
         )
 
     @property

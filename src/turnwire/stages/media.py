@@ -1,9 +1,15 @@
-"""Built-in ``render_media_blocks``: images, documents, and the unsupported-media policy."""
+"""Built-in ``render_media_blocks``: images, documents, and the unsupported-media policy.
+
+An attachment's source decides the native block's field: its bytes (``path`` or
+``data_base64``, loaded by then) go as a ``data:`` URI, a ``url`` as ``image_url`` or
+``file_url``, a ``file_id`` as ``file_id``, each sent as it is. Every source gets the same id
+marker first, and audio and video follow the policy whatever their source.
+"""
 
 from __future__ import annotations
 
 import base64
-from typing import Any
+from typing import Any, cast
 
 from turnwire.config.nonce import EnvelopeNonce
 from turnwire.config.options import EnvelopeAttrs, MediaPolicy, Warn
@@ -12,6 +18,7 @@ from turnwire.hookspecs import hookimpl
 from turnwire.model.records import Media
 from turnwire.stages._text import format_size, sanitise_filename, sanitise_mime, trust_floor
 from turnwire.wire import InputContent, InputFile, InputImage, InputText
+from turnwire.wire.content import FileDetail, ImageDetail
 
 __all__ = ["media_marker", "render_media_blocks"]
 
@@ -67,25 +74,44 @@ def _fallback(
     return _wrap(media, media.trust_tier, description, envelope_nonce, stages)
 
 
+def _image(media: Media, image_detail: ImageDetail | None) -> InputImage:
+    detail = media.detail or image_detail or "auto"
+    if media.file_id is not None:
+        return InputImage(detail=detail, file_id=media.file_id)
+    return InputImage(detail=detail, image_url=media.url or _data_uri(media))
+
+
+def _document(media: Media) -> InputFile:
+    detail = cast("FileDetail | None", media.detail)  # Media refuses `original` on one
+    if media.file_id is not None or media.url is not None:
+        # The API names a referenced file itself: a file name goes only when one is given.
+        return InputFile(
+            filename=sanitise_filename(media.filename) or None,
+            file_id=media.file_id,
+            file_url=media.url,
+            detail=detail,
+        )
+    return InputFile(
+        filename=sanitise_filename(media.filename or media.id),
+        file_data=_data_uri(media),
+        detail=detail,
+    )
+
+
 @hookimpl(trylast=True)
 def render_media_blocks(
     media: Media,
     unsupported_media_policy: MediaPolicy,
+    image_detail: ImageDetail | None,
     envelope_nonce: EnvelopeNonce,
     warn: Warn,
     stages: Any,
 ) -> tuple[InputContent, ...]:
     marker = media_marker(media)
     if media.kind == "image":
-        return (InputText(text=marker), InputImage(detail="auto", image_url=_data_uri(media)))
+        return (InputText(text=marker), _image(media, image_detail))
     if media.kind == "document":
-        return (
-            InputText(text=marker),
-            InputFile(
-                filename=sanitise_filename(media.filename or media.id),
-                file_data=_data_uri(media),
-            ),
-        )
+        return (InputText(text=marker), _document(media))
     if unsupported_media_policy.for_kind(media.kind) == "throw":
         raise UnsupportedMediaError(
             kind=media.kind,

@@ -12,6 +12,8 @@ import msgspec
 
 __all__ = [
     "CacheBreakpointCarrier",
+    "FileDetail",
+    "ImageDetail",
     "InputContent",
     "InputFile",
     "InputImage",
@@ -23,6 +25,13 @@ __all__ = [
     "SummaryText",
     "WireStruct",
 ]
+
+
+ImageDetail = Literal["low", "high", "auto", "original"]
+"""The detail levels of an ``input_image`` (``original``: the image as sent, unscaled)."""
+
+FileDetail = Literal["low", "high", "auto"]
+"""The detail levels of an ``input_file`` (the API has no ``original`` for documents)."""
 
 
 class WireStruct(
@@ -52,19 +61,23 @@ class InputText(WireStruct, frozen=True, kw_only=True, tag="input_text"):
 class InputImage(WireStruct, frozen=True, kw_only=True, tag="input_image"):
     """An image, by data URI or URL (``image_url``) or by uploaded file (``file_id``)."""
 
-    detail: Literal["auto", "low", "high", "original"]
+    detail: ImageDetail
     image_url: str | None = None
     file_id: str | None = None
     prompt_cache_breakpoint: PromptCacheBreakpoint | None = None
 
 
 class InputFile(WireStruct, frozen=True, kw_only=True, tag="input_file"):
-    """A document, as a ``data:<mime>;base64,...`` URI (``file_data``), a URL or a file id."""
+    """A document, as a ``data:<mime>;base64,...`` URI (``file_data``), a URL or a file id.
+
+    ``detail`` unset is left out (the API's default, ``auto``), so a document without one
+    encodes to the bytes it did before the field existed."""
 
     filename: str | None = None
     file_data: str | None = None
     file_id: str | None = None
     file_url: str | None = None
+    detail: FileDetail | None = None
     prompt_cache_breakpoint: PromptCacheBreakpoint | None = None
 
 
