@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 import turnwire
 import turnwire.api
@@ -18,6 +19,11 @@ from turnwire.config.settings import merge
 
 from .oracle import validate_body, validate_open_responses, validate_openapi
 from .postgres import location, postgres_server, postgres_url  # noqa: F401 (fixtures for every folder)
+
+# No test asserts on time: Hypothesis's per-example deadline (200 ms by default) would fail an
+# example that is only slow on a busy machine, so every property runs without one.
+hypothesis_settings.register_profile("turnwire", deadline=None)
+hypothesis_settings.load_profile("turnwire")
 
 # The recorded traffic the tests read, kept in the repository (origins and licences:
 # tests/data/conformance/SOURCES.md).

@@ -245,9 +245,9 @@ def test_each_request_is_rendered_once_and_stamps_the_reasoning_before_it(tmp_pa
     renders = []
     real = pipeline._build_input
 
-    def counted(thread, plan, options, memo, pending=frozenset()):
+    def counted(thread, plan, options, memo, pending, *rest):
         renders.append(pending)
-        return real(thread, plan, options, memo, pending)
+        return real(thread, plan, options, memo, pending, *rest)
 
     monkeypatch.setattr(pipeline, "_build_input", counted)
     saved, requests = _run(tmp_path, REPLAY)
