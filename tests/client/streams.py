@@ -137,3 +137,29 @@ def refusal_answer(text: str) -> bytes:
         {"type": "response.refusal.delta", "output_index": 0, "delta": text},
         {"type": "response.completed", "response": {"id": "resp_1", "status": "completed"}},
     )
+
+
+# A thread with one tool, get_weather, and a question that calls for it.
+WEATHER_THREAD = {
+    "version": 1,
+    "model": "gpt-4o-mini",
+    "tools": [
+        {
+            "name": "get_weather",
+            "description": "Weather for a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {"location": {"type": "string"}},
+                "required": ["location"],
+            },
+        }
+    ],
+    "messages": [
+        {
+            "id": "u1",
+            "role": "user",
+            "content": "Weather in Paris?",
+            "created_at": "2026-01-01T10:00:00Z",
+        }
+    ],
+}

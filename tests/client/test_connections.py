@@ -9,38 +9,13 @@ import turnwire
 
 from ..conftest import make_container
 from .server import Reply, ScriptedServer
-from .streams import call_answer, text_answer
+from .streams import WEATHER_THREAD, call_answer, text_answer
 
 
 def _call(n: int) -> Reply:
     return Reply.sse(
         call_answer("get_weather", '{"location":"Paris"}', call_id=f"call_{n}", item_id=f"fc_{n}")
     )
-
-
-THREAD = {
-    "version": 1,
-    "model": "gpt-4o-mini",
-    "tools": [
-        {
-            "name": "get_weather",
-            "description": "Weather for a city.",
-            "parameters": {
-                "type": "object",
-                "properties": {"location": {"type": "string"}},
-                "required": ["location"],
-            },
-        }
-    ],
-    "messages": [
-        {
-            "id": "u1",
-            "role": "user",
-            "content": "Weather in Paris?",
-            "created_at": "2026-01-01T10:00:00Z",
-        }
-    ],
-}
 
 
 def _client(server: ScriptedServer) -> turnwire.Client:
@@ -59,7 +34,7 @@ def test_a_tool_loop_and_a_second_run_share_one_connection():
 
         async def runs() -> tuple[turnwire.RunResult, turnwire.RunResult]:
             async with _client(server) as client:
-                first = await client.run(turnwire.load_thread(THREAD))
+                first = await client.run(turnwire.load_thread(WEATHER_THREAD))
                 return first, await client.run(first.thread)
 
         first, second = asyncio.run(runs())

@@ -16,31 +16,7 @@ from turnwire.client.transport import COALESCED_BYTES, _writes
 
 from ..conftest import make_container
 from .server import Reply, ScriptedServer
-from .streams import call_answer, text_answer
-
-THREAD = {
-    "version": 1,
-    "model": "gpt-4o-mini",
-    "tools": [
-        {
-            "name": "get_weather",
-            "description": "Weather for a city.",
-            "parameters": {
-                "type": "object",
-                "properties": {"location": {"type": "string"}},
-                "required": ["location"],
-            },
-        }
-    ],
-    "messages": [
-        {
-            "id": "u1",
-            "role": "user",
-            "content": "Weather in Paris?",
-            "created_at": "2026-01-01T10:00:00Z",
-        }
-    ],
-}
+from .streams import WEATHER_THREAD, call_answer, text_answer
 
 
 def _script(calls: int) -> list[Reply]:
@@ -77,7 +53,7 @@ def _run(server: ScriptedServer, container: Any, **kwargs: Any) -> turnwire.RunR
             api_key="sk-test-key",
             handlers={"get_weather": lambda location: f"sunny in {location}"},
         ) as client:
-            return await client.run(turnwire.load_thread(THREAD), **kwargs)
+            return await client.run(turnwire.load_thread(WEATHER_THREAD), **kwargs)
 
     return asyncio.run(main())
 
@@ -124,7 +100,7 @@ def test_an_observer_registered_during_a_run_is_seen_from_the_next_run_on():
             api_key="sk-test-key",
             handlers={"get_weather": handler},
         ) as client:
-            first = await client.run(turnwire.load_thread(THREAD))
+            first = await client.run(turnwire.load_thread(WEATHER_THREAD))
             assert first.requests == 3 and seen.bodies == [] and seen.generations == []
             await client.run(first.thread)
 
