@@ -13,7 +13,12 @@ from turnwire.client.blocking import run_blocking
 from turnwire.client.dispatch import Client, RunResult
 from turnwire.client.results import Shape
 from turnwire.client.stored import compaction_turn, media_from_path
-from turnwire.errors import ConfigError, MaxIterationsError, OutputValidationError
+from turnwire.errors import (
+    ConfigError,
+    MaxIterationsError,
+    OutputValidationError,
+    ToolHandlerMissingError,
+)
 from turnwire.files.pointers import file_roots
 from turnwire.files.thread_file import file_digest, load_thread, save_thread
 from turnwire.model.records import Thread, ToolCall
@@ -178,7 +183,7 @@ def _kept(client: Any, thread: Thread, **kwargs: Any) -> tuple[RunResult, Except
     if any, with the result the error carries: what the run recorded is kept either way."""
     try:
         return client.run_sync(thread, **kwargs), None
-    except (OutputValidationError, MaxIterationsError) as err:
+    except (OutputValidationError, MaxIterationsError, ToolHandlerMissingError) as err:
         if not isinstance(err.result, RunResult):
             raise
         return err.result, err

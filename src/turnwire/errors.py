@@ -51,6 +51,7 @@ quotes (an answer's body, a stream's error event, a configuration value).
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from turnwire._redact import redact
 
@@ -342,6 +343,10 @@ class ToolHandlerMissingError(InputError):
     :ivar kind: the tool's kind (``custom``, ``shell``, ``local_shell``, ``apply_patch``,
         ``computer``).
     :ivar call_id: the waiting call's id (``None`` for a declaration).
+    :ivar result: when a response of a run made the call (a tool nothing declared), the run's
+        result: what it recorded, the call waiting among it; :func:`turnwire.run` with
+        ``save`` has saved it and :func:`turnwire.run_thread` has stored it before the error is
+        raised. ``None`` when raised before anything was sent.
     """
 
     code = "E_TOOL_HANDLER_MISSING"
@@ -355,6 +360,7 @@ class ToolHandlerMissingError(InputError):
         self.tool = tool
         self.kind = kind
         self.call_id = call_id
+        self.result: Any = None
 
 
 class FileNotAllowedError(InputError):

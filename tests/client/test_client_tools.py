@@ -282,7 +282,7 @@ def test_a_pending_call_without_a_handler_stays_and_a_run_with_one_answers_it(th
     assert result.thread.tool_calls[0].result is not None
 
 
-def test_an_undeclared_call_without_a_handler_is_answered_and_logged(thread_file, caplog):
+def test_an_undeclared_call_without_a_handler_stops_the_run_and_waits_for_one(thread_file):
     local = {
         "type": "local_shell_call",
         "id": "lsh_1",
@@ -291,14 +291,25 @@ def test_an_undeclared_call_without_a_handler_is_answered_and_logged(thread_file
         "status": "completed",
     }
     handlers = {"run_sql": lambda c: "1", "shell": lambda a: "", "apply_patch": lambda o: "ok"}
-    with ScriptedServer([Reply.sse(answer(local)), Reply.sse(text_answer("ok"))]) as server:
-        with caplog.at_level(logging.WARNING, logger="turnwire"):
-            result = run(server, thread_file, handlers=handlers)
-    assert "tool-handler-missing" in [r.kind for r in caplog.records]
-    output = _checked(server.requests[1].json)["input"][-1]
+    with ScriptedServer([Reply.sse(answer(local))]) as server:
+        with pytest.raises(ToolHandlerMissingError) as caught:
+            run(server, thread_file, handlers=handlers)
+    assert len(server.requests) == 1  # no request holds the call without its answer
+    error = caught.value
+    assert (error.kind, error.tool, error.call_id) == ("local_shell", "local_shell", "call_local")
+    assert error.path == "$.tool_calls[0]" and "local_shell" in str(error)
+    waiting = error.result.thread.tool_calls[0]
+    assert waiting.result is None and waiting.kind == "local_shell"
+    # Saved with the call waiting (the model did answer); a run with a handler answers it.
+    saved = turnwire.load_thread(thread_file)
+    assert [call.result for call in saved.tool_calls] == [None]
+    ran: list[Any] = []
+    with_local = {**handlers, "local_shell": lambda action: ran.append(action) or "a b"}
+    with ScriptedServer([Reply.sse(text_answer("ok"))]) as server:
+        result = run(server, thread_file, handlers=with_local)
+    assert len(ran) == 1 and result.text == "ok"
+    output = _checked(server.requests[0].json)["input"][-1]
     assert output["type"] == "local_shell_call_output" and output["id"] == "call_local"
-    assert "no handler is registered for local_shell calls" in output["output"]
-    assert result.thread.tool_calls[0].is_error
 
 
 def test_a_failing_handler_is_an_error_result_under_the_same_bounds(thread_file, caplog):

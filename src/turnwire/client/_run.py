@@ -155,6 +155,9 @@ class Run:
         self.requests = 0
         """How many requests this run sent (the compact endpoint's included)."""
         self.unsent: tuple[ToolCall, ...] = ()
+        # A client-executed call of the last response that no handler can answer: the run
+        # stopped there, the call left waiting in the thread (see ``loop``).
+        self.unanswerable: ToolCall | None = None
         """The calls whose results no request sent, when the run stopped at
         ``client.max_iterations`` (their results are recorded)."""
 
@@ -244,11 +247,19 @@ class Run:
                 model=resolved,
             )
             runnable = [call for call in calls if call.result is None]
+            unanswerable = [
+                call
+                for call in runnable
+                if call.payload is not None and not self.executor.answers(call)
+            ]
+            if unanswerable:  # never answered in its place: the run stops, the call waits
+                self.unanswerable = unanswerable[0]
+                runnable = [call for call in runnable if call not in unanswerable]
             if runnable and not once:
                 thread = await run_calls(thread, runnable)
             # The next request's render stamps this response's reasoning; a run that stops
             # here renders once more to stamp it.
-            if not calls or once:
+            if not calls or once or unanswerable:
                 thread = fingerprint_new_thoughts(
                     thread,
                     container=self.container,

@@ -44,7 +44,7 @@ from turnwire.client.recording import (
 from turnwire.client.results import ResponseMeta, RunResult, Shape
 from turnwire.client.stored import compact_stored, run_stored
 from turnwire.client.telemetry import Telemetry
-from turnwire.client.tools import ToolExecutor
+from turnwire.client.tools import ToolExecutor, waiting_call_error
 from turnwire.client.transport import RetryPolicy, Transport
 from turnwire.config.settings import merge, profile_path, settings_from_tree
 from turnwire.errors import (
@@ -446,6 +446,10 @@ class Client:
         :raises turnwire.errors.StreamError: the exchange failed, or the stream ended before
             its terminal event (the output that arrived on its ``partial``); nothing of that
             answer is recorded.
+        :raises turnwire.errors.ToolHandlerMissingError: a client-executed tool the thread or
+            the configuration declares has no handler (before anything is sent), or a
+            response called one nothing declared: the run stopped there, the call waiting in
+            the thread its ``result`` holds.
         """
         # a bad schema, or a thread no thread file could hold, fails before anything runs
         check_thread_once(thread, self.container)
@@ -500,6 +504,12 @@ class Client:
             )
             stopped.result = result
             raise stopped
+        if run.unanswerable is not None:  # recorded, waiting: a run with a handler answers it
+            waiting = run.unanswerable
+            index = next(i for i, c in enumerate(result.thread.tool_calls) if c.id == waiting.id)
+            missing = waiting_call_error(index, waiting)
+            missing.result = result
+            raise missing
         return result
 
     async def compact(

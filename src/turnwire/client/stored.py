@@ -26,7 +26,12 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from turnwire.client.results import RunResult, Shape
-from turnwire.errors import ConfigError, MaxIterationsError, OutputValidationError
+from turnwire.errors import (
+    ConfigError,
+    MaxIterationsError,
+    OutputValidationError,
+    ToolHandlerMissingError,
+)
 from turnwire.files.pointers import ContextAssembler, file_roots
 from turnwire.model.records import HostedItem, Media
 from turnwire.rendering.compaction import CompactResult
@@ -111,7 +116,7 @@ async def run_stored(
             current = msgspec.structs.replace(current, created_at=asked.created_at)
         chosen = _stored_roots(store, thread_id, roots, settings)
         chosen += tuple(media.path for media in uploads if media.path)
-        invalid: OutputValidationError | MaxIterationsError | None = None
+        invalid: OutputValidationError | MaxIterationsError | ToolHandlerMissingError | None = None
         try:
             result: RunResult[Shape] = await client.run(
                 thread,
@@ -120,7 +125,7 @@ async def run_stored(
                 previous_ledger=previous,
                 **run_options,
             )
-        except (OutputValidationError, MaxIterationsError) as err:
+        except (OutputValidationError, MaxIterationsError, ToolHandlerMissingError) as err:
             if not isinstance(err.result, RunResult):
                 raise
             result, invalid = err.result, err  # an answer all the same: its turns are kept

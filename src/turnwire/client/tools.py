@@ -239,6 +239,22 @@ class _Settled:
         return self.value
 
 
+def waiting_call_error(index: int, call: ToolCall) -> ToolHandlerMissingError:
+    """The error of a client-executed call (``$.tool_calls[index]``) that waits for an answer
+    no registered handler can give."""
+    where = f"$.tool_calls[{index}]"
+    return ToolHandlerMissingError(
+        f"{where}: the model's {call.kind} call {_shown(call.call_id)} waits for its answer, "
+        f"and no handler is registered for {_client_subject(call.kind, call.tool)}; "
+        f"{_how_to_register(call.tool)} (the call stays in the thread: a run with the handler "
+        "answers it)",
+        path=where,
+        tool=call.tool,
+        kind=call.kind,
+        call_id=call.call_id,
+    )
+
+
 class _Workers:
     """Daemon threads that run sync handlers, kept for the next call: a thread started per
     call cost a scheduling round trip each (1 ms and more on a busy machine, per tool call).
@@ -538,17 +554,7 @@ class ToolExecutor:
             if call.payload is None or call.result is not None:
                 continue
             if not self._registered(call.tool):
-                where = f"$.tool_calls[{index}]"
-                raise ToolHandlerMissingError(
-                    f"{where}: the model's {call.kind} call {_shown(call.call_id)} waits for "
-                    f"its answer, and no handler is registered for "
-                    f"{_client_subject(call.kind, call.tool)}; {_how_to_register(call.tool)} "
-                    "(the call stays in the thread: a run with the handler answers it)",
-                    path=where,
-                    tool=call.tool,
-                    kind=call.kind,
-                    call_id=call.call_id,
-                )
+                raise waiting_call_error(index, call)
         declared = [(f"$.tools.hosted[{i}]", t) for i, t in enumerate(self.configured)]
         declared += [(f"$.hosted_tools[{i}]", t) for i, t in enumerate(thread.hosted_tools)]
         for where, tool in declared:
@@ -786,6 +792,11 @@ class ToolExecutor:
         return self._done(call, text, False)
 
     # ------------------------------------------------------------------ client-executed calls
+
+    def answers(self, call: ToolCall) -> bool:
+        """Whether a handler is registered for ``call`` (a client-executed call: under its
+        custom tool's name or its kind; a function call: always, its result says why not)."""
+        return call.payload is None or self._registered(call.tool)
 
     def _client_handler(self, key: str) -> Callable[..., Any] | None:
         """The handler registered under ``key`` (a custom tool's name or a kind), ``None``
