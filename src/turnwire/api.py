@@ -11,13 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from turnwire.client.blocking import run_blocking
 from turnwire.client.dispatch import Client, RunResult
-from turnwire.client.results import Shape
+from turnwire.client.results import KeptError, Shape, kept
 from turnwire.client.stored import compaction_turn, media_from_path
 from turnwire.errors import (
     ConfigError,
-    MaxIterationsError,
-    OutputValidationError,
-    ToolHandlerMissingError,
 )
 from turnwire.files.pointers import file_roots
 from turnwire.files.thread_file import file_digest, load_thread, save_thread
@@ -147,15 +144,8 @@ def run(
     loaded = thread if isinstance(thread, Thread) else load_thread(thread)
     if loaded is not thread:  # the loader checked it: the client's check only remembers it
         check_thread_once(loaded, container, loaded=True)
-    client = Client(
-        container,
-        base_url=base_url,
-        api_key=api_key,
-        organization=organization,
-        project=project,
-        handlers=handlers,
-        tools=tools,
-        **transport_options,
+    client = _client(
+        container, base_url, api_key, organization, project, transport_options, handlers, tools
     )
     result, invalid = _kept(
         client,
@@ -178,15 +168,41 @@ def run(
     return result
 
 
-def _kept(client: Any, thread: Thread, **kwargs: Any) -> tuple[RunResult, Exception | None]:
-    """``client.run_sync(thread, ...)``, and the output mismatch or iteration limit it raised,
-    if any, with the result the error carries: what the run recorded is kept either way."""
-    try:
-        return client.run_sync(thread, **kwargs), None
-    except (OutputValidationError, MaxIterationsError, ToolHandlerMissingError) as err:
-        if not isinstance(err.result, RunResult):
-            raise
-        return err.result, err
+def _kept(client: Client, thread: Thread, **kwargs: Any) -> tuple[RunResult, KeptError | None]:
+    """``client.run(thread, ...)`` to its end, the client closed after, and the error it raised
+    after the model answered, if any, with the result the error carries
+    (:func:`~turnwire.client.results.kept`): what the run recorded is kept either way."""
+
+    async def main() -> tuple[RunResult, KeptError | None]:
+        try:
+            return await kept(client.run(thread, **kwargs))
+        finally:
+            await client.aclose()
+
+    return run_blocking(main)
+
+
+def _client(
+    container: Container,
+    base_url: str | None,
+    api_key: str | None,
+    organization: str | None,
+    project: str | None,
+    transport_options: dict[str, Any],
+    handlers: Mapping[str, Callable[..., Any]] | None = None,
+    tools: Iterable[Callable[..., Any]] = (),
+) -> Client:
+    """The client a module-level function makes for its one call."""
+    return Client(
+        container,
+        base_url=base_url,
+        api_key=api_key,
+        organization=organization,
+        project=project,
+        handlers=handlers,
+        tools=tools,
+        **transport_options,
+    )
 
 
 def run_thread(
@@ -237,15 +253,8 @@ def run_thread(
     output_schema = output_schema_argument(output_schema, output_type)
     if container is None:
         container = build_container(config_files)
-    client = Client(
-        container,
-        base_url=base_url,
-        api_key=api_key,
-        organization=organization,
-        project=project,
-        handlers=handlers,
-        tools=tools,
-        **transport_options,
+    client = _client(
+        container, base_url, api_key, organization, project, transport_options, handlers, tools
     )
 
     async def main() -> RunResult[Shape]:
@@ -304,46 +313,20 @@ def compact(
     loaded = thread if isinstance(thread, Thread) else load_thread(thread)
     if loaded is not thread:
         check_thread_once(loaded, container, loaded=True)
-    result = _compact_once(
-        loaded,
-        container,
-        {
-            "base_url": base_url,
-            "api_key": api_key,
-            "organization": organization,
-            "project": project,
-            **transport_options,
-        },
-        model=model,
-        render_context=render_context,
-        roots=chosen,
-    )
-    if save and path is not None:
-        save_thread(result.thread, path, unchanged_since=read_as, result=result)
-    return result
-
-
-def _compact_once(
-    thread: Thread,
-    container: Container,
-    client_options: dict[str, Any],
-    *,
-    model: str | None,
-    render_context: Mapping[str, str] | None,
-    roots: tuple[str, ...],
-) -> CompactResult:
-    """One compact call through a client made (and closed) for it."""
-    client = Client(container, **client_options)
+    client = _client(container, base_url, api_key, organization, project, transport_options)
 
     async def main() -> CompactResult:
         try:
             return await client.compact(
-                thread, model=model, render_context=render_context, roots=roots
+                loaded, model=model, render_context=render_context, roots=chosen
             )
         finally:
             await client.aclose()
 
-    return run_blocking(main)
+    result = run_blocking(main)
+    if save and path is not None:
+        save_thread(result.thread, path, unchanged_since=read_as, result=result)
+    return result
 
 
 def compact_thread(
@@ -372,14 +355,7 @@ def compact_thread(
     """
     if container is None:
         container = build_container(config_files)
-    client = Client(
-        container,
-        base_url=base_url,
-        api_key=api_key,
-        organization=organization,
-        project=project,
-        **transport_options,
-    )
+    client = _client(container, base_url, api_key, organization, project, transport_options)
 
     async def main() -> CompactResult:
         try:

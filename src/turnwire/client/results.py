@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Generic
 
 import msgspec
 
 from turnwire.client.recording import Records
+from turnwire.errors import MaxIterationsError, OutputValidationError, ToolHandlerMissingError
 from turnwire.model.records import Thread, ToolCall
 from turnwire.model.usage import GenerationStats, Usage
 from turnwire.rendering.compaction import CompactResult
 from turnwire.rendering.ledger import Ledger, PrefixReport
 
-__all__ = ["Parsed", "ResponseMeta", "RunResult", "Shape"]
+__all__ = ["KeptError", "Parsed", "ResponseMeta", "RunResult", "Shape", "kept"]
 
 # Parsed: what RunResult.parsed holds; Shape: the Struct class an ``output_schema=`` argument
 # names, which makes the run's result a RunResult[Shape]. Either is Any when nothing names it
@@ -97,3 +99,20 @@ class RunResult(msgspec.Struct, Generic[Parsed], frozen=True, kw_only=True):
         (``usage.cached_tokens`` and ``usage.cache_write_tokens`` give the counts); ``None``
         when no response reported input."""
         return None if self.usage is None else self.usage.cache_hit_ratio
+
+
+KeptError = OutputValidationError | MaxIterationsError | ToolHandlerMissingError
+"""The errors a run raises after the model answered: what the run recorded (their
+``result``) is kept, saved or stored, before the error goes on."""
+
+
+async def kept(run: Awaitable[RunResult[Any]]) -> tuple[RunResult[Any], KeptError | None]:
+    """``await run``, and the error it raised after the model answered (an output that does
+    not match its schema, the iteration limit, a call no handler answers) with the result that
+    error carries; any other error is raised."""
+    try:
+        return await run, None
+    except (OutputValidationError, MaxIterationsError, ToolHandlerMissingError) as err:
+        if not isinstance(err.result, RunResult):
+            raise
+        return err.result, err

@@ -25,12 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from turnwire.client.results import RunResult, Shape
+from turnwire.client.results import RunResult, Shape, kept
 from turnwire.errors import (
     ConfigError,
-    MaxIterationsError,
-    OutputValidationError,
-    ToolHandlerMissingError,
 )
 from turnwire.files.pointers import ContextAssembler, file_roots
 from turnwire.model.records import HostedItem, Media
@@ -116,19 +113,16 @@ async def run_stored(
             current = msgspec.structs.replace(current, created_at=asked.created_at)
         chosen = _stored_roots(store, thread_id, roots, settings)
         chosen += tuple(media.path for media in uploads if media.path)
-        invalid: OutputValidationError | MaxIterationsError | ToolHandlerMissingError | None = None
-        try:
-            result: RunResult[Shape] = await client.run(
+        # An answer all the same (an output mismatch, the iteration limit...): its turns are kept.
+        result, invalid = await kept(
+            client.run(
                 thread,
                 roots=chosen,
                 cache_identity=thread_id,  # the prompt_cache_key derives from the store's id
                 previous_ledger=previous,
                 **run_options,
             )
-        except (OutputValidationError, MaxIterationsError, ToolHandlerMissingError) as err:
-            if not isinstance(err.result, RunResult):
-                raise
-            result, invalid = err.result, err  # an answer all the same: its turns are kept
+        )
         turns = builder.build_run_turns(
             question=current,
             resolved=result.resolved,

@@ -65,6 +65,14 @@ class Rule:
 _INVALID = "invalid_request_error"
 _CONFORMANCE = "tests/data/conformance/"
 
+
+def _unrecorded(param: str) -> Rule:
+    """A preflight rule no recorded rejection shows: a 400 carrying the rule's own message."""
+    return Rule(
+        400, _INVALID, None, param, "{detail}", "no recording: the preflight rule's message"
+    )
+
+
 RULES: dict[str, Rule] = {
     # --- the preflight rules (turnwire.rendering.preflight), in its order -------------------
     "non-empty-input": Rule(
@@ -168,27 +176,13 @@ RULES: dict[str, Rule] = {
         "{detail}",
         "no recording: the message is the preflight rule's own",
     ),
-    "custom-call-pairing": Rule(
-        400, _INVALID, None, "input", "{detail}", "no recording: the preflight rule's message"
-    ),
-    "shell-call-pairing": Rule(
-        400, _INVALID, None, "input", "{detail}", "no recording: the preflight rule's message"
-    ),
-    "local-shell-call-pairing": Rule(
-        400, _INVALID, None, "input", "{detail}", "no recording: the preflight rule's message"
-    ),
-    "apply-patch-call-pairing": Rule(
-        400, _INVALID, None, "input", "{detail}", "no recording: the preflight rule's message"
-    ),
-    "computer-call-pairing": Rule(
-        400, _INVALID, None, "input", "{detail}", "no recording: the preflight rule's message"
-    ),
-    "unique-tool-names": Rule(
-        400, _INVALID, None, "tools", "{detail}", "no recording: the preflight rule's message"
-    ),
-    "tool-choice-declared": Rule(
-        400, _INVALID, None, "tool_choice", "{detail}", "no recording: the preflight rule's message"
-    ),
+    "custom-call-pairing": _unrecorded("input"),
+    "shell-call-pairing": _unrecorded("input"),
+    "local-shell-call-pairing": _unrecorded("input"),
+    "apply-patch-call-pairing": _unrecorded("input"),
+    "computer-call-pairing": _unrecorded("input"),
+    "unique-tool-names": _unrecorded("tools"),
+    "tool-choice-declared": _unrecorded("tool_choice"),
     # --- the rules only a server sees ------------------------------------------------------
     "call-without-output": Rule(
         400,

@@ -349,6 +349,30 @@ class Media(_Record, frozen=True, kw_only=True):
         return self.file_id is not None or self.url is not None
 
     @classmethod
+    def _new(
+        cls,
+        source: dict[str, str],
+        id: str | None,
+        kind: MediaKind,
+        mime_type: str,
+        filename: str,
+        *,
+        trust_tier: TrustTier,
+        detail: ImageDetail | None,
+    ) -> Media:
+        """A new attachment from its one source (``path``, ``url`` or ``file_id``), checked as
+        a thread file's is; its id fresh (``file_`` and 12 hex digits) unless given."""
+        fields = {
+            "id": id or _fresh_id("file", 12),
+            "kind": kind,
+            "mime_type": mime_type,
+            "filename": filename,
+            "trust_tier": trust_tier,
+            "detail": detail,
+        }
+        return _built(cls, {**fields, **source})
+
+    @classmethod
     def from_path(
         cls,
         path: str | os.PathLike[str],
@@ -368,17 +392,8 @@ class Media(_Record, frozen=True, kw_only=True):
         location = os.path.abspath(os.fspath(path))
         name = os.path.basename(location)
         mime, kind = _guessed(name, mime_type)
-        return _built(
-            cls,
-            {
-                "id": id or _fresh_id("file", 12),
-                "kind": kind,
-                "mime_type": mime,
-                "filename": name,
-                "trust_tier": trust_tier,
-                "path": location,
-                "detail": detail,
-            },
+        return cls._new(
+            {"path": location}, id, kind, mime, name, trust_tier=trust_tier, detail=detail
         )
 
     @classmethod
@@ -408,18 +423,7 @@ class Media(_Record, frozen=True, kw_only=True):
             except ValueError:  # refused below, where the URL is checked
                 name = ""
         mime, kind = _guessed(name, mime_type)
-        return _built(
-            cls,
-            {
-                "id": id or _fresh_id("file", 12),
-                "kind": kind,
-                "mime_type": mime,
-                "filename": name,
-                "trust_tier": trust_tier,
-                "url": url,
-                "detail": detail,
-            },
-        )
+        return cls._new({"url": url}, id, kind, mime, name, trust_tier=trust_tier, detail=detail)
 
     @classmethod
     def from_file_id(
@@ -442,17 +446,8 @@ class Media(_Record, frozen=True, kw_only=True):
             ``detail`` the kind does not take; the error's ``$.path`` is rooted at the media.
         """
         mime, _ = _guessed(filename, mime_type)
-        return _built(
-            cls,
-            {
-                "id": id or _fresh_id("file", 12),
-                "kind": kind,
-                "mime_type": mime,
-                "filename": filename,
-                "trust_tier": trust_tier,
-                "file_id": file_id,
-                "detail": detail,
-            },
+        return cls._new(
+            {"file_id": file_id}, id, kind, mime, filename, trust_tier=trust_tier, detail=detail
         )
 
     @property
