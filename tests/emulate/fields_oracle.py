@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from openai.types.responses import (
+    easy_input_message_param,
     input_token_count_params,
     response_compact_params,
     response_create_params,
     response_input_item_param,
+    response_output_message_param,
 )
 
 FIELDS = Path(__file__).resolve().parents[2] / "src" / "turnwire" / "emulate" / "fields.json"
@@ -34,8 +36,56 @@ def _literal(annotation: Any) -> str:
     return str(value)
 
 
+def _typed_dicts(annotation: Any) -> list[Any]:
+    """The TypedDicts anywhere inside ``annotation`` (a union, a list of a union ...)."""
+    if isinstance(annotation, type) and hasattr(annotation, "__required_keys__"):
+        return [annotation]
+    return [found for arg in typing.get_args(annotation) for found in _typed_dicts(arg)]
+
+
+# Where an input item holds a list of typed parts: (the item's type, its field) and the
+# request types that declare it (a message is three: the easy form, the input message and an
+# output message replayed).
+_PART_LISTS = (
+    (
+        "message",
+        "content",
+        (
+            easy_input_message_param.EasyInputMessageParam,
+            response_input_item_param.Message,
+            response_output_message_param.ResponseOutputMessageParam,
+        ),
+    ),
+    ("function_call_output", "output", (response_input_item_param.FunctionCallOutput,)),
+    (
+        "custom_tool_call_output",
+        "output",
+        (response_input_item_param.ResponseCustomToolCallOutputParam,),
+    ),
+    ("reasoning", "summary", (response_input_item_param.ResponseReasoningItemParam,)),
+    ("reasoning", "content", (response_input_item_param.ResponseReasoningItemParam,)),
+)
+
+
+def _parts() -> dict[str, dict[str, list[str]]]:
+    """``{"item_type.field": {part type: [fields]}}``."""
+    table: dict[str, dict[str, set[str]]] = {}
+    for kind, name, owners in _PART_LISTS:
+        parts = table.setdefault(f"{kind}.{name}", {})
+        for owner in owners:
+            annotation = typing.get_type_hints(owner, include_extras=True)[name]
+            for part in _typed_dicts(annotation):
+                hints = typing.get_type_hints(part, include_extras=True)
+                parts.setdefault(_literal(hints["type"]), set()).update(_keys(part))
+    return {
+        where: {kind: sorted(fields) for kind, fields in sorted(parts.items())}
+        for where, parts in sorted(table.items())
+    }
+
+
 def derive() -> dict[str, Any]:
-    """``{"endpoints": {endpoint: [fields]}, "items": {type: [fields]}}``."""
+    """``{"endpoints": {endpoint: [fields]}, "items": {type: [fields]}, "parts":
+    {"item_type.field": {part type: [fields]}}}``."""
     create = sorted(
         set(_keys(response_create_params.ResponseCreateParamsStreaming))
         | set(_keys(response_create_params.ResponseCreateParamsNonStreaming))
@@ -51,6 +101,7 @@ def derive() -> dict[str, Any]:
             "responses/input_tokens": _keys(input_token_count_params.InputTokenCountParams),
         },
         "items": {kind: sorted(fields) for kind, fields in sorted(items.items())},
+        "parts": _parts(),
     }
 
 

@@ -176,6 +176,44 @@ def test_unknown_fields_top_level_and_in_an_item(sdk):
     assert _error(err)["message"] == "Unknown parameter: 'input[0].colour'."
 
 
+def test_unknown_fields_in_a_part_of_an_item(sdk):
+    image = {"type": "input_image", "image_url": "https://example.com/a.png", "size": 3}
+    err = _refused(
+        sdk, input=[{"role": "user", "content": [{"type": "input_text", "text": "Hi"}, image]}]
+    )
+    assert (err.code, err.param) == ("unknown_parameter", "input[0].content[1].size")
+    assert _error(err)["message"] == "Unknown parameter: 'input[0].content[1].size'."
+    said = {"type": "output_text", "text": "Hi", "annotations": [], "logprobs": [], "mood": "ok"}
+    reply = {"type": "message", "role": "assistant", "content": [said]}
+    err = _refused(sdk, input=[USER, reply])
+    assert err.param == "input[1].content[0].mood"
+    output = {**_output(), "output": [{"type": "input_text", "text": "ok", "bold": True}]}
+    err = _refused(sdk, input=[USER, _call(), output])
+    assert err.param == "input[2].output[0].bold"
+    # Every field the official types know passes, in each kind of part.
+    said.pop("mood")
+    parts = [
+        {"type": "input_text", "text": "Hi", "prompt_cache_breakpoint": {"mode": "auto"}},
+        {"type": "input_image", "image_url": "https://example.com/a.png", "detail": "low"},
+    ]
+    answer = sdk.responses.create(
+        model="gpt-5", input=[{"role": "user", "content": parts}, reply, USER]
+    )
+    assert answer.status == "completed"
+
+
+def test_compact_checks_the_pairing_as_responses_does(sdk):
+    with pytest.raises(openai.BadRequestError) as caught:
+        sdk.responses.compact(model="gpt-5", input=[USER, _output()])
+    assert caught.value.param == "input"
+    assert "No tool call found for function call output" in _error(caught.value)["message"]
+    with pytest.raises(openai.BadRequestError) as caught:
+        sdk.responses.compact(model="gpt-5", input=[USER, _call()])
+    assert _error(caught.value)["message"] == "No tool output found for function call call_1."
+    compacted = sdk.responses.compact(model="gpt-5", input=[USER, _call(), _output()])
+    assert compacted.output[-1].type == "compaction"
+
+
 def test_an_unknown_item_type(sdk):
     err = _refused(sdk, input=[{"type": "telepathy"}])
     assert (err.code, err.param) == ("invalid_value", "input[0].type")

@@ -5,10 +5,11 @@ What a request goes through, in order (the first failure answers):
 
 1. the endpoint (``POST /v1/responses``, ``/v1/responses/compact``,
    ``/v1/responses/input_tokens``; the ``/v1`` may be left out), the body's size and JSON;
-2. the fields: every field and every input item's field must be one the official request
+2. the fields: every field, every input item's field and every field of a part of an item
+   (``message.content``, ``function_call_output.output`` ...) must be one the official request
    types know (``fields.json``), ``model`` must be given, and the emulator keeps nothing, so a
    ``previous_response_id`` or an ``item_reference`` is not found;
-3. on ``/v1/responses``, the preflight rules the client runs
+3. on ``/v1/responses`` and ``/v1/responses/compact``, the preflight rules the client runs
    (:func:`turnwire.rendering.preflight.preflight`), answered as the API answers them
    (:mod:`turnwire.emulate.rules`);
 4. the opaque state: every ``encrypted_content`` of a reasoning or compaction item must be one
@@ -56,13 +57,30 @@ _JSON = ("content-type", "application/json")
 _MINTED_IDS = 100_000
 
 
-def _fields() -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
+@dataclass(frozen=True, slots=True)
+class _Known:
+    """The fields the official request types know (``fields.json``): per endpoint, per input
+    item type, and per part type of each list of parts an item holds (``message.content``,
+    ``function_call_output.output`` ...)."""
+
+    endpoints: dict[str, frozenset[str]]
+    items: dict[str, frozenset[str]]
+    parts: dict[tuple[str, str], dict[str, frozenset[str]]]
+
+
+def _fields() -> _Known:
     table = msgspec.json.decode(
         resources.files("turnwire.emulate").joinpath("fields.json").read_bytes()
     )
-    endpoints = {name: frozenset(names) for name, names in table["endpoints"].items()}
-    items = {name: frozenset(names) for name, names in table["items"].items()}
-    return endpoints, items
+    parts: dict[tuple[str, str], dict[str, frozenset[str]]] = {}
+    for where, kinds in table["parts"].items():
+        kind, _, name = where.partition(".")
+        parts[kind, name] = {part: frozenset(names) for part, names in kinds.items()}
+    return _Known(
+        endpoints={name: frozenset(names) for name, names in table["endpoints"].items()},
+        items={name: frozenset(names) for name, names in table["items"].items()},
+        parts=parts,
+    )
 
 
 @dataclass(slots=True)
@@ -157,7 +175,7 @@ class Emulator:
         self._organization = organization
         self._ttl_s = state_ttl_s
         self._clock = clock
-        self._fields, self._item_fields = _fields()
+        self._known = _fields()
         self._minted: OrderedDict[str, str] = OrderedDict()  # output item id → its reasoning's
         self._lock = threading.Lock()
         self.exchanges: deque[Exchange] = deque(maxlen=1000)
@@ -211,7 +229,7 @@ class Emulator:
 
     def _check(self, endpoint: str, body: dict[str, Any], sealer: Sealer) -> ApiError | list[str]:
         """The first rule ``body`` breaks, or the ids of the reasoning items it drops."""
-        known = self._fields[endpoint]
+        known = self._known.endpoints[endpoint]
         for name in body:
             if name not in known:
                 return error_for("unknown-parameter", path=name)
@@ -233,7 +251,7 @@ class Emulator:
             return failed
         if body.get("previous_response_id") is not None:
             return error_for("previous-response", id=body["previous_response_id"])
-        if endpoint == "responses":
+        if endpoint in ("responses", "responses/compact"):
             try:
                 preflight(body)
             except PreflightError as err:
@@ -250,12 +268,17 @@ class Emulator:
                     got=_type_name(item),
                 )
             kind = item.get("type", "message")
-            known = self._item_fields.get(kind) if isinstance(kind, str) else None
+            known = self._known.items.get(kind) if isinstance(kind, str) else None
             if known is None:
                 return error_for("invalid-item-type", index=index, value=str(kind)[:100])
             for name in item:
                 if name not in known:
                     return error_for("unknown-parameter", path=f"input[{index}].{name}")
+                parts = self._known.parts.get((kind, name))
+                if parts is not None and isinstance(item[name], list):
+                    failed = _check_parts(item[name], parts, f"input[{index}].{name}")
+                    if failed is not None:
+                        return failed
             if kind == "item_reference":
                 return error_for("stored-item", id=item.get("id"))
         return None
@@ -420,6 +443,24 @@ class Emulator:
             "usage": self._usage(body, [], ()),
         }
         return Reply(200, [_JSON], msgspec.json.encode(compacted))
+
+
+def _check_parts(
+    parts: Sequence[Any], known: Mapping[str, frozenset[str]], where: str
+) -> ApiError | None:
+    """The first field of a part the official types do not know, as the API answers it (a
+    part of a type they do not know is left to the rest of the checks)."""
+    for number, part in enumerate(parts):
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        fields = known.get(kind) if isinstance(kind, str) else None
+        if fields is None:
+            continue
+        for name in part:
+            if name not in fields:
+                return error_for("unknown-parameter", path=f"{where}[{number}].{name}")
+    return None
 
 
 def _input_parts(content: object) -> list[Any]:
