@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
+from turnwire.wire.request import ReasoningEffort
+
 if TYPE_CHECKING:
     from turnwire.model.records import HostedItem, Thread
 
@@ -32,6 +34,7 @@ __all__ = [
     "AdditionalTools",
     "CodeInterpreterCall",
     "Compaction",
+    "ConfigurationUpdate",
     "FileSearchCall",
     "ImageGenerationCall",
     "McpApprovalRequest",
@@ -76,6 +79,7 @@ INPUT_FIELDS: dict[str, tuple[str, ...]] = {
     "program": ("type", "id", "call_id", "code", "fingerprint"),
     "program_output": ("type", "id", "call_id", "result", "status"),
     "additional_tools": ("type", "id", "role", "tools"),
+    "configuration_update": ("type", "id", "reasoning", "text"),
 }
 """For each replayable type, the fields of the emitted item that go back as input."""
 
@@ -141,8 +145,11 @@ def is_sealed(record: HostedItem, nonce: Any, anchor: str) -> bool:
 def input_item(item: dict[str, Any]) -> dict[str, Any] | None:
     """The input item that replays ``item``, or ``None`` when its type is not replayable.
 
-    The fields keep the emitted order; only those :data:`INPUT_FIELDS` lists are kept, and of
-    a web search's ``action.sources`` only those the input shape allows. A
+    The fields keep the emitted order; only those :data:`INPUT_FIELDS` lists are kept, a
+    ``null`` is left out where the input shape has the field optional (``mcp_call.error:
+    null``, which some Responses servers refuse, goes back without ``error``; a required field
+    such as ``code_interpreter_call.code`` keeps its ``null``), and of a web search's
+    ``action.sources`` only those the input shape allows. A
     ``tool_search_*`` item the client ran (``execution: client``) is not replayable here: its
     answer would have to come from the client.
     """
@@ -151,7 +158,12 @@ def input_item(item: dict[str, Any]) -> dict[str, Any] | None:
         return None
     if item.get("type", "").startswith("tool_search") and item.get("execution") == "client":
         return None
-    kept = {key: value for key, value in item.items() if key in fields}
+    optional = _OPTIONAL.get(item["type"], frozenset())
+    kept = {
+        key: value
+        for key, value in item.items()
+        if key in fields and (value is not None or key not in optional)
+    }
     action = kept.get("action")
     if kept.get("type") == "web_search_call" and isinstance(action, dict) and "sources" in action:
         kept["action"] = _web_search_action(action)
@@ -301,6 +313,25 @@ class _AdditionalToolsIn(msgspec.Struct, frozen=True, kw_only=True):
     tools: list[dict[str, Any]]
 
 
+class _ReasoningUpdate(msgspec.Struct, frozen=True, kw_only=True):
+    effort: ReasoningEffort | None = None
+
+
+class _TextFormat(msgspec.Struct, frozen=True, kw_only=True):
+    type: Literal["text", "json_schema"]
+
+
+class _TextUpdate(msgspec.Struct, frozen=True, kw_only=True):
+    format: _TextFormat
+
+
+class _ConfigurationUpdateIn(msgspec.Struct, frozen=True, kw_only=True):
+    type: str
+    id: str | None = None
+    reasoning: _ReasoningUpdate | None = None
+    text: _TextUpdate | None = None
+
+
 _INPUT_SHAPES: dict[str, type[msgspec.Struct]] = {
     "web_search_call": _WebSearchIn,
     "file_search_call": _FileSearchIn,
@@ -316,7 +347,15 @@ _INPUT_SHAPES: dict[str, type[msgspec.Struct]] = {
     "program": _ProgramIn,
     "program_output": _ProgramOutputIn,
     "additional_tools": _AdditionalToolsIn,
+    "configuration_update": _ConfigurationUpdateIn,
 }
+
+_OPTIONAL: dict[str, frozenset[str]] = {
+    kind: frozenset(field.name for field in msgspec.structs.fields(shape) if not field.required)
+    for kind, shape in _INPUT_SHAPES.items()
+}
+"""For each replayable type, the fields its input shape lets an item leave out: a ``null``
+in one of them is not sent (derived from the shapes, the one statement of what is required)."""
 
 
 def input_problem(fields: dict[str, Any]) -> str | None:
@@ -459,6 +498,16 @@ class AdditionalTools(_View, frozen=True, kw_only=True):
     tools: tuple[dict[str, Any], ...] = ()
 
 
+class ConfigurationUpdate(_View, frozen=True, kw_only=True):
+    """A change of the response configuration the API made (after a compaction, say), in
+    effect for the answers after it until another replaces it: ``reasoning`` (its
+    ``effort``) and ``text`` (its ``format``), each absent when this update leaves it as it
+    was. Replayed in its place, so the next request carries the same configuration history."""
+
+    reasoning: dict[str, Any] | None = None
+    text: dict[str, Any] | None = None
+
+
 _VIEWS: dict[str, type[_View]] = {
     "web_search_call": WebSearchCall,
     "file_search_call": FileSearchCall,
@@ -474,6 +523,7 @@ _VIEWS: dict[str, type[_View]] = {
     "program": Program,
     "program_output": ProgramOutput,
     "additional_tools": AdditionalTools,
+    "configuration_update": ConfigurationUpdate,
 }
 
 

@@ -17,6 +17,7 @@ __all__ = [
     "FunctionToolChoice",
     "ProgrammaticToolChoice",
     "PromptCacheOptions",
+    "ReasoningEffort",
     "ReasoningOptions",
     "RequestBody",
     "StreamOptions",
@@ -31,8 +32,12 @@ class _Options(
     pass
 
 
+ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
+"""How hard a reasoning model thinks (``reasoning.effort``, a ``configuration_update``'s)."""
+
+
 class ReasoningOptions(_Options, frozen=True, kw_only=True):
-    effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
+    effort: ReasoningEffort | None = None
     summary: Literal["auto", "concise", "detailed"] | None = None
 
 
