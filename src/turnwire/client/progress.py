@@ -3,6 +3,7 @@
 A run reports each event to the ``on_event=`` callback of :meth:`turnwire.Client.run` (and
 :func:`turnwire.run`) and to the ``on_stream_event`` hook, in the order things happen: deltas
 as they stream (answer text, refusals, reasoning summaries, raw reasoning, tool arguments),
+partial images of an image generation,
 each output item once finished, each response once finished (with its finish reason and
 usage), each tool call as it starts and finishes, and each request that does not extend the
 one before it (a prefix reset: the API drops the reasoning after the change and the prompt
@@ -24,6 +25,7 @@ from turnwire.model.usage import Usage
 from turnwire.rendering.ledger import PrefixReport
 from turnwire.wire.events import (
     FunctionCallArgumentsDelta,
+    ImagePartial,
     OutputItemDone,
     ReasoningSummaryTextDelta,
     ReasoningTextDelta,
@@ -32,6 +34,7 @@ from turnwire.wire.events import (
 )
 
 __all__ = [
+    "ImagePartialEvent",
     "ItemDoneEvent",
     "PrefixResetEvent",
     "ProgressEvent",
@@ -91,6 +94,22 @@ class ToolArgumentsDeltaEvent(_Progress, frozen=True, kw_only=True, tag="tool_ar
     delta: str
 
 
+class ImagePartialEvent(_Progress, frozen=True, kw_only=True, tag="image.partial"):
+    """A preview of an image being generated (the image generation tool's ``partial_images``):
+    ``index`` counts the previews of one image from 0; ``image_b64`` is the image, base64; the
+    finished ``image_generation_call`` item (an :class:`ItemDoneEvent`) carries the final one.
+    ``output_format``, ``size``, ``quality`` and ``background`` are as the server gave them."""
+
+    output_index: int
+    item_id: str | None = None
+    index: int
+    image_b64: str
+    output_format: str | None = None
+    size: str | None = None
+    quality: str | None = None
+    background: str | None = None
+
+
 class ItemDoneEvent(_Progress, frozen=True, kw_only=True, tag="item.done"):
     """An output item finished: ``item_type`` is the API's (``message``, ``reasoning``,
     ``function_call``, or a hosted tool's)."""
@@ -136,6 +155,7 @@ ProgressEvent = (
     | ReasoningSummaryDeltaEvent
     | ReasoningTextDeltaEvent
     | ToolArgumentsDeltaEvent
+    | ImagePartialEvent
     | ItemDoneEvent
     | ResponseDoneEvent
     | ToolStartedEvent
@@ -167,6 +187,17 @@ def from_wire(event: Any) -> ProgressEvent | None:
         return ToolArgumentsDeltaEvent(output_index=event.output_index, delta=event.delta)
     if kind is RefusalDelta:
         return RefusalDeltaEvent(output_index=event.output_index, delta=event.delta)
+    if kind is ImagePartial:
+        return ImagePartialEvent(
+            output_index=event.output_index,
+            item_id=event.item_id,
+            index=event.partial_image_index,
+            image_b64=event.partial_image_b64,
+            output_format=event.output_format,
+            size=event.size,
+            quality=event.quality,
+            background=event.background,
+        )
     if kind is OutputItemDone:
         return ItemDoneEvent(
             output_index=event.output_index,

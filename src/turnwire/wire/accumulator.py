@@ -17,6 +17,7 @@ from turnwire.wire.events import (
     ErrorEvent,
     FunctionCallArgumentsDelta,
     FunctionCallArgumentsDone,
+    ImagePartial,
     OutputItemAdded,
     OutputItemDone,
     ReasoningSummaryTextDelta,
@@ -74,6 +75,7 @@ _DELTAS = frozenset(
         "response.reasoning_text.delta",
         "response.function_call_arguments.delta",
         "response.function_call_arguments.done",
+        "response.image_generation_call.partial_image",
     }
 )
 
@@ -120,6 +122,7 @@ class ResponseAccumulator:
             ReasoningTextDelta: self._reasoning_delta,
             FunctionCallArgumentsDelta: self._arguments_delta,
             FunctionCallArgumentsDone: self._arguments_done,
+            ImagePartial: self._preview,
             OutputItemAdded: self._added,
             OutputItemDone: self._done,
             ResponseCreated: self._created,
@@ -399,6 +402,10 @@ class ResponseAccumulator:
         generation = self._close_with("error", code, message, strict=False)
         self._after_error = True
         return generation
+
+    def _preview(self, event: ImagePartial) -> None:
+        # A preview for observers: the finished item carries the image.
+        self._started = True
 
     def _unknown(self, event: UnknownEvent) -> None:
         if event.invalid is not None:  # a type turnwire acts on, in a shape it cannot read

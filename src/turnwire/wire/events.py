@@ -21,6 +21,7 @@ __all__ = [
     "ErrorEvent",
     "FunctionCallArgumentsDelta",
     "FunctionCallArgumentsDone",
+    "ImagePartial",
     "OutputItemAdded",
     "OutputItemDone",
     "ReasoningSummaryTextDelta",
@@ -83,6 +84,22 @@ class FunctionCallArgumentsDone(
 ):
     output_index: int
     arguments: str
+
+
+class ImagePartial(
+    _Event, frozen=True, kw_only=True, tag="response.image_generation_call.partial_image"
+):
+    """An image generation's partial image (``partial_images: N`` on its tool): a preview the
+    finished ``image_generation_call`` item replaces; ``partial_image_index`` counts from 0."""
+
+    output_index: int
+    item_id: str | None = None
+    partial_image_index: int = 0
+    partial_image_b64: str
+    background: str | None = None
+    output_format: str | None = None
+    quality: str | None = None
+    size: str | None = None
 
 
 class OutputItemAdded(_Event, frozen=True, kw_only=True, tag="response.output_item.added"):
@@ -157,6 +174,7 @@ StreamEvent = (
     | ReasoningTextDelta
     | FunctionCallArgumentsDelta
     | FunctionCallArgumentsDone
+    | ImagePartial
     | OutputItemAdded
     | OutputItemDone
     | ResponseCreated
