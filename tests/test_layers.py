@@ -185,3 +185,68 @@ def test_the_import_reader_sees_imports_inside_functions_and_not_type_checking(
         if isinstance(node, ast.ImportFrom) and id(node) not in skipped
     }
     assert names == {"typing", "turnwire.errors"}
+
+
+# What rendering imports, measured in a fresh process (``sys.modules``): a render sends nothing,
+# reads no answer and stores nothing, so neither the HTTP stack nor the client, the store or the
+# emulator loads; nor what dependency-injector would import on its own (see
+# ``turnwire.rendering.container``).
+RENDER_NEVER_IMPORTS = (
+    "httpx",
+    "httpcore",
+    "anyio",
+    "pydantic",
+    "pydantic_core",
+    "pydantic_settings",
+    "starlette",
+    "fastapi",
+    "werkzeug",
+    "turnwire.api",
+    "turnwire.client",
+    "turnwire.emulate",
+    "turnwire.store",
+)
+
+_RENDERS = {
+    "turnwire render": (
+        "import os, sys\n"
+        "from turnwire.cli.main import main\n"
+        "out = os.dup(1)\n"
+        "os.dup2(os.open(os.devnull, os.O_WRONLY), 1)\n"
+        "status = main(['render', 'examples/weather.yaml'])\n"
+        "sys.stdout.flush()\n"
+        "os.dup2(out, 1)\n"
+        "assert status == 0, status\n"
+    ),
+    "turnwire.render": (
+        "import sys, turnwire\nturnwire.render('examples/weather.yaml', config_files=[])\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("how", sorted(_RENDERS))
+def test_rendering_imports_no_http_client_store_emulator_or_pydantic(how: str) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = _RENDERS[how] + (
+        "import json\n"
+        f"never = {RENDER_NEVER_IMPORTS!r}\n"
+        "print(json.dumps(sorted(m for m in sys.modules if any(\n"
+        "    m == name or m.startswith(name + '.') for name in never))))\n"
+    )
+    env = {**os.environ, "TURNWIRE_ENVELOPE_SECRET": "layers"}
+    env.pop("TURNWIRE_DI_PYDANTIC", None)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == []

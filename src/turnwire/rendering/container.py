@@ -13,18 +13,38 @@ and since composite stages call their sub-stages through the relay built from th
 the override reaches every composite. The unsupported-media policy is a ``Selector`` keyed by
 configuration, so a deployment swaps it in YAML. No wiring, no ``@inject``, no module-level
 container: :func:`build_container` makes a fresh one.
+
+**What importing it costs.** dependency-injector, when it is imported, imports whatever of
+pydantic, pydantic-settings, FastAPI, fast-depends, Starlette and Werkzeug is installed (for its
+``Configuration.from_pydantic`` and for wiring), about half of its import time where they are.
+turnwire uses none of them, so while this module imports dependency-injector (in that thread
+only, and only when dependency-injector is not imported yet) those packages cannot be imported;
+afterwards they import as usual, and nothing is left in ``sys.modules`` or ``sys.meta_path``.
+What wiring reads from them it then reads on use instead (a FastAPI or fast-depends marker, a
+Starlette request class, a Werkzeug proxy: the same answers). What cannot be read on use:
+dependency-injector decides at import whether ``pydantic-settings`` (pydantic 1: ``pydantic``)
+is there, so in a process that imports turnwire before pydantic, ``Configuration.from_pydantic``
+and ``Configuration(pydantic_settings=...)`` of your own containers raise "Unable to load
+pydantic configuration". Import pydantic (or pydantic-settings) before turnwire, call
+``config.from_dict(settings.model_dump())`` instead, or set ``TURNWIRE_DI_PYDANTIC=1``: then
+dependency-injector is imported exactly as it imports itself, nothing held off.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import operator
 import os
-from collections.abc import Iterable, Iterator, Mapping
+import sys
+import threading
+import types
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dependency_injector import containers, providers
+if TYPE_CHECKING:
+    import importlib.machinery
 
 from turnwire.config.nonce import EnvelopeNonce
 from turnwire.config.options import Endpoint, MediaPolicy, RenderOptions
@@ -36,6 +56,117 @@ from turnwire.rendering._incremental.memo import RenderMemo
 from turnwire.rendering._incremental.plan import PlanCache, stage_plan
 from turnwire.rendering.plugins import build_plugin_manager
 from turnwire.rendering.relay import HOOK
+
+# ---------------------------------------------------------------- importing dependency-injector
+# The packages dependency-injector imports when they are installed (``providers`` and ``wiring``,
+# in ``try``/``suppress(ImportError)`` blocks), and which turnwire never uses:
+_PYDANTIC = frozenset({"pydantic", "pydantic_settings"})
+_WIRING = frozenset({"fastapi", "fast_depends", "starlette", "werkzeug"})
+_OPT_OUT = "TURNWIRE_DI_PYDANTIC"
+
+
+class _HoldOff:
+    """A ``sys.meta_path`` finder refusing ``packages`` (and their submodules) to one thread,
+    noting what it refused."""
+
+    def __init__(self, packages: frozenset[str]) -> None:
+        self.packages = packages
+        self.thread = threading.get_ident()
+        self.refused: set[str] = set()
+
+    def find_spec(
+        self, name: str, path: Sequence[str] | None, target: types.ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if name.partition(".")[0] in self.packages and threading.get_ident() == self.thread:
+            self.refused.add(name)
+            raise ModuleNotFoundError(
+                f"No module named {name!r} (held off while turnwire imports "
+                f"dependency_injector; {_OPT_OUT}=1 lets it through)",
+                name=name,
+            )
+        return None
+
+
+def _held_off(environ: Mapping[str, str]) -> frozenset[str]:
+    """What to hold off: nothing when opted out; pydantic's two only while neither is imported."""
+    if environ.get(_OPT_OUT, "") not in ("", "0"):
+        return frozenset()
+    if any(name in sys.modules for name in _PYDANTIC):
+        return _WIRING
+    return _WIRING | _PYDANTIC
+
+
+@contextlib.contextmanager
+def _holding_off(packages: frozenset[str]) -> Iterator[_HoldOff]:
+    """Within the block, in this thread, ``packages`` not imported yet cannot be imported;
+    ``sys.meta_path`` is as it was afterwards (``sys.modules`` is never touched: Cython's
+    import reads a ``None`` there as the module)."""
+    finder = _HoldOff(packages)
+    sys.meta_path.insert(0, finder)
+    try:
+        yield finder
+    finally:
+        sys.meta_path.remove(finder)
+
+
+def _loaded(module: str, name: str) -> Any:
+    """``module.name`` if ``module`` is imported, else None (an object of a class defined in
+    a module exists only once that module is imported)."""
+    return getattr(sys.modules.get(module), name, None)
+
+
+def _fastapi_marker(param: Any) -> Any:
+    depends = _loaded("fastapi.params", "Depends")
+    return param.dependency if depends is not None and isinstance(param, depends) else None
+
+
+def _fast_depends_marker(param: Any) -> Any:  # fast-depends 3 and later
+    dependant = _loaded("fast_depends.dependencies.model", "Dependant")
+    return param.dependency if dependant is not None and isinstance(param, dependant) else None
+
+
+def _fast_depends_2_marker(param: Any) -> Any:  # fast-depends before 3
+    depends = _loaded("fast_depends.dependencies", "Depends")
+    return param.dependency if depends is not None and isinstance(param, depends) else None
+
+
+def _is_starlette_request_class(obj: Any) -> bool:
+    request = _loaded("starlette.requests", "Request")
+    if request is None or not inspect.isclass(obj):
+        return False
+    try:
+        return issubclass(obj, request)
+    except TypeError:
+        return False
+
+
+def _is_werkzeug_proxy(obj: Any) -> bool:
+    proxy = _loaded("werkzeug.local", "LocalProxy")
+    return proxy is not None and isinstance(obj, proxy)
+
+
+# What ``dependency_injector.wiring`` registers for each package it imported at import time,
+# read on use instead when the package was held off (in wiring's order).
+_WIRING_CHECKS: dict[str, tuple[str, tuple[Callable[[Any], Any], ...]]] = {
+    "fastapi": ("MARKER_EXTRACTORS", (_fastapi_marker,)),
+    "fast_depends": ("MARKER_EXTRACTORS", (_fast_depends_marker, _fast_depends_2_marker)),
+    "starlette": ("INSPECT_EXCLUSION_FILTERS", (_is_starlette_request_class,)),
+    "werkzeug": ("INSPECT_EXCLUSION_FILTERS", (_is_werkzeug_proxy,)),
+}
+
+
+def _read_on_use(wiring: types.ModuleType, refused: Iterable[str]) -> None:
+    """Give ``wiring`` the checks of the held-off packages it asked for, reading them on use."""
+    asked = {name.partition(".")[0] for name in refused}
+    for package, (registry, checks) in _WIRING_CHECKS.items():
+        if package in asked:
+            getattr(wiring, registry).extend(checks)
+
+
+with _holding_off(_held_off(os.environ)) as _hold:
+    from dependency_injector import containers, providers, wiring
+_read_on_use(wiring, _hold.refused)
+del _hold
 
 __all__ = ["Container", "build_container", "envelope_secret_of", "overriding"]
 
