@@ -8,7 +8,12 @@ clock), for these subjects:
   written to a pipe;
 * the library: ``import turnwire``, ``build_container``, two renders of the same thread, and
   two ``render(thread, config_files=[])`` (its phases timed inside the child, printed apart);
-* the dependencies alone: importing msgspec, pluggy, dependency-injector, httpx and PyYAML;
+* the dependencies alone: importing msgspec, pluggy, dependency-injector, httpx and PyYAML, as
+  an application that imports them itself pays (dependency-injector then imports pydantic and
+  Starlette when they are installed, which turnwire holds off: ``turnwire.rendering.container``);
+* render's floor: every module other than turnwire's own that ``turnwire render`` imports (the
+  standard library's included, listed by an untimed run of the command), imported alone and
+  nothing else: what the command would cost if turnwire's own code cost nothing;
 * a peer: ``import openai`` alone, what a user of the official SDK pays before any request.
 
 Each runs in two modes, and every subject of both modes runs once per round, in an order
@@ -24,7 +29,14 @@ rotated round by round (``benchmarks/_rounds.py``):
 Neither mode touches the environment's own ``__pycache__`` folders. Each subject's line gives its
 wall time and its ratio to the empty interpreter of the same mode in the same round (whole
 against whole: no time is subtracted). Target: ``turnwire render`` of a small thread, with
-bytecode, at most 8x ``python -c pass``.
+bytecode, at most 8x ``python -c pass``; render's floor says how much of that its dependencies
+leave (msgspec, pluggy and importlib.metadata for the plugins' entry points, dependency-injector
+and the asyncio it imports whatever is installed, PyYAML, argparse).
+
+The last line is what pydantic costs of importing dependency-injector (``-X importtime``): on its
+own, through turnwire (held off: 0 unless pydantic was imported first), and with
+``TURNWIRE_DI_PYDANTIC=1`` (turnwire's opt-out: dependency-injector imported as it imports
+itself).
 
 Run: ``uv run python benchmarks/cold_start.py`` (``--rounds N``; ``--quick`` for 3).
 """
@@ -70,6 +82,40 @@ print(json.dumps({{"import": t1 - t0, "container": t2 - t1, "first": t3 - t2,
 """
 
 DEPENDENCIES = "import msgspec, pluggy, dependency_injector.containers, httpx, yaml"
+
+# Run once, untimed: the modules ``turnwire render`` imports, turnwire's own left out, in the
+# order they were first imported.
+RECORD = """
+import json, os, sys
+from turnwire.cli.main import main
+out = os.dup(1)
+os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+status = main(["render", {thread!r}])
+sys.stdout.flush()
+os.dup2(out, 1)
+assert status == 0, status
+print(json.dumps([name for name in sys.modules
+                  if name.partition(".")[0] != "turnwire" and name != "__main__"]))
+"""
+
+# Those modules and nothing else: whatever else one of them would import is refused, as it was
+# in the recorded run (dependency-injector's optional imports, held off by turnwire there).
+FLOOR = """
+import importlib, sys
+names = {names!r}
+allowed = set(names)
+class Only:
+    def find_spec(self, name, path=None, target=None):
+        if name not in allowed:
+            raise ModuleNotFoundError(name, name=name)
+        return None
+sys.meta_path.insert(0, Only())
+for name in names:
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        pass
+"""
 DI_PLAIN = "import dependency_injector.containers, dependency_injector.providers"
 DI_TURNWIRE = "import turnwire.rendering.container"
 
@@ -90,8 +136,26 @@ SUBJECTS: dict[str, tuple[list[str], str]] = {
         "import, container, 2 renders, 2 config_files renders",
     ),
     "deps": ([sys.executable, "-c", DEPENDENCIES], "import msgspec+pluggy+DI+httpx+yaml"),
+    # "floor": render's dependencies alone, added by ``main`` once they are recorded
     "openai": ([sys.executable, "-c", "import openai"], "import openai (peer)"),
 }
+
+
+def render_floor() -> tuple[list[str], str]:
+    """The command importing what ``turnwire render`` imports, turnwire's own modules aside."""
+    env = {**os.environ, "TURNWIRE_ENVELOPE_SECRET": "benchmark"}
+    env.pop("TURNWIRE_DI_PYDANTIC", None)
+    done = subprocess.run(
+        [sys.executable, "-c", RECORD.format(thread=str(THREAD))],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        check=True,
+    )
+    names = json.loads(done.stdout)
+    label = "render's floor: its dependencies alone"
+    return [sys.executable, "-c", FLOOR.format(names=names)], label
 
 
 def caches(folder: Path) -> dict[str, dict[str, str]]:
@@ -163,6 +227,10 @@ def main() -> int:
     args = parser.parse_args()
     rounds = 3 if args.quick else args.rounds
 
+    subjects_in_order = list(SUBJECTS.items())
+    subjects_in_order.insert(2, ("floor", render_floor()))  # after the command it is the floor of
+    SUBJECTS.clear()
+    SUBJECTS.update(subjects_in_order)
     with tempfile.TemporaryDirectory(prefix="turnwire-cold-") as folder:
         modes = caches(Path(folder))
         have_openai = (
@@ -205,6 +273,11 @@ def main() -> int:
                     line += f"  {over:.1f}x the empty interpreter"
                     if name == "cli" and mode == "bytecode":
                         line += f" ({verdict(over, 8)})"
+                    if name == "floor":
+                        own = statistics.median(
+                            c - f for c, f in zip(samples[f"{mode} cli"], samples[key], strict=True)
+                        )
+                        line += f"; turnwire's own part of the command {own * 1e3:.1f} ms"
                 print(line)
             phases = [json.loads(out) for out in outputs[f"{mode} library"]]
             pydantic = any(p.pop("pydantic") for p in phases)
