@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from turnwire.cli.diff import diff_command
-from turnwire.cli.emulate import emulate_command
+from turnwire.cli.emulate import add_record_arguments, emulate_command
 from turnwire.cli.inspection import (
     check_config_command,
     demo_command,
@@ -395,6 +395,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="cached_tokens is a multiple of this",
     )
+    add_record_arguments(emulate)
     return parser
 
 

@@ -44,7 +44,17 @@ from turnwire.emulate.state import Sealed, Sealer, history_hash
 from turnwire.errors import PreflightError
 from turnwire.rendering.preflight import preflight
 
-__all__ = ["DROPPED_HEADER", "MAX_BODY_BYTES", "Emulator", "Exchange", "Reply"]
+__all__ = [
+    "DROPPED_HEADER",
+    "MAX_BODY_BYTES",
+    "Emulator",
+    "Exchange",
+    "Reply",
+    "StreamCut",
+    "endpoint_of",
+    "error_reply",
+    "open_request",
+]
 
 log = logging.getLogger("turnwire.emulate")
 
@@ -100,6 +110,11 @@ class Reply:
     rule: str | None = None
 
 
+class StreamCut(Exception):
+    """Raised by a :attr:`Reply.events` iterator: the connection closes mid-body, as when a
+    stream breaks off (the relayed upstream stream of ``--record`` did)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Exchange:
     """One request the emulator answered (the last 1,000 are kept, for tests to read)."""
@@ -115,17 +130,45 @@ class Exchange:
         """The request body, decoded."""
         return msgspec.json.decode(self.body)
 
+    @classmethod
+    def of(cls, method: str, path: str, body: bytes, reply: Reply) -> Exchange:
+        """The exchange of ``reply`` to a request (a body over 1 MiB is not kept)."""
+        kept = body if len(body) <= 1 << 20 else b""
+        return cls(method, path, kept, reply.status, reply.rule, tuple(reply.headers))
 
-def _error_reply(error: ApiError) -> Reply:
+
+def error_reply(error: ApiError) -> Reply:
+    """The reply carrying ``error``."""
     return Reply(error.status, [_JSON, *error.headers], error.body(), rule=error.rule)
 
 
-def _endpoint(method: str, path: str) -> str | None:
+def endpoint_of(method: str, path: str) -> str | None:
+    """The endpoint a request names (``responses``, ``responses/compact``,
+    ``responses/input_tokens``), or ``None``: not one the emulator serves."""
     path = path.split("?", 1)[0].rstrip("/")
     for prefix in ("/v1/", "/"):
         if path.startswith(prefix) and path[len(prefix) :] in _ENDPOINTS:
             return path[len(prefix) :] if method == "POST" else None
     return None
+
+
+def open_request(
+    method: str, path: str, body: bytes, *, max_body_bytes: int
+) -> tuple[str, dict[str, Any]] | Reply:
+    """The endpoint and the decoded JSON object of a request, or the error reply: not an
+    endpoint the emulator serves, a body over ``max_body_bytes``, not a JSON object."""
+    endpoint = endpoint_of(method, path)
+    if endpoint is None:
+        return error_reply(error_for("not-found", method=method, path=path[:200]))
+    if len(body) > max_body_bytes:
+        return error_reply(error_for("body-too-large", length=len(body), limit=max_body_bytes))
+    try:
+        request = msgspec.json.decode(body)
+    except (msgspec.DecodeError, RecursionError):
+        return error_reply(error_for("invalid-json"))
+    if not isinstance(request, dict):
+        return error_reply(error_for("invalid-json"))
+    return endpoint, request
 
 
 def _type_name(value: object) -> str:
@@ -193,30 +236,18 @@ class Emulator:
         """The answer to one request (``headers`` with lower-case names), kept in
         :attr:`exchanges`."""
         reply = self._handle(method, path, headers, body)
-        kept = body if len(body) <= 1 << 20 else b""
-        self.exchanges.append(
-            Exchange(method, path, kept, reply.status, reply.rule, tuple(reply.headers))
-        )
+        self.exchanges.append(Exchange.of(method, path, body, reply))
         return reply
 
     def _handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Reply:
-        endpoint = _endpoint(method, path)
-        if endpoint is None:
-            return _error_reply(error_for("not-found", method=method, path=path[:200]))
-        if len(body) > self.max_body_bytes:
-            return _error_reply(
-                error_for("body-too-large", length=len(body), limit=self.max_body_bytes)
-            )
-        try:
-            request = msgspec.json.decode(body)
-        except (msgspec.DecodeError, RecursionError):
-            return _error_reply(error_for("invalid-json"))
-        if not isinstance(request, dict):
-            return _error_reply(error_for("invalid-json"))
+        opened = open_request(method, path, body, max_body_bytes=self.max_body_bytes)
+        if isinstance(opened, Reply):
+            return opened
+        endpoint, request = opened
         sealer = self._sealer(headers)
         checked = self._check(endpoint, request, sealer)
         if isinstance(checked, ApiError):
-            return _error_reply(checked)
+            return error_reply(checked)
         if endpoint == "responses/input_tokens":
             tokens = count_tokens(prompt_text(request))
             answer = {"object": "response.input_tokens", "input_tokens": tokens}

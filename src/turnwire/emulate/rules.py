@@ -307,6 +307,26 @@ RULES: dict[str, Rule] = {
         "no recording: the emulator serves POST /v1/responses, /v1/responses/compact and "
         "/v1/responses/input_tokens only",
     ),
+    # --- record and replay (turnwire.emulate.recording) -------------------------------------
+    "replay-miss": Rule(
+        400,
+        _INVALID,
+        "replay_miss",
+        "{param}",
+        "{detail}",
+        "no recording: the emulator's own answer under --replay to a request it holds no "
+        "recording of (the nearest recording and the first difference in the message)",
+    ),
+    "upstream-failed": Rule(
+        502,
+        "server_error",
+        "upstream_failed",
+        None,
+        "The emulator could not get an answer from its upstream {upstream} ({reason}); "
+        "nothing was recorded.",
+        "no recording: the emulator's own answer under --record when the upstream cannot be "
+        "reached or its answer breaks off",
+    ),
 }
 
 

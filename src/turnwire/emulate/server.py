@@ -5,7 +5,8 @@ A request cannot crash it, exhaust its memory or hang it: a body longer than the
 limit is refused from its ``Content-Length`` before a byte of it is read, a connection idle for
 ``timeout_s`` is closed, at most ``max_connections`` are served at once (the next gets a 503),
 and any failure inside the emulator is a 500 with the API's error body, logged without the
-request's content. Nothing is logged of the headers (the API key among them) or the bodies.
+request's content. Nothing is logged of the headers (the API key among them) or the bodies
+(but for a replay miss's first difference, abbreviated: :mod:`turnwire.emulate.recording`).
 """
 
 from __future__ import annotations
@@ -14,16 +15,18 @@ import contextlib
 import logging
 import socket
 import threading
+from collections import deque
+from collections.abc import Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
-from turnwire.emulate.engine import Emulator, Reply
+from turnwire.emulate.engine import Exchange, Reply, StreamCut
 from turnwire.emulate.rules import error_for
 
-__all__ = ["EmulatorServer"]
+__all__ = ["Answerer", "EmulatorServer"]
 
 log = logging.getLogger("turnwire.emulate")
 
@@ -41,6 +44,19 @@ _BUSY = (
     b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
     b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
 )
+
+
+class Answerer(Protocol):
+    """What a server serves: the :class:`~turnwire.emulate.Emulator`, or the recorder or
+    player of :mod:`turnwire.emulate.recording`."""
+
+    max_body_bytes: int
+    exchanges: deque[Exchange]
+    """The requests it answered (the last 1,000)."""
+
+    def handle(
+        self, method: str, path: str, headers: Mapping[str, str], body: bytes
+    ) -> Reply: ...  # pragma: no cover - a protocol
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -111,10 +127,20 @@ class _Handler(BaseHTTPRequestHandler):
             self._stream(reply)
         except (BrokenPipeError, ConnectionResetError, TimeoutError):
             self.close_connection = True
+        finally:
+            close = getattr(reply.events, "close", None)
+            if close is not None:  # a relayed upstream stream ends with it
+                close()
 
     def _stream(self, reply: Reply) -> None:
         assert reply.events is not None
-        for sent, event in enumerate(reply.events):
+        try:
+            self._send_events(reply, reply.events)
+        except StreamCut:
+            self._drop()
+
+    def _send_events(self, reply: Reply, events: Iterator[bytes]) -> None:
+        for sent, event in enumerate(events):
             if reply.cut_after is not None and sent >= reply.cut_after:
                 self._drop()
                 return
@@ -141,7 +167,7 @@ class _Server(ThreadingHTTPServer):
     def __init__(
         self,
         address: tuple[str, int],
-        emulator: Emulator,
+        emulator: Answerer,
         *,
         timeout_s: float,
         stall_s: float,
@@ -176,7 +202,8 @@ class _Server(ThreadingHTTPServer):
 
 
 class EmulatorServer:
-    """An :class:`Emulator` served on ``host:port`` (``port=0``: a free one).
+    """An :class:`Emulator` (or any :class:`Answerer`) served on ``host:port`` (``port=0``: a
+    free one).
 
     ``with EmulatorServer(emulator) as server:`` serves it from a thread until the block ends;
     :meth:`serve_forever` serves it in the calling thread until interrupted.
@@ -184,7 +211,7 @@ class EmulatorServer:
 
     def __init__(
         self,
-        emulator: Emulator,
+        emulator: Answerer,
         *,
         host: str = "127.0.0.1",
         port: int = 0,
