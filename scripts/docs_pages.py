@@ -514,6 +514,13 @@ files:
   roots: [/srv/agent/uploads]
   max_file_bytes: 16777216
 """,
+    "provider": """\
+provider:
+  name: my-gateway
+  lacks:
+    compact: "the gateway forwards POST /responses only"
+    prompt_cache_options: "the gateway drops unknown request fields"
+""",
 }
 """One example per section of the configuration (YAML), validated by the test suite."""
 

@@ -181,9 +181,18 @@ each with its reason; the Open Responses check leaves them out (the official typ
 OpenAPI description check them)."""
 
 
+REASONING_CONTENT_REASON = (
+    "a reasoning item's raw text (gpt-oss and other models return it), which OpenAI's API "
+    "takes back; the specification's reasoning input item has content: null, so under the "
+    "openresponses profile turnwire leaves it out (render.reasoning_content: omit)"
+)
+"""Why the Open Responses check leaves out a replayed reasoning item's ``content``."""
+
+
 def _without_openai_details(body: dict[str, Any]) -> dict[str, Any]:
-    """``body`` without the detail levels of :data:`OPENAI_ONLY_DETAILS` (a copy where one
-    is found, ``body`` itself otherwise); every other detail stays, for the check."""
+    """``body`` without the detail levels of :data:`OPENAI_ONLY_DETAILS` and the ``content``
+    of reasoning items (:data:`REASONING_CONTENT_REASON`) (a copy where one is found, ``body``
+    itself otherwise); every other detail stays, for the check."""
 
     def kept(block: Any) -> Any:
         if not isinstance(block, dict) or "detail" not in block:
@@ -199,6 +208,9 @@ def _without_openai_details(body: dict[str, Any]) -> dict[str, Any]:
     changed = []
     for item in items:
         new = item
+        if isinstance(item, dict) and item.get("type") == "reasoning" and "content" in item:
+            changed.append({key: value for key, value in item.items() if key != "content"})
+            continue
         for field in ("content", "output"):
             blocks = item.get(field) if isinstance(item, dict) else None
             if isinstance(blocks, list) and any(kept(b) is not b for b in blocks):

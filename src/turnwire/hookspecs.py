@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         HandleInfo,
         HostedReplay,
         MediaPolicy,
+        ReasoningContent,
         ReasoningReplay,
         ThoughtSurfacing,
         Warn,
@@ -364,19 +365,25 @@ def render_tool_call_result(
 
 @hookspec(firstresult=True)
 def render_reasoning_item(
-    thought: Thought, reasoning_replay: ReasoningReplay, replay_compatibility: tuple[str, ...]
+    thought: Thought,
+    reasoning_replay: ReasoningReplay,
+    replay_compatibility: tuple[str, ...],
+    reasoning_content: ReasoningContent,
 ) -> ReasoningItem | None:
     """Turn a thought into a native reasoning item, when it can be replayed.
 
     :param thought: the thought.
     :param reasoning_replay: the replay mode.
     :param replay_compatibility: the replay tags this deployment accepts.
+    :param reasoning_content: ``replay`` keeps the item's raw reasoning text (``content``),
+        ``omit`` leaves it out.
     :returns: the reasoning item, or ``None`` when it cannot be replayed natively.
 
     Stops at the first non-None result. Runs once per surfaced thought. The pairing sweep then
     checks the fingerprint and the partner.
     Default: only in ``encrypted`` mode, for an accepted tag and a payload whose item carries
-    ``encrypted_content`` (under ``store: false`` nothing else resolves).
+    ``encrypted_content`` (under ``store: false`` nothing else resolves); its ``content`` left
+    out under ``omit``.
     """
 
 

@@ -6,13 +6,15 @@ import logging
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
+import msgspec
 import pytest
 
 import turnwire
 from turnwire import hookimpl
+from turnwire.config.settings import load_settings, profile_path
 from turnwire.model.records import REPLAY_TAG, Identity, ReasoningPayload, Thought
 from turnwire.stages.reasoning import filter_thoughts, render_reasoning_item
-from turnwire.wire import ReasoningItem, SummaryText
+from turnwire.wire import ReasoningItem, ReasoningText, SummaryText
 
 from ..conftest import REPLAY, at, render_body, thread, user
 from ..rendering.test_sweep import _fingerprint_after_user, _replay_thread
@@ -33,7 +35,10 @@ def replayable(tid="rs_1", encrypted="enc", tag=REPLAY_TAG, item_id="rs_1", seco
 def test_only_encrypted_mode_with_an_accepted_tag_and_encrypted_content_replays():
     thought = replayable()
     ok = render_reasoning_item(
-        thought=thought, reasoning_replay="encrypted", replay_compatibility=(REPLAY_TAG,)
+        thought=thought,
+        reasoning_replay="encrypted",
+        replay_compatibility=(REPLAY_TAG,),
+        reasoning_content="replay",
     )
     assert ok is thought.payload.item
     for mode, accepted, candidate in [
@@ -44,7 +49,10 @@ def test_only_encrypted_mode_with_an_accepted_tag_and_encrypted_content_replays(
     ]:
         assert (
             render_reasoning_item(
-                thought=candidate, reasoning_replay=mode, replay_compatibility=accepted
+                thought=candidate,
+                reasoning_replay=mode,
+                replay_compatibility=accepted,
+                reasoning_content="replay",
             )
             is None
         )
@@ -55,8 +63,69 @@ def test_an_id_with_the_wrong_prefix_is_dropped_not_sent():
         thought=replayable(item_id="reasoning-1"),
         reasoning_replay="encrypted",
         replay_compatibility=(REPLAY_TAG,),
+        reasoning_content="replay",
     )
     assert item is not None and item.id is None
+
+
+def test_raw_reasoning_text_is_replayed_or_left_out_as_configured():
+    thought = replayable()
+    with_text = msgspec.structs.replace(
+        thought.payload.item, content=(ReasoningText(text="raw thinking"),)
+    )
+    thought = msgspec.structs.replace(
+        thought, payload=msgspec.structs.replace(thought.payload, item=with_text)
+    )
+    kept = render_reasoning_item(
+        thought=thought,
+        reasoning_replay="encrypted",
+        replay_compatibility=(REPLAY_TAG,),
+        reasoning_content="replay",
+    )
+    assert kept is with_text
+    left_out = render_reasoning_item(
+        thought=thought,
+        reasoning_replay="encrypted",
+        replay_compatibility=(REPLAY_TAG,),
+        reasoning_content="omit",
+    )
+    assert left_out is not None and left_out.content is None
+    assert (left_out.id, left_out.encrypted_content, left_out.summary) == (
+        "rs_1",
+        "enc",
+        with_text.summary,
+    )
+
+
+def test_the_openresponses_profile_sends_reasoning_without_its_raw_text():
+    t = _replay_thread(_fingerprint_after_user(REPLAY))
+    [thought] = t.thoughts
+    with_text = msgspec.structs.replace(
+        thought.payload.item, content=(ReasoningText(text="raw thinking"),)
+    )
+    t = msgspec.structs.replace(
+        t,
+        thoughts=(
+            msgspec.structs.replace(
+                thought, payload=msgspec.structs.replace(thought.payload, item=with_text)
+            ),
+        ),
+    )
+    trusting = {"render": {**REPLAY["render"], "unfingerprinted_reasoning": "trust"}}
+    [sent] = [i for i in render_body(t, trusting)["input"] if i.get("type") == "reasoning"]
+    assert sent["content"] == [{"type": "reasoning_text", "text": "raw thinking"}]
+    profile = load_settings(
+        [profile_path("openresponses")], env={}, overrides={**trusting, "request": {}}
+    )
+    assert profile.render.reasoning_content == "omit"
+    [sent] = [
+        i
+        for i in render_body(t, {"render": {**trusting["render"], "reasoning_content": "omit"}})[
+            "input"
+        ]
+        if i.get("type") == "reasoning"
+    ]
+    assert "content" not in sent and sent["encrypted_content"]
 
 
 def _plain(tid, second, who="assistant", tag=None):

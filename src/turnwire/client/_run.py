@@ -52,7 +52,7 @@ from turnwire.client.recording import (
 )
 from turnwire.client.results import ResponseMeta, RunResult
 from turnwire.client.text_calls import apply_text_tool_calls
-from turnwire.errors import HttpError, ReasoningReplayRejectedError
+from turnwire.errors import ConfigError, HttpError, ReasoningReplayRejectedError
 from turnwire.files.pointers import ContextAssembler, file_roots
 from turnwire.model.approvals import ApprovalDecision
 from turnwire.model.records import HostedItem, Message, Thought, Thread, ToolCall
@@ -334,6 +334,14 @@ class Run:
         model: str,
         roots: tuple[str, ...],
     ) -> CompactResult | None:
+        lacking = self.settings.provider.lacks.get("compact")
+        if lacking is not None:
+            who = self.settings.provider.name or "the provider"
+            raise ConfigError(
+                f"$.provider.lacks.compact: {who} does not accept POST /responses/compact "
+                f"({lacking}): nothing was sent",
+                path="$.provider.lacks.compact",
+            )
         rendered = self._render(part, model, roots)
         body = compact_body(rendered.body)
         self.client._observe(

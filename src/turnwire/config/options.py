@@ -29,6 +29,7 @@ __all__ = [
     "HostedReplay",
     "MediaPolicy",
     "MediaPolicyName",
+    "ReasoningContent",
     "ReasoningReplay",
     "RenderOptions",
     "SystemPromptChannel",
@@ -43,6 +44,7 @@ SystemPromptChannel = Literal["instructions", "developer-item", "system-item"]
 ContextPlacement = Literal["leading", "timeline"]
 ThoughtSurfacing = Literal["all-self", "latest-self", "all"]
 ReasoningReplay = Literal["off", "encrypted", "summary-only"]
+ReasoningContent = Literal["replay", "omit"]
 FingerprintBinding = Literal["prefix", "model"]
 UnfingerprintedReasoning = Literal["drop", "trust"]
 HostedReplay = Literal["sealed", "all"]
@@ -114,6 +116,7 @@ class RenderOptions(msgspec.Struct, frozen=True, kw_only=True):
     self_identity: str = "assistant"
     thought_surfacing: ThoughtSurfacing = "all-self"
     reasoning_replay: ReasoningReplay = "off"
+    reasoning_content: ReasoningContent = "replay"
     replay_compatibility: tuple[str, ...] = ()
     fingerprint_binding: FingerprintBinding = "prefix"
     unfingerprinted_reasoning: UnfingerprintedReasoning = "drop"

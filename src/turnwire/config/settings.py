@@ -34,6 +34,7 @@ from turnwire.config.options import (
     HostedReplay,
     MediaPolicy,
     MediaPolicyName,
+    ReasoningContent,
     ReasoningReplay,
     SystemPromptChannel,
     ThoughtSurfacing,
@@ -64,6 +65,7 @@ __all__ = [
     "ContextSettings",
     "FileSettings",
     "PluginSettings",
+    "ProviderSettings",
     "RenderSettings",
     "RequestSettings",
     "RetrySettings",
@@ -164,6 +166,9 @@ class RenderSettings(_Section, frozen=True, kw_only=True):
         or all (peers' too).
     :ivar reasoning_replay: How thoughts are sent: never, as native reasoning items with
         ``encrypted_content``, or as their summary text.
+    :ivar reasoning_content: Whether a replayed reasoning item keeps its raw reasoning text
+        (``content``, which some models return): ``replay`` sends it as it came; ``omit`` leaves
+        it out (the Open Responses specification takes no ``content`` back).
     :ivar replay_compatibility: The replay tags this deployment accepts. Unset (null), the one
         its replay mode implies: ``openai-responses-reasoning-v1`` (the reasoning turnwire records)
         while ``reasoning_replay`` replays (``encrypted``, ``summary-only``), none while it is
@@ -203,6 +208,7 @@ class RenderSettings(_Section, frozen=True, kw_only=True):
     self_identity: NonEmpty = "assistant"
     thought_surfacing: ThoughtSurfacing = "all-self"
     reasoning_replay: ReasoningReplay = "off"
+    reasoning_content: ReasoningContent = "replay"
     replay_compatibility: tuple[NonEmpty, ...] | None = None
     fingerprint_binding: FingerprintBinding = "prefix"
     unfingerprinted_reasoning: UnfingerprintedReasoning = "drop"
@@ -707,6 +713,61 @@ class FileSettings(_Section, frozen=True, kw_only=True):
                 raise ValueError(f"roots: {root!r} is not an absolute path")
 
 
+ProviderLack = Literal[
+    "encrypted_reasoning",
+    "reasoning_content",
+    "prompt_cache_key",
+    "prompt_cache_options",
+    "context_management",
+    "compact",
+]
+
+
+class ProviderSettings(_Section, frozen=True, kw_only=True):
+    """``provider:``: which server ``client.base_url`` is, and what it does not accept.
+
+    :ivar name: The provider's name, shown in the errors its ``lacks`` cause (a profile sets
+        it: ``groq``, ``openresponses`` ...).
+    :ivar lacks: What the server does not accept, each with the reason: ``encrypted_reasoning``
+        (``render.reasoning_replay: encrypted``), ``reasoning_content`` (``render.reasoning_content:
+        replay``), ``prompt_cache_key`` (any ``request.prompt_cache_key`` but ``none``),
+        ``prompt_cache_options`` (``request.prompt_cache_options``, ``prompt_cache_retention``,
+        ``prompt_cache_breakpoints: auto``), ``context_management`` (server-side compaction) and
+        ``compact`` (``POST /responses/compact``: ``context.window.compact``). A configuration
+        that asks for one is refused at load, naming the setting and the reason.
+    """
+
+    name: NonEmpty | None = None
+    lacks: dict[ProviderLack, NonEmpty] = msgspec.field(default_factory=dict)
+
+
+def _asks_for(settings: Settings, lack: ProviderLack) -> str | None:
+    """The setting of ``settings`` that asks for what ``lack`` names, as its ``$.path`` (``None``
+    when none does)."""
+    render, request = settings.render, settings.request
+    if lack == "encrypted_reasoning":
+        return "$.render.reasoning_replay" if render.reasoning_replay == "encrypted" else None
+    if lack == "reasoning_content":
+        return "$.render.reasoning_content" if render.reasoning_content == "replay" else None
+    if lack == "prompt_cache_key":
+        key = request.prompt_cache_key
+        return None if key is None or key == "none" else "$.request.prompt_cache_key"
+    if lack == "prompt_cache_options":
+        if request.prompt_cache_options is not None:
+            return "$.request.prompt_cache_options"
+        if request.prompt_cache_retention is not None:
+            return "$.request.prompt_cache_retention"
+        if request.prompt_cache_breakpoints != "off":
+            return "$.request.prompt_cache_breakpoints"
+        return None
+    if lack == "context_management":
+        return None if request.context_management is None else "$.request.context_management"
+    window = settings.context.window
+    if isinstance(window, WindowSettings) and window.compact is not None:
+        return "$.context.window.compact"
+    return None
+
+
 class Settings(_Section, frozen=True, kw_only=True):
     """The whole configuration.
 
@@ -718,6 +779,7 @@ class Settings(_Section, frozen=True, kw_only=True):
     :ivar store: Where stored threads live.
     :ivar tools: Which code runs a tool (registered handlers only), and for how long.
     :ivar files: Where file pointers may lead, and how much is read.
+    :ivar provider: Which server ``client.base_url`` is, and what it does not accept.
     """
 
     render: RenderSettings = msgspec.field(default_factory=RenderSettings)
@@ -728,6 +790,17 @@ class Settings(_Section, frozen=True, kw_only=True):
     store: StoreSettings = msgspec.field(default_factory=StoreSettings)
     tools: ToolSettings = msgspec.field(default_factory=ToolSettings)
     files: FileSettings = msgspec.field(default_factory=FileSettings)
+    provider: ProviderSettings = msgspec.field(default_factory=ProviderSettings)
+
+    def lacking(self) -> tuple[str, str] | None:
+        """The first setting that asks for what ``provider.lacks`` names, as ``(path, message)``
+        (``None`` when there is none)."""
+        for lack, reason in self.provider.lacks.items():
+            path = _asks_for(self, lack)
+            if path is not None:
+                who = self.provider.name or "the provider"
+                return path, f"{path}: {who} does not accept it ({lack}: {reason})"
+        return None
 
 
 def default_config_path() -> Path:
@@ -845,10 +918,15 @@ def settings_from_tree(tree: Mapping[str, Any]) -> Settings:
     """Validate a merged configuration tree."""
     _check_rejected(tree)
     try:
-        return msgspec.convert(tree, Settings)
+        settings = msgspec.convert(tree, Settings)
     except msgspec.ValidationError as err:
         path, detail = validation_location(err)
         raise ConfigError(f"{path}: {detail}", path=path) from err
+    lacking = settings.lacking()
+    if lacking is not None:
+        path, message = lacking
+        raise ConfigError(message, path=path)
+    return settings
 
 
 def load_settings(

@@ -6,7 +6,7 @@ from operator import attrgetter
 
 import msgspec
 
-from turnwire.config.options import ReasoningReplay, ThoughtSurfacing
+from turnwire.config.options import ReasoningContent, ReasoningReplay, ThoughtSurfacing
 from turnwire.hookspecs import hookimpl
 from turnwire.model.records import Thought
 from turnwire.stages.timeline import item_id_matcher
@@ -20,7 +20,10 @@ _REASONING_ID = item_id_matcher("rs_")
 
 @hookimpl(trylast=True)
 def render_reasoning_item(
-    reasoning_replay: ReasoningReplay, replay_compatibility: tuple[str, ...], thought: Thought
+    reasoning_replay: ReasoningReplay,
+    replay_compatibility: tuple[str, ...],
+    reasoning_content: ReasoningContent,
+    thought: Thought,
 ) -> ReasoningItem | None:
     # The options first, the thought last: see stages.timeline.render_timeline_message.
     if reasoning_replay != "encrypted" or thought.payload is None:
@@ -31,7 +34,9 @@ def render_reasoning_item(
     if not item.encrypted_content:
         return None
     if item.id is not None and not _REASONING_ID(item.id):  # valid_item_id(item.id, "rs_")
-        return msgspec.structs.replace(item, id=None)
+        item = msgspec.structs.replace(item, id=None)
+    if item.content is not None and reasoning_content == "omit":
+        item = msgspec.structs.replace(item, content=None)
     return item
 
 
