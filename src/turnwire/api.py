@@ -18,7 +18,7 @@ from turnwire.errors import (
 )
 from turnwire.files.pointers import file_roots
 from turnwire.files.thread_file import file_digest, load_thread, save_thread
-from turnwire.model.records import Thread, ToolCall
+from turnwire.model.records import Media, Thread, ToolCall
 from turnwire.model.structured import OutputSchema, output_schema_argument
 from turnwire.rendering.compaction import CompactResult
 from turnwire.rendering.container import Container, build_container
@@ -210,7 +210,7 @@ def run_thread(
     *,
     store: ThreadStore,
     prompt: str = "",
-    files: Iterable[str | os.PathLike[str]] = (),
+    files: Iterable[str | os.PathLike[str] | Media] = (),
     config_files: Iterable[str | os.PathLike[str]] = (),
     base_url: str | None = None,
     api_key: str | None = None,

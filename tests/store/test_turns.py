@@ -52,7 +52,7 @@ def test_an_empty_prompt_gives_no_text_part_and_files_alone_are_a_question():
 
 def test_file_bytes_never_reach_a_turn():
     inline = Media(id="x", kind="image", mime_type="image/png", data=b"PNG")
-    with pytest.raises(ValueError, match="pointers only"):
+    with pytest.raises(ValueError, match="pointers and references only, never bytes"):
         builder().build_user_turn("hi", [inline])
 
 

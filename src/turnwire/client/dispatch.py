@@ -56,7 +56,7 @@ from turnwire.errors import (
 from turnwire.files.pointers import ContextAssembler, file_roots
 from turnwire.model.approvals import ApprovalDecision
 from turnwire.model.functions import function_tools, with_function_tools
-from turnwire.model.records import HostedItem, Thread, ToolCall
+from turnwire.model.records import HostedItem, Media, Thread, ToolCall
 from turnwire.model.structured import (
     OutputSchema,
     StructuredOutput,
@@ -315,12 +315,14 @@ class Client:
         *,
         store: ThreadStore,
         prompt: str = "",
-        files: Iterable[str | os.PathLike[str]] = (),
+        files: Iterable[str | os.PathLike[str] | Media] = (),
         roots: Iterable[str | os.PathLike[str]] | None = None,
         output_schema: type[Shape] | Mapping[str, Any] | OutputSchema | None = None,
         **run_options: Any,
     ) -> RunResult[Shape]:
-        """One turn of a thread ``store`` keeps: ``prompt`` and ``files`` (paths) asked as a
+        """One turn of a thread ``store`` keeps: ``prompt`` and ``files`` (paths, or
+        :class:`~turnwire.model.records.Media`: ``Media.from_file_id(...)`` and
+        ``Media.from_url(...)`` are stored as references the API resolves) asked as a
         new user message, the run, and its turns appended to the thread in one transaction
         (see :mod:`turnwire.client.stored`). Concurrent calls on one client are safe; two on
         the same thread cannot interleave their turns (the later append raises

@@ -58,6 +58,31 @@ def media_from_path(path: str | os.PathLike[str], *, media_id: str | None = None
     return Media.from_path(file, id=media_id)
 
 
+def question_media(file: str | os.PathLike[str] | Media, index: int) -> Media:
+    """One of a question's ``files``: a path (:func:`media_from_path`), or a
+    :class:`~turnwire.model.records.Media` as it is: one with a ``path`` (copied like a path),
+    a ``file_id`` or a ``url`` (a reference the API resolves, stored as it is).
+
+    :raises turnwire.errors.ConfigError: a path is not a file, or a Media holds bytes alone
+        (``data_base64``: a stored turn keeps pointers and references, never bytes), naming
+        ``files[index]``.
+    """
+    if not isinstance(file, Media):
+        return media_from_path(file)
+    if file.path is not None:
+        resolved = Path(file.path).resolve()
+        if not resolved.is_file():
+            raise ConfigError(f"files[{index}]: {file.path} is not a file", path=f"files[{index}]")
+        return msgspec.structs.replace(file, path=str(resolved), data=None)
+    if file.file_id is None and file.url is None:
+        raise ConfigError(
+            f"files[{index}]: media {file.id} holds bytes alone; a stored question keeps a "
+            "path (copied among the store's files), a file_id or a url, never bytes",
+            path=f"files[{index}]",
+        )
+    return file
+
+
 def compaction_turn(builder: TurnBuilder, record: HostedItem) -> Turn:
     """The stored turn of a compaction: an assistant turn holding its hosted item alone."""
     return Turn(
@@ -74,7 +99,7 @@ async def run_stored(
     *,
     store: ThreadStore,
     prompt: str = "",
-    files: Iterable[str | os.PathLike[str]] = (),
+    files: Iterable[str | os.PathLike[str] | Media] = (),
     roots: Iterable[str | os.PathLike[str]] | None = None,
     **run_options: Any,
 ) -> RunResult[Shape]:
@@ -100,7 +125,7 @@ async def run_stored(
     # Read before loading: if another writer appends after this, our append stores nothing and
     # fails with E_STORE_CONFLICT, so concurrent runs cannot interleave their turns.
     expected_last = await asyncio.to_thread(store.last_position, thread_id)
-    uploads = [media_from_path(path) for path in files]
+    uploads = [question_media(file, index) for index, file in enumerate(files)]
     copies, uploads = await asyncio.to_thread(
         _copy_question_files, store, thread_id, uploads, settings
     )
@@ -194,7 +219,9 @@ def _copy_question_files(
     kept: list[Media] = []
     try:
         for index, media in enumerate(uploads):
-            assert media.path is not None  # media_from_path always points at the file
+            if media.path is None:  # a reference the API resolves: nothing to copy
+                kept.append(media)
+                continue
             data = reader.read(media.path, where=f"files[{index}]", owner=media.id)
             copies.mkdir(parents=True, exist_ok=True)
             copy = copies / copy_name(f"{index}-", Path(media.path).name)

@@ -204,8 +204,9 @@ def _now() -> datetime:
 
 
 def _pointer_only(media: Media) -> Media | None:
-    """The media without inline bytes; ``None`` when it has no pointer to keep."""
-    if media.path is None:
+    """The media without inline bytes; ``None`` when it has no pointer to keep (a ``path``, or
+    a reference the API resolves: ``file_id``, ``url``)."""
+    if media.path is None and media.file_id is None and media.url is None:
         return None
     return msgspec.structs.replace(media, data=None) if media.data is not None else media
 
@@ -282,15 +283,20 @@ class TurnBuilder:
         self.new_id = new_id
 
     def build_user_turn(self, prompt: str, files: Sequence[Media] = ()) -> Turn:
-        """The user's question: a text part unless the prompt is empty, a file part per pointer.
+        """The user's question: a text part unless the prompt is empty, a file part per pointer
+        (a ``path``) or reference (a ``file_id`` or ``url``, kept as it is).
 
-        :raises ValueError: a file has no pointer (``path``): bytes are never stored.
+        :raises ValueError: a file is given by its bytes alone: bytes are never stored.
         """
         parts: list[Part] = [TextPart(text=prompt)] if prompt else []
         for media in files:
-            if media.path is None:
-                raise ValueError(f"file {media.id} has no path: a turn keeps pointers only")
-            parts.append(FilePart(media=msgspec.structs.replace(media, data=None)))
+            kept = _pointer_only(media)
+            if kept is None:
+                raise ValueError(
+                    f"file {media.id} has no path, file_id or url: a turn keeps pointers and "
+                    "references only, never bytes"
+                )
+            parts.append(FilePart(media=kept))
         if not parts:
             raise ValueError("a user turn needs a prompt or at least one file")
         return Turn(id=self.new_id(), role="user", parts=tuple(parts), created_at=self.clock())
