@@ -257,6 +257,21 @@ require_approval: {never: {tool_names: [read_wiki_structure]}}
     "ProgrammaticToolCallingTool": """\
 {type: programmatic_tool_calling}
 """,
+    "ToolSearchTool": """\
+{type: tool_search}
+""",
+    "NamespaceTool": """\
+type: namespace
+name: crm
+description: CRM tools for customer lookup and order management.
+tools:
+  - {type: function, name: list_open_orders, defer_loading: true,
+     parameters: {type: object, properties: {customer_id: {type: string}}}}
+""",
+    "NamespaceFunction": """\
+{type: function, name: list_open_orders, description: List open orders for a customer ID.,
+ defer_loading: true, parameters: {type: object, properties: {customer_id: {type: string}}}}
+""",
     "OutputSchema": """\
 name: invoice
 schema:

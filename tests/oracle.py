@@ -107,7 +107,15 @@ def validate_body(body: dict[str, Any]) -> None:
             except ValidationError as err:
                 raise OracleError(f"tools[{index}] ({tool.get('type')}): {err}") from err
             continue
-        allowed = {"type", "name", "description", "parameters", "strict", "allowed_callers"}
+        allowed = {
+            "type",
+            "name",
+            "description",
+            "parameters",
+            "strict",
+            "allowed_callers",
+            "defer_loading",
+        }
         extra = set(tool) - allowed
         if extra:
             raise OracleError(f"tools[{index}]: unexpected keys {sorted(extra)}")
@@ -162,6 +170,10 @@ OPENAI_ONLY: dict[str, str] = {
     "tools[*].allowed_callers": (
         "OpenAI's programmatic tool calling: whether the model, a program or both may call "
         "a function"
+    ),
+    "tools[*].defer_loading": (
+        "OpenAI's tool search: a function loaded only when the model searches for it, sent "
+        "only when true; the specification has no tool search"
     ),
 }
 """Keys the specification does not define that turnwire may send, by path (``[*]`` = any)."""
@@ -288,6 +300,11 @@ OPENAI_ONLY_TOOLS: dict[str, str] = {
     "mcp": _HOSTED_TOOL.format("remote MCP servers and connectors"),
     "image_generation": _HOSTED_TOOL.format("image generation"),
     "programmatic_tool_calling": _HOSTED_TOOL.format("programs that call functions"),
+    "tool_search": _HOSTED_TOOL.format("a search that loads deferred tools"),
+    "namespace": (
+        "OpenAI's tool search: functions and custom tools grouped under a name; the "
+        "specification declares function tools only"
+    ),
     **{
         kind: f"an OpenAI tool the client runs ({what}): the specification declares function "
         "tools only"

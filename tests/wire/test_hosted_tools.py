@@ -286,7 +286,7 @@ def test_a_thread_declares_only_the_mcp_servers_the_configuration_allows(tmp_pat
         ([{"type": "mcp", "server_label": "x"}], "exactly one of `server_url` or `connector_id`"),
         ([{"type": "file_search", "vector_store_ids": []}], "$.hosted_tools[0].vector_store_ids"),
         ([{"type": "web_search", "searchcontextsize": "low"}], "unknown field"),
-        ([{"type": "tool_search"}], "$.hosted_tools[0]"),
+        ([{"type": "tool_search", "execution": "elsewhere"}], "$.hosted_tools[0].execution"),
     ],
 )
 def test_bad_declarations_are_thread_file_errors(declared, message):

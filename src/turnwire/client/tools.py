@@ -78,11 +78,24 @@ from turnwire.model.client_calls import (
     PatchResult,
     ShellCommandOutput,
 )
-from turnwire.model.functions import ClientToolFunction, ToolFunction
+from turnwire.model.functions import (
+    ClientToolFunction,
+    ToolFunction,
+    called_tool,
+    client_tool_search,
+    handler_keys,
+)
 from turnwire.model.records import Artifact, Media, Thread, Tool, ToolCall, ToolCaller, ToolResult
 from turnwire.rendering.artifact_tools import artifact_tools
 from turnwire.stages.artifacts import ARTIFACT_TOOLS
-from turnwire.wire.tools import CLIENT_TOOL_TYPES, ClientTool, HostedTool, client_tool_key
+from turnwire.wire.tools import (
+    CLIENT_TOOL_TYPES,
+    ClientTool,
+    CustomTool,
+    HostedTool,
+    NamespaceTool,
+    client_tool_key,
+)
 
 if TYPE_CHECKING:
     from turnwire.config.settings import Settings
@@ -553,11 +566,25 @@ class ToolExecutor:
         for index, call in enumerate(thread.tool_calls):
             if call.payload is None or call.result is not None:
                 continue
-            if not self._registered(call.tool):
+            if not self._registered(self._key(call.tool, call.namespace)):
                 raise waiting_call_error(index, call)
+        searched = client_tool_search(thread, self.configured)
+        if searched is not None:
+            raise ToolHandlerMissingError(
+                f"{searched}: a client-executed tool search (execution: client) would have to "
+                "be answered by this client, and turnwire does not run client tool search in "
+                "this release; declare the tool_search tool without execution (the API runs "
+                "the search) or leave it out",
+                path=searched,
+                tool="tool_search",
+                kind="tool_search",
+            )
         declared = [(f"$.tools.hosted[{i}]", t) for i, t in enumerate(self.configured)]
         declared += [(f"$.hosted_tools[{i}]", t) for i, t in enumerate(thread.hosted_tools)]
         for where, tool in declared:
+            if isinstance(tool, NamespaceTool):
+                self._check_namespace(where, tool)
+                continue
             if not isinstance(tool, tuple(CLIENT_TOOL_TYPES.values())):
                 continue
             client: ClientTool = tool  # type: ignore[assignment]
@@ -572,6 +599,24 @@ class ToolExecutor:
                 path=where,
                 tool=key,
                 kind=kind,
+            )
+
+    def _check_namespace(self, where: str, namespace: NamespaceTool) -> None:
+        """Refuse a custom tool of ``namespace`` that no handler answers."""
+        for place, member in enumerate(namespace.tools):
+            if not isinstance(member, CustomTool):
+                continue
+            key = self._key(member.name, namespace.name)
+            if self._registered(key):
+                continue
+            qualified = f"{namespace.name}.{member.name}"
+            raise ToolHandlerMissingError(
+                f"{where}.tools[{place}]: custom tool {_shown(qualified)} is declared, and no "
+                f"handler is registered to answer its calls; {_how_to_register(qualified)} "
+                f"(or under {_shown(member.name)}), or leave the tool out",
+                path=f"{where}.tools[{place}]",
+                tool=qualified,
+                kind="custom",
             )
 
     def _registered(self, name: str) -> bool:
@@ -601,22 +646,30 @@ class ToolExecutor:
             return "is not `module:function` with public names only"
         return None
 
-    def _handler(self, tool: Tool) -> Callable[..., Any]:
-        """The callable of ``tool``; ``LookupError`` (a message for the model) when none."""
-        if tool.name in self.functions:
-            return self.functions[tool.name]
-        if tool.name in self.handlers:
-            return self.handlers[tool.name]
-        if tool.name in self.registered:
-            return self._import(self.registered[tool.name], own_module=False)
-        entry_point = self._entries().get(tool.name)
+    def _key(self, name: str, namespace: str | None) -> str:
+        """What the handler of a call of ``name`` in ``namespace`` is registered under: the
+        first registered of :func:`~turnwire.model.functions.handler_keys` (``crm.lookup``,
+        then ``lookup``), else ``name``."""
+        return next((key for key in handler_keys(name, namespace) if self._registered(key)), name)
+
+    def _handler(self, tool: Tool, key: str | None = None) -> Callable[..., Any]:
+        """The callable of ``tool``, registered under ``key`` (default: its name);
+        ``LookupError`` (a message for the model) when none."""
+        key = key or tool.name
+        if key in self.functions:
+            return self.functions[key]
+        if key in self.handlers:
+            return self.handlers[key]
+        if key in self.registered:
+            return self._import(self.registered[key], own_module=False)
+        entry_point = self._entries().get(key)
         if entry_point is not None:
-            cached = self._imported.get(f"entry-point:{tool.name}")
+            cached = self._imported.get(f"entry-point:{key}")
             if cached is None:
                 target = entry_point.load()
                 if not callable(target):
                     raise LookupError(f"entry point {entry_point.value!r} is not callable")
-                cached = self._imported[f"entry-point:{tool.name}"] = target
+                cached = self._imported[f"entry-point:{key}"] = target
             assert callable(cached)
             return cached
         if tool.handler is None:
@@ -688,19 +741,20 @@ class ToolExecutor:
                     True,
                 )
             return self._done(call, text, failed, inline=True)
-        tool = thread.tool(name)
+        tool = called_tool(thread, name, call.namespace, self.configured)
         if tool is None:
             names = sorted(t.name for t in thread.tools)
+            shown = name if call.namespace in (None, name) else f"{call.namespace}.{name}"
             text = (
-                f"Tool not found: {name}. Available tools: {', '.join(names)}."
+                f"Tool not found: {shown}. Available tools: {', '.join(names)}."
                 if names
-                else f"Tool not found: {name}. No tools are available this turn."
+                else f"Tool not found: {shown}. No tools are available this turn."
             )
             return self._done(call, text, True)
         if not tool.allows(caller):
             return self._done(call, _refused_caller(name, caller, tool.callers), True)
         try:
-            handler = self._handler(tool)
+            handler = self._handler(tool, self._key(name, call.namespace))
         except (ImportError, AttributeError, LookupError) as err:
             return self._done(call, f"Tool {name} cannot run: {err}", True)
         except Exception as err:  # an entry point or module that fails while it loads
@@ -796,7 +850,7 @@ class ToolExecutor:
     def answers(self, call: ToolCall) -> bool:
         """Whether a handler is registered for ``call`` (a client-executed call: under its
         custom tool's name or its kind; a function call: always, its result says why not)."""
-        return call.payload is None or self._registered(call.tool)
+        return call.payload is None or self._registered(self._key(call.tool, call.namespace))
 
     def _client_handler(self, key: str) -> Callable[..., Any] | None:
         """The handler registered under ``key`` (a custom tool's name or a kind), ``None``
@@ -824,7 +878,7 @@ class ToolExecutor:
         payload) as its one argument, under the bounds a function's handler runs under."""
         name, kind, payload = call.tool, call.kind, call.payload
         try:
-            handler = self._client_handler(name)
+            handler = self._client_handler(self._key(name, call.namespace))
         except (ImportError, AttributeError, LookupError) as err:
             return self._done(call, f"Tool {name} cannot run: {err}", True)
         except Exception as err:  # an entry point or module that fails while it loads

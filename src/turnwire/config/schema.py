@@ -72,9 +72,10 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "compactions, and item types added later, each kept as the API emitted it.",
         "hosted_tools": "The tools that are not functions, declared after the function tools: "
         "the hosted ones the API runs itself (web search, file search, code interpreter, MCP "
-        "servers, image generation), and the client-executed ones a deployer's handler runs "
-        "(custom tools, shell, local shell, apply_patch, computer use); one per type (per "
-        "`server_label` for MCP, per `name` for a custom tool). The configuration's "
+        "servers, image generation, tool search), namespaces of functions and custom tools, "
+        "and the client-executed ones a deployer's handler runs (custom tools, shell, local "
+        "shell, apply_patch, computer use); one per type (per `server_label` for MCP, per "
+        "`name` for a custom tool or a namespace). The configuration's "
         "`tools.hosted` come first and win over a thread's declaration of the same tool; a "
         "thread's own MCP server must be allowed by `tools.allow_thread_mcp_servers`.",
     },
@@ -160,6 +161,9 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "`check-config --print`, nor part of a reasoning fingerprint. In a configuration "
         "file, write them as `${ENV}` placeholders.",
         "authorization": "An OAuth access token for the server or connector; kept like `headers`.",
+        "defer_loading": "Load the server's tools only through a tool search (the "
+        "`tool_search` tool, which the request then needs): the model sees the server's "
+        "label and description until it searches.",
     },
     "McpToolFilter": {
         "tool_names": "Tools by name.",
@@ -201,6 +205,9 @@ FIELD_DOCS: dict[str, dict[str, str]] = {
         "program the model wrote, which needs the `programmatic_tool_calling` hosted tool), "
         "or both; null: the model only. A call from a caller not listed gets an error "
         "result and does not run.",
+        "defer_loading": "Deferred: loaded only through a tool search (the `tool_search` "
+        "hosted tool, which the request then needs); the model sees the name and description "
+        "until it searches, the parameters after.",
     },
     "Memory": {
         "id": "A stable id, unique within the thread (it seeds the envelope nonce).",

@@ -183,6 +183,24 @@ RULES: dict[str, Rule] = {
     "computer-call-pairing": _unrecorded("input"),
     "unique-tool-names": _unrecorded("tools"),
     "tool-choice-declared": _unrecorded("tool_choice"),
+    "tool-search-needs-deferred": Rule(
+        400,
+        _INVALID,
+        None,
+        "tools",
+        "Invalid Value: 'tools.tool_search'. tools.tool_search requires at least one deferred "
+        "tool.",
+        "justrach/codegraff#746 quotes the message; type, param and code: no recording",
+    ),
+    "deferred-needs-tool-search": Rule(
+        400,
+        _INVALID,
+        None,
+        "tools",
+        "Invalid Value: 'tools.defer_loading'. Deferred tools require tools.tool_search.",
+        "Wei-Shaw/sub2api#5942 quotes the message (the API's answer to a deferred function "
+        "sent without tool_search); type, param and code: no recording",
+    ),
     # --- the rules only a server sees ------------------------------------------------------
     "call-without-output": Rule(
         400,

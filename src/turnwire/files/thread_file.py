@@ -149,6 +149,8 @@ UNBOUNDED_FIELDS = (
     "tool_calls[].seq",
     "hosted_items[].seq",
     "hosted_tools[].filters",
+    "hosted_tools[].parameters",
+    "hosted_tools[].tools[].parameters",
 )
 
 
@@ -180,6 +182,15 @@ def check_unbounded(thread: Thread, name: str, data: bytes) -> None:
         if isinstance(filters, dict):  # file search's attribute filter: free-form
             path = f"$.hosted_tools[{index}].filters"
             check_tree(filters, name=name, data=data, path=path, depth=4)
+        parameters = getattr(declared, "parameters", None)
+        if isinstance(parameters, dict):  # a client tool search's JSON Schema
+            path = f"$.hosted_tools[{index}].parameters"
+            check_tree(parameters, name=name, data=data, path=path, depth=4)
+        for place, member in enumerate(getattr(declared, "tools", None) or ()):
+            parameters = getattr(member, "parameters", None)
+            if isinstance(parameters, dict):  # a namespace function's JSON Schema
+                path = f"$.hosted_tools[{index}].tools[{place}].parameters"
+                check_tree(parameters, name=name, data=data, path=path, depth=6)
     timeline: tuple[tuple[str, Sequence[Message | Thought | ToolCall | HostedItem]], ...] = (
         ("messages", thread.messages),
         ("thoughts", thread.thoughts),

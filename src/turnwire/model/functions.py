@@ -31,6 +31,12 @@ A call's arguments are checked against the schema, as every tool's are, then con
 function's types with :func:`msgspec.convert` (a Struct parameter gets a Struct instance, a
 ``datetime`` a ``datetime``): a value the conversion refuses is an error result naming the
 field, and the function does not run.
+
+Tool search: ``@tool(defer_loading=True)`` (and ``custom_tool(defer_loading=True)``) declares a
+tool the model loads only through a search (the ``tool_search`` hosted tool, which the request
+then needs). :func:`tool_namespace` groups functions and custom tools under a namespace (a
+``namespace`` tool): their calls carry the namespace's name, and each is registered under
+``namespace.name`` (``crm.lookup``), so two namespaces may hold functions of one name.
 """
 
 from __future__ import annotations
@@ -54,18 +60,28 @@ from turnwire.wire.tools import (
     CustomTool,
     CustomToolGrammar,
     CustomToolText,
+    HostedTool,
+    NamespaceFunction,
+    NamespaceTool,
+    ToolSearchTool,
     client_tool_key,
     declaration_key,
+    namespace_function,
 )
 
 __all__ = [
     "ClientToolFunction",
     "ToolFunction",
+    "ToolNamespace",
     "as_tool",
+    "called_tool",
     "client_tool",
+    "client_tool_search",
     "custom_tool",
     "function_tools",
+    "handler_keys",
     "tool",
+    "tool_namespace",
     "with_function_tools",
 ]
 
@@ -100,11 +116,14 @@ class ToolFunction(Generic[P, R]):
     :ivar declaration: the :class:`~turnwire.model.records.Tool` sent to the model.
     :ivar strict_problem: why its parameters have no strict form (``$.properties.x: ...``),
         ``None`` when they have one.
+    :ivar namespace: the namespace it belongs to (:func:`tool_namespace`), ``None`` for a
+        function declared on its own.
     """
 
     function: Callable[P, R]
     declaration: Tool
     strict_problem: str | None
+    namespace: NamespaceTool | None = None
 
     def __init__(
         self,
@@ -113,6 +132,7 @@ class ToolFunction(Generic[P, R]):
         name: str | None = None,
         description: str | None = None,
         strict: bool | None = None,
+        defer_loading: bool = False,
     ) -> None:
         if not callable(function):
             raise TypeError(f"a tool is a function, not {type(function).__name__}")
@@ -145,6 +165,7 @@ class ToolFunction(Generic[P, R]):
             parameters=strict_schema if use_strict else loose,
             # No strict form: never strict, whatever render.strict says.
             strict=strict if strict_schema is not None else False,
+            defer_loading=defer_loading,
         )
 
     @property
@@ -152,11 +173,16 @@ class ToolFunction(Generic[P, R]):
         """The tool's name."""
         return self.declaration.name
 
+    @property
+    def key(self) -> str:
+        """What it is registered under: ``namespace.name`` in a namespace, else its name."""
+        return self.name if self.namespace is None else f"{self.namespace.name}.{self.name}"
+
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self.function(*args, **kwargs)
 
     def __repr__(self) -> str:
-        return f"ToolFunction({self.name!r}, {self.function!r})"
+        return f"ToolFunction({self.key!r}, {self.function!r})"
 
     def arguments(self, args: Mapping[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """The call of the function for the model's ``args`` (checked against the schema
@@ -195,6 +221,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     strict: bool | None = None,
+    defer_loading: bool = False,
 ) -> ToolFunction[P, R]: ...
 
 
@@ -204,6 +231,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     strict: bool | None = None,
+    defer_loading: bool = False,
 ) -> Callable[[Callable[P, R]], ToolFunction[P, R]]: ...
 
 
@@ -214,6 +242,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     strict: bool | None = None,
+    defer_loading: bool = False,
 ) -> ToolFunction[P, R] | Callable[[Callable[P, R]], ToolFunction[P, R]]:
     """Make a function a tool: ``@turnwire.tool`` or ``@turnwire.tool(name=..., ...)``.
 
@@ -222,13 +251,21 @@ def tool(
     :param strict: ``True``: always strict (a :class:`TypeError` when the parameters have no
         strict form); ``False``: never; ``None``: strict when they have one, unless
         ``render.strict`` says otherwise.
+    :param defer_loading: loaded only through a tool search: the request then needs the
+        ``tool_search`` hosted tool (preflight rule ``deferred-needs-tool-search``).
     :raises TypeError: a parameter that takes ``*args`` or ``**kwargs``, a type with no JSON
         Schema, an annotation that cannot be resolved.
     :raises ValueError: a name the API does not take.
     """
 
     def make(function: Callable[P, R]) -> ToolFunction[P, R]:
-        return ToolFunction(function, name=name, description=description, strict=strict)
+        return ToolFunction(
+            function,
+            name=name,
+            description=description,
+            strict=strict,
+            defer_loading=defer_loading,
+        )
 
     return make if function is None else make(function)
 
@@ -241,10 +278,13 @@ class ClientToolFunction(Generic[R]):
 
     :ivar function: the handler (sync or async).
     :ivar declaration: the tool's declaration, sent with the request's tools.
+    :ivar namespace: the namespace a custom tool belongs to (:func:`tool_namespace`), ``None``
+        for a tool declared on its own.
     """
 
     function: Callable[[Any], R]
     declaration: ClientTool
+    namespace: NamespaceTool | None = None
 
     def __init__(self, declaration: ClientTool, function: Callable[[Any], R]) -> None:
         if not callable(function):
@@ -257,6 +297,11 @@ class ClientToolFunction(Generic[R]):
     def name(self) -> str:
         """What its handler is registered under: a custom tool's name, else the kind."""
         return client_tool_key(self.declaration)
+
+    @property
+    def key(self) -> str:
+        """What it is registered under: ``namespace.name`` in a namespace, else :attr:`name`."""
+        return self.name if self.namespace is None else f"{self.namespace.name}.{self.name}"
 
     def __call__(self, value: Any) -> R:
         return self.function(value)
@@ -283,6 +328,7 @@ def custom_tool(
     name: str | None = None,
     description: str | None = None,
     grammar: tuple[str, str] | None = None,
+    defer_loading: bool = False,
 ) -> ClientToolFunction[R]: ...
 
 
@@ -292,6 +338,7 @@ def custom_tool(
     name: str | None = None,
     description: str | None = None,
     grammar: tuple[str, str] | None = None,
+    defer_loading: bool = False,
 ) -> Callable[[Callable[[Any], R]], ClientToolFunction[R]]: ...
 
 
@@ -302,6 +349,7 @@ def custom_tool(
     name: str | None = None,
     description: str | None = None,
     grammar: tuple[str, str] | None = None,
+    defer_loading: bool = False,
 ) -> ClientToolFunction[R] | Callable[[Callable[[Any], R]], ClientToolFunction[R]]:
     """Make a function a custom (freeform) tool: ``@turnwire.custom_tool`` or
     ``@custom_tool(grammar=("lark", GRAMMAR))``. The model answers with text, following the
@@ -311,6 +359,7 @@ def custom_tool(
     :param name: the tool's name (default: the function's).
     :param description: what the model reads about it (default: the docstring).
     :param grammar: ``(syntax, definition)``, syntax ``lark`` or ``regex``; none: free text.
+    :param defer_loading: loaded only through a tool search (the ``tool_search`` hosted tool).
     :raises ValueError: a name the API does not take, or a syntax it does not know.
     """
 
@@ -332,9 +381,156 @@ def custom_tool(
                     "and a definition that is not empty"
                 )
             form = CustomToolGrammar(syntax=syntax, definition=definition)  # type: ignore[arg-type]
-        return ClientToolFunction(CustomTool(name=chosen, description=text, format=form), function)
+        declaration = CustomTool(
+            name=chosen, description=text, format=form, defer_loading=defer_loading
+        )
+        return ClientToolFunction(declaration, function)
 
     return make if function is None else make(function)
+
+
+class ToolNamespace:
+    """Functions and custom tools grouped under a namespace, for ``tools=``: the ``namespace``
+    declaration sent with the request's tools, and its members, each registered under
+    ``namespace.name``. Made by :func:`tool_namespace`.
+
+    :ivar declaration: the :class:`~turnwire.wire.tools.NamespaceTool` sent to the model.
+    :ivar members: its functions and custom tools, each knowing its namespace.
+    """
+
+    declaration: NamespaceTool
+    members: tuple[ToolFunction[..., Any] | ClientToolFunction[Any], ...]
+
+    def __init__(
+        self,
+        declaration: NamespaceTool,
+        members: tuple[ToolFunction[..., Any] | ClientToolFunction[Any], ...],
+    ) -> None:
+        self.declaration = declaration
+        self.members = members
+
+    @property
+    def name(self) -> str:
+        """The namespace's name, as its calls carry it."""
+        return self.declaration.name
+
+    def __repr__(self) -> str:
+        return f"ToolNamespace({self.name!r}, {[member.name for member in self.members]!r})"
+
+
+def tool_namespace(
+    name: str,
+    description: str,
+    tools: Iterable[Any],
+    *,
+    defer_loading: bool = False,
+) -> ToolNamespace:
+    """Group functions (plain, or made by :func:`tool`) and custom tools (:func:`custom_tool`)
+    under a namespace: ``tools=[tool_namespace("crm", "CRM tools", [lookup, list_orders])]``.
+
+    The model reads the namespace's name and description, and the tools inside; a call of one
+    carries the namespace (``function_call.namespace``) and runs the member of that name. Each
+    member is registered under ``namespace.name`` (``crm.lookup``), so another namespace, or a
+    function declared on its own, may use the same name.
+
+    :param name: the namespace's name (1 to 64 letters, digits, ``_`` or ``-``).
+    :param description: what the namespace holds, as the model reads it (the API requires it).
+    :param tools: its members, at least one, their names unique in it.
+    :param defer_loading: defer every member (each member's own ``defer_loading`` otherwise):
+        the model loads them through a tool search, and the request needs the ``tool_search``
+        hosted tool.
+    :raises ValueError: a name the API does not take, no member, or two of one name.
+    :raises TypeError: a member that is neither a function nor a custom tool, or that belongs to
+        another namespace already.
+    """
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(
+            f"namespace name {name!r}: a namespace's name is 1 to 64 letters, digits, `_` or `-`"
+        )
+    if not isinstance(description, str):
+        raise TypeError(f"namespace {name}: its description is text")
+    made = [as_tool(value) for value in tools]
+    if not made:
+        raise ValueError(f"namespace {name}: it needs at least one tool")
+    declared: list[NamespaceFunction | CustomTool] = []
+    for member in made:
+        if member.namespace is not None:
+            raise TypeError(
+                f"namespace {name}: {member.name!r} belongs to namespace "
+                f"{member.namespace.name!r} already"
+            )
+        if isinstance(member, ToolFunction):
+            own = member.declaration
+            declared.append(
+                NamespaceFunction(
+                    name=own.name,
+                    description=own.description or None,
+                    parameters=own.parameters,
+                    strict=own.strict,
+                    defer_loading=defer_loading or own.defer_loading,
+                    allowed_callers=own.allowed_callers,
+                )
+            )
+        elif isinstance(member.declaration, CustomTool):
+            custom = member.declaration
+            if defer_loading:
+                custom = msgspec.structs.replace(custom, defer_loading=True)
+            declared.append(custom)
+        else:
+            raise TypeError(
+                f"namespace {name}: a namespace holds functions and custom tools, not "
+                f"{member.declaration.__struct_config__.tag!r}"
+            )
+    try:
+        declaration = NamespaceTool(name=name, description=description, tools=tuple(declared))
+    except ValueError as err:
+        raise ValueError(str(err)) from None
+    members: list[ToolFunction[..., Any] | ClientToolFunction[Any]] = []
+    for member, shown in zip(made, declared, strict=True):
+        placed = copy.copy(member)
+        placed.namespace = declaration
+        if isinstance(placed, ToolFunction) and shown.defer_loading:
+            placed.declaration = msgspec.structs.replace(placed.declaration, defer_loading=True)
+        elif isinstance(placed, ClientToolFunction) and isinstance(shown, CustomTool):
+            placed.declaration = shown
+        members.append(placed)
+    return ToolNamespace(declaration, tuple(members))
+
+
+def handler_keys(name: str, namespace: str | None) -> tuple[str, ...]:
+    """What a call's handler is looked up under, the first registered one winning: for a call
+    in a namespace, ``namespace.name`` then ``name``; else ``name``. (A deferred function
+    declared on its own comes back with its own name as the namespace: ``name`` alone.)"""
+    if namespace is None or namespace == name:
+        return (name,)
+    return (f"{namespace}.{name}", name)
+
+
+def called_tool(
+    thread: Thread, name: str, namespace: str | None, configured: tuple[HostedTool, ...] = ()
+) -> Tool | None:
+    """The declaration of the function a call names: in the namespace it names (the
+    configuration's ``tools.hosted`` first, as they win over the thread's ``hosted_tools``), or
+    a function of the thread's ``tools``; ``None`` when nothing declares it.
+
+    A deferred function declared on its own comes back from the API with its own name as the
+    namespace: when no namespace of that name declares it, it is the thread's function.
+    """
+    if namespace is None:
+        return thread.tool(name)
+    member = namespace_function((*configured, *thread.hosted_tools), namespace, name)
+    if isinstance(member, NamespaceFunction):
+        return Tool(
+            name=member.name,
+            description=member.description or "",
+            parameters=member.parameters,
+            strict=member.strict,
+            allowed_callers=member.allowed_callers,
+            defer_loading=member.defer_loading,
+        )
+    if member is None and namespace == name:
+        return thread.tool(name)
+    return None
 
 
 def as_tool(value: Any) -> ToolFunction[..., Any] | ClientToolFunction[Any]:
@@ -350,23 +546,53 @@ def as_tool(value: Any) -> ToolFunction[..., Any] | ClientToolFunction[Any]:
     return ToolFunction(value)
 
 
+def client_tool_search(thread: Thread, configured: tuple[HostedTool, ...] = ()) -> str | None:
+    """Where a run would meet a client-executed tool search, which turnwire does not answer
+    in this release: a ``tool_search`` declared with ``execution: client`` (``$.tools.hosted[i]``
+    in configuration, ``$.hosted_tools[i]`` in the thread), or a
+    client-executed ``tool_search_call`` the thread holds without its ``tool_search_output``
+    (``$.hosted_items[i]``); ``None`` when there is none."""
+    declared = [(f"$.tools.hosted[{i}]", t) for i, t in enumerate(configured)]
+    declared += [(f"$.hosted_tools[{i}]", t) for i, t in enumerate(thread.hosted_tools)]
+    for where, tool in declared:
+        if isinstance(tool, ToolSearchTool) and tool.execution == "client":
+            return where
+    answered = {
+        record.item.get("call_id")
+        for record in thread.hosted_items
+        if record.type == "tool_search_output"
+    }
+    for index, record in enumerate(thread.hosted_items):
+        item = record.item
+        if (
+            record.type == "tool_search_call"
+            and item.get("execution") == "client"
+            and item.get("call_id") not in answered
+        ):
+            return f"$.hosted_items[{index}]"
+    return None
+
+
 def function_tools(
     tools: Iterable[Any],
 ) -> dict[str, ToolFunction[..., Any] | ClientToolFunction[Any]]:
-    """The tools of a ``tools=`` argument by name (a client-executed tool's: the name its
-    handler is registered under, see :class:`ClientToolFunction`).
+    """The tools of a ``tools=`` argument by the name their handler is registered under (a
+    client-executed tool's: see :class:`ClientToolFunction`; a namespace's members:
+    ``namespace.name``, see :func:`tool_namespace`).
 
     :raises turnwire.errors.InputError: two of them share a name.
     """
     found: dict[str, ToolFunction[..., Any] | ClientToolFunction[Any]] = {}
     for value in tools:
-        made = as_tool(value)
-        if made.name in found and found[made.name] is not made:
-            raise InputError(
-                f"tools=: two functions are named {made.name!r}; name one with "
-                "@turnwire.tool(name=...)"
-            )
-        found[made.name] = made
+        given = value.members if isinstance(value, ToolNamespace) else (as_tool(value),)
+        for made in given:
+            key = made.key
+            if key in found and found[key] is not made:
+                raise InputError(
+                    f"tools=: two functions are named {key!r}; name one with "
+                    "@turnwire.tool(name=...)"
+                )
+            found[key] = made
     return found
 
 
@@ -374,18 +600,29 @@ def with_function_tools(
     thread: Thread, functions: Iterable[ToolFunction[..., Any] | ClientToolFunction[Any]]
 ) -> Thread:
     """``thread`` with the declarations of ``functions`` after its own tools (a
-    client-executed tool's after its ``hosted_tools``).
+    client-executed tool's, and a namespace's, after its ``hosted_tools``).
 
     :raises turnwire.errors.InputError: the thread declares a tool of the same name (or of
         the same client-executed kind).
     """
     given = tuple(functions)
+    spaces: list[NamespaceTool] = []
+    for function in given:
+        if function.namespace is not None and function.namespace not in spaces:
+            spaces.append(function.namespace)
     # A declaration the thread holds already, the same, is not given twice (a thread saved
     # after a run with these tools).
     clients = tuple(
-        f.declaration
-        for f in given
-        if isinstance(f, ClientToolFunction) and f.declaration not in thread.hosted_tools
+        declaration
+        for declaration in (
+            *spaces,
+            *(
+                f.declaration
+                for f in given
+                if isinstance(f, ClientToolFunction) and f.namespace is None
+            ),
+        )
+        if declaration not in thread.hosted_tools
     )
     if clients:
         keys = {declaration_key(declaration) for declaration in clients}
@@ -397,7 +634,9 @@ def with_function_tools(
                     "code in handlers=)"
                 )
         thread = msgspec.structs.replace(thread, hosted_tools=thread.hosted_tools + clients)
-    added = tuple(f.declaration for f in given if isinstance(f, ToolFunction))
+    added = tuple(
+        f.declaration for f in given if isinstance(f, ToolFunction) and f.namespace is None
+    )
     if not added:
         return thread
     for index, declared in enumerate(thread.tools):

@@ -66,9 +66,12 @@ from turnwire.wire.tools import (
     McpApprovalFilter,
     McpTool,
     McpToolFilter,
+    NamespaceFunction,
+    NamespaceTool,
     ProgrammaticToolCallingTool,
     ShellLocalEnvironment,
     ShellTool,
+    ToolSearchTool,
     WebSearchFilters,
     WebSearchLocation,
     WebSearchTool,
@@ -111,6 +114,8 @@ __all__ = [
     "Message",
     "ModalityHazard",
     "Move",
+    "NamespaceFunction",
+    "NamespaceTool",
     "PatchOperation",
     "PendingSafetyCheck",
     "ProgrammaticToolCallingTool",
@@ -130,6 +135,7 @@ __all__ = [
     "ToolCaller",
     "ToolKind",
     "ToolResult",
+    "ToolSearchTool",
     "TrustTier",
     "TypeText",
     "Wait",
@@ -846,7 +852,8 @@ class Tool(_Record, frozen=True, kw_only=True):
     the Python callable (``module:function``) that runs it. ``allowed_callers`` says who may
     call it (programmatic tool calling): the model itself (``direct``), a program the model
     wrote (``programmatic``), or both; unset, the model itself only, and the declaration
-    leaves the field out.
+    leaves the field out. ``defer_loading`` declares it deferred: loaded only through a tool
+    search (the ``tool_search`` hosted tool).
     """
 
     name: ToolName
@@ -857,6 +864,7 @@ class Tool(_Record, frozen=True, kw_only=True):
     strict: bool | None = None
     handler: str | None = None
     allowed_callers: Annotated[tuple[ToolCaller, ...], msgspec.Meta(min_length=1)] | None = None
+    defer_loading: bool = False
 
     def __post_init__(self) -> None:
         callers = self.allowed_callers

@@ -65,10 +65,16 @@ PREFLIGHT_RULES: dict[str, str] = {
     "computer-call-pairing": "every computer_call_output needs an earlier computer_call with "
     "its call_id, and every computer_call needs its output",
     "unique-tool-names": "a tool name (a function's or a custom tool's) is declared once, and "
-    "so is each tool type declared without a name (shell, apply_patch, computer ...)",
+    "so is each tool type declared without a name (shell, apply_patch, computer, tool_search "
+    "...), each namespace's name, and each tool name inside one namespace",
     "tool-choice-declared": "a tool_choice that names a tool other than a function (allowed_tools "
     "entries, a custom tool, an MCP server, shell, apply_patch, a built-in tool type) names "
     "one the request declares",
+    "tool-search-needs-deferred": "the tool_search tool needs at least one deferred tool: a "
+    "function, custom tool or MCP server with defer_loading: true, or a namespace holding a "
+    "deferred function or custom tool",
+    "deferred-needs-tool-search": "a deferred tool (defer_loading: true, on a function, a "
+    "custom tool, an MCP server or a tool inside a namespace) needs the tool_search tool",
 }
 
 # The client-executed calls: call type → (output type, rule). Their call ids are kept in the
@@ -426,9 +432,10 @@ def _check_programmatic(tools: Sequence[Any] | None, tool_choice: Any) -> None:
 
     _check_tool_names(tools, field, kind)
     _check_tool_choice(tools, tool_choice, field, kind)
+    _check_tool_search(tools, field, kind)
     declared = any(kind(tool) == _PROGRAMMATIC for tool in tools or ())
     eligible = only = None
-    for tool in tools or ():
+    for tool in _with_namespaced(tools, field, kind):
         callers = field(tool, "allowed_callers")
         if kind(tool) != "function" or not isinstance(callers, Sequence):
             continue
@@ -504,6 +511,56 @@ def _check_tool_choice(
         raise _fail("tool-choice-declared", f"{where} names {shown}, which tools does not declare")
 
 
+def _members(tool: Any, field: Callable[[Any, str], Any], kind: Callable[[Any], Any]) -> list[Any]:
+    """The tools inside a ``namespace`` declaration (none for any other tool)."""
+    members = field(tool, "tools") if kind(tool) == "namespace" else None
+    if isinstance(members, Sequence) and not isinstance(members, str):
+        return list(members)
+    return []
+
+
+def _with_namespaced(
+    tools: Sequence[Any] | None, field: Callable[[Any, str], Any], kind: Callable[[Any], Any]
+) -> list[Any]:
+    """``tools`` followed by the tools inside their namespaces."""
+    declared = list(tools or ())
+    return declared + [member for tool in declared for member in _members(tool, field, kind)]
+
+
+_DEFERRABLE = frozenset({"function", "custom", "mcp"})
+
+
+def _check_tool_search(
+    tools: Sequence[Any] | None, field: Callable[[Any, str], Any], kind: Callable[[Any], Any]
+) -> None:
+    """The ``tool-search-needs-deferred`` and ``deferred-needs-tool-search`` rules: the
+    ``tool_search`` tool and the deferred tools (``defer_loading: true`` on a function, a
+    custom tool, an MCP server, or a tool inside a namespace) come together."""
+    search = deferred = None
+    for index, tool in enumerate(tools or ()):
+        tag = kind(tool)
+        if tag == "tool_search":
+            search = f"tools[{index}]" if search is None else search
+        elif tag in _DEFERRABLE and field(tool, "defer_loading") is True:
+            deferred = deferred or f"tools[{index}]"
+        else:
+            for place, member in enumerate(_members(tool, field, kind)):
+                if kind(member) in _DEFERRABLE and field(member, "defer_loading") is True:
+                    deferred = deferred or f"tools[{index}].tools[{place}]"
+                    break
+    if search is not None and deferred is None:
+        raise _fail(
+            "tool-search-needs-deferred",
+            f"{search} declares the tool_search tool, and no tool is declared with "
+            "defer_loading: true",
+        )
+    if deferred is not None and search is None:
+        raise _fail(
+            "deferred-needs-tool-search",
+            f"{deferred} is declared with defer_loading: true, and no tool_search tool is declared",
+        )
+
+
 # The tool types a request declares at most once: those without a name or label of their own.
 _UNNAMED_ONCE = frozenset(
     (
@@ -517,6 +574,7 @@ _UNNAMED_ONCE = frozenset(
         "code_interpreter",
         "image_generation",
         "programmatic_tool_calling",
+        "tool_search",
     )
 )
 
@@ -526,7 +584,7 @@ def _check_tool_names(
     field: Callable[[Any, str], Any],
     kind: Callable[[Any], Any],
 ) -> None:
-    """The ``unique-tool-names`` rule over a body's ``tools``."""
+    """The ``unique-tool-names`` rule over a body's ``tools`` (and inside each namespace)."""
     seen: dict[str, int] = {}
     for index, tool in enumerate(tools or ()):
         tag = kind(tool)
@@ -534,6 +592,21 @@ def _check_tool_names(
             key = f"name {field(tool, 'name')!r}"
         elif tag in _UNNAMED_ONCE:
             key = f"type {tag}"
+        elif tag == "namespace":
+            key = f"namespace {field(tool, 'name')!r}"
+            inside: dict[str, int] = {}
+            for place, member in enumerate(_members(tool, field, kind)):
+                name = field(member, "name")
+                if not isinstance(name, str):
+                    continue
+                if name in inside:
+                    raise _fail(
+                        "unique-tool-names",
+                        f"tools[{index}].tools[{place}] declares the tool name {name!r} again "
+                        f"in namespace {field(tool, 'name')!r} (tools[{index}].tools"
+                        f"[{inside[name]}])",
+                    )
+                inside[name] = place
         else:
             continue
         if key in seen:

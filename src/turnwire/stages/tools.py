@@ -6,6 +6,10 @@ neither says (the default), it is ``true`` exactly when the schema qualifies for
 ``additionalProperties: false`` and listing all its properties in ``required``, every schema
 typed, only the keywords strict mode takes). A schema that does not qualify goes with
 ``strict: false``, as it is.
+
+The functions of a namespace (a ``namespace`` hosted tool) are sent the same way: their
+parameters through ``description_to_json_schema``, their ``strict`` flag decided by the same
+rule. ``defer_loading`` is sent only when true.
 """
 
 from __future__ import annotations
@@ -13,10 +17,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import msgspec
+
 from turnwire.hookspecs import hookimpl
 from turnwire.model.records import Tool
 from turnwire.model.structured import strict_problems
 from turnwire.wire import FunctionTool, HostedTool, WireTool
+from turnwire.wire.tools import NamespaceFunction, NamespaceTool
 
 __all__ = ["description_to_json_schema", "tools_to_wire"]
 
@@ -41,10 +48,7 @@ def tools_to_wire(
     for tool in tools:
         if tool.hidden:
             continue
-        parameters = stages.description_to_json_schema(description=tool.parameters)
-        flag = tool.strict if tool.strict is not None else strict
-        if flag is None:  # strict whenever the schema qualifies
-            flag = not strict_problems(parameters)
+        parameters, flag = _schema(tool.parameters, tool.strict, strict, stages)
         declared.append(
             FunctionTool(
                 name=tool.name,
@@ -52,7 +56,35 @@ def tools_to_wire(
                 parameters=parameters,
                 strict=flag,
                 allowed_callers=tool.allowed_callers,
+                defer_loading=tool.defer_loading,
             )
         )
-    declared.extend(hosted_tools)
+    declared.extend(
+        _namespace(hosted, strict, stages) if isinstance(hosted, NamespaceTool) else hosted
+        for hosted in hosted_tools
+    )
     return tuple(declared)
+
+
+def _schema(
+    description: Mapping[str, Any] | None, own: bool | None, strict: bool | None, stages: Any
+) -> tuple[dict[str, Any], bool]:
+    """A function's parameters as sent, and its ``strict`` flag: its own, else
+    ``render.strict``, else whether the schema qualifies."""
+    parameters: dict[str, Any] = stages.description_to_json_schema(description=description)
+    flag = own if own is not None else strict
+    if flag is None:  # strict whenever the schema qualifies
+        flag = not strict_problems(parameters)
+    return parameters, flag
+
+
+def _namespace(namespace: NamespaceTool, strict: bool | None, stages: Any) -> NamespaceTool:
+    """``namespace`` with each function's parameters and ``strict`` flag as they are sent."""
+    members: list[NamespaceFunction | Any] = []
+    for member in namespace.tools:
+        if isinstance(member, NamespaceFunction):
+            parameters, flag = _schema(member.parameters, member.strict, strict, stages)
+            members.append(msgspec.structs.replace(member, parameters=parameters, strict=flag))
+        else:
+            members.append(member)
+    return msgspec.structs.replace(namespace, tools=tuple(members))

@@ -1,8 +1,14 @@
 """Tool declarations of the Responses wire: function tools, the hosted tools the API runs
 itself (web search, file search, code interpreter, remote MCP servers, image generation,
-programmatic tool calling), and the tools declared by their type that the client runs (custom
-tools, ``shell``, ``local_shell``, ``apply_patch``, computer use: :data:`CLIENT_TOOL_TYPES`,
-each answered by a handler the deployer registers).
+programmatic tool calling, tool search), namespaces of functions and custom tools, and the
+tools declared by their type that the client runs (custom tools, ``shell``, ``local_shell``,
+``apply_patch``, computer use: :data:`CLIENT_TOOL_TYPES`, each answered by a handler the
+deployer registers).
+
+Tool search: a function, a custom tool or an MCP server declared with ``defer_loading: true``
+(or a namespace holding a deferred function or custom tool) is loaded only when the model
+searches for it with the ``tool_search`` tool (:class:`ToolSearchTool`); see
+``docs/tools.md``.
 
 A hosted tool's declaration is the same Struct in a thread file (``hosted_tools``), in the
 configuration (``tools.hosted``) and on the wire: its fields are the API's, typed, and an
@@ -44,9 +50,12 @@ __all__ = [
     "McpApprovalFilter",
     "McpTool",
     "McpToolFilter",
+    "NamespaceFunction",
+    "NamespaceTool",
     "ProgrammaticToolCallingTool",
     "ShellLocalEnvironment",
     "ShellTool",
+    "ToolSearchTool",
     "WebSearchFilters",
     "WebSearchLocation",
     "WebSearchTool",
@@ -54,6 +63,8 @@ __all__ = [
     "check_hosted_tools",
     "client_tool_key",
     "declaration_key",
+    "deferred_tools",
+    "namespace_function",
 ]
 
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
@@ -63,13 +74,15 @@ Weight = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 
 
 class FunctionTool(WireStruct, frozen=True, kw_only=True, tag="function"):
-    """A function the model may call. ``strict`` is always sent (the spec requires it)."""
+    """A function the model may call. ``strict`` is always sent (the spec requires it);
+    ``defer_loading`` only when true (the function is loaded through a tool search)."""
 
     name: str
     parameters: dict[str, Any]
     strict: bool
     description: str | None = None
     allowed_callers: tuple[Literal["direct", "programmatic"], ...] | None = None
+    defer_loading: bool = False
 
 
 class _Declared(
@@ -176,6 +189,7 @@ class McpTool(_HostedTool, frozen=True, kw_only=True, tag="mcp", gc=True, weakre
     require_approval: Literal["always", "never"] | McpApprovalFilter | None = None
     headers: dict[NonEmpty, str] | None = None
     authorization: str | None = None
+    defer_loading: bool = False
 
     def __post_init__(self) -> None:
         if (self.server_url is None) == (self.connector_id is None):
@@ -274,12 +288,15 @@ class CustomTool(_HostedTool, frozen=True, kw_only=True, tag="custom"):
     :ivar format: What the input follows: free text (the default) or a grammar.
     :ivar allowed_callers: Who may call it: `direct` (the model), `programmatic` (a program), or
         both; unset, the model.
+    :ivar defer_loading: Loaded only through a tool search (the `tool_search` tool): the model
+        sees its name and description until it searches for it.
     """
 
     name: ToolName
     description: str | None = None
     format: CustomToolText | CustomToolGrammar | None = None
     allowed_callers: tuple[Literal["direct", "programmatic"], ...] | None = None
+    defer_loading: bool = False
 
 
 class ShellLocalEnvironment(_Declared, frozen=True, kw_only=True, tag="local", tag_field="type"):
@@ -346,6 +363,76 @@ class ComputerUsePreviewTool(_HostedTool, frozen=True, kw_only=True, tag="comput
     environment: Literal["windows", "mac", "linux", "ubuntu", "browser"]
 
 
+class ToolSearchTool(_HostedTool, frozen=True, kw_only=True, tag="tool_search"):
+    """The model searches the deferred tools (``defer_loading: true``: functions, custom tools,
+    MCP servers, the tools of a namespace) and loads those it needs; a request that declares
+    it declares at least one deferred tool, and a deferred tool needs it (preflight rules
+    ``tool-search-needs-deferred`` and ``deferred-needs-tool-search``).
+
+    :ivar type: `tool_search`.
+    :ivar execution: Who runs the search: `server` (the API, the default) or `client`. A run
+        refuses `client` before anything is sent: turnwire does not answer a client-executed
+        search in this release (the thread can still be rendered).
+    :ivar description: What the model reads about the search, for a client-executed one.
+    :ivar parameters: The JSON Schema of a client-executed search's arguments.
+    """
+
+    execution: Literal["server", "client"] | None = None
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+
+
+class NamespaceFunction(_Declared, frozen=True, kw_only=True, tag="function", tag_field="type"):
+    """A function of a namespace. Its calls come back as ``function_call`` items carrying the
+    namespace's name; its handler is registered under ``namespace.name`` (``crm.lookup``) or
+    under its name alone.
+
+    :ivar type: `function`.
+    :ivar name: The function's name (1 to 64 letters, digits, `_` or `-`), unique in its
+        namespace.
+    :ivar description: What the function does, as the model reads it.
+    :ivar parameters: A JSON Schema object describing the arguments (null: no arguments).
+    :ivar strict: Its own `strict` flag; null defers to `render.strict`, then to whether the
+        schema qualifies for strict mode (as a thread's function tools).
+    :ivar defer_loading: Loaded only through a tool search (the `tool_search` tool): until the
+        model searches, it sees the namespace's name and description only.
+    :ivar allowed_callers: Who may call it: `direct`, `programmatic`, or both; unset, the model.
+    """
+
+    name: ToolName
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    strict: bool | None = None
+    defer_loading: bool = False
+    allowed_callers: tuple[Literal["direct", "programmatic"], ...] | None = None
+
+
+class NamespaceTool(_HostedTool, frozen=True, kw_only=True, tag="namespace"):
+    """Functions and custom tools grouped under a name the model reads with its description;
+    a call of one of them carries the namespace's name (``function_call.namespace``).
+    ``defer_loading`` applies to the tools inside, not to the namespace: a namespace whose tools
+    are deferred is loaded through a tool search.
+
+    :ivar type: `namespace`.
+    :ivar name: The namespace's name (1 to 64 letters, digits, `_` or `-`), as calls carry it.
+    :ivar description: What the namespace holds, as the model reads it.
+    :ivar tools: Its functions and custom tools (at least one), their names unique in it.
+    """
+
+    name: ToolName
+    description: str
+    tools: Annotated[tuple[NamespaceFunction | CustomTool, ...], msgspec.Meta(min_length=1)]
+
+    def __post_init__(self) -> None:
+        seen: set[str] = set()
+        for tool in self.tools:
+            if tool.name in seen:
+                raise ValueError(
+                    f"namespace {self.name}: the tool name {tool.name!r} is declared twice"
+                )
+            seen.add(tool.name)
+
+
 ClientTool = (
     CustomTool | ShellTool | LocalShellTool | ApplyPatchTool | ComputerTool | ComputerUsePreviewTool
 )
@@ -358,6 +445,8 @@ HostedTool = (
     | McpTool
     | ImageGenerationTool
     | ProgrammaticToolCallingTool
+    | ToolSearchTool
+    | NamespaceTool
     | CustomTool
     | ShellTool
     | LocalShellTool
@@ -378,8 +467,11 @@ HOSTED_TOOL_TYPES: dict[str, type[Any]] = {
     "mcp": McpTool,
     "image_generation": ImageGenerationTool,
     "programmatic_tool_calling": ProgrammaticToolCallingTool,
+    "tool_search": ToolSearchTool,
+    "namespace": NamespaceTool,
 }
-"""The hosted tool types turnwire declares, by their ``type``."""
+"""The hosted tool types turnwire declares, by their ``type`` (a namespace's functions are
+the client's to answer, as any function's)."""
 
 CLIENT_TOOL_TYPES: dict[str, type[Any]] = {
     "custom": CustomTool,
@@ -405,12 +497,12 @@ def client_tool_key(tool: ClientTool) -> str:
 
 def declaration_key(tool: HostedTool) -> str:
     """What makes a declaration unique in one request: its ``type``, and for an MCP server
-    its ``server_label`` too (``mcp:deepwiki``), for a custom tool its ``name``
-    (``custom:code_exec``)."""
+    its ``server_label`` too (``mcp:deepwiki``), for a custom tool or a namespace its ``name``
+    (``custom:code_exec``, ``namespace:crm``)."""
     if isinstance(tool, McpTool):
         return f"mcp:{tool.server_label}"
-    if isinstance(tool, CustomTool):
-        return f"custom:{tool.name}"
+    if isinstance(tool, CustomTool | NamespaceTool):
+        return f"{tool.__struct_config__.tag}:{tool.name}"
     return str(tool.__struct_config__.tag)
 
 
@@ -423,3 +515,27 @@ def check_hosted_tools(tools: tuple[HostedTool, ...]) -> None:
         if key in keys:
             raise ValueError(f"hosted tool {key!r} is declared twice")
         keys.add(key)
+
+
+def deferred_tools(tools: tuple[HostedTool, ...]) -> list[str]:
+    """The deferred tools among ``tools`` (declarations by type): ``custom:NAME``,
+    ``mcp:LABEL``, and ``namespace:NAME`` for a namespace holding a deferred tool."""
+    found: list[str] = []
+    for tool in tools:
+        if isinstance(tool, NamespaceTool):
+            if any(member.defer_loading for member in tool.tools):
+                found.append(declaration_key(tool))
+        elif isinstance(tool, CustomTool | McpTool) and tool.defer_loading:
+            found.append(declaration_key(tool))
+    return found
+
+
+def namespace_function(
+    tools: tuple[HostedTool, ...], namespace: str, name: str
+) -> NamespaceFunction | CustomTool | None:
+    """The tool ``name`` of the first namespace ``namespace`` among ``tools``, ``None`` when
+    none declares it."""
+    for tool in tools:
+        if isinstance(tool, NamespaceTool) and tool.name == namespace:
+            return next((member for member in tool.tools if member.name == name), None)
+    return None

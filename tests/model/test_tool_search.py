@@ -1,0 +1,413 @@
+"""Tool search declarations: the ``tool_search`` tool, ``namespace`` tools and ``defer_loading``,
+in a thread file, in configuration and in Python (``@tool(defer_loading=True)``,
+:func:`~turnwire.model.functions.tool_namespace`); every body rendered here is checked by the
+official types with extra keys forbidden (the suite's autouse oracle, and once more by hand)."""
+
+from __future__ import annotations
+
+import pytest
+
+import turnwire
+from turnwire.config.schema import thread_schema
+from turnwire.errors import InputError, ThreadFileError
+from turnwire.model.functions import (
+    called_tool,
+    client_tool_search,
+    custom_tool,
+    function_tools,
+    handler_keys,
+    tool,
+    tool_namespace,
+    with_function_tools,
+)
+from turnwire.wire.tools import (
+    CustomTool,
+    NamespaceFunction,
+    NamespaceTool,
+    ToolSearchTool,
+    declaration_key,
+    deferred_tools,
+    namespace_function,
+)
+
+from ..conftest import render_body, thread, user
+from ..oracle import validate_body, validate_open_responses, validate_openapi
+
+ORDERS = {
+    "type": "object",
+    "properties": {"customer_id": {"type": "string"}},
+    "required": ["customer_id"],
+    "additionalProperties": False,
+}
+CRM = {
+    "type": "namespace",
+    "name": "crm",
+    "description": "CRM tools for customer lookup and order management.",
+    "tools": [
+        {
+            "type": "function",
+            "name": "list_open_orders",
+            "description": "List open orders for a customer ID.",
+            "defer_loading": True,
+            "parameters": ORDERS,
+        },
+        {"type": "function", "name": "ping"},
+        {"type": "custom", "name": "crm_sql", "defer_loading": True},
+    ],
+}
+
+
+def _checked(body: dict) -> dict:
+    validate_body(body)
+    validate_openapi(body)
+    validate_open_responses(body)
+    return body
+
+
+def test_a_thread_declares_tool_search_namespaces_and_deferred_functions():
+    body = _checked(
+        render_body(
+            thread(
+                model="gpt-5",
+                messages=[user()],
+                tools=[{"name": "get_weather", "defer_loading": True, "parameters": ORDERS}],
+                hosted_tools=[{"type": "tool_search"}, CRM],
+            )
+        )
+    )
+    weather, search, crm = body["tools"]
+    assert weather == {
+        "type": "function",
+        "name": "get_weather",
+        "parameters": ORDERS,
+        "strict": True,
+        "defer_loading": True,
+    }
+    assert search == {"type": "tool_search"}
+    assert crm["type"] == "namespace" and crm["name"] == "crm"
+    orders, ping, sql = crm["tools"]
+    # a namespace's function goes as a thread's does: its schema completed, strict decided
+    assert orders == {
+        "type": "function",
+        "name": "list_open_orders",
+        "description": "List open orders for a customer ID.",
+        "parameters": ORDERS,
+        "strict": True,
+        "defer_loading": True,
+    }
+    assert ping == {
+        "type": "function",
+        "name": "ping",
+        "parameters": {"type": "object", "properties": {}},
+        "strict": False,
+    }
+    assert sql == {"type": "custom", "name": "crm_sql", "defer_loading": True}
+
+
+def test_defer_loading_is_left_out_unless_true():
+    body = render_body(thread(model="gpt-5", messages=[user()], tools=[{"name": "lookup"}]))
+    assert "defer_loading" not in body["tools"][0]
+
+
+def test_a_client_executed_tool_search_declaration_renders_as_the_api_takes_it():
+    declared = {
+        "type": "tool_search",
+        "execution": "client",
+        "description": "Find tools by keyword.",
+        "parameters": {"type": "object", "properties": {"query": {"type": "string"}}},
+    }
+    body = _checked(
+        render_body(
+            thread(
+                model="gpt-5",
+                messages=[user()],
+                tools=[{"name": "lookup", "defer_loading": True}],
+                hosted_tools=[declared],
+            )
+        )
+    )
+    assert body["tools"][1] == declared
+
+
+def test_configuration_declares_them_for_every_request():
+    settings = {"tools": {"hosted": [{"type": "tool_search"}, CRM]}}
+    body = _checked(render_body(thread(model="gpt-5", messages=[user()]), settings))
+    assert [t["type"] for t in body["tools"]] == ["tool_search", "namespace"]
+
+
+def test_deferred_mcp_servers_and_custom_tools_are_declared_too():
+    hosted = [
+        {"type": "tool_search"},
+        {
+            "type": "mcp",
+            "server_label": "docs",
+            "server_url": "https://mcp.example.com/sse",
+            "defer_loading": True,
+        },
+        {"type": "custom", "name": "run_sql", "defer_loading": True},
+    ]
+    settings = {"tools": {"hosted": hosted, "handlers": {"run_sql": "json:dumps"}}}
+    body = _checked(render_body(thread(model="gpt-5", messages=[user()]), settings))
+    assert body["tools"][1]["defer_loading"] is True
+    assert body["tools"][2]["defer_loading"] is True
+
+
+@pytest.mark.parametrize(
+    ("declared", "where"),
+    [
+        ({**CRM, "tools": []}, "tools"),
+        ({**CRM, "description": None}, "description"),
+        ({**CRM, "name": "crm.v2"}, "name"),
+        ({**CRM, "tools": [CRM["tools"][1], CRM["tools"][1]]}, "declared twice"),
+        ({**CRM, "tools": [{"type": "shell"}]}, "tools"),
+        ({"type": "tool_search", "execution": "sometimes"}, "execution"),
+        ({"type": "tool_search", "made_up": 1}, "made_up"),
+    ],
+)
+def test_a_bad_declaration_does_not_load(declared, where):
+    with pytest.raises(ThreadFileError, match=where):
+        thread(model="gpt-5", messages=[user()], hosted_tools=[declared])
+
+
+def test_two_namespaces_of_one_name_do_not_load():
+    with pytest.raises(ThreadFileError, match="namespace:crm"):
+        thread(model="gpt-5", messages=[user()], hosted_tools=[CRM, CRM])
+
+
+def test_the_thread_schema_describes_every_new_field():
+    defs = thread_schema()["$defs"]
+    for name in ("ToolSearchTool", "NamespaceTool", "NamespaceFunction"):
+        for field, schema in defs[name]["properties"].items():
+            assert schema.get("description"), (name, field)
+    assert defs["Tool"]["properties"]["defer_loading"]["description"]
+    assert defs["McpTool"]["properties"]["defer_loading"]["description"]
+
+
+def test_the_declaration_helpers():
+    crm = thread(model="gpt-5", messages=[user()], hosted_tools=[CRM]).hosted_tools[0]
+    assert isinstance(crm, NamespaceTool)
+    assert declaration_key(crm) == "namespace:crm"
+    assert deferred_tools((crm, ToolSearchTool())) == ["namespace:crm"]
+    assert (
+        deferred_tools((NamespaceTool(name="n", description="", tools=(CustomTool(name="c"),)),))
+        == []
+    )
+    member = namespace_function((crm,), "crm", "ping")
+    assert isinstance(member, NamespaceFunction) and member.name == "ping"
+    assert namespace_function((crm,), "crm", "nope") is None
+    assert namespace_function((crm,), "other", "ping") is None
+
+
+# ------------------------------------------------------------------------ handlers' keys
+
+
+def test_a_namespaced_call_is_looked_up_by_namespace_dot_name_then_name():
+    assert handler_keys("lookup", "crm") == ("crm.lookup", "lookup")
+    assert handler_keys("lookup", None) == ("lookup",)
+    # the API names a deferred function declared on its own with its own name as namespace
+    assert handler_keys("lookup", "lookup") == ("lookup",)
+
+
+def test_the_called_declaration_is_the_namespace_function():
+    declared = thread(
+        model="gpt-5",
+        messages=[user()],
+        tools=[{"name": "list_open_orders", "description": "top level", "defer_loading": True}],
+        hosted_tools=[CRM],
+    )
+    inside = called_tool(declared, "list_open_orders", "crm")
+    assert inside is not None and inside.description == "List open orders for a customer ID."
+    assert inside.parameters == ORDERS and inside.defer_loading
+    alone = called_tool(declared, "list_open_orders", None)
+    assert alone is not None and alone.description == "top level"
+    synthetic = called_tool(declared, "list_open_orders", "list_open_orders")
+    assert synthetic == alone
+    assert called_tool(declared, "list_open_orders", "billing") is None
+    assert called_tool(declared, "crm_sql", "crm") is None  # a custom tool, not a function
+    # the configuration's namespace wins over the thread's of the same name
+    other = NamespaceTool(
+        name="crm",
+        description="configured",
+        tools=(NamespaceFunction(name="list_open_orders", description="configured one"),),
+    )
+    configured = called_tool(declared, "list_open_orders", "crm", (other,))
+    assert configured is not None and configured.description == "configured one"
+
+
+# ------------------------------------------------------------------------ Python
+
+
+def test_a_python_function_is_deferred_with_defer_loading():
+    @tool(defer_loading=True)
+    def lookup(city: str) -> str:
+        """Look a city up."""
+        return city
+
+    assert lookup.declaration.defer_loading
+    assert lookup.key == "lookup" and lookup.namespace is None
+    declared = with_function_tools(
+        thread(model="gpt-5", messages=[user()], hosted_tools=[{"type": "tool_search"}]),
+        function_tools([lookup]).values(),
+    )
+    body = _checked(render_body(declared))
+    assert body["tools"][0]["defer_loading"] is True
+
+
+def list_open_orders(customer_id: str) -> str:
+    """List open orders for a customer ID."""
+    return f"orders of {customer_id}"
+
+
+def ping() -> str:
+    """Ping."""
+    return "pong"
+
+
+def test_a_python_namespace_groups_functions_and_custom_tools():
+    @custom_tool
+    def crm_sql(call) -> str:  # type: ignore[no-untyped-def]
+        """Query the CRM."""
+        return "1 row"
+
+    crm = tool_namespace(
+        "crm", "CRM tools.", [list_open_orders, tool(ping), crm_sql], defer_loading=True
+    )
+    assert crm.name == "crm"
+    assert [member.key for member in crm.members] == [
+        "crm.list_open_orders",
+        "crm.ping",
+        "crm.crm_sql",
+    ]
+    assert all(member.namespace is crm.declaration for member in crm.members)
+    assert all(member.defer_loading for member in crm.declaration.tools)
+    found = function_tools([crm, tool(ping)])
+    assert list(found) == ["crm.list_open_orders", "crm.ping", "crm.crm_sql", "ping"]
+    base = thread(model="gpt-5", messages=[user()], hosted_tools=[{"type": "tool_search"}])
+    declared = with_function_tools(base, found.values())
+    assert [t.name for t in declared.tools] == ["ping"]  # the members stay in their namespace
+    assert declared.hosted_tools[1] == crm.declaration
+    # a thread saved after a run with the namespace holds its declaration already
+    once = with_function_tools(base, function_tools([crm]).values())
+    assert with_function_tools(once, function_tools([crm]).values()) == once
+    body = _checked(render_body(declared))
+    namespace = body["tools"][2]
+    assert namespace["type"] == "namespace" and namespace["description"] == "CRM tools."
+    assert [t["name"] for t in namespace["tools"]] == ["list_open_orders", "ping", "crm_sql"]
+    assert namespace["tools"][0]["parameters"]["required"] == ["customer_id"]
+    assert namespace["tools"][0]["strict"] is True
+
+
+def test_a_namespace_keeps_each_members_own_defer_loading_by_default():
+    crm = tool_namespace("crm", "CRM tools.", [tool(ping, defer_loading=True), list_open_orders])
+    assert [member.defer_loading for member in crm.declaration.tools] == [True, False]
+
+
+def test_a_namespace_the_thread_declares_differently_is_refused():
+    crm = tool_namespace("crm", "Another description.", [ping])
+    base = thread(model="gpt-5", messages=[user()], hosted_tools=[CRM])
+    with pytest.raises(InputError, match="namespace:crm"):
+        with_function_tools(base, function_tools([crm]).values())
+
+
+@pytest.mark.parametrize(
+    ("name", "members", "error"),
+    [
+        ("crm.v2", [ping], ValueError),
+        ("crm", [], ValueError),
+        ("crm", [ping, tool(ping)], ValueError),
+    ],
+)
+def test_a_bad_python_namespace_is_refused(name, members, error):
+    with pytest.raises(error):
+        tool_namespace(name, "CRM tools.", members)
+
+
+def test_a_member_of_one_namespace_cannot_join_another_and_shell_cannot_join_any():
+    from turnwire.model.functions import client_tool
+    from turnwire.wire.tools import ShellTool
+
+    crm = tool_namespace("crm", "CRM tools.", [ping])
+    with pytest.raises(TypeError, match="belongs to namespace 'crm'"):
+        tool_namespace("billing", "Billing.", [crm.members[0]])
+    with pytest.raises(TypeError, match="functions and custom tools"):
+        tool_namespace("ops", "Ops.", [client_tool(ShellTool(), lambda action: "")])
+
+
+def test_the_same_function_in_two_namespaces_is_registered_twice():
+    crm = tool_namespace("crm", "CRM.", [ping])
+    billing = tool_namespace("billing", "Billing.", [ping])
+    assert list(function_tools([crm, billing])) == ["crm.ping", "billing.ping"]
+
+
+# ------------------------------------------------------------------------ client tool search
+
+
+def test_a_client_executed_tool_search_is_found_where_a_run_would_meet_it():
+    base = thread(model="gpt-5", messages=[user()], tools=[{"name": "f", "defer_loading": True}])
+    assert client_tool_search(base) is None
+    client = ToolSearchTool(execution="client")
+    assert client_tool_search(base, (client,)) == "$.tools.hosted[0]"
+    assert client_tool_search(base, (ToolSearchTool(execution="server"),)) is None
+    search = {"type": "tool_search", "execution": "client"}
+    declared = thread(
+        model="gpt-5",
+        messages=[user()],
+        tools=[{"name": "f", "defer_loading": True}],
+        hosted_tools=[search],
+    )
+    assert client_tool_search(declared) == "$.hosted_tools[0]"
+    item = {
+        "type": "tool_search_call",
+        "id": "tsc_1",
+        "call_id": "call_ts",
+        "execution": "client",
+        "arguments": {"query": "orders"},
+        "status": "completed",
+    }
+    waiting = turnwire.load_thread(
+        {
+            "version": 1,
+            "model": "gpt-5",
+            "messages": [user()],
+            "hosted_items": [
+                {
+                    "id": "tsc_1",
+                    "type": "tool_search_call",
+                    "item": item,
+                    "created_at": "2026-01-01T10:00:01Z",
+                }
+            ],
+        }
+    )
+    assert client_tool_search(waiting) == "$.hosted_items[0]"
+    output = {
+        "type": "tool_search_output",
+        "id": "tso_1",
+        "call_id": "call_ts",
+        "execution": "client",
+        "tools": [],
+        "status": "completed",
+    }
+    answered = turnwire.load_thread(
+        {
+            "version": 1,
+            "model": "gpt-5",
+            "messages": [user()],
+            "hosted_items": [
+                {
+                    "id": "tsc_1",
+                    "type": "tool_search_call",
+                    "item": item,
+                    "created_at": "2026-01-01T10:00:01Z",
+                },
+                {
+                    "id": "tso_1",
+                    "type": "tool_search_output",
+                    "item": output,
+                    "created_at": "2026-01-01T10:00:02Z",
+                    "seq": 1,
+                },
+            ],
+        }
+    )
+    assert client_tool_search(answered) is None
