@@ -80,6 +80,7 @@ def run(
     output_schema: type[Shape] | Mapping[str, Any] | OutputSchema | None = None,
     output_type: type[Shape] | Mapping[str, Any] | OutputSchema | None = None,
     extra_body: Mapping[str, Any] | None = None,
+    compaction_trigger: bool = False,
     **transport_options: Any,
 ) -> RunResult[Shape]:
     """Send a thread, stream the answer, run its tools until the model stops.
@@ -121,6 +122,9 @@ def run(
     :param extra_body: request fields turnwire does not model (``{"max_tool_calls": 3}``),
         merged over ``request.extra``; a field turnwire owns (``store``, ``input``...) or
         models (``temperature``...) is a :class:`~turnwire.errors.ConfigError` naming it.
+    :param compaction_trigger: end the first request with a ``compaction_trigger`` item, so the
+        API compacts the conversation in that response (see :meth:`Client.run
+        <turnwire.client.dispatch.Client.run>`).
     :param transport_options: passed to :class:`turnwire.client.transport.Transport`
         (``sleep``, ``jitter``, ``client``...).
     :raises turnwire.errors.TurnwireError: bad input, or the exchange failed; nothing of a
@@ -160,6 +164,7 @@ def run(
         approvals=approvals,
         output_schema=output_schema,
         extra_body=extra_body,
+        compaction_trigger=compaction_trigger,
     )
     if save and path is not None:
         save_thread(result.thread, path, unchanged_since=read_as, result=result)

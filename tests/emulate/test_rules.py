@@ -117,6 +117,15 @@ def test_call_id_over_64_characters(sdk):
     assert "got a string with length 70 instead" in _error(err)["message"]
 
 
+def test_a_compaction_trigger_anywhere_but_last(sdk):
+    err = _refused(sdk, input=[{"type": "compaction_trigger"}, USER])
+    assert isinstance(err, openai.BadRequestError)
+    assert _error(err)["message"] == "The 'compaction_trigger' item must be the final input item."
+    assert err.param == "input"
+    # last, as the API wants it: accepted
+    sdk.responses.create(model="gpt-5", input=[USER, {"type": "compaction_trigger"}])
+
+
 def test_a_call_without_its_output(sdk):
     err = _refused(sdk, input=[USER, _call("call_9")])
     assert isinstance(err, openai.BadRequestError)

@@ -59,7 +59,7 @@ from turnwire.model.records import HostedItem, Message, Thought, Thread, ToolCal
 from turnwire.model.structured import StructuredOutput
 from turnwire.model.timeline import latest, not_before, timeline
 from turnwire.model.usage import GenerationStats, Usage
-from turnwire.rendering.body import EncodedBody
+from turnwire.rendering.body import EncodedBody, with_compaction_trigger
 from turnwire.rendering.compaction import (
     CompactResult,
     compact_body,
@@ -104,6 +104,8 @@ class Run:
         stored thread keeps it), so the first request is compared too.
     :param executor: the run's tool executor (the client's, with the run's own function
         tools added); by default the client's.
+    :param compaction_trigger: end the run's requests with a ``compaction_trigger`` item until
+        one is answered (:meth:`Client.run <turnwire.client.dispatch.Client.run>`).
     """
 
     def __init__(
@@ -116,6 +118,7 @@ class Run:
         cache_identity: str | None = None,
         previous_ledger: Ledger | None = None,
         executor: ToolExecutor | None = None,
+        compaction_trigger: bool = False,
     ) -> None:
         self.client = client
         self.container = client.container
@@ -142,6 +145,8 @@ class Run:
         ``on_stream_event`` implementation (what :func:`~turnwire.client.reading.read_answer`
         is given)."""
         self._cache_identity = cache_identity
+        # Until a request of the run is answered, each ends with a compaction_trigger item.
+        self._trigger = compaction_trigger
         self._ledger = previous_ledger
         self._digests = ItemDigests()  # per run: bounded by the last request's items
         self._settings_digest = settings_digest(
@@ -440,6 +445,8 @@ class Run:
         self, rendered: Any, model: str, on_text: Callable[[str], None] | None, attempt_kind: str
     ) -> Generation:
         body: EncodedBody = rendered.encoded
+        if self._trigger:  # sent, never rendered: the ledger holds the rendered items alone
+            body = with_compaction_trigger(body)
         stream = rendered.request.stream
         if self._prompt_observers:  # the bytes joined only for an observer
             self.client._observe(
@@ -466,6 +473,7 @@ class Run:
                 },
             )
             raise_unless_answered(generation)
+        self._trigger = False
         return generation
 
     def _account(self, rendered: Any) -> None:

@@ -48,6 +48,7 @@ from turnwire.client.tools import ToolExecutor, waiting_call_error
 from turnwire.client.transport import RetryPolicy, Transport
 from turnwire.config.settings import merge, profile_path, settings_from_tree
 from turnwire.errors import (
+    ConfigError,
     InputError,
     MaxIterationsError,
     MissingApiKeyError,
@@ -395,6 +396,7 @@ class Client:
         previous_ledger: Ledger | None = None,
         tools: Iterable[Callable[..., Any]] | None = None,
         extra_body: Mapping[str, Any] | None = None,
+        compaction_trigger: bool = False,
     ) -> RunResult[Shape]:
         """Send the thread, stream the answer, run tools and loop; return the extended thread.
 
@@ -442,6 +444,12 @@ class Client:
         :param extra_body: request fields turnwire does not model, for this run's requests,
             merged over ``request.extra`` (the same rules: a field turnwire owns or models is a
             :class:`~turnwire.errors.ConfigError` naming it, before anything is sent).
+        :param compaction_trigger: end the run's first request with a ``compaction_trigger``
+            item, which asks the API to compact the conversation in that response (server-side
+            compaction: the compaction item it returns is recorded and the next request starts
+            from it). The item is sent, never recorded; the request is checked by the preflight
+            rules with it (``compaction-trigger-last``). Refused when ``provider.lacks`` names
+            ``context_management``.
         :raises turnwire.errors.MaxIterationsError: the run stopped at
             ``client.max_iterations`` with the model still calling tools (the run's result,
             its last calls run and recorded, on its ``result``).
@@ -473,6 +481,14 @@ class Client:
                 cache_identity=cache_identity,
                 previous_ledger=previous_ledger,
                 tools=tools,
+                compaction_trigger=compaction_trigger,
+            )
+        if compaction_trigger and "context_management" in self.settings.provider.lacks:
+            who = self.settings.provider.name or "the provider"
+            raise ConfigError(
+                f"compaction_trigger: {who} does not accept it (context_management: "
+                f"{self.settings.provider.lacks['context_management']}): nothing was sent",
+                path="$.provider.lacks.context_management",
             )
         executor = self.executor.with_functions(function_tools(tools or ()))
         declared = with_function_tools(thread, executor.functions.values())
@@ -484,6 +500,7 @@ class Client:
             cache_identity=thread_identity(thread, cache_identity),
             previous_ledger=previous_ledger,
             executor=executor,
+            compaction_trigger=compaction_trigger,
         )
         with self.telemetry.run(model or thread.model) as span:
             result = await run.loop(

@@ -201,6 +201,16 @@ RULES: dict[str, Rule] = {
         "Wei-Shaw/sub2api#5942 quotes the message (the API's answer to a deferred function "
         "sent without tool_search); type, param and code: no recording",
     ),
+    "compaction-trigger-last": Rule(
+        400,
+        _INVALID,
+        None,
+        "input",
+        "The 'compaction_trigger' item must be the final input item.",
+        "ranxianglei/billion-context PR #283 quotes the 400 and its message; "
+        "james-6-23/codex2api PR #546 and router-for-me/CLIProxyAPI#4148 the message; param "
+        "and code: no recording",
+    ),
     # --- the rules only a server sees ------------------------------------------------------
     "call-without-output": Rule(
         400,

@@ -41,6 +41,7 @@ from turnwire.wire import InputItem, RequestBody, TextOptions
 from turnwire.wire.hosted_tools import hosted_includes
 
 __all__ = [
+    "COMPACTION_TRIGGER",
     "ENCRYPTED_INCLUDE",
     "SEGMENT_BYTES",
     "EncodedBody",
@@ -49,6 +50,7 @@ __all__ = [
     "checked_body",
     "encode_body",
     "extra_members",
+    "with_compaction_trigger",
 ]
 
 
@@ -195,6 +197,21 @@ def changed_by_plugins(encoded: EncodedBody, model: str, hook: Any) -> EncodedBo
 
 
 _ABSENT = object()
+
+
+COMPACTION_TRIGGER = {"type": "compaction_trigger"}
+"""The input item that asks the API to compact the conversation in this response (server-side
+compaction); it must be the last input item."""
+
+
+def with_compaction_trigger(encoded: EncodedBody) -> EncodedBody:
+    """``encoded`` with :data:`COMPACTION_TRIGGER` appended as its last input item, checked by
+    :func:`preflight` as a whole (a body built this way is made once per run that asks for it,
+    so the bytes are decoded and encoded again here rather than spliced)."""
+    body = msgspec.json.decode(bytes(encoded))
+    body["input"] = [*body["input"], COMPACTION_TRIGGER]
+    preflight(body)
+    return EncodedBody((_ENCODER.encode(body),))
 
 
 def _with_extra(encoded: bytes, members: bytes) -> bytes:

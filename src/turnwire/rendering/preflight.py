@@ -75,6 +75,7 @@ PREFLIGHT_RULES: dict[str, str] = {
     "deferred function or custom tool",
     "deferred-needs-tool-search": "a deferred tool (defer_loading: true, on a function, a "
     "custom tool, an MCP server or a tool inside a namespace) needs the tool_search tool",
+    "compaction-trigger-last": "a compaction_trigger item is the last input item",
 }
 
 # The client-executed calls: call type → (output type, rule). Their call ids are kept in the
@@ -114,7 +115,7 @@ _PASSIVE_TYPES = {"reasoning", "function_call_output", "item_reference"}
 
 
 # The item types the per-item rules treat by name (beyond the id rules every item has).
-_CHECKED_TYPES = {*_ID_PREFIX, "function_call_output"}
+_CHECKED_TYPES = {*_ID_PREFIX, "function_call_output", "compaction_trigger"}
 
 
 def _fail(rule: str, detail: str, index: int | None = None) -> PreflightError:
@@ -725,6 +726,13 @@ def _check_from(
                 answered[call_id] = index
         elif kind in _CLIENT_PAIRS or kind in _CLIENT_OUTPUTS:
             _check_client(kind, fact_call_id, index, calls, answered)
+        elif kind == "compaction_trigger":
+            if index != len(facts) - 1:
+                raise _fail(
+                    "compaction-trigger-last",
+                    f"a compaction_trigger is input[{index}] of {len(facts)} items",
+                    index,
+                )
         elif kind == "reasoning":
             _check_partner(facts, index)
             if stateless and not encrypted:
