@@ -50,7 +50,6 @@ __all__ = [
     "Emulator",
     "Exchange",
     "Reply",
-    "StreamCut",
     "endpoint_of",
     "error_reply",
     "open_request",
@@ -110,7 +109,7 @@ class Reply:
     rule: str | None = None
 
 
-class StreamCut(Exception):
+class _StreamCut(Exception):
     """Raised by a :attr:`Reply.events` iterator: the connection closes mid-body, as when a
     stream breaks off (the relayed upstream stream of ``--record`` did)."""
 

@@ -53,7 +53,7 @@ from turnwire.emulate.engine import (
     MAX_BODY_BYTES,
     Exchange,
     Reply,
-    StreamCut,
+    _StreamCut,
     error_reply,
     open_request,
 )
@@ -280,7 +280,7 @@ class Recorder:
                 yield chunk
         except httpx.HTTPError as err:
             log.warning("not recorded: the upstream stream broke off (%s)", type(err).__name__)
-            raise StreamCut from None
+            raise _StreamCut from None
         finally:
             answer.close()
         if len(received) > MAX_RECORDING_BYTES:

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from turnwire.emulate.engine import Exchange, Reply, StreamCut
+from turnwire.emulate.engine import Exchange, Reply, _StreamCut
 from turnwire.emulate.rules import error_for
 
 __all__ = ["Answerer", "EmulatorServer"]
@@ -136,7 +136,7 @@ class _Handler(BaseHTTPRequestHandler):
         assert reply.events is not None
         try:
             self._send_events(reply, reply.events)
-        except StreamCut:
+        except _StreamCut:
             self._drop()
 
     def _send_events(self, reply: Reply, events: Iterator[bytes]) -> None:
