@@ -273,6 +273,30 @@ def test_a_client_tool_search_call_the_thread_holds_unanswered_is_refused(tmp_pa
     assert caught.value.path == "$.hosted_items[0]"
 
 
+def test_a_client_tool_search_call_a_response_makes_stops_the_run_and_is_kept(tmp_path):
+    # A server that asks the client to search although no tool_search declares execution:
+    # client (not the API's behaviour, but a server's answer is untrusted): the run stops
+    # there with the call recorded, saved and named, not treated as an answer.
+    path = tmp_path / "thread.yaml"
+    path.write_text(THREAD)
+    asked = {**SEARCH_CALL, "execution": "client"}
+    with ScriptedServer([Reply.sse(answer(asked))]) as server:
+        with pytest.raises(ToolHandlerMissingError) as caught:
+            run(server, path, handlers={})
+    assert len(server.requests) == 1
+    error = caught.value
+    assert (error.path, error.kind) == ("$.hosted_items[0]", "tool_search")
+    assert error.result is not None
+    [kept] = error.result.thread.hosted_items
+    assert (kept.type, kept.item["execution"]) == ("tool_search_call", "client")
+    saved = turnwire.load_thread(path)  # saved with the run's records, the call waiting
+    assert [item.type for item in saved.hosted_items] == ["tool_search_call"]
+    # The next run refuses it before anything is sent.
+    with ScriptedServer([]) as server, pytest.raises(ToolHandlerMissingError) as again:
+        run(server, path, handlers={})
+    assert server.requests == [] and again.value.path == "$.hosted_items[0]"
+
+
 def test_a_namespaced_custom_tool_without_a_handler_is_refused(tmp_path):
     path = tmp_path / "thread.yaml"
     path.write_text(

@@ -163,6 +163,9 @@ class Run:
         # A client-executed call of the last response that no handler can answer: the run
         # stopped there, the call left waiting in the thread (see ``loop``).
         self.unanswerable: ToolCall | None = None
+        # Where a response's client-executed tool search waits (``$.hosted_items[i]``), which
+        # turnwire does not answer: the run stopped there.
+        self.unanswered_search: int | None = None
         """The calls whose results no request sent, when the run stopped at
         ``client.max_iterations`` (their results are recorded)."""
 
@@ -260,11 +263,22 @@ class Run:
             if unanswerable:  # never answered in its place: the run stops, the call waits
                 self.unanswerable = unanswerable[0]
                 runnable = [call for call in runnable if call not in unanswerable]
+            self.unanswered_search = next(
+                (
+                    index
+                    for index in range(before[3], len(thread.hosted_items))
+                    if thread.hosted_items[index].type == "tool_search_call"
+                    and thread.hosted_items[index].item.get("execution") == "client"
+                ),
+                None,
+            )
+            if self.unanswered_search is not None:  # as a waiting call: the run stops here
+                runnable = []
             if runnable and not once:
                 thread = await run_calls(thread, runnable)
             # The next request's render stamps this response's reasoning; a run that stops
             # here renders once more to stamp it.
-            if not calls or once or unanswerable:
+            if not calls or once or unanswerable or self.unanswered_search is not None:
                 thread = fingerprint_new_thoughts(
                     thread,
                     container=self.container,
