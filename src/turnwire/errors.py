@@ -20,6 +20,7 @@ TurnwireError                            E_TURNWIRE (the base class)
 │   ├── FileNotAllowedError              E_FILE_NOT_ALLOWED ($.path)
 │   ├── ApprovalNotPendingError          E_MCP_APPROVAL_NOT_PENDING (item_id)
 │   ├── McpServerNotAllowedError         E_MCP_SERVER_NOT_ALLOWED ($.path, server_label)
+│   ├── ProviderUnsupportedError         E_PROVIDER_UNSUPPORTED ($.path, provider, lack)
 │   ├── OutputSchemaError                E_OUTPUT_SCHEMA_INVALID ($.path in the schema)
 │   ├── ContextOverflowError             E_OPENAI_RESPONSES_CONTEXT_OVERFLOW (tokens per bucket)
 │   ├── StoreError                       E_STORE (an unusable store, a damaged row)
@@ -73,6 +74,7 @@ __all__ = [
     "OutputValidationError",
     "PluginError",
     "PreflightError",
+    "ProviderUnsupportedError",
     "ReasoningReplayRejectedError",
     "RenderError",
     "RequestTimeoutError",
@@ -414,6 +416,29 @@ class McpServerNotAllowedError(InputError):
         super().__init__(message)
         self.path = path
         self.server_label = server_label
+
+
+class ProviderUnsupportedError(InputError):
+    """A thread or a call asks for what the configured provider does not accept
+    (``provider.lacks``, which the shipped profiles fill in): a hosted tool on a server that
+    runs none, a compaction on one without ``/responses/compact``... Raised before any request
+    is sent, and by ``render`` alike. (A configuration that asks for such a thing is a
+    :class:`ConfigError` when it loads.)
+
+    :ivar path: where the ask is: a thread's ``$.hosted_tools[0]``, or the argument
+        (``compaction_trigger``, ``compact``).
+    :ivar provider: ``provider.name`` (``None`` when the configuration names none).
+    :ivar lack: the ``provider.lacks`` entry (``hosted_tools``, ``compact`` ...).
+    """
+
+    code = "E_PROVIDER_UNSUPPORTED"
+    status = 422
+
+    def __init__(self, message: str, *, path: str, provider: str | None, lack: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.provider = provider
+        self.lack = lack
 
 
 class ContextOverflowError(InputError):

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import turnwire
+from turnwire.errors import ProviderUnsupportedError
 
 from ..conftest import make_container
 from ..oracle import validate_body
@@ -153,9 +154,9 @@ def test_a_provider_without_server_side_compaction_refuses_the_trigger() -> None
     container = turnwire.build_container([profile_path("vllm")])
     thread = turnwire.Thread.create(model="m", prompt="hi")
     with ScriptedServer([]) as server:
-        with pytest.raises(turnwire.ConfigError) as caught:
+        with pytest.raises(ProviderUnsupportedError) as caught:
             turnwire.run(
                 thread, container=container, base_url=server.base_url, compaction_trigger=True
             )
-    assert caught.value.path == "$.provider.lacks.context_management"
+    assert (caught.value.path, caught.value.lack) == ("compaction_trigger", "context_management")
     assert server.requests == []

@@ -9,6 +9,7 @@ import pytest
 
 import turnwire
 from turnwire.config.settings import load_settings, profile_names, profile_path
+from turnwire.errors import ProviderUnsupportedError
 
 from ..client.server import ScriptedServer
 
@@ -34,6 +35,10 @@ ASKS: dict[str, tuple[dict[str, Any], str]] = {
     "compact": (
         {"context": {"window": {"compact": {"threshold": 1000}}}},
         "$.context.window.compact",
+    ),
+    "hosted_tools": (
+        {"tools": {"hosted": [{"type": "web_search"}]}},
+        "$.tools.hosted[0]",
     ),
 }
 
@@ -128,8 +133,38 @@ def test_an_explicit_compaction_is_refused_before_anything_is_sent() -> None:
     container = turnwire.build_container([profile_path("vllm")])
     thread = turnwire.Thread.create(model="m", prompt="first").with_user_message("second")
     with ScriptedServer([]) as server:
-        with pytest.raises(turnwire.ConfigError) as caught:
+        with pytest.raises(ProviderUnsupportedError) as caught:
             turnwire.compact(thread, container=container, base_url=server.base_url)
-    assert caught.value.path == "$.provider.lacks.compact"
+    assert (caught.value.path, caught.value.provider, caught.value.lack) == (
+        "compact",
+        "vllm",
+        "compact",
+    )
     assert "vllm does not accept POST /responses/compact" in str(caught.value)
     assert server.requests == []
+
+
+HOSTED = {
+    "version": 1,
+    "model": "m",
+    "hosted_tools": [{"type": "custom", "name": "note"}, {"type": "web_search"}],
+    "messages": [
+        {"id": "u1", "role": "user", "content": "hi", "created_at": "2026-01-01T10:00:00Z"}
+    ],
+}
+
+
+def test_a_thread_s_hosted_tool_is_refused_where_the_provider_runs_none() -> None:
+    container = turnwire.build_container([profile_path("vllm")])
+    with pytest.raises(ProviderUnsupportedError) as caught:
+        turnwire.render(HOSTED, container=container)
+    # the custom tool is the client's to run: the web search is what is refused
+    assert (caught.value.path, caught.value.lack) == ("$.hosted_tools[1]", "hosted_tools")
+    assert "vllm does not accept a tool the server runs" in str(caught.value)
+    # the same thread renders where the provider runs them
+    turnwire.render(HOSTED, container=turnwire.build_container())
+
+
+def test_a_client_executed_or_namespaced_tool_is_not_a_hosted_one() -> None:
+    thread = {**HOSTED, "hosted_tools": [{"type": "custom", "name": "note"}]}
+    turnwire.render(thread, container=turnwire.build_container([profile_path("vllm")]))

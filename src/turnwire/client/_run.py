@@ -52,7 +52,8 @@ from turnwire.client.recording import (
 )
 from turnwire.client.results import ResponseMeta, RunResult
 from turnwire.client.text_calls import apply_text_tool_calls
-from turnwire.errors import ConfigError, HttpError, ReasoningReplayRejectedError
+from turnwire.config.settings import unsupported
+from turnwire.errors import HttpError, ReasoningReplayRejectedError
 from turnwire.files.pointers import ContextAssembler, file_roots
 from turnwire.model.approvals import ApprovalDecision
 from turnwire.model.records import HostedItem, Message, Thought, Thread, ToolCall
@@ -353,14 +354,11 @@ class Run:
         model: str,
         roots: tuple[str, ...],
     ) -> CompactResult | None:
-        lacking = self.settings.provider.lacks.get("compact")
-        if lacking is not None:
-            who = self.settings.provider.name or "the provider"
-            raise ConfigError(
-                f"$.provider.lacks.compact: {who} does not accept POST /responses/compact "
-                f"({lacking}): nothing was sent",
-                path="$.provider.lacks.compact",
-            )
+        refused = unsupported(
+            self.settings.provider, "compact", "compact", "POST /responses/compact"
+        )
+        if refused is not None:
+            raise refused
         rendered = self._render(part, model, roots)
         body = compact_body(rendered.body)
         self.client._observe(

@@ -46,9 +46,8 @@ from turnwire.client.stored import compact_stored, run_stored
 from turnwire.client.telemetry import Telemetry
 from turnwire.client.tools import ToolExecutor, waiting_call_error
 from turnwire.client.transport import RetryPolicy, Transport
-from turnwire.config.settings import merge, profile_path, settings_from_tree
+from turnwire.config.settings import merge, profile_path, settings_from_tree, unsupported
 from turnwire.errors import (
-    ConfigError,
     InputError,
     MaxIterationsError,
     MissingApiKeyError,
@@ -450,7 +449,7 @@ class Client:
             compaction: the compaction item it returns is recorded and the next request starts
             from it). The item is sent, never recorded; the request is checked by the preflight
             rules with it (``compaction-trigger-last``). Refused when ``provider.lacks`` names
-            ``context_management``.
+            ``context_management`` (:class:`~turnwire.errors.ProviderUnsupportedError`).
         :raises turnwire.errors.MaxIterationsError: the run stopped at
             ``client.max_iterations`` with the model still calling tools (the run's result,
             its last calls run and recorded, on its ``result``).
@@ -484,13 +483,15 @@ class Client:
                 tools=tools,
                 compaction_trigger=compaction_trigger,
             )
-        if compaction_trigger and "context_management" in self.settings.provider.lacks:
-            who = self.settings.provider.name or "the provider"
-            raise ConfigError(
-                f"compaction_trigger: {who} does not accept it (context_management: "
-                f"{self.settings.provider.lacks['context_management']}): nothing was sent",
-                path="$.provider.lacks.context_management",
+        if compaction_trigger:
+            lacking = unsupported(
+                self.settings.provider,
+                "context_management",
+                "compaction_trigger",
+                "a compaction_trigger (server-side compaction)",
             )
+            if lacking is not None:
+                raise lacking
         executor = self.executor.with_functions(function_tools(tools or ()))
         declared = with_function_tools(thread, executor.functions.values())
         run = Run(

@@ -41,7 +41,7 @@ from turnwire.config.options import (
     UnfingerprintedReasoning,
     bucket_order_problem,
 )
-from turnwire.errors import ConfigError, validation_location
+from turnwire.errors import ConfigError, ProviderUnsupportedError, validation_location
 from turnwire.files.loading import DocumentKind, format_for
 from turnwire.model.records import REPLAY_TAG
 from turnwire.model.structured import OutputSchema
@@ -55,7 +55,7 @@ from turnwire.wire.request import (
     TextOptions,
     ToolChoice,
 )
-from turnwire.wire.tools import HostedTool, check_hosted_tools
+from turnwire.wire.tools import HostedTool, check_hosted_tools, runs_on_server
 
 __all__ = [
     "INSTALL_HINT",
@@ -77,11 +77,13 @@ __all__ = [
     "counter_installed",
     "default_config_path",
     "extra_field_problem",
+    "first_server_run",
     "load_settings",
     "profile_names",
     "profile_path",
     "replay_problems",
     "replay_tags",
+    "unsupported",
 ]
 
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
@@ -720,6 +722,7 @@ ProviderLack = Literal[
     "prompt_cache_options",
     "context_management",
     "compact",
+    "hosted_tools",
 ]
 
 
@@ -733,8 +736,11 @@ class ProviderSettings(_Section, frozen=True, kw_only=True):
         replay``), ``prompt_cache_key`` (any ``request.prompt_cache_key`` but ``none``),
         ``prompt_cache_options`` (``request.prompt_cache_options``, ``prompt_cache_retention``,
         ``prompt_cache_breakpoints: auto``), ``context_management`` (server-side compaction) and
-        ``compact`` (``POST /responses/compact``: ``context.window.compact``). A configuration
-        that asks for one is refused at load, naming the setting and the reason.
+        ``compact`` (``POST /responses/compact``: ``context.window.compact``) and
+        ``hosted_tools`` (tools the server runs: web search, file search, code interpreter, MCP
+        servers, image generation ..., in ``tools.hosted``). A configuration that asks for one
+        is refused at load, naming the setting and the reason; a thread or a call that does is
+        refused before anything is sent (:class:`~turnwire.errors.ProviderUnsupportedError`).
     """
 
     name: NonEmpty | None = None
@@ -762,10 +768,38 @@ def _asks_for(settings: Settings, lack: ProviderLack) -> str | None:
         return None
     if lack == "context_management":
         return None if request.context_management is None else "$.request.context_management"
+    if lack == "hosted_tools":
+        return first_server_run(settings.tools.hosted, "$.tools.hosted")
     window = settings.context.window
     if isinstance(window, WindowSettings) and window.compact is not None:
         return "$.context.window.compact"
     return None
+
+
+def first_server_run(tools: Iterable[object], where: str) -> str | None:
+    """The path (``where[i]``) of the first of ``tools`` the server runs
+    (:func:`~turnwire.wire.tools.runs_on_server`), ``None`` when none does."""
+    return next((f"{where}[{i}]" for i, tool in enumerate(tools) if runs_on_server(tool)), None)
+
+
+def unsupported(
+    provider: ProviderSettings, lack: ProviderLack, path: str, what: str
+) -> ProviderUnsupportedError | None:
+    """The error for asking ``provider`` for ``what`` (at ``path``) when its ``lacks`` names
+    ``lack``; ``None`` when the provider takes it."""
+    reason = provider.lacks.get(lack)
+    if reason is None:
+        return None
+    return ProviderUnsupportedError(
+        f"{path}: {_refusal(provider, lack, reason, what)}; nothing was sent",
+        path=path,
+        provider=provider.name,
+        lack=lack,
+    )
+
+
+def _refusal(provider: ProviderSettings, lack: str, reason: str, what: str) -> str:
+    return f"{provider.name or 'the provider'} does not accept {what} ({lack}: {reason})"
 
 
 class Settings(_Section, frozen=True, kw_only=True):
@@ -798,8 +832,7 @@ class Settings(_Section, frozen=True, kw_only=True):
         for lack, reason in self.provider.lacks.items():
             path = _asks_for(self, lack)
             if path is not None:
-                who = self.provider.name or "the provider"
-                return path, f"{path}: {who} does not accept it ({lack}: {reason})"
+                return path, f"{path}: {_refusal(self.provider, lack, reason, 'it')}"
         return None
 
 

@@ -14,7 +14,12 @@ from typing import Any
 
 import msgspec
 
-from turnwire.config.settings import RequestSettings, replay_tags
+from turnwire.config.settings import (
+    RequestSettings,
+    first_server_run,
+    replay_tags,
+    unsupported,
+)
 from turnwire.errors import ConfigError, PreflightError, RenderError, TurnwireError
 from turnwire.files.pointers import ContextAssembler, file_roots
 from turnwire.files.thread_file import load_thread
@@ -101,9 +106,18 @@ def with_declared_tools(thread: Thread, *, container: Container) -> Thread:
     from turnwire.rendering.artifact_tools import artifact_tools
     from turnwire.stages.tool_results import shows_inline
 
-    tool_settings = container.settings().tools
+    settings = container.settings()
+    tool_settings = settings.tools
     if thread.hosted_tools or tool_settings.hosted:
         from turnwire.wire.hosted_tools import check_thread_mcp_servers, merge_hosted_tools
+
+        if "hosted_tools" in settings.provider.lacks:
+            where = first_server_run(thread.hosted_tools, "$.hosted_tools")
+            lacking = where and unsupported(
+                settings.provider, "hosted_tools", where, "a tool the server runs"
+            )
+            if lacking:
+                raise lacking
 
         check_thread_mcp_servers(
             thread.hosted_tools, tool_settings.allow_thread_mcp_servers, tool_settings.hosted

@@ -484,6 +484,16 @@ CLIENT_TOOL_TYPES: dict[str, type[Any]] = {
 """The client-executed tool types turnwire declares, by their ``type``."""
 
 
+def runs_on_server(tool: object) -> bool:
+    """Whether the server runs ``tool`` (web search, file search, code interpreter, an MCP
+    server, image generation, programs, a tool search it executes): what a provider without
+    hosted tools cannot take. A namespace's functions, and client-executed tools, are the
+    client's."""
+    if isinstance(tool, NamespaceTool) or not isinstance(tool, tuple(HOSTED_TOOL_TYPES.values())):
+        return False
+    return not (isinstance(tool, ToolSearchTool) and tool.execution == "client")
+
+
 def client_tool_key(tool: ClientTool) -> str:
     """The name a client-executed tool's handler is registered under: a custom tool's
     ``name``, else its kind (``shell``, ``local_shell``, ``apply_patch``, ``computer``; the
