@@ -1,6 +1,12 @@
 """A run that stops at ``client.max_iterations`` with the model still calling tools is no
 success: it keeps what it recorded (saved, stored, on the error's ``result``) and raises
-``E_MAX_ITERATIONS``."""
+``E_MAX_ITERATIONS``.
+
+The model is ``turnwire emulate`` (the ``turnwire_emulator`` fixture): a script that calls
+``get_capital`` on every request, each call with ids of its own as the API mints them, and
+every request the runs send checked with the API's rules (a call replayed without its output,
+an id sent twice, a reasoning item out of place is a 400, and the run fails).
+"""
 
 from __future__ import annotations
 
@@ -13,12 +19,17 @@ import yaml
 
 import turnwire
 from turnwire.errors import MaxIterationsError
+from turnwire.testing import EmulatorHandle
 
 from ..conftest import make_container
 from .server import Reply, ScriptedServer, recorded
 
 CALL = recorded("function_call_legacy_noseq_gpt-4o.sse")
 AFTER_CALL = recorded("text_after_tool_legacy_noseq_gpt-4o.sse")
+
+# The model calls get_capital whatever it is sent: the loop never ends on its own.
+CALLING = {"default": {"tool_calls": [{"name": "get_capital", "arguments": {"country": "France"}}]}}
+ANSWERING = {"default": {"text": "Paris."}}
 
 THREAD = """\
 version: 1
@@ -43,7 +54,12 @@ def thread_file(tmp_path: Path) -> Path:
     return path
 
 
-def _run(server: ScriptedServer, source: object, settings: dict = LIMIT, **options: object):
+def _run(
+    server: ScriptedServer | EmulatorHandle,
+    source: object,
+    settings: dict = LIMIT,
+    **options: object,
+):
     return turnwire.api.run(
         source,
         container=make_container(settings),
@@ -53,16 +69,32 @@ def _run(server: ScriptedServer, source: object, settings: dict = LIMIT, **optio
     )
 
 
-def test_the_limit_raises_after_saving_what_the_run_recorded(thread_file, caplog):
-    with ScriptedServer([Reply.sse(CALL)]) as server:  # the model calls again and again
-        with caplog.at_level(logging.WARNING, logger="turnwire"):
-            with pytest.raises(MaxIterationsError) as caught:
-                _run(server, thread_file, save=True)
+def _accepted(api: EmulatorHandle) -> list[dict]:
+    """The bodies of the requests the emulator answered, each accepted (no rule broken)."""
+    exchanges = list(api.emulator.exchanges)
+    assert [(seen.status, seen.rule) for seen in exchanges] == [(200, None)] * len(exchanges)
+    return [seen.json() for seen in exchanges]
+
+
+def test_the_limit_raises_after_saving_what_the_run_recorded(
+    thread_file, caplog, turnwire_emulator
+):
+    api = turnwire_emulator
+    api.script(CALLING)
+    with caplog.at_level(logging.WARNING, logger="turnwire"):
+        with pytest.raises(MaxIterationsError) as caught:
+            _run(api, thread_file, save=True)
     error = caught.value
     assert error.code == "E_MAX_ITERATIONS" and error.status == 508 and not error.fatal
     assert "stopped after 2 requests (client.max_iterations)" in str(error)
     assert "(get_capital)" in str(error)
-    assert error.iterations == 2 and len(server.requests) == 2
+    _, second = _accepted(api)
+    assert error.iterations == 2
+    # The second request carried the first call and its result.
+    assert [item.get("type") for item in second["input"][-2:]] == [
+        "function_call",
+        "function_call_output",
+    ]
     assert "max-iterations" in [getattr(r, "kind", "") for r in caplog.records]
     result = error.result
     assert isinstance(result, turnwire.RunResult)
@@ -75,21 +107,36 @@ def test_the_limit_raises_after_saving_what_the_run_recorded(thread_file, caplog
     assert saved.tool_calls[-1].result.text == "the capital of France"
 
 
-def test_the_next_run_sends_the_results_the_limit_left_unsent(thread_file):
-    with ScriptedServer([Reply.sse(CALL)]) as server, pytest.raises(MaxIterationsError) as caught:
-        _run(server, thread_file, save=True)
-    last = caught.value.result.records.tool_calls[-1]
-    with ScriptedServer([Reply.sse(AFTER_CALL)]) as server:
-        result = _run(server, thread_file, save=True)
-    outputs = [i for i in server.requests[0].json["input"] if i["type"] == "function_call_output"]
-    assert outputs[-1]["call_id"] == last.call_id
+def test_the_next_run_sends_the_results_the_limit_left_unsent(thread_file, turnwire_emulator):
+    api = turnwire_emulator
+    api.script(CALLING)
+    with pytest.raises(MaxIterationsError) as caught:
+        _run(api, thread_file, save=True)
+    calls = caught.value.result.records.tool_calls
+    api.script(ANSWERING)
+    result = _run(api, thread_file, save=True)
+    *_, resumed = _accepted(api)
+    # Both calls go back, each with its own result: the one the limit left unsent too.
+    sent = [item for item in resumed["input"] if item.get("type") != "message"]
+    assert [(item["type"], item["call_id"]) for item in sent] == [
+        (kind, call.call_id) for call in calls for kind in ("function_call", "function_call_output")
+    ]
+    assert len({call.call_id for call in calls}) == 2
     assert result.response.finish_reason == "stop" and result.iterations == 1
+    assert result.text == "Paris."
 
 
-def test_an_answer_on_the_last_allowed_request_is_a_success(thread_file):
-    with ScriptedServer([Reply.sse(CALL), Reply.sse(AFTER_CALL)]) as server:
-        result = _run(server, thread_file, save=True)
+def test_an_answer_on_the_last_allowed_request_is_a_success(thread_file, turnwire_emulator):
+    api = turnwire_emulator
+    api.script(
+        {
+            "answers": [{"match": {"last_item": "function_call_output"}, "text": "Paris."}],
+            **CALLING,
+        }
+    )
+    result = _run(api, thread_file, save=True)
     assert result.iterations == 2 and result.response.finish_reason == "stop"
+    assert result.text == "Paris." and len(_accepted(api)) == 2
 
 
 def test_once_stops_at_its_calls_without_the_error(thread_file):

@@ -128,16 +128,36 @@ def test_tool_failures_become_error_results_the_model_sees(
     assert expected in server.requests[1].json["input"][-1]["output"]
 
 
-def test_arguments_that_break_the_schema_never_reach_the_handler(thread_file):
+def _emulated_call(name: str, arguments: str) -> dict[str, Any]:
+    """A script for ``turnwire emulate``: the model calls ``name`` with ``arguments`` (JSON
+    text), then answers once it reads the result."""
+    return {
+        "answers": [
+            {"match": {"last_item": "function_call_output"}, "text": "Done."},
+            {"tool_calls": [{"name": name, "arguments": arguments}]},
+        ]
+    }
+
+
+def _accepted(api: Any) -> list[dict[str, Any]]:
+    """The bodies the emulator was sent, every one accepted: no API rule broken."""
+    exchanges = list(api.emulator.exchanges)
+    assert [(seen.status, seen.rule) for seen in exchanges] == [(200, None)] * len(exchanges)
+    return [seen.json() for seen in exchanges]
+
+
+def test_arguments_that_break_the_schema_never_reach_the_handler(thread_file, turnwire_emulator):
     ran: list[dict] = []
-    stream = CALL.replace(b'{\\"country\\":\\"France\\"}', b'{\\"country\\":[\\"France\\"]}')
-    assert stream != CALL
-    with ScriptedServer([Reply.sse(stream), Reply.sse(AFTER_CALL)]) as server:
-        result = run(server, thread_file, handlers={"get_capital": lambda **kw: ran.append(kw)})
+    turnwire_emulator.script(_emulated_call("get_capital", '{"country":["France"]}'))
+    result = run(
+        turnwire_emulator, thread_file, handlers={"get_capital": lambda **kw: ran.append(kw)}
+    )
     assert ran == []
     call = result.records.tool_calls[0]
     assert call.is_error and call.args == {"country": ["France"]}
-    assert "$.country: expected string" in server.requests[1].json["input"][-1]["output"]
+    _, second = _accepted(turnwire_emulator)
+    assert "$.country: expected string" in second["input"][-1]["output"]
+    assert result.text == "Done."
 
 
 def _tiny_png() -> bytes:
@@ -1218,7 +1238,9 @@ class Place(msgspec.Struct):
     lon: float
 
 
-def test_a_function_tool_is_declared_from_its_signature_run_and_answered(tmp_path, caplog):
+def test_a_function_tool_is_declared_from_its_signature_run_and_answered(
+    tmp_path, caplog, turnwire_emulator
+):
     ran: list[tuple[Any, ...]] = []
 
     @turnwire.tool
@@ -1231,11 +1253,9 @@ def test_a_function_tool_is_declared_from_its_signature_run_and_answered(tmp_pat
 
     path = _no_tools(tmp_path)
     arguments = '{"city":"Paris","unit":null,"near":{"lat":48.8,"lon":2.3}}'
-    with ScriptedServer([Reply.sse(_calling("get_weather", arguments)), Reply.sse(AFTER_CALL)]) as (
-        server
-    ):
-        result = run(server, path, handlers={}, tools=[get_weather])
-    first, second = (_checked(seen.json) for seen in server.requests)
+    turnwire_emulator.script(_emulated_call("get_weather", arguments))
+    result = run(turnwire_emulator, path, handlers={}, tools=[get_weather])
+    first, second = (_checked(body) for body in _accepted(turnwire_emulator))
     declared = {
         "type": "function",
         "name": "get_weather",
@@ -1275,6 +1295,7 @@ def test_a_function_tool_is_declared_from_its_signature_run_and_answered(tmp_pat
     # the declaration is the run's: neither the result nor the saved file holds it
     assert result.thread.tools == () and turnwire.load_thread(path).tools == ()
     assert turnwire.load_thread(path).tool_calls[0].result == call.result
+    assert result.text == "Done."
     assert not [r for r in caplog.records if r.name == "turnwire" and r.levelname == "WARNING"]
 
 
