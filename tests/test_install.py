@@ -37,8 +37,9 @@ PLUGINS = {
 }
 DEV_ONLY = ("pytest", "hypothesis", "ruff", "mypy", "mkdocs", "respx", "openai")
 
-DEMO = "python3 -m pip install uv && UV_PYTHON_DOWNLOADS=never uv run --no-dev turnwire demo"
-TESTS = "python3 -m pip install uv && UV_PYTHON_DOWNLOADS=never uv sync && uv run pytest"
+_UV = "python3 -m pip install uv && UV_PYTHON_DOWNLOADS=never UV_COMPILE_BYTECODE=1 uv"
+DEMO = f"{_UV} run --no-dev turnwire demo"
+TESTS = f"{_UV} sync && uv run pytest"
 # Every install line the pages may show, each run (and checked) by one test below.
 KNOWN = {
     DEMO,
@@ -106,6 +107,7 @@ def test_the_readme_test_line_is_what_ci_runs():
     ci = (REPO / ".ci" / "run").read_text().splitlines()
     # .ci/run installs uv itself (quietly), never downloads a Python, then syncs and tests.
     assert "python3 -m pip install --quiet uv" in ci and "export UV_PYTHON_DOWNLOADS=never" in ci
+    assert "export UV_COMPILE_BYTECODE=1" in ci  # as the README's commands compile it
     assert any(line.startswith("uv sync --frozen") for line in ci)
     assert TESTS.rsplit("&& ", 1)[1] in ci
 
