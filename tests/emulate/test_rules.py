@@ -64,16 +64,43 @@ def test_a_valid_conversation_passes(sdk):
     assert response.output_text
 
 
-def test_the_recorded_rejection_gets_the_recorded_answer(api):
-    request = (
-        CONFORMANCE / "requests/rejected/reasoning_without_following_item_gpt-5.json"
-    ).read_bytes()
-    recorded = json.loads(
-        (CONFORMANCE / "responses/error_400_reasoning_without_following_item.json").read_text()
-    )
+# Each request the API refused (tests/data/conformance/requests/rejected), with its answer.
+REJECTED = {
+    "reasoning_without_following_item_gpt-5.json": "error_400_reasoning_without_following_item",
+    "function_call_output_input_file_url_mp3_gpt-5-mini.json": "error_400_unsupported_file",
+}
+
+
+def test_every_recorded_rejection_is_listed():
+    listed = {path.name for path in (CONFORMANCE / "requests/rejected").glob("*.json")}
+    assert listed == set(REJECTED)
+
+
+@pytest.mark.parametrize(("request_file", "answer_file"), sorted(REJECTED.items()))
+def test_a_recorded_rejection_gets_the_recorded_answer(api, request_file, answer_file):
+    request = (CONFORMANCE / "requests/rejected" / request_file).read_bytes()
+    recorded = json.loads((CONFORMANCE / "responses" / f"{answer_file}.json").read_text())
     answer = httpx.post(f"{api.base_url}/responses", content=request)
     assert answer.status_code == 400
     assert answer.json() == recorded
+
+
+@pytest.mark.parametrize(
+    "part",
+    [
+        {"type": "input_file", "file_url": "https://example.com/a/talk.MP3?x=1"},
+        {"type": "input_file", "filename": "clip.mp4", "file_data": "data:;base64,AAAA"},
+        {"type": "input_file", "filename": "x", "file_data": "data:audio/wav;base64,AAAA"},
+    ],
+)
+def test_a_sound_or_video_file_is_unsupported(sdk, part):
+    err = _refused(sdk, input=[{"role": "user", "content": [part]}])
+    assert (err.status_code, err.code, err.param) == (400, "unsupported_file", "input")
+
+
+def test_a_document_file_is_taken(sdk):
+    part = {"type": "input_file", "file_url": "https://example.com/report.pdf"}
+    sdk.responses.create(model="gpt-5", input=[{"role": "user", "content": [part]}])
 
 
 def test_recorded_accepted_requests_pass_or_fail_only_on_foreign_state(api):

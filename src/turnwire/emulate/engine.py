@@ -490,7 +490,34 @@ def _check_parts(
         for name in part:
             if name not in fields:
                 return error_for("unknown-parameter", path=f"{where}[{number}].{name}")
+        if kind == "input_file" and _audio_or_video(part):
+            return error_for("unsupported-file")
     return None
+
+
+# What an input_file may not hold: sound and moving pictures (the API answered an .mp3
+# file_url with unsupported_file; turnwire's own media policy never sends them as files).
+_AUDIO_VIDEO = frozenset(
+    "mp3 wav m4a aac flac ogg oga opus weba webm mp4 m4v mov avi mkv mpeg mpg 3gp".split()
+)
+
+
+def _audio_or_video(part: Mapping[str, Any]) -> bool:
+    """Whether an ``input_file`` part holds sound or video: by its ``file_data`` MIME type,
+    else the extension of its ``filename`` or of its ``file_url``'s path."""
+    data = part.get("file_data")
+    if isinstance(data, str) and data[:11].lower().startswith(("data:audio/", "data:video/")):
+        return True
+    for name in (part.get("filename"), _url_path(part.get("file_url"))):
+        if isinstance(name, str) and name.rpartition(".")[2].lower() in _AUDIO_VIDEO:
+            return "." in name
+    return False
+
+
+def _url_path(url: object) -> str | None:
+    if not isinstance(url, str):
+        return None
+    return url.split("?", 1)[0].split("#", 1)[0]
 
 
 def _input_parts(content: object) -> list[Any]:

@@ -289,6 +289,16 @@ RULES: dict[str, Rule] = {
         "The emulator is serving as many connections as it allows; try again.",
         "no recording: the emulator's own limit",
     ),
+    "unsupported-file": Rule(
+        400,
+        _INVALID,
+        "unsupported_file",
+        "input",
+        "The file type you uploaded is not supported. Please try again with a pdf",
+        "tests/data/conformance/responses/error_400_unsupported_file.json (the API's answer to "
+        "an input_file whose file_url names an .mp3); the emulator refuses sound and video "
+        "files by MIME type or extension",
+    ),
     "stored-item": Rule(
         404,
         _INVALID,
