@@ -498,7 +498,26 @@ def _check_parts(
 # What an input_file may not hold: sound and moving pictures (the API answered an .mp3
 # file_url with unsupported_file; turnwire's own media policy never sends them as files).
 _AUDIO_VIDEO = frozenset(
-    "mp3 wav m4a aac flac ogg oga opus weba webm mp4 m4v mov avi mkv mpeg mpg 3gp".split()
+    [
+        "mp3",
+        "wav",
+        "m4a",
+        "aac",
+        "flac",
+        "ogg",
+        "oga",
+        "opus",
+        "weba",
+        "webm",
+        "mp4",
+        "m4v",
+        "mov",
+        "avi",
+        "mkv",
+        "mpeg",
+        "mpg",
+        "3gp",
+    ]
 )
 
 
