@@ -231,3 +231,61 @@ def test_the_emulator_accepts_a_searchable_request():
     ):
         response = sdk.responses.create(model="gpt-5", input="hi", tools=tools)
     assert response.status == "completed"
+
+
+NAMESPACED_TOOLS = [
+    {"type": "tool_search"},
+    {
+        "type": "namespace",
+        "name": "crm",
+        "description": "CRM tools.",
+        "tools": [
+            {"type": "function", "name": "lookup", "defer_loading": True, "parameters": {}},
+        ],
+    },
+]
+
+
+def _namespaced_body(call: dict) -> dict:
+    return {
+        "model": "gpt-5.4",
+        "store": False,
+        "tools": NAMESPACED_TOOLS,
+        "input": [
+            {"role": "user", "content": "find Ann"},
+            call,
+            {"type": "function_call_output", "call_id": "call_1", "output": "found"},
+        ],
+    }
+
+
+def test_a_call_into_a_namespace_sent_back_without_it_is_refused():
+    call = {"type": "function_call", "call_id": "call_1", "name": "lookup", "arguments": "{}"}
+    with pytest.raises(PreflightError) as caught:
+        preflight(_namespaced_body(call))
+    assert (caught.value.rule, caught.value.index) == ("namespaced-call", 1)
+    preflight(_namespaced_body({**call, "namespace": "crm"}))  # with it: accepted
+
+
+def test_a_top_level_function_of_the_same_name_needs_no_namespace():
+    call = {"type": "function_call", "call_id": "call_1", "name": "lookup", "arguments": "{}"}
+    body = _namespaced_body(call)
+    body["tools"] = [*NAMESPACED_TOOLS, {"type": "function", "name": "lookup", "parameters": {}}]
+    preflight(body)
+
+
+def test_the_emulator_answers_a_missing_namespace_as_the_api_does():
+    import httpx
+
+    call = {"type": "function_call", "call_id": "call_1", "name": "lookup", "arguments": "{}"}
+    with turnwire.testing.emulator() as api:
+        answer = httpx.post(f"{api.base_url}/responses", json=_namespaced_body(call))
+    assert answer.status_code == 400
+    assert answer.json()["error"] == {
+        "message": "Missing namespace for function_call 'lookup'. It does not exist in the "
+        "default namespace. Round-trip the model's function_call item with its namespace "
+        "field included.",
+        "type": "invalid_request_error",
+        "param": "input[1].namespace",
+        "code": None,
+    }

@@ -581,6 +581,7 @@ def _preflight_answer(
         "call_id": item.get("call_id"),
         "detail": err.message,
         "value": body.get("max_output_tokens"),
+        "name": item.get("name"),
     }
     rule = err.rule
     if rule == "item-id-prefix":

@@ -211,6 +211,17 @@ RULES: dict[str, Rule] = {
         "james-6-23/codex2api PR #546 and router-for-me/CLIProxyAPI#4148 the message; param "
         "and code: no recording",
     ),
+    "namespaced-call": Rule(
+        400,
+        _INVALID,
+        None,
+        "input[{index}].namespace",
+        "Missing namespace for function_call '{name}'. It does not exist in the default "
+        "namespace. Round-trip the model's function_call item with its namespace field "
+        "included.",
+        "earendil-works/pi#7709 quotes the message and the param input[N].namespace, "
+        "github/copilot-cli#4519 and vercel/ai#20265 the message; type and code: no recording",
+    ),
     # --- the rules only a server sees ------------------------------------------------------
     "call-without-output": Rule(
         400,

@@ -76,6 +76,8 @@ PREFLIGHT_RULES: dict[str, str] = {
     "deferred-needs-tool-search": "a deferred tool (defer_loading: true, on a function, a "
     "custom tool, an MCP server or a tool inside a namespace) needs the tool_search tool",
     "compaction-trigger-last": "a compaction_trigger item is the last input item",
+    "namespaced-call": "a function or custom tool call of a tool declared only inside a "
+    "namespace carries that namespace (the model's call sent back as it came)",
 }
 
 # The client-executed calls: call type → (output type, rule). Their call ids are kept in the
@@ -512,6 +514,43 @@ def _check_tool_choice(
         raise _fail("tool-choice-declared", f"{where} names {shown}, which tools does not declare")
 
 
+def _field_of(value: Any, name: str) -> Any:
+    return value.get(name) if isinstance(value, Mapping) else getattr(value, name, None)
+
+
+def _kind_of(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return value.get("type", "message")
+    return getattr(getattr(value, "__struct_config__", None), "tag", None)
+
+
+def _check_namespaced_calls(tools: Sequence[Any], items: Sequence[Any]) -> None:
+    """The ``namespaced-call`` rule: a call of a tool that only a namespace declares (no
+    function or custom tool of that name at the top level) names its namespace."""
+    top = {
+        _field_of(tool, "name") for tool in tools if _kind_of(tool) in ("function", "custom")
+    }
+    inside = {
+        _field_of(member, "name")
+        for tool in tools
+        for member in _members(tool, _field_of, _kind_of)
+    }
+    only_inside = inside - top
+    if not only_inside:
+        return
+    for index, item in enumerate(items):
+        if _kind_of(item) not in ("function_call", "custom_tool_call"):
+            continue
+        name = _field_of(item, "name")
+        if name in only_inside and not _field_of(item, "namespace"):
+            raise _fail(
+                "namespaced-call",
+                f"Missing namespace for function_call {name!r}: it is declared only inside a "
+                "namespace",
+                index,
+            )
+
+
 def _members(tool: Any, field: Callable[[Any, str], Any], kind: Callable[[Any], Any]) -> list[Any]:
     """The tools inside a ``namespace`` declaration (none for any other tool)."""
     members = field(tool, "tools") if kind(tool) == "namespace" else None
@@ -656,6 +695,8 @@ def preflight(body: RequestBody | Mapping[str, Any]) -> None:
     if not passed:
         _check_items(facts, stateless=store is False)
     _check_programmatic(tools, tool_choice)
+    if tools and any(_kind_of(tool) == "namespace" for tool in tools):
+        _check_namespaced_calls(tools, items)
     if format_type == "json_object" and not any("json" in _text_of(i).lower() for i in items):
         raise _fail("json-object-needs-json", "no input item mentions JSON")
 
