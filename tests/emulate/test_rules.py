@@ -98,6 +98,33 @@ def test_a_sound_or_video_file_is_unsupported(sdk, part):
     assert (err.status_code, err.code, err.param) == (400, "unsupported_file", "input")
 
 
+@pytest.mark.parametrize(
+    ("tools", "path"),
+    [
+        ([{"type": "function", "name": "get.weather", "parameters": {}}], "tools[0].name"),
+        (
+            [
+                {"type": "function", "name": "ok", "parameters": {}},
+                {
+                    "type": "namespace",
+                    "name": "crm",
+                    "description": "d",
+                    "tools": [{"type": "custom", "name": "look up"}],
+                },
+            ],
+            "tools[1].tools[0].name",
+        ),
+    ],
+)
+def test_a_tool_name_outside_the_api_s_pattern(sdk, tools, path):
+    err = _refused(sdk, input="hi", tools=tools)
+    assert (err.status_code, err.code, err.param) == (400, "invalid_value", path)
+    assert _error(err)["message"] == (
+        f"Invalid '{path}': string does not match pattern. Expected a string that matches the "
+        "pattern '^[a-zA-Z0-9_-]+$'."
+    )
+
+
 def test_a_document_file_is_taken(sdk):
     part = {"type": "input_file", "file_url": "https://example.com/report.pdf"}
     sdk.responses.create(model="gpt-5", input=[{"role": "user", "content": [part]}])

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 import secrets
 import threading
 import time
@@ -276,7 +277,7 @@ class Emulator:
                 "invalid-type", path="input", expected="a string or an array", got=_type_name(raw)
             )
         items: list[Any] = raw if isinstance(raw, list) else []
-        failed = self._check_items(items)
+        failed = self._check_items(items) or _check_tool_names(body.get("tools"))
         if failed is not None:
             return failed
         if body.get("previous_response_id") is not None:
@@ -473,6 +474,31 @@ class Emulator:
             "usage": self._usage(body, [], ()),
         }
         return Reply(200, [_JSON], msgspec.json.encode(compacted))
+
+
+# The API's pattern for a function's or custom tool's name (quoted in its 400 answers).
+_TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]+")
+
+
+def _check_tool_names(tools: object) -> ApiError | None:
+    """The first function or custom tool (a namespace's too) whose ``name`` is a string the
+    API's pattern refuses, as the API answers it."""
+    if not isinstance(tools, list):
+        return None
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            continue
+        members = tool.get("tools") if tool.get("type") == "namespace" else None
+        named = [(f"tools[{index}]", tool)]
+        if isinstance(members, list):
+            named += [(f"tools[{index}].tools[{n}]", m) for n, m in enumerate(members)]
+        for where, declared in named:
+            if not isinstance(declared, dict) or declared.get("type") not in ("function", "custom"):
+                continue
+            name = declared.get("name")
+            if isinstance(name, str) and not _TOOL_NAME.fullmatch(name):
+                return error_for("tool-name-pattern", path=f"{where}.name")
+    return None
 
 
 def _check_parts(

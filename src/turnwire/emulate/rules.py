@@ -300,6 +300,17 @@ RULES: dict[str, Rule] = {
         "The emulator is serving as many connections as it allows; try again.",
         "no recording: the emulator's own limit",
     ),
+    "tool-name-pattern": Rule(
+        400,
+        _INVALID,
+        "invalid_value",
+        "{path}",
+        "Invalid '{path}': string does not match pattern. Expected a string that matches the "
+        "pattern '^[a-zA-Z0-9_-]+$'.",
+        "openai/openai-dotnet#441 (the Responses API's 400 invalid_value for tools[0].name); "
+        "the whole body as brekkylab/ailoy PR #109 and Vortiago/mcp-azure-devops PR #30 quote "
+        "it for chat completions' tools[N].function.name",
+    ),
     "unsupported-file": Rule(
         400,
         _INVALID,
