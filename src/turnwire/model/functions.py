@@ -44,7 +44,6 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
-import re
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
@@ -56,6 +55,7 @@ from turnwire.errors import InputError, InvalidToolCallArgs, validation_location
 from turnwire.model.records import Thread, Tool
 from turnwire.model.structured import inline_root, strict_form
 from turnwire.wire.tools import (
+    TOOL_NAME,
     ClientTool,
     CustomTool,
     CustomToolGrammar,
@@ -88,7 +88,7 @@ __all__ = [
 P = ParamSpec("P")
 R = TypeVar("R")
 
-_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_NAME = TOOL_NAME
 _NOTHING = inspect.Parameter.empty
 
 

@@ -71,6 +71,7 @@ from turnwire.wire.tools import (
     ProgrammaticToolCallingTool,
     ShellLocalEnvironment,
     ShellTool,
+    ToolName,
     ToolSearchTool,
     WebSearchFilters,
     WebSearchLocation,
@@ -156,7 +157,6 @@ Role = Literal["user", "assistant"]
 AwareDatetime = Annotated[datetime, msgspec.Meta(tz=True)]
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 Unit = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
-ToolName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}(?!\n)$")]
 ItemType = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_]{0,63}(?!\n)$")]
 ToolCaller = Literal["direct", "programmatic"]
 FileId = Annotated[str, msgspec.Meta(min_length=1, pattern=r"^\S+(?!\n)$")]

@@ -21,6 +21,7 @@ hides them.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -31,6 +32,7 @@ from turnwire.wire.content import WireStruct
 __all__ = [
     "CLIENT_TOOL_TYPES",
     "HOSTED_TOOL_TYPES",
+    "TOOL_NAME",
     "ApplyPatchTool",
     "ClientTool",
     "CodeInterpreterContainer",
@@ -68,7 +70,10 @@ __all__ = [
 ]
 
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
-ToolName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}(?!\n)$")]
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""What a tool's name may be (``fullmatch``): the API's pattern, at most 64 characters."""
+ToolName = Annotated[str, msgspec.Meta(pattern=rf"^{TOOL_NAME.pattern}(?!\n)$")]
+"""A string :data:`TOOL_NAME` takes (the type a declaration's and a call's name have)."""
 Grammar = Annotated[str, msgspec.Meta(min_length=1, max_length=100_000)]
 Weight = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 
