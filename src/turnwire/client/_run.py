@@ -56,6 +56,7 @@ from turnwire.config.settings import unsupported
 from turnwire.errors import HttpError, ReasoningReplayRejectedError
 from turnwire.files.pointers import ContextAssembler, file_roots
 from turnwire.model.approvals import ApprovalDecision
+from turnwire.model.functions import waiting_search
 from turnwire.model.records import HostedItem, Message, Thought, Thread, ToolCall
 from turnwire.model.structured import StructuredOutput
 from turnwire.model.timeline import latest, not_before, timeline
@@ -264,15 +265,7 @@ class Run:
             if unanswerable:  # never answered in its place: the run stops, the call waits
                 self.unanswerable = unanswerable[0]
                 runnable = [call for call in runnable if call not in unanswerable]
-            self.unanswered_search = next(
-                (
-                    index
-                    for index in range(before[3], len(thread.hosted_items))
-                    if thread.hosted_items[index].type == "tool_search_call"
-                    and thread.hosted_items[index].item.get("execution") == "client"
-                ),
-                None,
-            )
+            self.unanswered_search = waiting_search(thread.hosted_items, before[3])
             if self.unanswered_search is not None:  # as a waiting call: the run stops here
                 runnable = []
             if runnable and not once:

@@ -46,13 +46,13 @@ import functools
 import inspect
 import types
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Annotated, Any, Generic, ParamSpec, TypeVar, overload
 
 import msgspec
 
 from turnwire.errors import InputError, InvalidToolCallArgs, validation_location
-from turnwire.model.records import Thread, Tool
+from turnwire.model.records import HostedItem, Thread, Tool
 from turnwire.model.structured import inline_root, strict_form
 from turnwire.wire.tools import (
     TOOL_NAME,
@@ -82,6 +82,7 @@ __all__ = [
     "handler_keys",
     "tool",
     "tool_namespace",
+    "waiting_search",
     "with_function_tools",
 ]
 
@@ -500,8 +501,10 @@ def tool_namespace(
 def handler_keys(name: str, namespace: str | None) -> tuple[str, ...]:
     """What a call's handler is looked up under, the first registered one winning: for a call
     in a namespace, ``namespace.name`` then ``name``; else ``name``. (A deferred function
-    declared on its own comes back with its own name as the namespace: ``name`` alone.)"""
-    if namespace is None or namespace == name:
+    declared on its own comes back with its own name as the namespace, and a namespace may be
+    named like one of its functions: ``name.name`` is tried first all the same, as
+    :func:`tool_namespace` registers a member there, then ``name``.)"""
+    if namespace is None:
         return (name,)
     return (f"{namespace}.{name}", name)
 
@@ -557,19 +560,25 @@ def client_tool_search(thread: Thread, configured: tuple[HostedTool, ...] = ()) 
     for where, tool in declared:
         if isinstance(tool, ToolSearchTool) and tool.execution == "client":
             return where
+    index = waiting_search(thread.hosted_items)
+    return None if index is None else f"$.hosted_items[{index}]"
+
+
+def waiting_search(items: Sequence[HostedItem], start: int = 0) -> int | None:
+    """The index of the first client-executed ``tool_search_call`` among ``items[start:]``
+    that no ``tool_search_output`` of ``items`` answers (by ``call_id``); ``None`` when none
+    waits."""
     answered = {
-        record.item.get("call_id")
-        for record in thread.hosted_items
-        if record.type == "tool_search_output"
+        record.item.get("call_id") for record in items if record.type == "tool_search_output"
     }
-    for index, record in enumerate(thread.hosted_items):
-        item = record.item
+    for index in range(start, len(items)):
+        item = items[index].item
         if (
-            record.type == "tool_search_call"
+            items[index].type == "tool_search_call"
             and item.get("execution") == "client"
             and item.get("call_id") not in answered
         ):
-            return f"$.hosted_items[{index}]"
+            return index
     return None
 
 

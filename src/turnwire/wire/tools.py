@@ -65,7 +65,6 @@ __all__ = [
     "check_hosted_tools",
     "client_tool_key",
     "declaration_key",
-    "deferred_tools",
     "namespace_function",
 ]
 
@@ -530,19 +529,6 @@ def check_hosted_tools(tools: tuple[HostedTool, ...]) -> None:
         if key in keys:
             raise ValueError(f"hosted tool {key!r} is declared twice")
         keys.add(key)
-
-
-def deferred_tools(tools: tuple[HostedTool, ...]) -> list[str]:
-    """The deferred tools among ``tools`` (declarations by type): ``custom:NAME``,
-    ``mcp:LABEL``, and ``namespace:NAME`` for a namespace holding a deferred tool."""
-    found: list[str] = []
-    for tool in tools:
-        if isinstance(tool, NamespaceTool):
-            if any(member.defer_loading for member in tool.tools):
-                found.append(declaration_key(tool))
-        elif isinstance(tool, CustomTool | McpTool) and tool.defer_loading:
-            found.append(declaration_key(tool))
-    return found
 
 
 def namespace_function(

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from functools import partial
 from itertools import compress, repeat
 from itertools import count as count_from
-from operator import attrgetter, is_, is_not
+from operator import is_, is_not
 from typing import Any
 
 import msgspec
@@ -383,9 +384,6 @@ def _as_tuple(output: Any) -> tuple[Any, ...]:
     return output if type(output) is tuple else tuple(output or ())
 
 
-_TOOL = attrgetter("tool")
-
-
 def _thoughts_in_bulk(
     surfaced: tuple[Thought, ...],
     replay: bool,
@@ -434,7 +432,7 @@ def _context_in_bulk(
 def _timeline_in_bulk(
     entries: list[_Entry],
     sources: tuple[tuple[Any, ...], ...],
-    tools: dict[str, Tool],
+    declaring: Callable[[ToolCall], Tool | None],
     renderers: tuple[Callable[..., Any], ...],
     relays: tuple[StageRelay, StageRelay],
     replay: bool,
@@ -458,7 +456,7 @@ def _timeline_in_bulk(
     thought_out, candidates, thought_said = _thoughts_in_bulk(
         surfaced, replay, render_reasoning, thought_stages, sink
     )
-    call_tools = list(map(tools.get, map(_TOOL, calls)))
+    call_tools = list(map(declaring, calls))
     call_out, call_said = _in_bulk(
         _tool_call_items, (calls, call_tools, repeat(render_result)), sink
     )
@@ -653,6 +651,7 @@ def _timeline_through(
         last_key = None
 
     tools = {tool.name: tool for tool in thread.tools}
+    declaring = partial(_declaring, tools, thread)
     render_message = positional_caller(message_stages, "render_timeline_message", ("message",))
     render_result = positional_caller(call_stages, "render_tool_call_result", ("tool_call", "tool"))
     memory_table, retrievable_table = context_tables or (None, None)
@@ -680,7 +679,7 @@ def _timeline_through(
             _timeline_in_bulk(
                 entries,
                 sources,
-                tools,
+                declaring,
                 (
                     render_message,
                     render_result,
@@ -725,7 +724,7 @@ def _timeline_through(
                 message_entries[record.id] = Entry(record, None, rendered, False, said)
             extend(rendered)
         elif kind is ToolCall:
-            tool = tools.get(record.tool)
+            tool = declaring(record)
             hit = call_entries.get(record.id) if call_entries else None
             if hit is not None and _same_record(hit.record, record) and _same_tool(hit.tool, tool):
                 extend(hit.rendered)
@@ -857,6 +856,20 @@ def _rewrite(thoughts: list[Thought], rewritten: dict[int, Thought], log: array[
             if found == len(rewritten):
                 break
     return first
+
+
+def _declaring(tools: dict[str, Tool], thread: Thread, call: ToolCall) -> Tool | None:
+    """The declaration a call's result is rendered with: the thread's function of its name
+    (``tools``, by name), or, for a call into a namespace, that namespace's function
+    (:func:`~turnwire.model.functions.called_tool`, the one rule the client runs handlers by):
+    never a top-level tool that only shares the name, whose ``trusted`` flag is not the
+    namespace's to borrow."""
+    if call.namespace is None:
+        return tools.get(call.tool)
+    # Imported here: a thread without namespaced calls never needs it (start-up).
+    from turnwire.model.functions import called_tool
+
+    return called_tool(thread, call.tool, call.namespace)
 
 
 def _same_tool(old: Tool | None, new: Tool | None) -> bool:
