@@ -102,11 +102,13 @@ def _holding_off(packages: frozenset[str]) -> Iterator[_HoldOff]:
     ``sys.meta_path`` is as it was afterwards (``sys.modules`` is never touched: Cython's
     import reads a ``None`` there as the module)."""
     finder = _HoldOff(packages)
-    sys.meta_path.insert(0, finder)
+    # A new list each time, never the shared one changed in place: another thread's import
+    # may be walking the old list, and an insert or a removal under it would skip a finder.
+    sys.meta_path = [finder, *sys.meta_path]
     try:
         yield finder
     finally:
-        sys.meta_path.remove(finder)
+        sys.meta_path = [entry for entry in sys.meta_path if entry is not finder]
 
 
 def _loaded(module: str, name: str) -> Any:
