@@ -168,3 +168,14 @@ def test_a_thread_s_hosted_tool_is_refused_where_the_provider_runs_none() -> Non
 def test_a_client_executed_or_namespaced_tool_is_not_a_hosted_one() -> None:
     thread = {**HOSTED, "hosted_tools": [{"type": "custom", "name": "note"}]}
     turnwire.render(thread, container=turnwire.build_container([profile_path("vllm")]))
+
+
+def test_a_render_that_asks_for_what_the_provider_lacks_is_refused() -> None:
+    container = turnwire.build_container([profile_path("vllm")])
+    with pytest.raises(ProviderUnsupportedError) as caught:
+        turnwire.render(HOSTED_FREE, container=container, reasoning_replay="encrypted")
+    assert (caught.value.path, caught.value.lack) == ("reasoning_replay", "encrypted_reasoning")
+    turnwire.render(HOSTED_FREE, container=container, reasoning_replay="off")
+
+
+HOSTED_FREE = {**HOSTED, "hosted_tools": []}

@@ -186,6 +186,14 @@ def render_input(
     loaded = assembler.inline(windowed) if memo is None else _inline(windowed, memo, assembler)
     overrides: dict[str, Any] = {"model": model}
     if reasoning_replay is not None:
+        lacking = reasoning_replay == "encrypted" and unsupported(
+            settings.provider,
+            "encrypted_reasoning",
+            "reasoning_replay",
+            "replayed encrypted reasoning",
+        )
+        if lacking:
+            raise lacking
         overrides["reasoning_replay"] = reasoning_replay
         # unset, the tags follow the mode this render replays with
         tags = settings.render.replay_compatibility
