@@ -320,6 +320,10 @@ def test_the_first_difference_goes_item_by_item_and_abbreviates():
     )
 
 
+GOOD = "responses-" + "a" * 32 + ".json"
+BAD = "responses-" + "b" * 32 + ".json"  # names the recorder could give
+
+
 def _recording(**changes: Any) -> dict[str, Any]:
     recording: dict[str, Any] = {
         "turnwire_recording": 1,
@@ -365,27 +369,27 @@ def _recording(**changes: Any) -> dict[str, Any]:
     ],
 )
 def test_a_malformed_recording_is_an_error_naming_the_file(tmp_path: Path, content, said):
-    (tmp_path / "good.json").write_text(json.dumps(_recording()))
-    (tmp_path / "bad.json").write_bytes(content)
+    (tmp_path / GOOD).write_text(json.dumps(_recording()))
+    (tmp_path / BAD).write_bytes(content)
     with pytest.raises(ConfigError, match=said) as caught:
         Replayer(tmp_path)
-    assert f"recording {tmp_path / 'bad.json'}:" in str(caught.value)
+    assert f"recording {tmp_path / BAD}:" in str(caught.value)
 
 
 def test_recordings_are_bounded_and_unique_and_the_directory_must_exist(tmp_path: Path):
-    huge = tmp_path / "huge.json"
+    huge = tmp_path / GOOD
     with huge.open("wb") as file:
         file.truncate(MAX_RECORDING_BYTES + 1)
     with pytest.raises(ConfigError, match="larger than"):
         Replayer(tmp_path)
     huge.unlink()
-    (tmp_path / "a.json").write_text(json.dumps(_recording()))
-    (tmp_path / "b.json").write_text(json.dumps(_recording(), indent=4))
-    with pytest.raises(ConfigError, match=r"records the same request as a\.json"):
+    (tmp_path / GOOD).write_text(json.dumps(_recording()))
+    (tmp_path / BAD).write_text(json.dumps(_recording(), indent=4))
+    with pytest.raises(ConfigError, match=f"records the same request as {GOOD}"):
         Replayer(tmp_path)
     with pytest.raises(ConfigError, match="not a directory"):
         Replayer(tmp_path / "missing")
-    (tmp_path / "b.json").unlink()
+    (tmp_path / BAD).unlink()
     (tmp_path / "notes.txt").write_text("not read")
     assert len(Replayer(tmp_path)) == 1
 

@@ -21,7 +21,8 @@ UPSTREAM_KEY_VARIABLE = "OPENAI_API_KEY"
 
 
 def add_record_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--record``, ``--replay``, ``--upstream`` and ``--upstream-key-env``."""
+    """``--record``, ``--replay``, ``--upstream``, ``--upstream-key-env`` and
+    ``--allow-remote``."""
     modes = parser.add_mutually_exclusive_group()
     modes.add_argument(
         "--record",
@@ -47,6 +48,12 @@ def add_record_arguments(parser: argparse.ArgumentParser) -> None:
         default=UPSTREAM_KEY_VARIABLE,
         help="with --record: the environment variable holding the upstream's API key "
         "(default OPENAI_API_KEY); sent to the upstream only, never recorded or logged",
+    )
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="with --record: listen on a --host that is not a loopback address, and take "
+        "requests whatever their Host header (anyone who reaches the port spends the key)",
     )
 
 
@@ -83,6 +90,12 @@ def _answerer(args: argparse.Namespace) -> tuple[Answerer, str]:
     if upstream is not None and not record:
         raise ConfigError(
             "--upstream is where --record forwards to; give --record DIR too", path="$.upstream"
+        )
+    if args.allow_remote and not record:
+        raise ConfigError(
+            "--allow-remote lets --record take requests from other machines; without --record "
+            "any --host is served",
+            path="$.allow_remote",
         )
     if record:
         variable = args.upstream_key_env
@@ -123,7 +136,9 @@ def emulate_command(args: argparse.Namespace) -> int:
     answerer, mode = _answerer(args)
     try:
         try:
-            server = EmulatorServer(answerer, host=args.host, port=args.port)
+            server = EmulatorServer(
+                answerer, host=args.host, port=args.port, allow_remote=args.allow_remote
+            )
         except OSError as err:
             raise ConfigError(
                 f"cannot listen on {args.host}:{args.port} ({err.strerror}); choose another --port",

@@ -50,6 +50,7 @@ __all__ = [
     "MAX_BODY_BYTES",
     "Emulator",
     "Exchange",
+    "ExchangeLog",
     "Reply",
     "endpoint_of",
     "error_reply",
@@ -117,7 +118,8 @@ class _StreamCut(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Exchange:
-    """One request the emulator answered (the last 1,000 are kept, for tests to read)."""
+    """One request the emulator answered (kept in an :class:`ExchangeLog`, for tests to
+    read)."""
 
     method: str
     path: str
@@ -130,11 +132,84 @@ class Exchange:
         """The request body, decoded."""
         return msgspec.json.decode(self.body)
 
+    def size(self) -> int:
+        """What it weighs in an :class:`ExchangeLog`: its body, path and headers."""
+        headers = sum(len(name) + len(value) for name, value in self.headers)
+        return len(self.body) + len(self.path) + headers
+
     @classmethod
     def of(cls, method: str, path: str, body: bytes, reply: Reply) -> Exchange:
         """The exchange of ``reply`` to a request (a body over 1 MiB is not kept)."""
         kept = body if len(body) <= 1 << 20 else b""
         return cls(method, path, kept, reply.status, reply.rule, tuple(reply.headers))
+
+
+MAX_EXCHANGES = 1000
+"""The most exchanges an :class:`ExchangeLog` keeps."""
+MAX_EXCHANGE_BYTES = 64 * 1024 * 1024
+"""The most bytes (request bodies, paths and reply headers) an :class:`ExchangeLog` keeps."""
+
+
+class ExchangeLog:
+    """The last exchanges an emulator, recorder or player answered, for tests to read: at most
+    ``max_count`` of them and at most ``max_bytes`` in all (their bodies, paths and headers),
+    the oldest dropped first. The newest is always kept. Safe to append to from the server's
+    threads; iterating reads a copy."""
+
+    def __init__(
+        self, *, max_count: int = MAX_EXCHANGES, max_bytes: int = MAX_EXCHANGE_BYTES
+    ) -> None:
+        self.max_count = max_count
+        self.max_bytes = max_bytes
+        self._kept: deque[tuple[Exchange, int]] = deque()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    @property
+    def bytes(self) -> int:
+        """What the kept exchanges weigh, as counted against ``max_bytes``."""
+        return self._bytes
+
+    def append(self, exchange: Exchange) -> None:
+        """Keep ``exchange``, dropping the oldest ones past either bound."""
+        size = exchange.size()
+        with self._lock:
+            self._kept.append((exchange, size))
+            self._bytes += size
+            while len(self._kept) > 1 and (
+                len(self._kept) > self.max_count or self._bytes > self.max_bytes
+            ):
+                _, dropped = self._kept.popleft()
+                self._bytes -= dropped
+
+    def clear(self) -> None:
+        """Forget every exchange."""
+        with self._lock:
+            self._kept.clear()
+            self._bytes = 0
+
+    def _list(self) -> list[Exchange]:
+        with self._lock:
+            return [exchange for exchange, _ in self._kept]
+
+    def __iter__(self) -> Iterator[Exchange]:
+        return iter(self._list())
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def __getitem__(self, index: int) -> Exchange:
+        return self._list()[index]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ExchangeLog):
+            return self._list() == other._list()
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ExchangeLog({len(self)} exchanges, {self._bytes} bytes)"
 
 
 def error_reply(error: ApiError) -> Reply:
@@ -221,7 +296,7 @@ class Emulator:
         self._known = _fields()
         self._minted: OrderedDict[str, str] = OrderedDict()  # output item id → its reasoning's
         self._lock = threading.Lock()
-        self.exchanges: deque[Exchange] = deque(maxlen=1000)
+        self.exchanges = ExchangeLog()
 
     def __repr__(self) -> str:
         return f"Emulator(organization={self._organization!r})"

@@ -12,15 +12,20 @@ Each exchange is then written to one file in ``DIR``, named after the request's 
 (:func:`request_hash`): the endpoint, the request body, and the answers, each with its status,
 the headers of :data:`KEPT_HEADERS` and its body (an event stream's text verbatim, a JSON body
 as its JSON value, anything else as text). No request header is written, the key appears in
-no file, log line, error or ``repr``. Not written: a 401 (it is about the key, not the
-request), and an answer that broke off or exceeded :data:`MAX_RECORDING_BYTES`. The same
-request sent again in one recording session adds its answer after the first; the first
-answer a session records for a request replaces what the file held before. Every write is a
-temporary file renamed into place.
+no file, log line, error or ``repr``. Not written: a 401, streamed or not (it is about the
+key, not the request), and an answer that broke off or exceeded :data:`MAX_RECORDING_BYTES`.
+The same request sent again in one recording session adds its answer after the first; the
+first answer a session records for a request replaces what the file held before. Every write
+is a temporary file renamed into place, readable by its owner only (mode ``0o600``: a
+recording holds whole prompts). The recorder spends a real key, so the server serves it to
+local clients only (:mod:`turnwire.emulate.server`).
 
-**Replaying.** At start every ``*.json`` file of ``DIR`` is read and checked (at most
-:data:`MAX_RECORDING_BYTES` each; a malformed one, or two recording the same request, is a
-:class:`~turnwire.errors.ConfigError` naming the file); recordings are data only, nothing in
+**Replaying.** At start every ``*.json`` file of ``DIR`` is read and checked; a file named
+otherwise than the recorder names its files (:data:`RECORDING_NAME`), one that is not a
+regular file (a symbolic link, a FIFO, a directory: opened without following a link or
+waiting for a writer), one over :data:`MAX_RECORDING_BYTES`, a malformed one, or two recording
+the same request, is a :class:`~turnwire.errors.ConfigError` naming the file (its name
+escaped when it holds a character that is not printable); recordings are data only, nothing in
 them is run and only the headers of :data:`KEPT_HEADERS` are sent back. A request is answered
 from the recording of the same hash, unchecked: the status, the headers and the body as
 recorded (an event stream byte for byte, event by event), with the recording's file name in
@@ -33,17 +38,18 @@ recorded "..." sent "..."``), and the log says the same.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import os
 import re
+import stat
 import tempfile
 import threading
-from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import httpx
@@ -52,6 +58,7 @@ import msgspec
 from turnwire.emulate.engine import (
     MAX_BODY_BYTES,
     Exchange,
+    ExchangeLog,
     Reply,
     _StreamCut,
     error_reply,
@@ -65,6 +72,7 @@ __all__ = [
     "KEPT_HEADERS",
     "MAX_RECORDING_BYTES",
     "RECORDING_HEADER",
+    "RECORDING_NAME",
     "RecordedAnswer",
     "Recorder",
     "Recording",
@@ -82,6 +90,8 @@ MAX_RECORDING_BYTES = 64 * 1024 * 1024
 """The largest recording file read, and the largest answer recorded (64 MiB)."""
 RECORDING_HEADER = "x-turnwire-emulate-recording"
 """The header naming the recording a replayed answer came from."""
+RECORDING_NAME = re.compile(r"responses(?:-compact|-input_tokens)?-[0-9a-f]{32}\.json")
+"""The names :func:`recording_name` gives (matched whole): the only files ``--replay`` reads."""
 KEPT_HEADERS = frozenset(
     {
         "content-type",
@@ -160,12 +170,18 @@ def _content_type(headers: Mapping[str, str]) -> str:
 class Recorder:
     """Forwards each request to ``upstream`` and records the exchange in ``directory``.
 
+    It spends a real key (:attr:`spends_key`): an :class:`~turnwire.emulate.EmulatorServer`
+    serves it on a loopback address to local clients only, unless told otherwise.
+
     :param directory: where the recordings go (created if missing).
     :param upstream: the base URL requests go to (``{upstream}/responses`` ...).
     :param api_key: the key sent to the upstream as ``Authorization: Bearer``; kept in this
         object only, never recorded, logged or shown.
     :param transport: an :mod:`httpx` transport (tests).
     """
+
+    spends_key: ClassVar[bool] = True
+    """Requests it answers are forwarded with the owner's key."""
 
     def __init__(
         self,
@@ -197,7 +213,7 @@ class Recorder:
             ) from None
         self.upstream = upstream.rstrip("/")
         self.max_body_bytes = max_body_bytes
-        self.exchanges: deque[Exchange] = deque(maxlen=1000)
+        self.exchanges = ExchangeLog()
         self.__key = api_key
         self._client = httpx.Client(
             timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 30.0)),
@@ -253,11 +269,7 @@ class Recorder:
             answer.close()
         if received is None:
             return self._failed(f"an answer over {MAX_RECORDING_BYTES} bytes")
-        recorded = _answer(answer.status_code, kept, received)
-        if answer.status_code == 401:
-            log.warning("not recorded: the upstream answered 401 (the key, not the request)")
-        else:
-            self._store(endpoint, request, recorded)
+        self._store(endpoint, request, _answer(answer.status_code, kept, received))
         return Reply(answer.status_code, reply_headers, received)
 
     def _failed(self, reason: str) -> Reply:
@@ -294,6 +306,10 @@ class Recorder:
         self._store(endpoint, request, RecordedAnswer(answer.status_code, headers, sse=text))
 
     def _store(self, endpoint: str, request: dict[str, Any], answer: RecordedAnswer) -> None:
+        """Record ``answer``: every answer, streamed or not, comes through here."""
+        if answer.status == 401:
+            log.warning("not recorded: the upstream answered 401 (the key, not the request)")
+            return
         digest = request_hash(endpoint, request)
         path = self.directory / recording_name(endpoint, digest)
         try:
@@ -364,7 +380,6 @@ def _write_atomically(path: Path, data: bytes) -> None:
             file.write(data)
             file.flush()
             os.fsync(file.fileno())
-        os.chmod(temporary, 0o644)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
@@ -374,18 +389,51 @@ def _write_atomically(path: Path, data: bytes) -> None:
 # ----------------------------------------------------------------------------- reading
 
 
+def _printable(text: str) -> str:
+    """``text`` as it is, or escaped when it holds a character that is not printable (a line
+    break, a control character): a file name quoted in an error or a log line."""
+    return text if text.isprintable() else ascii(text)[1:-1]
+
+
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+
+
+class _NotRegular(Exception):
+    pass
+
+
+def _read_regular(path: str | os.PathLike[str]) -> bytes:
+    """At most ``MAX_RECORDING_BYTES + 1`` bytes of the regular file ``path``, opened without
+    following a symbolic link or waiting for a FIFO's writer: :class:`_NotRegular` when it is
+    another kind of file, :class:`OSError` when it cannot be opened (``ELOOP``: a link)."""
+    handle = os.open(path, _OPEN_FLAGS)
+    try:
+        if not stat.S_ISREG(os.fstat(handle).st_mode):
+            raise _NotRegular
+        file = os.fdopen(handle, "rb")
+    except BaseException:
+        os.close(handle)
+        raise
+    with file:
+        return file.read(MAX_RECORDING_BYTES + 1)
+
+
 def read_recording(path: str | os.PathLike[str]) -> Recording:
     """The recording in ``path``, checked: a :class:`~turnwire.errors.ConfigError` naming the
-    file when it is not one (too large, not JSON, not the shape, a header not kept)."""
-    name = os.fspath(path)
+    file when it is not one (not a regular file, too large, not JSON, not the shape, a header
+    not kept)."""
+    name = _printable(os.fspath(path))
 
     def bad(problem: str) -> ConfigError:
         return ConfigError(f"recording {name}: {problem}", path=name)
 
     try:
-        with open(path, "rb") as file:
-            data = file.read(MAX_RECORDING_BYTES + 1)
+        data = _read_regular(path)
+    except _NotRegular:
+        raise bad("not a regular file; recordings are read from regular files only") from None
     except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise bad("a symbolic link; recordings are read from regular files only") from None
         raise bad(f"cannot be read ({err.strerror})") from None
     if len(data) > MAX_RECORDING_BYTES:
         raise bad(f"larger than {MAX_RECORDING_BYTES} bytes")
@@ -430,8 +478,9 @@ class _Loaded:
 class Replayer:
     """Answers each request from the recording of the same hash in ``directory``.
 
-    :raises ConfigError: the directory is missing, or a recording in it is malformed or
-        records the same request as another.
+    :raises ConfigError: the directory is missing, or a ``*.json`` file in it is not named as
+        the recorder names its files (:data:`RECORDING_NAME`), is not a regular file, is
+        malformed or records the same request as another.
     """
 
     def __init__(
@@ -443,9 +492,17 @@ class Replayer:
                 f"--replay {self.directory}: not a directory of recordings", path="$.replay"
             )
         self.max_body_bytes = max_body_bytes
-        self.exchanges: deque[Exchange] = deque(maxlen=1000)
+        self.exchanges = ExchangeLog()
         self._recordings: dict[str, _Loaded] = {}
         for path in sorted(self.directory.glob("*.json")):
+            if not RECORDING_NAME.fullmatch(path.name):
+                shown = _printable(str(path))
+                raise ConfigError(
+                    f"recording {shown}: not a name the recorder gives (responses-<32 hex "
+                    "digits>.json, responses-compact-..., responses-input_tokens-...); rename "
+                    "or remove it",
+                    path=shown,
+                )
             recording = read_recording(path)
             digest = request_hash(recording.endpoint, recording.request)
             earlier = self._recordings.get(digest)

@@ -387,6 +387,16 @@ RULES: dict[str, Rule] = {
         "no recording: the emulator's own answer under --record when the upstream cannot be "
         "reached or its answer breaks off",
     ),
+    "forbidden-request": Rule(
+        403,
+        _INVALID,
+        "forbidden_request",
+        None,
+        "{detail}",
+        "no recording: the emulator's own refusal, unread, of what a web page could send (an "
+        "Origin header, a body not declared application/json) and, under --record, of a Host "
+        "other than a loopback address with the listening port",
+    ),
 }
 
 

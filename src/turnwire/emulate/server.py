@@ -7,26 +7,42 @@ limit is refused from its ``Content-Length`` before a byte of it is read, a conn
 and any failure inside the emulator is a 500 with the API's error body, logged without the
 request's content. Nothing is logged of the headers (the API key among them) or the bodies
 (but for a replay miss's first difference, abbreviated: :mod:`turnwire.emulate.recording`).
+
+Nor can a web page drive it. A browser lets any page send a "simple" request to
+``http://127.0.0.1:8787`` without asking the server first (a ``POST`` whose body is declared
+``text/plain``, a form's type, or nothing); it always adds an ``Origin`` header. So in every
+mode a request carrying ``Origin``, or a ``POST`` whose ``Content-Type`` is anything but
+``application/json``, is refused with ``403 forbidden_request`` before its body is read
+(the official SDK, openai-agents and turnwire send ``application/json`` and no ``Origin``).
+An answerer that spends a real key (a true ``spends_key``: the recorder of ``--record``)
+is held tighter: a ``POST`` must declare ``application/json`` (none is refused too), the
+``Host`` header must name a loopback address or ``localhost`` with the listening port (a page
+that rebound its own name to this machine sends its own), and the server listens on a loopback
+address only, unless ``allow_remote`` (``--allow-remote``) says otherwise; the ``Host`` check
+is then off, the others stay.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import logging
+import re
 import socket
 import threading
-from collections import deque
 from collections.abc import Iterator, Mapping
+from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Protocol
 
 import msgspec
 
-from turnwire.emulate.engine import Exchange, Reply, _StreamCut
+from turnwire.emulate.engine import ExchangeLog, Reply, _StreamCut, error_reply
 from turnwire.emulate.rules import error_for
+from turnwire.errors import ConfigError
 
-__all__ = ["Answerer", "EmulatorServer"]
+__all__ = ["Answerer", "EmulatorServer", "is_loopback"]
 
 log = logging.getLogger("turnwire.emulate")
 
@@ -48,15 +64,78 @@ _BUSY = (
 
 class Answerer(Protocol):
     """What a server serves: the :class:`~turnwire.emulate.Emulator`, or the recorder or
-    player of :mod:`turnwire.emulate.recording`."""
+    player of :mod:`turnwire.emulate.recording`. One that forwards requests with a real key
+    says so with a true ``spends_key`` attribute (optional; the recorder's), and is served to
+    loopback clients only."""
 
     max_body_bytes: int
-    exchanges: deque[Exchange]
-    """The requests it answered (the last 1,000)."""
+    exchanges: ExchangeLog
+    """The requests it answered (the last 1,000, at most 64 MiB in all)."""
 
     def handle(
         self, method: str, path: str, headers: Mapping[str, str], body: bytes
     ) -> Reply: ...  # pragma: no cover - a protocol
+
+
+def _spends_key(answerer: Answerer) -> bool:
+    """Whether ``answerer`` forwards requests with a real key (its optional ``spends_key``)."""
+    return bool(getattr(answerer, "spends_key", False))
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or a name, as given to ``--host``) is ``localhost`` or a
+    loopback address (``127.0.0.0/8``, ``::1``)."""
+    name = host.strip().lower().removeprefix("[").removesuffix("]")
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+_HOST = re.compile(r"(?:\[(?P<v6>[0-9a-f:.]+)\]|(?P<name>[a-z0-9.-]+))(?::(?P<port>[0-9]{1,5}))?")
+
+
+def _host_is_local(value: str, port: int) -> bool:
+    """Whether a ``Host`` header names a loopback address or ``localhost`` with ``port``."""
+    found = _HOST.fullmatch(value.strip().lower())
+    if found is None:
+        return False
+    given = int(found["port"]) if found["port"] else 80
+    return given == port and is_loopback(found["v6"] or found["name"])
+
+
+def _media_type(value: str) -> str:
+    return value.split(";", 1)[0].strip().lower()
+
+
+def _refusal(method: str, headers: Message, *, strict: bool, port: int | None) -> str | None:
+    """Why a request is refused before it is read (the ``403 forbidden_request`` message), or
+    ``None``. ``strict``: the answerer spends a real key; ``port``: the ``Host`` header must
+    name a loopback address with it (``None``: not checked)."""
+    if headers.get_all("origin"):
+        return (
+            "The emulator refuses a request carrying an Origin header: a web page may not "
+            "drive it. The official SDK and other HTTP clients send none."
+        )
+    if method == "POST":
+        types = headers.get_all("content-type") or []
+        declared = [_media_type(value) for value in types]
+        if declared not in ([], ["application/json"]) or (strict and not declared):
+            return (
+                "The emulator takes a body declared as JSON only: send "
+                "Content-Type: application/json."
+            )
+    if port is not None:
+        hosts = headers.get_all("host") or []
+        if len(hosts) != 1 or not _host_is_local(hosts[0], port):
+            return (
+                f"The recording emulator answers requests addressed to 127.0.0.1:{port} or "
+                f"localhost:{port} only (the Host header); start it with --allow-remote to "
+                "take others."
+            )
+    return None
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -78,6 +157,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self, method: str) -> None:
         emulator = self.server.emulator
+        refused = _refusal(
+            method, self.headers, strict=self.server.strict, port=self.server.host_port
+        )
+        if refused is not None:
+            self.close_connection = True  # the body is not read
+            reply = error_reply(error_for("forbidden-request", detail=refused))
+            self._log(method, reply)
+            self._send(reply)
+            return
         raw_length = self.headers.get("content-length")
         if raw_length is None and method == "POST":
             error = error_for("length-required")
@@ -103,6 +191,10 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as err:
             log.error("%s %s failed: %s", method, self.path[:200], type(err).__name__)
             reply = Reply(500, [("content-type", "application/json")], _SERVER_ERROR)
+        self._log(method, reply)
+        self._send(reply)
+
+    def _log(self, method: str, reply: Reply) -> None:
         log.info(
             "%s %s %d%s",
             method,
@@ -110,7 +202,6 @@ class _Handler(BaseHTTPRequestHandler):
             reply.status,
             f" ({reply.rule})" if reply.rule else "",
         )
-        self._send(reply)
 
     def _send(self, reply: Reply) -> None:
         try:
@@ -172,13 +263,18 @@ class _Server(ThreadingHTTPServer):
         timeout_s: float,
         stall_s: float,
         max_connections: int,
+        allow_remote: bool,
     ) -> None:
         self.emulator = emulator
+        self.strict = _spends_key(emulator)
+        self.host_port: int | None = None  # set once bound, when the Host header is checked
         self.timeout_s = timeout_s
         self.stall_s = stall_s
         self.stopping = threading.Event()
         self._slots = threading.BoundedSemaphore(max_connections)
         super().__init__(address, _Handler)
+        if self.strict and not allow_remote:
+            self.host_port = int(self.server_address[1])
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self._slots.acquire(blocking=False):
@@ -207,6 +303,11 @@ class EmulatorServer:
 
     ``with EmulatorServer(emulator) as server:`` serves it from a thread until the block ends;
     :meth:`serve_forever` serves it in the calling thread until interrupted.
+
+    :param allow_remote: with an answerer that spends a real key (the recorder), listen on a
+        ``host`` that is not a loopback address, and take any ``Host`` header.
+    :raises ConfigError: such an answerer, a non-loopback ``host`` and no ``allow_remote``
+        (checked before anything listens).
     """
 
     def __init__(
@@ -218,7 +319,16 @@ class EmulatorServer:
         timeout_s: float = 60.0,
         stall_s: float = 300.0,
         max_connections: int = 64,
+        allow_remote: bool = False,
     ) -> None:
+        if _spends_key(emulator) and not allow_remote and not is_loopback(host):
+            shown = ascii(host)[1:-1]
+            raise ConfigError(
+                f"--host {shown or '(all addresses)'} is not a loopback address: --record would "
+                "forward the request of anyone who can reach it with your API key. Listen on "
+                "127.0.0.1, or give --allow-remote (allow_remote=True) to mean it",
+                path="$.host",
+            )
         self.emulator = emulator
         self._server = _Server(
             (host, port),
@@ -226,6 +336,7 @@ class EmulatorServer:
             timeout_s=timeout_s,
             stall_s=stall_s,
             max_connections=max_connections,
+            allow_remote=allow_remote,
         )
         self._thread: threading.Thread | None = None
 
