@@ -348,8 +348,10 @@ def _parser() -> argparse.ArgumentParser:
         description="Serve POST /v1/responses (streamed and not), /v1/responses/compact and "
         "/v1/responses/input_tokens until interrupted: scripted answers, every request checked "
         "with the API's rules and answered with its status and error body, sealed "
-        "encrypted_content, prompt caching reported. The key blobs are sealed under is "
-        "$TURNWIRE_EMULATE_KEY (hex), else a random one per run.",
+        "encrypted_content, prompt caching reported; or, with --record, a proxy to a real "
+        "endpoint that stores each exchange, and with --replay, answers from those recordings. "
+        "Blobs are sealed under the key in $TURNWIRE_EMULATE_KEY (hex), else a random one per "
+        "run.",
     )
     emulate.add_argument("--host", default="127.0.0.1", help="the address to listen on")
     emulate.add_argument(

@@ -527,9 +527,7 @@ def _kind_of(value: Any) -> Any:
 def _check_namespaced_calls(tools: Sequence[Any], items: Sequence[Any]) -> None:
     """The ``namespaced-call`` rule: a call of a tool that only a namespace declares (no
     function or custom tool of that name at the top level) names its namespace."""
-    top = {
-        _field_of(tool, "name") for tool in tools if _kind_of(tool) in ("function", "custom")
-    }
+    top = {_field_of(tool, "name") for tool in tools if _kind_of(tool) in ("function", "custom")}
     inside = {
         _field_of(member, "name")
         for tool in tools
