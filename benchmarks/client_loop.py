@@ -26,14 +26,24 @@ The subjects, each made once and reused for every run, as a program would:
 * pydantic-ai: ``agent.run(question, message_history=prior)`` of an ``Agent`` on
   ``OpenAIResponsesModel`` (one ``AsyncOpenAI``), ``lookup`` a ``tool_plain`` (it does not
   stream);
-* the floor: a bare ``httpx.Client`` POSTing the 21 request bodies of the same conversation
-  (built beforehand, JSON with ``stream: true``) and reading each answer whole: the HTTP and the
-  server's work, nothing else; and the same with ``httpx.AsyncClient`` on the event loop.
+* the floor: a bare ``httpx.Client`` POSTing the 21 request bodies turnwire sent in a run
+  before the timed ones (the server keeps the last 21 it received: the very bytes, captured
+  by a turnwire client of its own, made and closed before the subjects run) and reading each
+  answer whole: the HTTP and the server's work for the same bytes, nothing else; and the same
+  with ``httpx.AsyncClient`` on the event loop. A floor must send what turnwire sends: its
+  bodies are about 1.5x the plain Responses items of the same conversation (each message in
+  its envelope, each tool result fenced, the tool's whole docstring), and on this machine the
+  HTTP and the server's work grow with the bytes;
+* the minimal body, for reference: the same ``httpx.Client`` POSTing the conversation as
+  plain Responses items (built beforehand: the messages' texts, ``lookup`` described in one
+  line, each call and its output bare), what a hand-written loop would send. Its ratio is
+  what turnwire's extra bytes cost in HTTP and server work, not part of the target.
 
 Every subject runs once per round, in an order rotated round by round (the peers, much slower,
 in the first rounds only); per-request time is a run's time over its 21 requests, medians over
 rounds; each ratio is the median of the rounds' ratios against the floor (the peers' against
 turnwire). Targets: turnwire at most 2x the floor per request, 1 TCP connection per client.
+The header line gives the mean body of each: turnwire's (the floor's) and the minimal one.
 
 TCP connections are counted by the server (those that carried a request): over each client's
 first two runs, back to back and untimed, and per timed run. Between two timed runs of one
@@ -56,6 +66,7 @@ import subprocess
 import sys
 import threading
 import urllib.request
+from collections import deque
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -113,6 +124,7 @@ def serve() -> None:
     lock = threading.Lock()
     connections = [0]
     answered = [0]
+    received: deque[bytes] = deque(maxlen=REQUESTS)  # the last run's bodies, for the floor
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -125,6 +137,11 @@ def serve() -> None:
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def do_GET(self) -> None:  # the counters, on a connection of their own
+            if self.path.endswith("/bodies"):  # the last 21 bodies received, exactly
+                with lock:
+                    kept = list(received)
+                self._send(200, "application/msgpack", msgspec.msgpack.encode(kept))
+                return
             payload = json.dumps({"connections": connections[0], "requests": answered[0]})
             self._send(200, "application/json", payload.encode())
 
@@ -142,6 +159,7 @@ def serve() -> None:
             with lock:
                 answered[0] += 1
                 n = answered[0]
+                received.append(raw)
             if done < CALLS:
                 item: dict[str, Any] = {
                     "id": f"fc_{n}",
@@ -215,6 +233,13 @@ class Server:
     def counters(self) -> dict[str, int]:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/stats", timeout=10) as got:
             return dict(json.load(got))
+
+    def bodies(self) -> list[bytes]:
+        """The last 21 request bodies the server received, as they came."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/bodies", timeout=10) as got:
+            kept = msgspec.msgpack.decode(got.read(), type=list[bytes])
+        assert len(kept) == REQUESTS
+        return kept
 
     def close(self) -> None:
         assert self.process.stdin is not None
@@ -396,8 +421,9 @@ class PydanticAI(Subject):
         self.loop.run_until_complete(self.client.close())
 
 
-def floor_bodies(prior: int) -> list[bytes]:
-    """The 21 bodies of the conversation, encoded beforehand: what the floor POSTs."""
+def minimal_bodies(prior: int) -> list[bytes]:
+    """The 21 bodies of the conversation as plain Responses items, encoded beforehand: what
+    the minimal-body line POSTs."""
     items: list[dict[str, Any]] = [
         {"type": "message", "role": role, "content": text} for role, text in prior_texts(prior)
     ]
@@ -416,12 +442,12 @@ def floor_bodies(prior: int) -> list[bytes]:
 
 class Floor(Subject):
     name = "floor"
-    what = "httpx.Client: POST each body, read the answer whole"
+    what = "httpx.Client: POST each of turnwire's bodies, read the answer whole"
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, base_url: str, prior: int) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, base_url: str, bodies: list[bytes]) -> None:
         super().__init__(loop)
         self.url = base_url + "/responses"
-        self.bodies = floor_bodies(prior)
+        self.bodies = bodies
         self.client = httpx.Client(timeout=60)
         self.headers = {"Content-Type": "application/json", "Authorization": f"Bearer {KEY}"}
 
@@ -438,8 +464,8 @@ class AsyncFloor(Floor):
     name = "async floor"
     what = "httpx.AsyncClient on the event loop: the same"
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, base_url: str, prior: int) -> None:
-        super().__init__(loop, base_url, prior)
+    def __init__(self, loop: asyncio.AbstractEventLoop, base_url: str, bodies: list[bytes]) -> None:
+        super().__init__(loop, base_url, bodies)
         self.client.close()
         self.aclient = httpx.AsyncClient(timeout=60)
 
@@ -453,6 +479,11 @@ class AsyncFloor(Floor):
 
     def close(self) -> None:
         self.loop.run_until_complete(self.aclient.aclose())
+
+
+class MinimalBody(Floor):
+    name = "minimal body"
+    what = "httpx.Client: POST the conversation as plain Responses items (reference)"
 
 
 PEERS: dict[str, tuple[type[Subject], str]] = {
@@ -490,10 +521,16 @@ def main() -> int:
 
     server = Server()
     loop = asyncio.new_event_loop()
+    capture = Turnwire(loop, server.base_url, prior)  # one run: the bodies the floor sends
+    capture.run()
+    capture.close()
+    sent = server.bodies()
+    minimal = minimal_bodies(prior)
     subjects: list[Subject] = [
         Turnwire(loop, server.base_url, prior),
-        Floor(loop, server.base_url, prior),
-        AsyncFloor(loop, server.base_url, prior),
+        Floor(loop, server.base_url, sent),
+        AsyncFloor(loop, server.base_url, sent),
+        MinimalBody(loop, server.base_url, minimal),
     ]
     peers: list[Subject] = []
     missing: list[tuple[str, str]] = []
@@ -532,7 +569,9 @@ def main() -> int:
         f"client loop benchmark (Python {sys.version.split()[0]}; {prior} prior items, "
         f"{CALLS} tool calls then an answer: {REQUESTS} requests a run; {rounds} rounds, the "
         f"peers in the first {min(peer_rounds, rounds)}; per-request ms median (min); ratios "
-        "the median of each round's; TCP connections the server saw each client open)"
+        "the median of each round's; TCP connections the server saw each client open; bodies "
+        f"{statistics.mean(map(len, sent)) / 1e3:.0f} KB a request on average, turnwire's and "
+        f"the floor's, {statistics.mean(map(len, minimal)) / 1e3:.0f} KB the minimal one's)"
     )
     for subject in [*subjects, *peers]:
         name = subject.name

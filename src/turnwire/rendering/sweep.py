@@ -150,9 +150,10 @@ def _sweep(
     pending: frozenset[str],
     stamped: dict[str, str],
 ) -> tuple[InputItems, tuple[object, int] | None]:
-    """The pairing sweep, resumed from the last checkpoint whose inputs are unchanged; and
-    (the token of the sweep it resumed, how many of its output items were kept) when
-    resumed. ``memo.swept`` is set to this sweep's token.
+    """The pairing sweep, resumed from the last checkpoint whose inputs are unchanged (after
+    a sweep that saw no candidate, after the leading items both hold: see
+    :func:`_strips_only`); and (the token of the sweep it resumed, how many of its output
+    items were kept) when resumed. ``memo.swept`` is set to this sweep's token.
 
     The output is an :class:`InputItems` made of the state's full chunks, which a resumed
     sweep cuts back to its checkpoint and grows (the chunks themselves never change: an
@@ -176,18 +177,7 @@ def _sweep(
     if state is not None and state.checkpoints and not _same_responses(state.reasoned, reasoned):
         state = None  # which hosted items need their reasoning changed for earlier responses
     if state is not None and state.checkpoints:
-        head = items[:offset]
-        # The timeline was built on the one this state swept (the same list, or a copy of its
-        # prefix): what the sweep saw of it is known to be unchanged.
-        built_on = (
-            timeline.base_items is not None
-            and state.timeline_items is timeline.base_items
-            and state.timeline_size <= timeline.base_size
-            and len(state.head) == offset
-            and all(map(is_, state.head, head))
-        )
-        known = offset + state.timeline_size if built_on else 0
-        shared = common_prefix(state.items, items, known, state.item_count)
+        shared = _shared_items(state, items, timeline, offset)
         last = bisect.bisect_left(state.indexes, shared - 1) - 1
         # A decision also rests on the candidates themselves (the thoughts' fingerprints and
         # partners), not only on the items: those up to the checkpoint must be the same too.
@@ -242,6 +232,21 @@ def _sweep(
             position = bisect.bisect_right(indexes, resumed.index - offset)
             if resumed.done == resumed.index + 2:  # that candidate was kept
                 governing = thoughts[resumed.position].created_at
+    elif state is not None and not reasoned and _strips_only(state):
+        # The last sweep had no candidate and no hosted item waited on a response's
+        # reasoning: its output is _strip_ids of each item, one for one, a function of the
+        # item alone. So is this sweep's up to its first candidate: the items both hold there
+        # (the very objects) keep the last sweep's output items, and the sweep resumes after
+        # them, as from a checkpoint.
+        assert key is not None
+        first = indexes[0] + offset if indexes else count
+        shared = min(_shared_items(state, items, timeline, offset), first)
+        if shared:
+            memo.sweeps.discard(key)
+            out, chunks = state.out, state.chunks
+            del out[shared:], chunks[shared >> CHUNK_SHIFT :]
+            done = shared
+            resumed_from = (state.run, shared)
     warnings.extend(sweep_warnings)
     pending_from: int | None = None  # a resumed sweep starts before any marked candidate
     tail = b""
@@ -365,6 +370,35 @@ def _sweep(
         memo.swept = kept_state.run
         memo.sweeps.put(key, kept_state)
     return swept, resumed_from
+
+
+def _strips_only(state: SweepState) -> bool:
+    """Whether ``state``'s sweep saw no candidate and no hosted item to decide on: then its
+    ``out`` is :func:`_strip_ids` of each swept item, one for one."""
+    indexes, _, offset = state.candidates  # maybe a timeline's list, grown since
+    return (
+        not state.reasoned
+        and not state.checkpoints
+        and (not indexes or indexes[0] + offset >= state.item_count)
+        and len(state.out) == state.item_count
+    )
+
+
+def _shared_items(
+    state: SweepState, items: list[InputItem], timeline: _Timeline, offset: int
+) -> int:
+    """How many leading items of ``items`` are the very objects ``state`` swept first."""
+    # The timeline was built on the one this state swept (the same list, or a copy of its
+    # prefix): what the sweep saw of it is known to be unchanged.
+    built_on = (
+        timeline.base_items is not None
+        and state.timeline_items is timeline.base_items
+        and state.timeline_size <= timeline.base_size
+        and len(state.head) == offset
+        and all(map(is_, state.head, items[:offset]))
+    )
+    known = offset + state.timeline_size if built_on else 0
+    return common_prefix(state.items, items, known, state.item_count)
 
 
 def _thin(
