@@ -5,7 +5,9 @@ The events follow the recorded streams in ``tests/data/conformance/streams``
 ``response.created`` and ``response.in_progress``, then per output item its ``added`` event,
 its parts and deltas and their ``done`` events, its ``output_item.done``, and
 ``response.completed``; each with its ``sequence_number``, and each text delta with an
-``obfuscation`` string that pads it to 16 characters.
+``obfuscation`` string that pads it to 16 characters. A ``program`` or ``program_output`` item
+has no parts or deltas (no recording shows any, and the official stream events name none): its
+``added`` and ``done`` events carry the whole item.
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from typing import Any
 
 import msgspec
 
-from turnwire.emulate.script import Answer
+from turnwire.emulate.script import Answer, ProgramOutput, ToolCall
 
-__all__ = ["build_output", "new_id", "response_object", "sse_events"]
+__all__ = ["ProgramNotFound", "build_output", "new_id", "response_object", "sse_events"]
 
 _ENCODE = msgspec.json.Encoder()
 _WORDS = re.compile(r"\s*\S+|\s+")
@@ -29,16 +31,42 @@ _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 
 def new_id(prefix: str) -> str:
-    """A fresh id of the API's shape (``resp_``, ``rs_``, ``msg_``, ``fc_`` + 48 hex)."""
+    """A fresh id of the API's shape (``resp_``, ``rs_``, ``msg_``, ``fc_`` + 48 hex; the
+    programs' ``pg_`` and ``pgo_`` are the emulator's, no recording shows the API's)."""
     return f"{prefix}_{secrets.token_hex(24)}"
 
 
+class ProgramNotFound(LookupError):
+    """A scripted ``program_output`` names no program: neither a ``call_id`` nor a program of
+    its own answer or of the request's input for it to end."""
+
+
 def build_output(
-    answer: Answer, *, seal_reasoning: Callable[[str, list[dict[str, Any]]], str] | None
+    answer: Answer,
+    *,
+    seal_reasoning: Callable[[str, list[dict[str, Any]]], str] | None,
+    seal_program: Callable[[str, list[dict[str, Any]]], str] | None = None,
+    open_program: str | None = None,
 ) -> list[dict[str, Any]]:
     """The output items of ``answer``. ``seal_reasoning(id, output so far)`` mints a reasoning
-    item's ``encrypted_content`` (``None``: the request did not include it)."""
+    item's ``encrypted_content`` (``None``: the request did not include it), ``seal_program``
+    a program's ``fingerprint`` (needed when ``answer`` holds a program). ``open_program`` is
+    the ``call_id`` of the program of the request that no ``program_output`` ended yet, which
+    a ``program_output`` without its own ``call_id`` ends.
+
+    :raises ProgramNotFound: ``answer`` ends a program, and none is named or open.
+    """
     output: list[dict[str, Any]] = []
+    ending = answer.program_output
+    program = answer.program
+    ends_own = (
+        ending is not None and ending.call_id is None and program is not None and not program.calls
+    )
+    if ending is not None and not ends_own:
+        target = ending.call_id or open_program
+        if target is None:
+            raise ProgramNotFound("the answer's program_output has no program to end")
+        output.append(_program_output(ending, target))
     if answer.reasoning is not None:
         item_id = new_id("rs")
         item: dict[str, Any] = {
@@ -68,23 +96,61 @@ def build_output(
                 "role": "assistant",
             }
         )
-    for call in answer.tool_calls:
-        arguments = (
-            call.arguments
-            if isinstance(call.arguments, str)
-            else _ENCODE.encode(call.arguments).decode()
-        )
+    if program is not None:
+        if seal_program is None:
+            raise ValueError("an answer with a program needs seal_program")
+        program_id = new_id("pg")
+        call_id = program.call_id or _call_id()
         output.append(
             {
-                "id": new_id("fc"),
-                "type": "function_call",
-                "status": "completed",
-                "arguments": arguments,
-                "call_id": call.call_id or f"call_{secrets.token_urlsafe(18)}",
-                "name": call.name,
+                "id": program_id,
+                "type": "program",
+                "call_id": call_id,
+                "code": program.code,
+                "fingerprint": seal_program(program_id, output),
             }
         )
+        if ending is not None and ends_own:
+            output.append(_program_output(ending, call_id))
+        output.extend(
+            _function_call(call, caller={"type": "program", "caller_id": call_id})
+            for call in program.calls
+        )
+    output.extend(_function_call(call) for call in answer.tool_calls)
     return output
+
+
+def _call_id() -> str:
+    return f"call_{secrets.token_urlsafe(18)}"
+
+
+def _function_call(call: ToolCall, *, caller: dict[str, str] | None = None) -> dict[str, Any]:
+    arguments = (
+        call.arguments
+        if isinstance(call.arguments, str)
+        else _ENCODE.encode(call.arguments).decode()
+    )
+    item: dict[str, Any] = {
+        "id": new_id("fc"),
+        "type": "function_call",
+        "status": "completed",
+        "arguments": arguments,
+        "call_id": call.call_id or _call_id(),
+        "name": call.name,
+    }
+    if caller is not None:
+        item["caller"] = caller
+    return item
+
+
+def _program_output(ending: ProgramOutput, call_id: str) -> dict[str, Any]:
+    return {
+        "id": new_id("pgo"),
+        "type": "program_output",
+        "call_id": call_id,
+        "result": ending.result,
+        "status": ending.status,
+    }
 
 
 _ECHOED = (
@@ -249,6 +315,7 @@ def _item_events(events: _Events, index: int, item: dict[str, Any]) -> Iterator[
         yield events.event(
             "response.function_call_arguments.done", **where, arguments=item["arguments"]
         )
-    else:  # pragma: no cover - the scripts make only the kinds above
+    else:  # program, program_output: no events of their own (the official stream events
+        # have none), the whole item when added and when done
         yield events.event("response.output_item.added", item=item, output_index=index)
     yield events.event("response.output_item.done", item=item, output_index=index)

@@ -12,8 +12,9 @@ What a request goes through, in order (the first failure answers):
 3. on ``/v1/responses`` and ``/v1/responses/compact``, the preflight rules the client runs
    (:func:`turnwire.rendering.preflight.preflight`), answered as the API answers them
    (:mod:`turnwire.emulate.rules`);
-4. the opaque state: every ``encrypted_content`` of a reasoning or compaction item must be one
-   this emulator minted, for this model and organization, still valid; an output item the
+4. the opaque state: every ``encrypted_content`` of a reasoning or compaction item and every
+   ``fingerprint`` of a program item (which the official types require) must be one this
+   emulator minted, for this item, model and organization, still valid; an output item the
    emulator minted right after a reasoning item must come right after that reasoning item.
 
 A replayed reasoning item whose preceding history (instructions and input items, as the model
@@ -37,7 +38,13 @@ from typing import Any
 
 import msgspec
 
-from turnwire.emulate.answers import build_output, new_id, response_object, sse_events
+from turnwire.emulate.answers import (
+    ProgramNotFound,
+    build_output,
+    new_id,
+    response_object,
+    sse_events,
+)
 from turnwire.emulate.caching import PromptCache, count_tokens, prompt_text
 from turnwire.emulate.rules import ApiError, error_for
 from turnwire.emulate.script import Answer, Script, Scripted
@@ -262,6 +269,10 @@ def _type_name(value: object) -> str:
 
 _ID_PREFIX = {"function_call": "fc", "reasoning": "rs", "message": "msg"}
 
+# The fields the official input type of a program item requires (``Program`` of
+# ``response_input_item_param``), in its order.
+_PROGRAM_REQUIRED = ("id", "call_id", "code", "fingerprint")
+
 
 class Emulator:
     """The Responses API, offline: scripted answers, the API's rules, sealed state, caching.
@@ -398,6 +409,10 @@ class Emulator:
             kind = item.get("type", "message")
             blob = item.get("encrypted_content")
             item_id = item.get("id") if isinstance(item.get("id"), str) else None
+            if kind == "program":
+                failed = _check_program(item, index, sealer, model)
+                if failed is not None:
+                    return failed
             if kind in ("reasoning", "compaction") and blob is not None:
                 opened = sealer.open(blob, kind=kind, item_id=item_id, model=model)
                 if isinstance(opened, str):
@@ -452,6 +467,8 @@ class Emulator:
                 )
             elif item["type"] == "function_call":
                 texts.append(item["name"] + item["arguments"])
+            elif item["type"] == "program":
+                texts.append(item["code"])
         reasoning_tokens = count_tokens("\n".join(reasoning))
         output_tokens = count_tokens("\n".join(texts)) + reasoning_tokens
         written = input_tokens - cached if body.get("prompt_cache_options") is not None else 0
@@ -477,8 +494,20 @@ class Emulator:
             history = history_hash(body.get("instructions"), [*items, *output])
             return sealer.seal(kind="reasoning", item_id=item_id, model=model, history=history)
 
+        def seal_program(item_id: str, output: list[dict[str, Any]]) -> str:
+            history = history_hash(body.get("instructions"), [*items, *output])
+            return sealer.seal(kind="program", item_id=item_id, model=model, history=history)
+
         wants_state = isinstance(include, list) and "reasoning.encrypted_content" in include
-        output = build_output(answer, seal_reasoning=seal if wants_state else None)
+        try:
+            output = build_output(
+                answer,
+                seal_reasoning=seal if wants_state else None,
+                seal_program=seal_program,
+                open_program=_open_program(items),
+            )
+        except ProgramNotFound:
+            return error_reply(error_for("script-program-output"))
         self._remember_partners(output)
         response = response_object(
             body,
@@ -644,6 +673,44 @@ def _input_parts(content: object) -> list[Any]:
     if isinstance(content, str):
         return [{"type": "input_text", "text": content}]
     return list(content) if isinstance(content, list) else []
+
+
+def _check_program(
+    item: Mapping[str, Any], index: int, sealer: Sealer, model: str
+) -> ApiError | None:
+    """A replayed program item's answer: each field the official type requires given, and its
+    ``fingerprint`` one this emulator minted for this item, model and organization, still
+    valid."""
+    for name in _PROGRAM_REQUIRED:
+        if name not in item:
+            return error_for("missing-parameter", path=f"input[{index}].{name}")
+    for name in _PROGRAM_REQUIRED:
+        if not isinstance(item[name], str):
+            return error_for(
+                "invalid-type",
+                path=f"input[{index}].{name}",
+                expected="a string",
+                got=_type_name(item[name]),
+            )
+    opened = sealer.open(item["fingerprint"], kind="program", item_id=item["id"], model=model)
+    if isinstance(opened, str):
+        return error_for("invalid-encrypted-content", id=item["id"], reason=opened)
+    return None
+
+
+def _open_program(items: Sequence[Any]) -> str | None:
+    """The ``call_id`` of the last program of ``items`` that no ``program_output`` ended."""
+    ended = {
+        item.get("call_id")
+        for item in items
+        if isinstance(item, Mapping) and item.get("type") == "program_output"
+    }
+    for item in reversed(items):
+        if isinstance(item, Mapping) and item.get("type") == "program":
+            call_id = item.get("call_id")
+            if isinstance(call_id, str) and call_id not in ended:
+                return call_id
+    return None
 
 
 def _abbreviated(blob: object) -> str:

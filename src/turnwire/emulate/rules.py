@@ -258,6 +258,15 @@ RULES: dict[str, Rule] = {
         "Missing required parameter: 'model'.",
         "no recording: the wording other OpenAI-compatible servers copy",
     ),
+    "missing-parameter": Rule(
+        400,
+        _INVALID,
+        "missing_required_parameter",
+        "{path}",
+        "Missing required parameter: '{path}'.",
+        "no recording: missing-model's wording, for a field the official input type of an "
+        "item requires (a program item's id, call_id, code and fingerprint)",
+    ),
     "invalid-json": Rule(
         400,
         _INVALID,
@@ -366,6 +375,16 @@ RULES: dict[str, Rule] = {
         "Invalid URL ({method} {path})",
         "no recording: the emulator serves POST /v1/responses, /v1/responses/compact and "
         "/v1/responses/input_tokens only",
+    ),
+    "script-program-output": Rule(
+        500,
+        "server_error",
+        "script_error",
+        None,
+        "The emulator's script answers with a program_output, and no program is there for it "
+        "to end: give it a call_id, or replay the program in the request.",
+        "no recording: the emulator's own answer to a script that ends a program neither it "
+        "nor the request holds",
     ),
     # --- record and replay (turnwire.emulate.recording) -------------------------------------
     "replay-miss": Rule(

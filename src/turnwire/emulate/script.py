@@ -10,6 +10,11 @@ answers:
     text: "It is sunny in Paris."
   - text: "A plain answer, given once, in its turn."
   - error: {status: 429, message: "Rate limit reached", retry_after: 1}
+  - match: {last_user: "orders"}      # programmatic tool calling: a program, and the
+    program:                          # calls of the client's functions it makes
+      code: "return `${await tools.count_rows({table: 'orders'})} rows`;"
+      calls:
+        - {name: count_rows, arguments: {table: orders}}
 default:
   text: "The answer when nothing else is left."
 ```
@@ -17,11 +22,18 @@ default:
 An answer with ``match`` answers every request it matches; one without answers once, in the
 order of the file. For each request the first answer that applies, in file order, is taken:
 a matching one, or the next unused one without ``match``. When none is left, ``default``
-answers (else the emulator's own default text). An answer holds any of ``reasoning``,
-``text``, ``refusal`` and ``tool_calls`` (in that order in the output), or ``error`` (an HTTP
-error; ``retry_after`` sets the ``retry-after`` header), and may end its stream early:
-``cut_after: N`` closes the connection after N events, ``stall_after: N`` stops sending after
-N events and keeps the connection open.
+answers (else the emulator's own default text). An answer holds any of ``program_output``,
+``reasoning``, ``text``, ``refusal``, ``program`` (then the calls it makes) and
+``tool_calls`` (in that order in the output), or ``error`` (an HTTP error; ``retry_after``
+sets the ``retry-after`` header), and may end its stream early: ``cut_after: N`` closes the
+connection after N events, ``stall_after: N`` stops sending after N events and keeps the
+connection open.
+
+A ``program_output`` (``{result: "42 rows"}``, ``status`` ``completed`` by default) ends the
+program whose ``call_id`` it names; without one, the program of the same answer when that
+program makes no calls (it then comes right after it), else the last program of the request's
+input that no ``program_output`` ended yet (the answer to the request that replays the
+program's answered calls, say).
 """
 
 from __future__ import annotations
@@ -29,7 +41,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 import re2
@@ -42,6 +54,8 @@ __all__ = [
     "Answer",
     "ErrorAnswer",
     "Match",
+    "Program",
+    "ProgramOutput",
     "Reasoning",
     "Script",
     "Scripted",
@@ -73,6 +87,24 @@ class ToolCall(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     call_id: str | None = None
 
 
+class Program(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A program the model writes (programmatic tool calling): its JavaScript ``code``, and
+    the calls of the client's functions it makes (each carries the program as its caller)."""
+
+    code: str
+    calls: tuple[ToolCall, ...] = ()
+    call_id: str | None = None
+
+
+class ProgramOutput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What a program returned when it ended. ``call_id``: the program's (by default, see the
+    module's description)."""
+
+    result: str = ""
+    status: Literal["completed", "incomplete"] = "completed"
+    call_id: str | None = None
+
+
 class ErrorAnswer(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """An HTTP error answer."""
 
@@ -92,6 +124,8 @@ class Answer(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     text: str | None = None
     refusal: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
+    program: Program | None = None
+    program_output: ProgramOutput | None = None
     error: ErrorAnswer | None = None
     cut_after: int | None = None
     stall_after: int | None = None

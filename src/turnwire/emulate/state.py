@@ -1,8 +1,8 @@
-"""Opaque state the emulator mints: sealed ``encrypted_content`` and what a reasoning item was
-minted after.
+"""Opaque state the emulator mints: sealed ``encrypted_content`` and program ``fingerprint``
+blobs, and what a reasoning item was minted after.
 
-A blob is ``twe1.<payload>.<mac>`` (base64url): the payload names the kind of item (reasoning
-or compaction), its id, the model, the organization, the hash of the history it was minted
+A blob is ``twe1.<payload>.<mac>`` (base64url): the payload names the kind of item (reasoning,
+compaction or program), its id, the model, the organization, the hash of the history it was minted
 after and when; the MAC is an HMAC-SHA256 of the payload under the emulator's key. Nothing in
 it is secret (the emulator's answers are scripted), but nothing in it can be changed either:
 a blob whose MAC fails (tampered, or minted under another key: foreign), that names another
