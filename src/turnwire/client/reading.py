@@ -10,7 +10,10 @@ recorded; a failed or cancelled response is a :class:`~turnwire.errors.StreamErr
 
 The client's per-event path is :func:`read_stream`: per chunk, :meth:`SSEDecoder.feed_data
 <turnwire.client.sse.SSEDecoder.feed_data>` and one :meth:`ResponseAccumulator.feed
-<turnwire.wire.accumulator.ResponseAccumulator.feed>`; per event,
+<turnwire.wire.accumulator.ResponseAccumulator.feed>`, or, for a chunk that is one whole event
+(what a live server flushes), :meth:`SSEDecoder.feed_one <turnwire.client.sse.SSEDecoder.feed_one>`
+and :meth:`ResponseAccumulator.feed_one <turnwire.wire.accumulator.ResponseAccumulator.feed_one>`
+(the same steps, without a list or loop per chunk); per event,
 :data:`~turnwire.wire.events.decode_typed` (:func:`~turnwire.wire.events.decode_refused`,
 what :func:`~turnwire.wire.events.decode_event` answers, for what it refuses);
 :func:`decoded_cost` only for an event that retains its data or is longer than
@@ -230,10 +233,11 @@ async def read_stream(
     (through the container's response accumulator), each event reported to ``emit``.
 
     Per event, the work is the decoder's (:meth:`SSEDecoder.feed_data
-    <turnwire.client.sse.SSEDecoder.feed_data>`, :func:`~turnwire.wire.events.decode_event`)
-    and the accumulator's (:meth:`ResponseAccumulator.feed
-    <turnwire.wire.accumulator.ResponseAccumulator.feed>`), plus: :func:`decoded_cost` only
-    for an event that retains its data (an item or a response) or is longer than
+    <turnwire.client.sse.SSEDecoder.feed_data>`, or its ``feed_one`` for a chunk that is one
+    whole event; :func:`~turnwire.wire.events.decode_event`) and the accumulator's
+    (:meth:`ResponseAccumulator.feed <turnwire.wire.accumulator.ResponseAccumulator.feed>`, or
+    its ``feed_one`` for such a chunk when ``feed`` is that class's), plus: :func:`decoded_cost`
+    only for an event that retains its data (an item or a response) or is longer than
     :func:`unmeasured_size` of ``max_decoded``; :func:`~turnwire.client.progress.from_wire` only
     when ``emit`` is given.
 
@@ -251,46 +255,62 @@ async def read_stream(
     unmeasured = sys.maxsize if max_decoded is None else unmeasured_size(max_decoded)
     finished: list[Generation] = []
     typed = decode_typed
+    feed = accumulator.feed
+    # The accumulator's step for one event, when its feed is the one made of that step (an
+    # accumulator that overrides feed, or only has its shape, gets every event through feed).
+    feed_one = (
+        accumulator.feed_one
+        if getattr(type(accumulator), "feed", None) is ResponseAccumulator.feed
+        else None
+    )
 
-    def apply(raw_events: Iterable[Any]) -> None:
+    def take(raw: bytes) -> StreamEvent | UnknownEvent | None:
+        """The event of one event's ``raw`` data, held to the bounds (and its text to
+        ``on_text``); ``None`` for the ``[DONE]`` marker and for data that is no event."""
         nonlocal malformed, spent
+        if raw == b"[DONE]":
+            return None  # the Chat Completions end marker some bridges (litellm) send
+        cost = -1
+        if len(raw) > unmeasured:
+            cost = decoded_cost(raw)
+            if max_decoded is not None and cost > max_decoded:
+                raise _too_many(max_decoded)  # one event alone: refused before it is decoded
+        event: StreamEvent | UnknownEvent
+        try:
+            try:
+                event = typed(raw)  # decode_event's answer whenever this one succeeds
+            except msgspec.DecodeError as refusal:
+                event = decode_refused(raw, refusal)  # decode_event's answer
+            except RecursionError:
+                event = decode_event(raw)
+        except msgspec.DecodeError:
+            malformed += 1
+            # Redacted, then cut: a secret cut in two is no longer recognisable. The first
+            # 4 KiB are redacted (a secret starting in what is shown ends well inside).
+            shown = redact(bytes(raw[:4096]).decode("utf-8", "replace"))
+            logger.warning(
+                "skipping an event whose data is no event (not JSON, or no type): %r",
+                shown[:120],
+                extra={"kind": "sse-parse-failure"},
+            )
+            return None
+        kind = type(event)
+        if max_decoded is not None and kind in _RETAINED:
+            spent += decoded_cost(raw) if cost < 0 else cost
+            if spent > max_decoded:
+                raise _too_many(max_decoded)
+        if on_text is not None and kind is TextDelta:
+            on_text(event.delta)  # type: ignore[union-attr]  # a TextDelta
+        return event
+
+    def apply(raw_events: Iterable[bytes]) -> None:
+        """The events of a chunk: each taken, then all fed, then all reported."""
         events = []
         for raw in raw_events:
-            if raw == b"[DONE]":
-                continue  # the Chat Completions end marker some bridges (litellm) send
-            cost = -1
-            if len(raw) > unmeasured:
-                cost = decoded_cost(raw)
-                if max_decoded is not None and cost > max_decoded:
-                    raise _too_many(max_decoded)  # one event alone: refused before it is decoded
-            event: StreamEvent | UnknownEvent
-            try:
-                try:
-                    event = typed(raw)  # decode_event's answer whenever this one succeeds
-                except msgspec.DecodeError as refusal:
-                    event = decode_refused(raw, refusal)  # decode_event's answer
-                except RecursionError:
-                    event = decode_event(raw)
-            except msgspec.DecodeError:
-                malformed += 1
-                # Redacted, then cut: a secret cut in two is no longer recognisable. The first
-                # 4 KiB are redacted (a secret starting in what is shown ends well inside).
-                shown = redact(bytes(raw[:4096]).decode("utf-8", "replace"))
-                logger.warning(
-                    "skipping an event whose data is no event (not JSON, or no type): %r",
-                    shown[:120],
-                    extra={"kind": "sse-parse-failure"},
-                )
-                continue
-            kind = type(event)
-            if max_decoded is not None and kind in _RETAINED:
-                spent += decoded_cost(raw) if cost < 0 else cost
-                if spent > max_decoded:
-                    raise _too_many(max_decoded)
-            if on_text is not None and kind is TextDelta:
-                on_text(event.delta)  # type: ignore[union-attr]  # a TextDelta
-            events.append(event)
-        finished.extend(accumulator.feed(events))
+            event = take(raw)
+            if event is not None:
+                events.append(event)
+        finished.extend(feed(events))
         if emit is not None:
             for event in events:
                 progress = from_wire(event)
@@ -298,6 +318,7 @@ async def read_stream(
                     emit(progress)
 
     reader = aiter(chunks)
+    one, feed_data = decoder.feed_one, decoder.feed_data
     dropped: StreamError | None = None
     while True:
         # Only reading may fail as a disconnect; a StreamError from `apply` (a value of
@@ -319,7 +340,21 @@ async def read_stream(
             )
             dropped = err
             break
-        apply(decoder.feed_data(chunk))
+        raw = one(chunk)
+        if raw is None:
+            apply(feed_data(chunk))
+        elif feed_one is None:
+            apply((raw,))
+        else:  # one event per chunk: what apply((raw,)) does, without its lists and loops
+            event = take(raw)
+            if event is not None:
+                generation = feed_one(event)
+                if generation is not None:
+                    finished.append(generation)
+                if emit is not None:
+                    progress = from_wire(event)
+                    if progress is not None:
+                        emit(progress)
         if finished:
             return _answered(finished[0])
     apply(decoder.close_data())

@@ -154,29 +154,35 @@ class ResponseAccumulator:
     def feed(self, events: Iterable[StreamEvent | UnknownEvent]) -> list[Generation]:
         """Apply ``events``; return the responses they finished (usually none or one)."""
         finished: list[Generation] = []
-        handlers = self._handlers
+        one = self.feed_one
         for event in events:
-            sequence = event.sequence_number
-            if sequence is not None:
-                last = self._last_sequence
-                if last is not None and sequence != last + 1 and type(event) is not ResponseCreated:
-                    self._gaps += 1
-                    logger.debug(
-                        "sequence_number jumped from %s to %s",
-                        last,
-                        sequence,
-                        extra={"kind": "sse-sequence-gap"},
-                    )
-                self._last_sequence = sequence
-            if type(event) is TextDelta:  # most events: a delta to an open message, inline
-                slot = self._text.get(event.output_index)
-                if slot is not None:
-                    slot.parts.append(event.delta)
-                    continue
-            generation = handlers[type(event)](event)
+            generation = one(event)
             if generation is not None:
                 finished.append(generation)
         return finished
+
+    def feed_one(self, event: StreamEvent | UnknownEvent) -> Generation | None:
+        """Apply one event; return the response it finished, if it finished one (what
+        :meth:`feed` returns for ``[event]``, as its one element)."""
+        sequence = event.sequence_number
+        if sequence is not None:
+            last = self._last_sequence
+            if last is not None and sequence != last + 1 and type(event) is not ResponseCreated:
+                self._gaps += 1
+                logger.debug(
+                    "sequence_number jumped from %s to %s",
+                    last,
+                    sequence,
+                    extra={"kind": "sse-sequence-gap"},
+                )
+            self._last_sequence = sequence
+        if type(event) is TextDelta:  # most events: a delta to an open message, inline
+            slot = self._text.get(event.output_index)
+            if slot is not None:
+                slot.parts.append(event.delta)
+                return None
+        generation: Generation | None = self._handlers[type(event)](event)
+        return generation
 
     def _implied_text(self, index: int, item_id: str | None = None) -> _Text | None:
         slot = self._text.get(index)
