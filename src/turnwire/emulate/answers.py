@@ -23,7 +23,7 @@ import msgspec
 
 from turnwire.emulate.script import Answer, ProgramOutput, ToolCall
 
-__all__ = ["ProgramNotFound", "build_output", "new_id", "response_object", "sse_events"]
+__all__ = ["build_output", "new_id", "response_object", "sse_events"]
 
 _ENCODE = msgspec.json.Encoder()
 _WORDS = re.compile(r"\s*\S+|\s+")
@@ -36,7 +36,7 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(24)}"
 
 
-class ProgramNotFound(LookupError):
+class _ProgramNotFound(LookupError):
     """A scripted ``program_output`` names no program: neither a ``call_id`` nor a program of
     its own answer or of the request's input for it to end."""
 
@@ -54,7 +54,7 @@ def build_output(
     the ``call_id`` of the program of the request that no ``program_output`` ended yet, which
     a ``program_output`` without its own ``call_id`` ends.
 
-    :raises ProgramNotFound: ``answer`` ends a program, and none is named or open.
+    :raises _ProgramNotFound: ``answer`` ends a program, and none is named or open.
     """
     output: list[dict[str, Any]] = []
     ending = answer.program_output
@@ -65,7 +65,7 @@ def build_output(
     if ending is not None and not ends_own:
         target = ending.call_id or open_program
         if target is None:
-            raise ProgramNotFound("the answer's program_output has no program to end")
+            raise _ProgramNotFound("the answer's program_output has no program to end")
         output.append(_program_output(ending, target))
     if answer.reasoning is not None:
         item_id = new_id("rs")

@@ -39,7 +39,7 @@ from typing import Any
 import msgspec
 
 from turnwire.emulate.answers import (
-    ProgramNotFound,
+    _ProgramNotFound,
     build_output,
     new_id,
     response_object,
@@ -506,7 +506,7 @@ class Emulator:
                 seal_program=seal_program,
                 open_program=_open_program(items),
             )
-        except ProgramNotFound:
+        except _ProgramNotFound:
             return error_reply(error_for("script-program-output"))
         self._remember_partners(output)
         response = response_object(
