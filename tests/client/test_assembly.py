@@ -134,12 +134,14 @@ def test_a_run_renders_each_reasoning_item_at_most_twice(tmp_path, monkeypatch) 
     last = server.requests[-1].json["input"]
     assert sum(item.get("type") == "reasoning" for item in last) == len(reasoning) - 1
     assert max(seen.values()) <= 2, seen
-    # The first request renders from the start; every later timeline grows the last one. A
-    # sweep resumes before the reasoning the last request stamped (rewritten since), so from
-    # the fourth request on there is a checkpoint before it to resume from.
+    # The first request renders from the start; every later timeline grows the last one. The
+    # second request's sweep resumes after the items both hold, since the first one's saw no
+    # reasoning at all; the third has no checkpoint before the reasoning the second stamped
+    # (rewritten since) and sweeps from the start; from the fourth request on there is a
+    # checkpoint before it to resume from.
     timelines, sweeps = extended[0::2], extended[1::2]
     assert timelines[0] is False and all(timelines[1:5]), timelines
-    assert sweeps[:3] == [False, False, False] and all(sweeps[3:5]), sweeps
+    assert sweeps[:3] == [False, True, False] and all(sweeps[3:5]), sweeps
     # and the last request is what a cold render of the thread it was rendered from gives
     saved = turnwire.load_thread(path)
     with overriding(container.render_memo, None):
