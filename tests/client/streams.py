@@ -78,6 +78,30 @@ def sse(*events: dict) -> bytes:
     return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
 
 
+def message_item(text: str, msg_id: str = "msg_1") -> dict:
+    """A finished assistant message of ``text``, as an output item."""
+    return {
+        "type": "message",
+        "id": msg_id,
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+
+
+def items_answer(*items: dict, response_id: str = "resp_1", model: str = "gpt-5") -> bytes:
+    """A streamed answer of finished ``items`` alone: created, each item done, completed."""
+    response = {"id": response_id, "model": model}
+    return sse(
+        {"type": "response.created", "response": {**response, "status": "in_progress"}},
+        *(
+            {"type": "response.output_item.done", "output_index": index, "item": item}
+            for index, item in enumerate(items)
+        ),
+        {"type": "response.completed", "response": {**response, "status": "completed"}},
+    )
+
+
 def text_answer(text: str, *, msg_id: str = "msg_1", status: str = "completed") -> bytes:
     """A streamed answer with one assistant message of ``text``, in two deltas."""
     half = len(text) // 2

@@ -13,18 +13,12 @@ from turnwire.client.progress import ImagePartialEvent, ItemDoneEvent
 
 from ..conftest import make_container
 from .server import Reply, ScriptedServer
-from .streams import sse
+from .streams import message_item, sse
 
 RESPONSE = {"id": "resp_1", "model": "gpt-5"}
 CALL = {"type": "image_generation_call", "id": "ig_1", "status": "generating", "result": None}
 DONE = {**CALL, "status": "completed", "result": "RklOQUw="}
-MESSAGE = {
-    "type": "message",
-    "id": "msg_1",
-    "role": "assistant",
-    "status": "completed",
-    "content": [{"type": "output_text", "text": "here it is", "annotations": []}],
-}
+MESSAGE = message_item("here it is")
 
 
 def _partial(index: int, **fields: Any) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from ..conftest import make_container
 from ..hosted_items import ITEMS
 from ..oracle import validate_body
 from .server import Reply, ScriptedServer
-from .streams import sse
+from .streams import items_answer, message_item
 
 UPDATE = {
     "type": "configuration_update",
@@ -38,21 +38,8 @@ MCP = {
 
 
 def _answer(n: int, *items: dict[str, Any]) -> Reply:
-    message = {
-        "type": "message",
-        "id": f"msg_{n}",
-        "role": "assistant",
-        "status": "completed",
-        "content": [{"type": "output_text", "text": f"answer {n}", "annotations": []}],
-    }
-    response = {"id": f"resp_{n}", "model": "gpt-5"}
-    events: list[dict[str, Any]] = [
-        {"type": "response.created", "response": {**response, "status": "in_progress"}}
-    ]
-    for index, item in enumerate([*items, message]):
-        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
-    events.append({"type": "response.completed", "response": {**response, "status": "completed"}})
-    return Reply.sse(sse(*events))
+    message = message_item(f"answer {n}", f"msg_{n}")
+    return Reply.sse(items_answer(*items, message, response_id=f"resp_{n}"))
 
 
 def _two_turns(*items: dict[str, Any]) -> tuple[turnwire.RunResult[Any], list[dict[str, Any]]]:

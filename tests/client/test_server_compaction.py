@@ -14,7 +14,7 @@ from turnwire.errors import ProviderUnsupportedError
 from ..conftest import make_container
 from ..oracle import validate_body
 from .server import Reply, ScriptedServer
-from .streams import sse
+from .streams import items_answer, message_item
 
 SETTINGS = {"request": {"context_management": [{"type": "compaction", "compact_threshold": 2000}]}}
 
@@ -23,23 +23,8 @@ def _answer(n: int, *, compacted: bool) -> Reply:
     items: list[dict[str, Any]] = []
     if compacted:
         items.append({"type": "compaction", "id": f"cmp_{n}", "encrypted_content": "gAAAA-srv"})
-    items.append(
-        {
-            "type": "message",
-            "id": f"msg_{n}",
-            "role": "assistant",
-            "status": "completed",
-            "content": [{"type": "output_text", "text": f"answer {n}", "annotations": []}],
-        }
-    )
-    response = {"id": f"resp_{n}", "model": "gpt-5"}
-    events: list[dict[str, Any]] = [
-        {"type": "response.created", "response": {**response, "status": "in_progress"}}
-    ]
-    for index, item in enumerate(items):
-        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
-    events.append({"type": "response.completed", "response": {**response, "status": "completed"}})
-    return Reply.sse(sse(*events))
+    items.append(message_item(f"answer {n}", f"msg_{n}"))
+    return Reply.sse(items_answer(*items, response_id=f"resp_{n}"))
 
 
 def test_a_compaction_the_server_returns_is_recorded_and_replaces_what_it_covers() -> None:
@@ -76,15 +61,8 @@ def test_extra_refuses_what_request_refuses_or_models(key: str) -> None:
 
 
 def _compaction_only(n: int) -> Reply:
-    response = {"id": f"resp_{n}", "model": "gpt-5"}
     item = {"type": "compaction", "id": f"cmp_{n}", "encrypted_content": "gAAAA-now"}
-    return Reply.sse(
-        sse(
-            {"type": "response.created", "response": {**response, "status": "in_progress"}},
-            {"type": "response.output_item.done", "output_index": 0, "item": item},
-            {"type": "response.completed", "response": {**response, "status": "completed"}},
-        )
-    )
+    return Reply.sse(items_answer(item, response_id=f"resp_{n}"))
 
 
 def test_a_compaction_trigger_ends_the_first_request_and_is_never_recorded() -> None:
