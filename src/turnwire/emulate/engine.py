@@ -50,7 +50,7 @@ from turnwire.emulate.rules import ApiError, error_for
 from turnwire.emulate.script import Answer, Script, Scripted
 from turnwire.emulate.state import Sealed, Sealer, history_hash
 from turnwire.errors import PreflightError
-from turnwire.rendering.preflight import preflight
+from turnwire.rendering.preflight import ID_PREFIXES, preflight
 
 __all__ = [
     "DROPPED_HEADER",
@@ -266,8 +266,6 @@ def _type_name(value: object) -> str:
         return "an object"
     return "null"
 
-
-_ID_PREFIX = {"function_call": "fc", "reasoning": "rs", "message": "msg"}
 
 # The fields the official input type of a program item requires (``Program`` of
 # ``response_input_item_param``), in its order.
@@ -753,7 +751,7 @@ def _preflight_answer(
     }
     rule = err.rule
     if rule == "item-id-prefix":
-        fields["prefix"] = _ID_PREFIX.get(str(item.get("type", "message")), "?")
+        fields["prefix"] = ID_PREFIXES.get(str(item.get("type", "message")), "?").rstrip("_")
     elif rule == "call-id-length":
         fields["length"] = len(str(item.get("call_id") or ""))
     elif rule == "call-output-pairing" and item.get("type") == "function_call":

@@ -35,7 +35,7 @@ from turnwire.wire.items import (
     ShellCallOutput,
 )
 
-__all__ = ["PREFLIGHT_RULES", "preflight"]
+__all__ = ["ID_PREFIXES", "PREFLIGHT_RULES", "preflight"]
 
 PREFLIGHT_RULES: dict[str, str] = {
     "non-empty-input": "input must hold at least one item",
@@ -110,14 +110,15 @@ def _unkeyed(key: str) -> tuple[str | None, str]:
     return None, key
 
 
-_ID_PREFIX = {"function_call": "fc_", "reasoning": "rs_", "message": "msg_"}
+ID_PREFIXES = {"function_call": "fc_", "reasoning": "rs_", "message": "msg_"}
+"""The prefix an item id of each type must start with (the ``item-id-prefix`` rule)."""
 
 
 _PASSIVE_TYPES = {"reasoning", "function_call_output", "item_reference"}
 
 
 # The item types the per-item rules treat by name (beyond the id rules every item has).
-_CHECKED_TYPES = {*_ID_PREFIX, "function_call_output", "compaction_trigger"}
+_CHECKED_TYPES = {*ID_PREFIXES, "function_call_output", "compaction_trigger"}
 
 
 def _fail(rule: str, detail: str, index: int | None = None) -> PreflightError:
@@ -357,9 +358,9 @@ def _fast_pass(items: Sequence[Any], *, stateless: bool) -> _Fast | None:
     if partnered or len(seen_ids) != named:
         return None  # the last item is a reasoning item, or an id is used twice
     if not (
-        _all_prefixed(message_ids, _ID_PREFIX["message"])
-        and _all_prefixed(call_item_ids, _ID_PREFIX["function_call"])
-        and _all_prefixed(reasoning_ids, _ID_PREFIX["reasoning"])
+        _all_prefixed(message_ids, ID_PREFIXES["message"])
+        and _all_prefixed(call_item_ids, ID_PREFIXES["function_call"])
+        and _all_prefixed(reasoning_ids, ID_PREFIXES["reasoning"])
     ):
         return None
     # Call ids: unique. Each output's call id is one of them, and every call is answered
@@ -424,15 +425,7 @@ _PROGRAMMATIC = "programmatic_tool_calling"
 def _check_programmatic(tools: Sequence[Any] | None, tool_choice: Any) -> None:
     """The ``programmatic-tools`` rule over a body's ``tools`` and ``tool_choice`` (Structs
     or decoded JSON)."""
-
-    def field(value: Any, name: str) -> Any:
-        return value.get(name) if isinstance(value, Mapping) else getattr(value, name, None)
-
-    def kind(value: Any) -> Any:
-        if isinstance(value, Mapping):
-            return value.get("type")
-        return getattr(getattr(value, "__struct_config__", None), "tag", None)
-
+    field, kind = _field_of, _kind_of
     _check_tool_names(tools, field, kind)
     _check_tool_choice(tools, tool_choice, field, kind)
     _check_tool_search(tools, field, kind)
@@ -515,12 +508,14 @@ def _check_tool_choice(
 
 
 def _field_of(value: Any, name: str) -> Any:
+    """``value``'s field ``name``: a decoded JSON object's key or a Struct's attribute."""
     return value.get(name) if isinstance(value, Mapping) else getattr(value, name, None)
 
 
 def _kind_of(value: Any) -> Any:
+    """``value``'s ``type``: a decoded JSON object's, or a Struct's tag (``None`` without)."""
     if isinstance(value, Mapping):
-        return value.get("type", "message")
+        return value.get("type")
     return getattr(getattr(value, "__struct_config__", None), "tag", None)
 
 
@@ -720,7 +715,7 @@ def _check_from(
     The state is updated in place: item id → index, ``function_call`` call id → index, call id
     → index of its first output.
     """
-    prefixes = _ID_PREFIX
+    prefixes = ID_PREFIXES
     plain = _PLAIN_MESSAGE
     for index, fact in enumerate(facts[start:], start):
         if fact is plain:  # most messages: no id, no call, nothing to check
