@@ -526,8 +526,13 @@ def test_renders_racing_a_flipping_folder_never_send_outside_bytes(tmp_path: Pat
     flipper = _flipper(root, outside, stop)
     flipper.start()
     sent, refused, untyped = 0, 0, []
+    attempts = 0
     try:
-        for _ in range(3000):  # issue 24's bar: 0 outside reads, 0 untyped errors in 3,000
+        # Issue 24's bar: 0 outside reads, 0 untyped errors in at least 3,000 renders, and on
+        # until both sides of the race were met (on a loaded 2-core machine the flipper can keep
+        # the folder away from the renderer for thousands of renders), within a bound.
+        while attempts < 3000 or (not (sent and refused) and attempts < 60_000):
+            attempts += 1
             try:
                 body = turnwire.render(thread, container=container, roots=[root]).body
             except TurnwireError:
@@ -541,7 +546,7 @@ def test_renders_racing_a_flipping_folder_never_send_outside_bytes(tmp_path: Pat
         stop.set()
         flipper.join(timeout=5)
     assert untyped == []
-    assert sent + refused == 3000 and sent > 0
+    assert sent + refused == attempts and sent > 0 and refused > 0
 
 
 def test_symlinks_inside_the_root_are_followed_and_dotdot_never_climbs_out(tmp_path: Path) -> None:
