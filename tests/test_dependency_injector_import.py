@@ -259,3 +259,40 @@ def test_what_is_held_off(
         for name in container._PYDANTIC:
             monkeypatch.delitem(sys.modules, name, raising=False)
     assert container._held_off(environ) == expected
+
+
+@pytest.mark.parametrize(
+    ("version", "verified"),
+    [
+        ("4.49.1", True),
+        ("4.49", True),
+        ("4.60.0", True),
+        ("4.48.2", False),  # before the release the registries were checked against
+        ("5.0.0", False),  # another major release: imported as it imports itself
+        ("3.99.0", False),
+        ("4.x", False),
+        ("", False),
+    ],
+)
+def test_only_a_verified_release_is_held_off(version: str, verified: bool):
+    assert container._verified(version) is verified
+    held = container._held_off({}, version)
+    assert (held != frozenset()) is verified
+
+
+def test_the_installed_release_is_one_the_hold_knows():
+    import dependency_injector
+
+    assert container._verified(dependency_injector.__version__)
+    assert container._held_off({}) == container._held_off({}, dependency_injector.__version__)
+
+
+def test_a_wiring_module_without_its_registry_is_a_clear_import_error():
+    import types
+
+    wiring = types.ModuleType("wiring")
+    wiring.INSPECT_EXCLUSION_FILTERS = []  # type: ignore[attr-defined]
+    container._read_on_use(wiring, {"starlette.requests"})  # the list there: extended
+    assert len(wiring.INSPECT_EXCLUSION_FILTERS) == 1  # type: ignore[attr-defined]
+    with pytest.raises(ImportError, match=r"MARKER_EXTRACTORS.*TURNWIRE_DI_PYDANTIC=1"):
+        container._read_on_use(wiring, {"fastapi"})

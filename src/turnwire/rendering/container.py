@@ -27,7 +27,9 @@ is there, so in a process that imports turnwire before pydantic, ``Configuration
 and ``Configuration(pydantic_settings=...)`` of your own containers raise "Unable to load
 pydantic configuration". Import pydantic (or pydantic-settings) before turnwire, call
 ``config.from_dict(settings.model_dump())`` instead, or set ``TURNWIRE_DI_PYDANTIC=1``: then
-dependency-injector is imported exactly as it imports itself, nothing held off.
+dependency-injector is imported exactly as it imports itself, nothing held off. The same holds,
+unasked, for a dependency-injector release other than the 4.x ones from 4.49 on, whose wiring
+registries this was checked against.
 """
 
 from __future__ import annotations
@@ -87,9 +89,30 @@ class _HoldOff:
         return None
 
 
-def _held_off(environ: Mapping[str, str]) -> frozenset[str]:
-    """What to hold off: nothing when opted out; pydantic's two only while neither is imported."""
+# The dependency-injector releases whose ``wiring`` registers what it read at import in the
+# two lists :func:`_read_on_use` extends (checked against 4.49): another major release is
+# imported as it imports itself, nothing held off, rather than guessed at.
+_VERIFIED_MAJOR = "4"
+
+
+def _verified(version: str) -> bool:
+    """Whether dependency-injector ``version`` is one whose import turnwire may hold off."""
+    major, _, rest = version.partition(".")
+    minor = rest.partition(".")[0]
+    return major == _VERIFIED_MAJOR and minor.isdigit() and int(minor) >= 49
+
+
+def _held_off(environ: Mapping[str, str], version: str | None = None) -> frozenset[str]:
+    """What to hold off: nothing when opted out or for a dependency-injector release not
+    verified (``version``, default: the installed one's); pydantic's two only while neither
+    is imported."""
     if environ.get(_OPT_OUT, "") not in ("", "0"):
+        return frozenset()
+    if version is None:
+        import dependency_injector  # the package alone: its version, nothing else
+
+        version = str(getattr(dependency_injector, "__version__", ""))
+    if not _verified(version):
         return frozenset()
     if any(name in sys.modules for name in _PYDANTIC):
         return _WIRING
@@ -162,7 +185,13 @@ def _read_on_use(wiring: types.ModuleType, refused: Iterable[str]) -> None:
     asked = {name.partition(".")[0] for name in refused}
     for package, (registry, checks) in _WIRING_CHECKS.items():
         if package in asked:
-            getattr(wiring, registry).extend(checks)
+            kept = getattr(wiring, registry, None)
+            if not isinstance(kept, list):  # only a release _verified() let through gets here
+                raise ImportError(
+                    f"dependency_injector.wiring has no {registry} list for the checks of "
+                    f"{package}, which turnwire held off; set {_OPT_OUT}=1"
+                )
+            kept.extend(checks)
 
 
 with _holding_off(_held_off(os.environ)) as _hold:
