@@ -19,7 +19,13 @@ from types import SimpleNamespace
 import pytest
 
 import turnwire
-from turnwire.client.transport import ACCEPT_ENCODING, ERROR_BODY_LIMIT, RetryPolicy, Transport
+from turnwire.client.transport import (
+    ACCEPT_ENCODING,
+    COALESCED_BYTES,
+    ERROR_BODY_LIMIT,
+    RetryPolicy,
+    Transport,
+)
 from turnwire.errors import (
     ConfigError,
     HttpError,
@@ -262,8 +268,12 @@ async def _post(base_url: str, body: EncodedBody | bytes, retries: int = 0) -> b
         await transport.aclose()
 
 
-def test_pieces_arrive_as_one_body_with_its_length() -> None:
-    whole = b'{"model":"m","input":[' + b",".join(b'"%d"' % i for i in range(5000)) + b"]}"
+@pytest.mark.parametrize("count", [5000, 200_000], ids=["one-write", "over-coalesced-bytes"])
+def test_pieces_arrive_as_one_body_with_its_length(count: int) -> None:
+    """A body of at most COALESCED_BYTES goes joined; a larger one as its pieces: either way
+    whole, with its Content-Length and no chunked encoding."""
+    whole = b'{"model":"m","input":[' + b",".join(b'"%d"' % i for i in range(count)) + b"]}"
+    assert (len(whole) > COALESCED_BYTES) is (count == 200_000)
     cut = len(whole) // 3
     body = EncodedBody((whole[:10], memoryview(whole)[10:cut], whole[cut:]))
     with ScriptedServer([Reply.json(200, ANSWER)]) as server:
