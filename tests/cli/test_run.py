@@ -385,7 +385,10 @@ def test_run_needs_a_thread_file_or_a_stored_thread(tmp_path):
     assert done.returncode == 1
     assert "give a THREAD file, or --thread ID" in done.stderr
     mixed = turnwire_process("run", str(REPO_EXAMPLES / "weather.yaml"), "--prompt", "x")
-    assert mixed.returncode == 1 and "--prompt and --file go with --thread" in mixed.stderr
+    assert (
+        mixed.returncode == 1
+        and "--prompt, --file, --file-url and --file-id go with --thread" in mixed.stderr
+    )
 
 
 STRUCTURED_THREAD = """\

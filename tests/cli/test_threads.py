@@ -581,3 +581,93 @@ def test_run_says_when_a_request_does_not_extend_the_last_one_and_json_shows_eac
     assert len(lines) == 1, moved.stderr
     (line,) = lines
     assert line.startswith("turnwire: WARNING: request 1: prefix-reset: the instructions changed;")
+
+
+def test_run_a_stored_thread_with_files_by_reference(location, tmp_path):
+    """``--file-url`` and ``--file-id`` attach references (never read, never copied), in the
+    order given among the ``--file`` paths; the next request sends them again in place."""
+    picture = tmp_path / "cat.png"
+    picture.write_bytes(b"\x89PNG fake")
+    with _opened(location, tmp_path) as store:
+        thread_id = store.create_thread(turnwire.load_thread({"version": 1, "model": "gpt-4o"}))
+    with ScriptedServer([Reply.sse(recorded("text_simple_gpt-4o-mini.sse"))]) as server:
+        done = cli(
+            tmp_path, "run", "--thread", thread_id, "--store", location, "--prompt", "compare",
+            "--file-url", "https://example.com/papers/report.pdf", "--file", str(picture),
+            "--file-id", "image:file-abc123:low", "--file-id", "document:file-def456",
+            "--base-url", server.base_url,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    first = server.requests[0].json["input"]
+    sent = first[0]["content"]
+    files = [p for p in sent if p["type"] != "input_text"]
+    assert files[0] == {
+        "type": "input_file",
+        "filename": "report.pdf",
+        "file_url": "https://example.com/papers/report.pdf",
+    }
+    assert files[1]["type"] == "input_image" and files[1]["image_url"].startswith("data:")
+    assert {k: files[2][k] for k in ("type", "file_id", "detail")} == {
+        "type": "input_image",
+        "file_id": "file-abc123",
+        "detail": "low",
+    }
+    assert files[3]["type"] == "input_file" and files[3]["file_id"] == "file-def456"
+    with _opened(location, tmp_path) as store:
+        parts = store.turns(thread_id)[0].parts
+        kept = [part.media for part in parts if getattr(part, "media", None) is not None]
+    assert [m.url for m in kept] == ["https://example.com/papers/report.pdf", None, None, None]
+    assert [m.file_id for m in kept] == [None, None, "file-abc123", "file-def456"]
+    with ScriptedServer([Reply.sse(recorded("text_simple_gpt-4o-mini.sse"))]) as server:
+        again = cli(
+            tmp_path, "run", "--thread", thread_id, "--store", location, "--prompt", "and now?",
+            "--base-url", server.base_url,
+        )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert server.requests[0].json["input"][: len(first)] == first
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "said"),
+    [
+        ("--file-id", "file-abc", "say what the file holds and its id: image:ID or document:ID"),
+        ("--file-id", "audio:file-abc", "image:ID or document:ID"),
+        ("--file-id", "image:", "image:ID or document:ID"),
+        ("--file-id", "document:file-abc:low", "only an image takes a detail"),
+        ("--file-id", "image:file-abc:tiny", "only an image takes a detail, one of low, high"),
+        ("--file-id", "image:file a", "$.file_id"),
+        ("--file-url", "ftp://example.com/a.pdf", "http"),
+    ],
+)
+def test_a_reference_that_is_none_is_refused_naming_the_option(option, value, said, tmp_path):
+    from turnwire.cli.run import question_files
+    from turnwire.errors import ConfigError
+
+    with pytest.raises(ConfigError) as raised:
+        question_files([("--file", "a.png"), (option, value)])
+    assert str(raised.value).startswith(f"{option} {value}: ")
+    assert said in str(raised.value)
+
+
+def test_a_bad_reference_stops_the_command_before_anything_is_sent(tmp_path):
+    db = str(tmp_path / "t.db")
+    with _opened(db, tmp_path) as store:
+        thread_id = store.create_thread(turnwire.load_thread({"version": 1, "model": "gpt-4o"}))
+    with ScriptedServer([Reply.sse(recorded("text_simple_gpt-4o-mini.sse"))]) as server:
+        done = cli(
+            tmp_path, "run", "--thread", thread_id, "--store", db, "--prompt", "x",
+            "--file-id", "file-abc", "--base-url", server.base_url,
+        )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith("error: E_INVALID_OPENAI_RESPONSES_OPTIONS: --file-id file-abc: ")
+    assert server.requests == []
+    with _opened(db, tmp_path) as store:
+        assert store.turns(thread_id) == []
+
+
+def test_references_without_a_stored_thread_are_refused(tmp_path):
+    thread = tmp_path / "t.yaml"
+    thread.write_text("version: 1\nmodel: gpt-4o\n")
+    done = cli(tmp_path, "run", str(thread), "--file-url", "https://example.com/a.pdf")
+    assert done.returncode == 1
+    assert "--file-url and --file-id go with --thread" in done.stderr

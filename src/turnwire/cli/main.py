@@ -23,7 +23,7 @@ from turnwire.cli.inspection import (
     plugins_command,
     schema_command,
 )
-from turnwire.cli.options import config_options, logging_options, renamed
+from turnwire.cli.options import Attached, config_options, logging_options, renamed
 from turnwire.cli.printer import LogHandler, echo, echo_json
 from turnwire.cli.render import fingerprint_command, render_command
 from turnwire.cli.run import Decision, run_command
@@ -88,10 +88,26 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--prompt", default="", help="with --thread: the user's new question")
     run.add_argument(
         "--file",
-        action="append",
+        dest="attached",
+        action=Attached,
         default=[],
         metavar="PATH",
-        help="with --thread: a file to attach to the question (repeatable)",
+        help="with --thread: a file to attach to the question, copied into the store (repeatable)",
+    )
+    run.add_argument(
+        "--file-url",
+        dest="attached",
+        action=Attached,
+        metavar="URL",
+        help="with --thread: an http(s) URL the API fetches, attached by reference (repeatable)",
+    )
+    run.add_argument(
+        "--file-id",
+        dest="attached",
+        action=Attached,
+        metavar="KIND:ID[:DETAIL]",
+        help="with --thread: a file uploaded to the API, attached by reference: image:file-... "
+        "or document:file-..., an image's detail after it (image:file-...:low) (repeatable)",
     )
     renamed(
         run,

@@ -15,6 +15,7 @@ from turnwire.cli.printer import echo
 from turnwire.errors import ConfigError, validation_location
 
 __all__ = [
+    "Attached",
     "check_context_read",
     "config_files",
     "config_options",
@@ -52,6 +53,21 @@ class _Renamed(argparse.Action):
         if self.appends:
             values = [*(getattr(namespace, self.dest, None) or []), values]
         setattr(namespace, self.dest, values)
+
+
+class Attached(argparse.Action):
+    """``--file``, ``--file-url`` and ``--file-id`` into one list, in the order given: each
+    entry the option and its value (the question's files keep that order)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        given = [*(getattr(namespace, self.dest, None) or []), (option_string, values)]
+        setattr(namespace, self.dest, given)
 
 
 def renamed(parser: Any, new: str, old: str, **kwargs: Any) -> None:

@@ -136,8 +136,11 @@ def run_command(args: argparse.Namespace) -> int:
         raise ConfigError("--thread runs a stored thread: give no THREAD file and no --save")
     if not args.thread_id and not args.thread:
         raise ConfigError("give a THREAD file, or --thread ID for a stored thread")
-    if not args.thread_id and (args.prompt or args.file):
-        raise ConfigError("--prompt and --file go with --thread; add them to the file")
+    if not args.thread_id and (args.prompt or args.attached):
+        raise ConfigError(
+            "--prompt, --file, --file-url and --file-id go with --thread; add them to the file"
+        )
+    files = question_files(args.attached)
     context = render_context(args)
     built = container(args)
     check_context_read(args, built)
@@ -147,7 +150,7 @@ def run_command(args: argparse.Namespace) -> int:
                 args.thread_id,
                 store=store,
                 prompt=args.prompt,
-                files=args.file,
+                files=files,
                 container=built,
                 base_url=args.base_url,
                 model=args.model,
@@ -194,6 +197,52 @@ def run_command(args: argparse.Namespace) -> int:
     if args.save and not args.quiet:
         echo(f"saved {args.thread}", file=sys.stderr)
     return 0
+
+
+_KINDS = ("image", "document")  # what the API takes by reference
+
+
+def question_files(attached: Iterable[tuple[str, str]]) -> list[Any]:
+    """The question's files, in the order given: a ``--file`` path as it is, a ``--file-url``
+    or ``--file-id`` as the :class:`~turnwire.Media` reference it names.
+
+    :raises ConfigError: a reference that is not one, naming the option and its value.
+    """
+    from typing import get_args
+
+    from turnwire.errors import ThreadFileError
+    from turnwire.model.records import Media
+    from turnwire.wire.content import ImageDetail
+
+    details = get_args(ImageDetail)
+
+    files: list[Any] = []
+    for option, value in attached:
+        where = f"{option} {shown(value, 200)}"
+        if option == "--file":
+            files.append(value)
+            continue
+        try:
+            if option == "--file-url":
+                files.append(Media.from_url(value))
+                continue
+            kind, _, rest = value.partition(":")
+            file_id, _, detail = rest.partition(":")
+            if kind not in _KINDS or not file_id:
+                raise ConfigError(
+                    f"{where}: say what the file holds and its id: image:ID or document:ID "
+                    "(an image's detail after it: image:ID:low)"
+                )
+            if detail and (kind != "image" or detail not in details):
+                raise ConfigError(
+                    f"{where}: only an image takes a detail, one of {', '.join(details)}"
+                )
+            files.append(
+                Media.from_file_id(file_id, kind=kind, detail=detail or None)  # type: ignore[arg-type]
+            )
+        except ThreadFileError as err:
+            raise ConfigError(f"{where}: {err}") from None
+    return files
 
 
 def _tool_results(args: argparse.Namespace, progress: Progress) -> Any:
