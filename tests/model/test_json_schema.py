@@ -345,3 +345,43 @@ def test_tool_arguments_and_structured_outputs_give_the_same_verdict(schema, val
 )
 def test_the_two_callers_agree_on_random_values(schema, value):
     assert _tool_accepts(schema, value) is _answer_accepts(schema, value)
+
+
+def _enum_schema(i: int) -> dict[str, Any]:
+    """A schema of its own per ``i`` (thread data: a tenant's enum of account ids)."""
+    return {"type": "object", "properties": {"account": {"enum": [f"acct-{i}"]}}}
+
+
+def test_a_long_lived_checker_keeps_only_the_schemas_used_last():
+    from turnwire.client import _arguments
+
+    checker = ArgumentChecker()
+    kept_first = _enum_schema(0)
+    for i in range(3 * _arguments.MAX_KEPT_SCHEMAS):
+        assert checker.check("pick", _enum_schema(i), {"account": f"acct-{i}"}) is None
+        # the first schema stays in use, so it stays kept: it is recent each time
+        assert checker.check("pick", kept_first, {"account": "acct-0"}) is None
+    assert len(checker._schemas) == _arguments.MAX_KEPT_SCHEMAS
+    assert all(isinstance(key, bytes) and len(key) == 16 for key in checker._schemas)
+    first = _arguments._schema_key(json.dumps(kept_first, sort_keys=True, separators=(",", ":")))
+    assert first in checker._schemas
+    # an evicted schema is compiled again when it comes back, with the same verdict
+    error = checker.check("pick", _enum_schema(1), {"account": "acct-2"})
+    assert error is not None and "$.account" in error
+
+
+def test_the_warnings_remembered_are_bounded_and_keep_no_schema_text(caplog):
+    from turnwire.client import _arguments
+
+    checker = ArgumentChecker()
+    big = "x" * _arguments.MAX_SCHEMA_BYTES
+    with caplog.at_level("WARNING", logger="turnwire"):
+        for i in range(_arguments.MAX_WARNED + 50):
+            schema = {"type": "object", "description": f"{i}{big}"}  # over the limit
+            assert checker.check(f"tool{i}", schema, {"a": 1}) is None
+        assert checker.check("tool0", {"type": "object", "description": f"0{big}"}, {}) is None
+    assert len(checker._warned) == _arguments.MAX_WARNED
+    assert all(len(key) == 16 for _, key in checker._warned)
+    unchecked = [r for r in caplog.records if getattr(r, "kind", "") == "tool-schema-unchecked"]
+    # one warning per tool and schema; tool0's came back after it was forgotten: once more
+    assert len(unchecked) == _arguments.MAX_WARNED + 50 + 1

@@ -17,15 +17,24 @@ one check is bounded by the schema's size, the reference budget, RE2, and the fi
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import threading
 from collections.abc import Mapping
 from typing import Any
 
 from turnwire.errors import InvalidToolCallArgs
 from turnwire.model.json_schema import MAX_ERRORS, MAX_REFS, JsonSchema, Violation
 
-__all__ = ["MAX_ERRORS", "MAX_REFS", "MAX_SCHEMA_BYTES", "ArgumentChecker"]
+__all__ = [
+    "MAX_ERRORS",
+    "MAX_KEPT_SCHEMAS",
+    "MAX_REFS",
+    "MAX_SCHEMA_BYTES",
+    "MAX_WARNED",
+    "ArgumentChecker",
+]
 
 logger = logging.getLogger("turnwire")
 
@@ -79,12 +88,42 @@ def describe(found: Violation) -> str:
     return f"{path}: {keyword}: {found.message[: _SHOWN * 2]}"
 
 
+MAX_KEPT_SCHEMAS = 128
+"""Compiled schemas a checker keeps (the most recently used): a long-lived client whose threads
+bring ever new schemas (thread data) keeps this many, never all."""
+MAX_WARNED = 1024
+"""(tool, schema) pairs a checker remembers having warned about; past it the oldest go, and a
+schema of theirs is warned about once more when it comes back."""
+
+
+def _schema_key(text: str) -> bytes:
+    """What a schema is kept under: a digest of its canonical text, never the text (up to
+    :data:`MAX_SCHEMA_BYTES` each)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 class ArgumentChecker:
-    """Checks a call's arguments against its tool's schema; one validator per schema."""
+    """Checks a call's arguments against its tool's schema; one validator per schema, for the
+    :data:`MAX_KEPT_SCHEMAS` schemas used last. Shared by the runs of a client, from any
+    thread."""
 
     def __init__(self) -> None:
-        self._schemas: dict[str, JsonSchema] = {}
-        self._warned: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()
+        self._schemas: dict[bytes, JsonSchema] = {}  # oldest first
+        self._warned: dict[tuple[str, bytes], None] = {}  # oldest first
+
+    def _compiled(self, key: bytes, schema: Mapping[str, Any]) -> JsonSchema:
+        with self._lock:
+            checker = self._schemas.pop(key, None)
+            if checker is not None:
+                self._schemas[key] = checker  # the most recent again
+                return checker
+        checker = JsonSchema(schema)  # outside the lock: compiling may take a while
+        with self._lock:
+            self._schemas[key] = checker
+            while len(self._schemas) > MAX_KEPT_SCHEMAS:
+                del self._schemas[next(iter(self._schemas))]
+        return checker
 
     def check(self, tool: str, schema: Mapping[str, Any] | None, args: Any) -> str | None:
         """The error text for arguments that do not match ``schema`` (``None`` when they
@@ -94,17 +133,15 @@ class ArgumentChecker:
         try:
             key = json.dumps(schema, sort_keys=True, separators=(",", ":"))
         except (TypeError, ValueError, RecursionError):
-            self._unchecked(tool, "?", "it cannot be serialised")
+            self._unchecked(tool, b"", "it cannot be serialised")
             return None
+        digest = _schema_key(key)
         if len(key) > MAX_SCHEMA_BYTES:
-            self._unchecked(tool, key, f"it is over {MAX_SCHEMA_BYTES} bytes")
+            self._unchecked(tool, digest, f"it is over {MAX_SCHEMA_BYTES} bytes")
             return None
-        checker = self._schemas.get(key)
-        if checker is None:
-            checker = self._schemas[key] = JsonSchema(schema)
-        verdict = checker.check(args, max_refs=MAX_REFS)
+        verdict = self._compiled(digest, schema).check(args, max_refs=MAX_REFS)
         if verdict.unusable is not None:
-            self._unchecked(tool, key, verdict.unusable)
+            self._unchecked(tool, digest, verdict.unusable)
             return None
         if not verdict.violations:
             return None
@@ -115,10 +152,16 @@ class ArgumentChecker:
         )
         return error.message
 
-    def _unchecked(self, tool: str, key: str, why: str) -> None:
-        """Warn, once per tool and schema, that its calls run unchecked."""
-        if (tool, key) not in self._warned:
-            self._warned.add((tool, key))
+    def _unchecked(self, tool: str, key: bytes, why: str) -> None:
+        """Warn, once per tool and schema (of the last :data:`MAX_WARNED`), that its calls run
+        unchecked."""
+        with self._lock:
+            fresh = (tool, key) not in self._warned
+            if fresh:
+                self._warned[(tool, key)] = None
+                while len(self._warned) > MAX_WARNED:
+                    del self._warned[next(iter(self._warned))]
+        if fresh:
             logger.warning(
                 "the parameters schema of tool %s cannot check arguments: %s; its calls run "
                 "unchecked",
