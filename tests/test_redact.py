@@ -365,3 +365,37 @@ def test_an_upper_case_key_prefix_and_a_short_held_key_are_redacted():
     assert redact("sent k3y! to the server") == f"sent {MARK} to the server"
     remember_secret("abc", holder=holder)  # under 4: would blank out ordinary words
     assert redact("abc") == "abc"
+
+
+def test_query_credentials_a_store_password_and_plugin_settings_stay_out_of_reprs_and_logs(
+    caplog,
+):
+    """What an audit found printed raw: ``client.query`` credentials (and those in the base
+    URL's query), a PostgreSQL store URL's password, a plugin's settings, the endpoint in the
+    render options."""
+    query_key, url_key, db_password = "qk-0a1b2c3d4e", "urlqk-3n4o5p6q", "dbpass-5f6g7h8i"
+    plugin_token = "plugtok-9j0k1l2m"
+    client = {
+        "base_url": f"https://user:{db_password}x@gateway.example/v1?subscription-key={url_key}",
+        "query": {"api_key": query_key, "api-version": "2025-04-01"},
+    }
+    tree = {
+        "plugins": {"load_entrypoints": False, "settings": {"audit": {"token": plugin_token}}},
+        "client": client,
+        "store": {"location": f"postgresql://app:{db_password}@db.example/turnwire"},
+    }
+    settings = turnwire.load_settings(overrides=tree)
+    options = make_container({"plugins": {"load_entrypoints": False}, "client": client})
+    endpoint = options.render_options().endpoint
+    with caplog.at_level(logging.DEBUG, logger="turnwire"):
+        logging.getLogger("turnwire").warning("asked %s, %s", query_key, url_key)
+        logging.getLogger("turnwire.emulate").warning("stored in %s", settings.store.location)
+    seen = "\n".join(
+        [repr(settings), str(settings.store), str(settings.plugins), repr(endpoint)]
+        + [record.getMessage() for record in caplog.records]
+    )
+    for secret in (query_key, url_key, db_password, plugin_token):
+        assert secret not in seen, secret
+    assert "2025-04-01" in repr(settings)  # a parameter that is no credential is still shown
+    assert "'audit': {'token': '[redacted]'}" in repr(settings.plugins)
+    assert "gateway.example" in repr(endpoint) and "db.example" in repr(settings.store)

@@ -22,7 +22,9 @@ import logging
 import os
 import re
 import threading
+import urllib.parse
 import weakref
+from collections.abc import Iterable
 
 __all__ = [
     "MARK",
@@ -30,6 +32,7 @@ __all__ = [
     "install_log_filter",
     "is_secret_header",
     "redact",
+    "remember_query_secrets",
     "remember_secret",
     "remember_url_secrets",
 ]
@@ -109,14 +112,28 @@ def is_secret_header(name: str) -> bool:
 
 
 def remember_url_secrets(url: str, *, holder: object) -> None:
-    """Remember the password (and a long user name) of ``url``'s ``user:password@`` while
-    ``holder`` lives."""
+    """Remember the password (and a long user name) of ``url``'s ``user:password@``, and the
+    value of each query parameter whose name says it is a credential (:func:`is_secret_header`:
+    ``subscription-key``, ``api_key``, ``password``, ``signature``, ...), while ``holder``
+    lives."""
     _, found, rest = url.partition("://")
     userinfo, at, _rest = rest.partition("@") if found else ("", "", "")
     if at and "/" not in userinfo:
         user, _, password = userinfo.partition(":")
         remember_secret(password, holder=holder)
         remember_secret(user, holder=holder)
+    query = url.partition("?")[2].partition("#")[0]
+    if query:
+        remember_query_secrets(urllib.parse.parse_qsl(query, keep_blank_values=True), holder=holder)
+
+
+def remember_query_secrets(params: Iterable[tuple[str, str]], *, holder: object) -> None:
+    """Remember the value of each query parameter whose name says it is a credential, as it
+    is and as it goes in a URL (percent-encoded), while ``holder`` lives."""
+    for name, value in params:
+        if is_secret_header(name):
+            remember_secret(value, holder=holder)
+            remember_secret(urllib.parse.quote_plus(value), holder=holder)
 
 
 # The secrets the environment held when it was last read, and what it held then (a copy of
@@ -192,4 +209,4 @@ def install_log_filter(*names: str) -> None:
 
 # On import: errors.py imports this module and every module that logs imports errors, so no
 # record of turnwire's loggers is emitted before the filter is in place.
-install_log_filter("turnwire", "turnwire.trace")
+install_log_filter("turnwire", "turnwire.trace", "turnwire.emulate")

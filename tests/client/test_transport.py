@@ -854,3 +854,52 @@ def test_an_unusable_proxy_is_a_config_error(
     with pytest.raises(ConfigError, match=expected) as refused:
         turnwire.run(thread(model="gpt-5", messages=[user()]), base_url="http://127.0.0.1:9/v1")
     assert variable in str(refused.value) and "pw-secret" not in str(refused.value)
+
+
+def test_httpx_s_request_log_shows_no_credential_of_the_url(caplog) -> None:
+    """httpx logs each request's URL at INFO: the base URL's password and a query credential
+    (``client.query`` or the base URL's own) are redacted there as everywhere."""
+    password, subscription, named = "pw-0a1b2c3d", "sub-4e5f6g7h", "tok-8i9j0k1l"
+
+    async def post(base_url: str) -> None:
+        transport = Transport(
+            base_url=f"{base_url}?subscription-key={subscription}&api-version=2025-04-01",
+            api_key="sk-test-key-1234",
+            auth_header="api-key",
+            auth_scheme=None,
+            query={"access_token": named},
+        )
+        try:
+            async with transport.exchange(b"{}", stream=False) as answer:
+                assert b"".join([chunk async for chunk in answer.chunks])
+        finally:
+            await transport.aclose()
+
+    with ScriptedServer([Reply.json(200, ANSWER)]) as server:
+        with_user = server.base_url.replace("http://", f"http://gateway:{password}@")
+        with caplog.at_level(logging.INFO, logger="httpx"):
+            asyncio.run(post(with_user))
+    (seen,) = server.requests
+    assert seen.headers["api-key"] == "sk-test-key-1234"
+    lines = [r.getMessage() for r in caplog.records if r.name == "httpx"]
+    assert any("HTTP Request: POST" in line and "api-version=2025-04-01" in line for line in lines)
+    for secret in (password, subscription, named, "sk-test-key-1234"):
+        assert not any(secret in line for line in lines), secret
+
+
+def test_a_password_in_the_url_would_replace_the_key_s_authorization_so_it_is_refused() -> None:
+    with pytest.raises(ConfigError) as raised:
+        Transport(base_url="https://user:pw-secret-99@gateway.example/v1", api_key="sk-abcdefgh12")
+    assert str(raised.value).startswith(
+        "the base URL holds credentials before its host, which httpx would turn into an "
+        "Authorization header of its own, in place of the API key's: "
+    )
+    assert "pw-secret-99" not in str(raised.value)
+    # without a key, or with the key in a header of its own, the URL's credentials are what
+    # the gateway gets
+    Transport(base_url="https://user:pw-secret-99@gateway.example/v1")
+    Transport(
+        base_url="https://user:pw-secret-99@gateway.example/v1",
+        api_key="sk-abcdefgh12",
+        auth_header="api-key",
+    )

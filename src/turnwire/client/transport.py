@@ -45,7 +45,7 @@ from typing import Any
 import httpx
 import msgspec
 
-from turnwire._redact import redact, remember_secret, remember_url_secrets
+from turnwire._redact import install_log_filter, redact, remember_secret, remember_url_secrets
 from turnwire.errors import (
     AnswerTooLargeError,
     ConfigError,
@@ -353,6 +353,13 @@ def _finite(value: str | None) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def _userinfo(url: str) -> bool:
+    """Whether ``url`` holds a ``user[:password]@`` before its host."""
+    _, found, rest = url.partition("://")
+    authority = rest.partition("/")[0] if found else ""
+    return "@" in authority
+
+
 class Answer:
     """A 2xx answer whose body has not been read yet (see :meth:`Transport.exchange`)."""
 
@@ -426,6 +433,17 @@ class Transport:
         self.query = params
         self._query = "?" + urllib.parse.urlencode(params) if params else ""
         remember_url_secrets(self.url + self._query, holder=self)
+        # httpx logs each request's URL (its logger's INFO records): not their credentials.
+        install_log_filter("httpx", "httpcore")
+        if api_key and auth_header.lower() == "authorization" and _userinfo(base):
+            # httpx would send the URL's user:password as Basic authorization in place of the
+            # key's header: the key silently unsent.
+            raise ConfigError(
+                "the base URL holds credentials before its host, which httpx would turn into "
+                "an Authorization header of its own, in place of the API key's: put the "
+                "gateway's credentials in client.headers, or send the key in another header "
+                "(client.auth_header)"
+            )
         self.auth_header = auth_header
         self.auth_scheme = auth_scheme
         self._api_key = api_key

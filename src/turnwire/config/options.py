@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from turnwire._redact import redact
 from turnwire.config.nonce import EnvelopeNonce
 from turnwire.wire.content import ImageDetail
 
@@ -104,6 +105,15 @@ class Endpoint(msgspec.Struct, frozen=True, kw_only=True):
     base_url: str = "https://api.openai.com/v1"
     organization: str | None = None
     project: str | None = None
+
+    def __repr__(self) -> str:
+        """The fields, the URL's password and query credentials ``[redacted]``."""
+        return (
+            f"Endpoint(base_url={redact(self.base_url)!r}, organization={self.organization!r}, "
+            f"project={self.project!r})"
+        )
+
+    __str__ = __repr__
 
 
 class RenderOptions(msgspec.Struct, frozen=True, kw_only=True):

@@ -24,7 +24,14 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from turnwire._redact import MARK, is_secret_header, redact, remember_secret, remember_url_secrets
+from turnwire._redact import (
+    MARK,
+    is_secret_header,
+    redact,
+    remember_query_secrets,
+    remember_secret,
+    remember_url_secrets,
+)
 from turnwire.config.options import (
     BUCKETS,
     DEFAULT_STASH_KEYS,
@@ -511,6 +518,7 @@ class ClientSettings(_Section, frozen=True, kw_only=True, weakref=True):
     def __post_init__(self) -> None:
         # Credentials in the configuration: no log record or error shows them from now on.
         remember_url_secrets(self.base_url, holder=self)
+        remember_query_secrets(self.query.items(), holder=self)
         for name, value in self.headers.items():
             if is_secret_header(name):
                 remember_secret(value, holder=self)
@@ -528,12 +536,15 @@ class ClientSettings(_Section, frozen=True, kw_only=True, weakref=True):
                 )
 
     def __repr__(self) -> str:
-        """The fields, with every header value and the URL's password ``[redacted]``."""
+        """The fields, with every header value, the URL's password and the value of each query
+        parameter named as a credential ``[redacted]``."""
         shown = []
         for name in self.__struct_fields__:
             value = getattr(self, name)
             if name == "headers":
                 value = dict.fromkeys(value, MARK)
+            elif name == "query":
+                value = {k: MARK if is_secret_header(k) else v for k, v in value.items()}
             elif name == "base_url":
                 value = redact(value)
             shown.append(f"{name}={value!r}")
@@ -586,8 +597,21 @@ class PluginSettings(_Section, frozen=True, kw_only=True):
     trace: bool = False
     settings: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        """The fields, each plugin's setting values ``[redacted]`` (a plugin's token is one of
+        them; only the plugin knows which)."""
+        shown = []
+        for name in self.__struct_fields__:
+            value = getattr(self, name)
+            if name == "settings":
+                value = {plugin: dict.fromkeys(given, MARK) for plugin, given in value.items()}
+            shown.append(f"{name}={value!r}")
+        return f"PluginSettings({', '.join(shown)})"
 
-class StoreSettings(_Section, frozen=True, kw_only=True):
+    __str__ = __repr__
+
+
+class StoreSettings(_Section, frozen=True, kw_only=True, weakref=True):
     """``store:``: where ``--thread`` conversations live. ``--store`` wins over it; with it null,
     the store is ``$TURNWIRE_STORE`` (a URL or a path), else ``$XDG_DATA_HOME/turnwire/threads.db``.
 
@@ -610,6 +634,11 @@ class StoreSettings(_Section, frozen=True, kw_only=True):
     folder: NonEmpty | None = None
 
     def __post_init__(self) -> None:
+        # A PostgreSQL URL's password: no log record or error shows it from now on.
+        for name in ("location", "url"):
+            value = getattr(self, name)
+            if value is not None:
+                remember_url_secrets(value, holder=self)
         given = [name for name in ("location", "url", "path") if getattr(self, name) is not None]
         if len(given) > 1:
             raise ValueError(
@@ -633,6 +662,16 @@ class StoreSettings(_Section, frozen=True, kw_only=True):
     def where(self) -> str | None:
         """The store's location as configured, under its name or the ones it had before."""
         return self.location or self.url or self.path
+
+    def __repr__(self) -> str:
+        """The fields, a PostgreSQL URL's password ``[redacted]``."""
+        shown = []
+        for name in self.__struct_fields__:
+            value = getattr(self, name)
+            shown.append(f"{name}={redact(value) if isinstance(value, str) else value!r}")
+        return f"StoreSettings({', '.join(shown)})"
+
+    __str__ = __repr__
 
 
 _HANDLER = re.compile(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*")
