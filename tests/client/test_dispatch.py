@@ -174,6 +174,41 @@ def test_overrides_are_validated_again():
     assert caught.value.path == "$.request.max_output_tokens"
 
 
+def test_overrides_of_a_client_made_with_its_transport_go_through_that_transport(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``run(overrides=...)`` and ``extra_body=`` make a client of those settings: one made
+    with ``transport=`` keeps that transport's URL and key (it went to client.base_url with
+    the environment's key, or none)."""
+    from turnwire.client.transport import Transport
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment")
+    t = thread(messages=[user("hi")], model="gpt-4o-mini")
+
+    async def scenario(base_url: str) -> None:
+        transport = Transport(base_url=base_url, api_key="sk-of-the-transport")
+        client = Client(make_container(), transport=transport)
+        try:
+            await client.run(t, overrides={"request": {"max_output_tokens": 32}})
+            await client.run(t, extra_body={"max_tool_calls": 5})
+            with pytest.raises(turnwire.ConfigError) as caught:
+                client.with_overrides({"client": {"request_timeout_s": 5}})
+            assert caught.value.path == "client.request_timeout_s"
+            assert "made with transport=" in str(caught.value)
+            # what is the client's own (not the transport's) may still be overridden
+            assert client.with_overrides({"client": {"max_iterations": 2}}).transport is transport
+        finally:
+            await transport.aclose()
+
+    replies = [Reply.sse(recorded("text_simple_gpt-4o-mini.sse"))] * 2
+    with ScriptedServer(replies) as server:
+        asyncio.run(scenario(server.base_url))
+    first, second = server.requests
+    assert first.headers["authorization"] == second.headers["authorization"]
+    assert first.headers["authorization"] == "Bearer sk-of-the-transport"
+    assert first.json["max_output_tokens"] == 32 and second.json["max_tool_calls"] == 5
+
+
 def test_api_key_base_url_organization_project_in_code(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with ScriptedServer([Reply.sse(recorded("text_simple_gpt-4o-mini.sse"))]) as server:

@@ -48,6 +48,7 @@ from turnwire.client.tools import ToolExecutor, waiting_call_error
 from turnwire.client.transport import RetryPolicy, Transport
 from turnwire.config.settings import merge, profile_path, settings_from_tree, unsupported
 from turnwire.errors import (
+    ConfigError,
     InputError,
     MaxIterationsError,
     MissingApiKeyError,
@@ -85,6 +86,23 @@ logger = logging.getLogger("turnwire")
 
 _TRANSPORT_OPTIONS = frozenset(
     name for name in inspect.signature(Transport.__init__).parameters if name != "self"
+)
+# The fields of ``client:`` a client reads into the transport it makes (the others, such as
+# ``max_iterations``, are its own).
+_TRANSPORT_SETTINGS = (
+    "base_url",
+    "api_key_env",
+    "organization",
+    "project",
+    "headers",
+    "auth_header",
+    "auth_scheme",
+    "query",
+    "request_timeout_s",
+    "connect_timeout_s",
+    "stream_idle_timeout_s",
+    "max_stream_bytes",
+    "retry",
 )
 
 
@@ -183,6 +201,7 @@ class Client:
         self.settings = container.settings()
         client = self.settings.client
         self._missing_key: str | None = None
+        given_transport = transport is not None
         if transport is None:
             url = base_url or client.base_url
             if api_key is None and client.api_key_env:
@@ -245,6 +264,7 @@ class Client:
         self._handlers = dict(handlers or {})
         self._transport_options = transport_options
         self._credentials = (base_url, api_key, organization, project)
+        self._given_transport = given_transport
 
     def __repr__(self) -> str:
         return f"Client(url={redact(self.transport.url)!r})"
@@ -275,11 +295,35 @@ class Client:
 
         Mappings merge key by key (``client.headers``, ``client.retry``...), any other value
         replaces, ``None`` included, and the result is validated again. The new client shares
-        this one's HTTP connection pool and plugins.
+        this one's HTTP connection pool and plugins. A client made with ``transport=`` shares
+        that transport (its URL and key) and takes no override of what configures a transport
+        (``client.base_url``, ``client.headers``, the timeouts, ...): configure the transport.
+
+        :raises ConfigError: such an override, for a client made with ``transport=``.
         """
         tree = merge(msgspec.to_builtins(self.settings), overrides)
         settings = settings_from_tree(tree)
         container = build_container(settings=settings, extra_plugins=self.container.extra_plugins())
+        if self._given_transport:
+            changed = [
+                name
+                for name in _TRANSPORT_SETTINGS
+                if getattr(settings.client, name) != getattr(self.settings.client, name)
+            ]
+            if changed:
+                raise ConfigError(
+                    f"client.{changed[0]}: this client was made with transport=, which that "
+                    "setting would configure; configure the transport instead",
+                    path=f"client.{changed[0]}",
+                )
+            return Client(
+                container,
+                transport=self.transport,
+                handlers=self._handlers,
+                tools=tuple(self.executor.functions.values()),
+                clock=self.clock,
+                tracer_provider=self._tracer_provider,
+            )
         options = dict(self._transport_options)
         options.setdefault("client", self.transport.shared_client())
         base_url, api_key, organization, project = self._credentials
