@@ -324,7 +324,9 @@ def test_a_failing_handler_is_an_error_result_under_the_same_bounds(thread_file,
     script = [Reply.sse(answer(SHELL, PATCH)), Reply.sse(text_answer("ok"))]
     with ScriptedServer(script) as server:
         with caplog.at_level(logging.WARNING, logger="turnwire"):
-            run(server, thread_file, handlers=handlers, settings={"tools": {"timeout_s": 0.2}})
+            # 1.5 s: time enough for the failing handler's worker on a loaded machine, while
+            # the slow one (30 s) still runs past it
+            run(server, thread_file, handlers=handlers, settings={"tools": {"timeout_s": 1.5}})
     kinds = [r.kind for r in caplog.records]
     assert "tool-error" in kinds and "tool-timeout" in kinds
     sent = _checked(server.requests[1].json)["input"]

@@ -210,9 +210,13 @@ def test_a_reset_before_headers_is_retried(thread_file):
 
 
 def test_a_slow_body_past_the_request_timeout(thread_file):
-    reply = Reply.sse(TEXT, chunk=500, delay_s=0.25)
+    # The headers come at once, the body's chunks far past the deadline in all; the deadline
+    # leaves a loaded machine 1.5 s to deliver the headers (else the timeout would come before
+    # them, and be retried).
+    assert len(TEXT) > 4 * 500  # 4 delays at least: 2.4 s
+    reply = Reply.sse(TEXT, chunk=500, delay_s=0.6)
     with ScriptedServer([reply]) as server, pytest.raises(RequestTimeoutError) as caught:
-        run(server, thread_file, settings={"client": {"request_timeout_s": 0.6}})
+        run(server, thread_file, settings={"client": {"request_timeout_s": 1.5}})
     assert caught.value.phase == "while reading the answer"
     assert len(server.requests) == 1  # a timeout while streaming is never retried
     assert_unchanged(thread_file)
