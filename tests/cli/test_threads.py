@@ -50,6 +50,12 @@ def _opened(location: str, tmp_path: Path) -> Any:
     return open_store(location, folder=tmp_path / "data" / "turnwire")
 
 
+def _new_thread(location: str, tmp_path: Path) -> str:
+    """The id of a new, empty thread (model gpt-4o) in the store at ``location``."""
+    with _opened(location, tmp_path) as store:
+        return str(store.create_thread(turnwire.load_thread({"version": 1, "model": "gpt-4o"})))
+
+
 def _without_paths(thread: turnwire.Thread) -> turnwire.Thread:
     import msgspec
 
@@ -100,8 +106,7 @@ def test_import_list_show_export_delete(location, tmp_path):
 def test_run_a_stored_thread_with_a_question_and_a_file(location, tmp_path):
     picture = tmp_path / "cat.png"
     picture.write_bytes(b"\x89PNG fake")
-    with _opened(location, tmp_path) as store:
-        thread_id = store.create_thread(turnwire.load_thread({"version": 1, "model": "gpt-4o"}))
+    thread_id = _new_thread(location, tmp_path)
     with ScriptedServer([Reply.sse(recorded("text_simple_gpt-4o-mini.sse"))]) as server:
         done = cli(
             tmp_path, "run", "--thread", thread_id, "--store", location,
@@ -145,8 +150,7 @@ def test_a_stored_thread_s_files_are_its_own_another_thread_cannot_point_at_them
     pointer (untrusted data) naming another thread's copy is refused."""
     picture = tmp_path / "cat.png"
     picture.write_bytes(b"\x89PNG fake")
-    with _opened(location, tmp_path) as store:
-        owner = store.create_thread(turnwire.load_thread({"version": 1, "model": "gpt-4o"}))
+    owner = _new_thread(location, tmp_path)
     with ScriptedServer([Reply.sse(recorded("text_simple_gpt-4o-mini.sse"))]) as server:
         done = cli(
             tmp_path, "run", "--thread", owner, "--store", location, "--prompt", "what is this?",
@@ -187,8 +191,7 @@ def test_a_stored_thread_s_files_are_its_own_another_thread_cannot_point_at_them
 
 
 def test_a_failed_run_appends_nothing(location, tmp_path):
-    with _opened(location, tmp_path) as store:
-        thread_id = store.create_thread(turnwire.load_thread({"version": 1, "model": "gpt-4o"}))
+    thread_id = _new_thread(location, tmp_path)
     failing = recorded("error_then_failed_insufficient_quota_gpt-5-nano.jsonl")
     with ScriptedServer([Reply.sse(failing)]) as server:
         done = cli(
@@ -588,8 +591,7 @@ def test_run_a_stored_thread_with_files_by_reference(location, tmp_path):
     order given among the ``--file`` paths; the next request sends them again in place."""
     picture = tmp_path / "cat.png"
     picture.write_bytes(b"\x89PNG fake")
-    with _opened(location, tmp_path) as store:
-        thread_id = store.create_thread(turnwire.load_thread({"version": 1, "model": "gpt-4o"}))
+    thread_id = _new_thread(location, tmp_path)
     with ScriptedServer([Reply.sse(recorded("text_simple_gpt-4o-mini.sse"))]) as server:
         done = cli(
             tmp_path, "run", "--thread", thread_id, "--store", location, "--prompt", "compare",
@@ -651,8 +653,7 @@ def test_a_reference_that_is_none_is_refused_naming_the_option(option, value, sa
 
 def test_a_bad_reference_stops_the_command_before_anything_is_sent(tmp_path):
     db = str(tmp_path / "t.db")
-    with _opened(db, tmp_path) as store:
-        thread_id = store.create_thread(turnwire.load_thread({"version": 1, "model": "gpt-4o"}))
+    thread_id = _new_thread(db, tmp_path)
     with ScriptedServer([Reply.sse(recorded("text_simple_gpt-4o-mini.sse"))]) as server:
         done = cli(
             tmp_path, "run", "--thread", thread_id, "--store", db, "--prompt", "x",
