@@ -396,6 +396,113 @@ def test_query_credentials_a_store_password_and_plugin_settings_stay_out_of_repr
     )
     for secret in (query_key, url_key, db_password, plugin_token):
         assert secret not in seen, secret
+    # remembered, not only matched by the user:password@ pattern: hidden on its own too
+    assert redact(f"the password {db_password}") == f"the password {MARK}"
     assert "2025-04-01" in repr(settings)  # a parameter that is no credential is still shown
     assert "'audit': {'token': '[redacted]'}" in repr(settings.plugins)
     assert "gateway.example" in repr(endpoint) and "db.example" in repr(settings.store)
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("subscription-key", True),
+        ("api_key", True),
+        ("apikey", True),
+        ("access_token", True),
+        ("sig", True),
+        ("X-Amz-Signature", True),
+        ("code", True),
+        ("password", True),
+        ("author", False),
+        ("keyword", False),
+        ("include_auth_details", False),
+        ("api-version", False),
+        ("monkey", False),
+    ],
+)
+def test_which_query_parameters_are_credentials(name, secret):
+    from turnwire._redact import is_secret_parameter
+
+    assert is_secret_parameter(name) is secret
+
+
+def test_ordinary_query_values_are_never_redacted_and_short_ones_not_at_all():
+    """A parameter whose name only contains a credential word (author, keyword) is no
+    credential, and a value shorter than 8 characters is not remembered: it would blank out
+    ordinary words in every log line while the settings live."""
+    settings = turnwire.load_settings(
+        overrides={
+            "client": {
+                "query": {
+                    "author": "alice-the-author",
+                    "keyword": "hello-world-x",
+                    "code": "true",
+                    "api_key": "q-0a1b2c3d4e",
+                }
+            }
+        }
+    )
+    assert redact("alice-the-author said hello-world-x, true") == (
+        "alice-the-author said hello-world-x, true"
+    )
+    assert redact("the key q-0a1b2c3d4e") == f"the key {MARK}"
+    assert "alice-the-author" in repr(settings) and "q-0a1b2c3d4e" not in repr(settings)
+
+
+@pytest.mark.parametrize(
+    ("url", "userinfo"),
+    [
+        ("https://gw.local:8443?user=alice@example.com", None),
+        ("https://gw.local/v1/a@b", None),
+        ("https://h#x@y", None),
+        ("https://[::1]:8/v1", None),
+        ("https://u@[::1]/v1", ("u", "")),
+        ("https://svc-account:p%40ss-w0rd-9@gw.example/v1", ("svc-account", "p@ss-w0rd-9")),
+        ("https://svc-account:p@ss-w0rd-9@gw.example/v1", ("svc-account", "p@ss-w0rd-9")),
+        ("gw.example/v1", None),
+    ],
+)
+def test_the_credentials_of_a_url_are_read_from_its_authority_alone(url, userinfo):
+    from turnwire._redact import url_userinfo
+
+    assert url_userinfo(url) == userinfo
+
+
+def test_a_url_password_is_hidden_written_and_decoded_and_no_host_is_taken_for_a_user():
+    from turnwire._redact import remember_url_secrets
+
+    class Holder:
+        pass
+
+    holder = Holder()
+    remember_url_secrets("https://svc-account:p%40ss-w0rd-9@gw.example/v1", holder=holder)
+    remember_url_secrets("https://gw.internal:8443?user=alice@example.com", holder=holder)
+    assert redact("p@ss-w0rd-9 p%40ss-w0rd-9") == f"{MARK} {MARK}"
+    assert redact("as svc-account") == f"as {MARK}"
+    assert redact("connect to gw.internal failed") == "connect to gw.internal failed"
+    del holder
+    assert redact("p@ss-w0rd-9") == "p@ss-w0rd-9"  # forgotten with its holder
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("/v1/responses", "/v1/responses"),
+        ("/v1/responses?api-version=2025", "/v1/responses?api-version=2025"),
+        (
+            "/v1/r?subscription-key=abc&api-version=1",
+            f"/v1/r?subscription-key={MARK}&api-version=1",
+        ),
+        (
+            "https://h/a.pdf?X-Amz-Signature=0a1b#frag",
+            f"https://h/a.pdf?X-Amz-Signature={MARK}#frag",
+        ),
+        ("https://h/?author=alice&flag", "https://h/?author=alice&flag"),
+        ("https://h/?api%5Fkey=x", f"https://h/?api%5Fkey={MARK}"),
+    ],
+)
+def test_a_url_is_shown_without_its_query_credentials(url, shown):
+    from turnwire._redact import without_query_secrets
+
+    assert without_query_secrets(url) == shown

@@ -31,10 +31,13 @@ __all__ = [
     "RedactingFilter",
     "install_log_filter",
     "is_secret_header",
+    "is_secret_parameter",
     "redact",
     "remember_query_secrets",
     "remember_secret",
     "remember_url_secrets",
+    "url_userinfo",
+    "without_query_secrets",
 ]
 
 MARK = "[redacted]"
@@ -111,29 +114,81 @@ def is_secret_header(name: str) -> bool:
     return _SECRET_HEADER.search(name) is not None
 
 
-def remember_url_secrets(url: str, *, holder: object) -> None:
-    """Remember the password (and a long user name) of ``url``'s ``user:password@``, and the
-    value of each query parameter whose name says it is a credential (:func:`is_secret_header`:
-    ``subscription-key``, ``api_key``, ``password``, ``signature``, ...), while ``holder``
-    lives."""
+# A query parameter whose name says its value is a credential: the name, or its last part
+# after ``-``, ``_`` or ``.``, is one of these (``subscription-key``, ``api_key``,
+# ``access_token``, ``sig``; never ``author`` or ``keyword``).
+_SECRET_PARAMETER = re.compile(
+    r"(?:^|[-_.])(?:key|apikey|token|secret|password|passwd|pwd|sig|signature|credential|code"
+    r"|auth|session)$",
+    re.IGNORECASE,
+)
+
+
+def is_secret_parameter(name: str) -> bool:
+    """Whether a URL query parameter's name says its value is a credential
+    (``subscription-key``, ``api_key``, ``access_token``, ``sig``, ``X-Amz-Signature``, ...)."""
+    return _SECRET_PARAMETER.search(name) is not None
+
+
+def without_query_secrets(url: str) -> str:
+    """``url`` (or a request path) with the value of each query parameter named as a
+    credential (:func:`is_secret_parameter`) shown as ``[redacted]``; the rest as it is."""
+    head, mark, rest = url.partition("?")
+    if not mark:
+        return url
+    query, hash_mark, fragment = rest.partition("#")
+    pieces = []
+    for piece in query.split("&"):
+        name, equals, _value = piece.partition("=")
+        secret = equals and is_secret_parameter(urllib.parse.unquote_plus(name))
+        pieces.append(f"{name}={MARK}" if secret else piece)
+    return f"{head}?{'&'.join(pieces)}{hash_mark}{fragment}"
+
+
+def url_userinfo(url: str) -> tuple[str, str] | None:
+    """The user name and password of ``url``'s ``user:password@`` (percent-decoded), or
+    ``None`` when its authority holds none (the authority ends at ``/``, ``?`` or ``#``)."""
     _, found, rest = url.partition("://")
-    userinfo, at, _rest = rest.partition("@") if found else ("", "", "")
-    if at and "/" not in userinfo:
-        user, _, password = userinfo.partition(":")
-        remember_secret(password, holder=holder)
-        remember_secret(user, holder=holder)
+    if not found:
+        return None
+    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    userinfo, at, _host = authority.rpartition("@")
+    if not at:
+        return None
+    user, _, password = userinfo.partition(":")
+    return urllib.parse.unquote(user), urllib.parse.unquote(password)
+
+
+def remember_url_secrets(url: str, *, holder: object) -> None:
+    """Remember the password (and a long user name) of ``url``'s ``user:password@``, as
+    written and decoded, and the value of each query parameter whose name says it is a
+    credential (:func:`is_secret_parameter`), while ``holder`` lives."""
+    _, found, rest = url.partition("://")
+    authority = re.split(r"[/?#]", rest, maxsplit=1)[0] if found else ""
+    written = authority.rpartition("@")[0]
+    given = url_userinfo(url)
+    if given is not None:
+        user, password = given
+        written_user, _, written_password = written.partition(":")
+        for value in {password, written_password}:
+            remember_secret(value, holder=holder)
+        for value in {user, written_user}:
+            if len(value) >= _MIN_SECRET:  # a short name (admin, user) is no secret
+                remember_secret(value, holder=holder)
     query = url.partition("?")[2].partition("#")[0]
     if query:
         remember_query_secrets(urllib.parse.parse_qsl(query, keep_blank_values=True), holder=holder)
 
 
 def remember_query_secrets(params: Iterable[tuple[str, str]], *, holder: object) -> None:
-    """Remember the value of each query parameter whose name says it is a credential, as it
-    is and as it goes in a URL (percent-encoded), while ``holder`` lives."""
+    """Remember the value of each query parameter whose name says it is a credential
+    (:func:`is_secret_parameter`; values of 8 characters or more: a shorter one would blank out
+    ordinary words), as it is and as it goes in a URL (percent-encoded), while ``holder``
+    lives."""
     for name, value in params:
-        if is_secret_header(name):
-            remember_secret(value, holder=holder)
-            remember_secret(urllib.parse.quote_plus(value), holder=holder)
+        if is_secret_parameter(name) and len(value) >= _MIN_SECRET:
+            for form in {value, urllib.parse.quote_plus(value)}:
+                remember_secret(form, holder=holder)
 
 
 # The secrets the environment held when it was last read, and what it held then (a copy of
@@ -199,12 +254,17 @@ class RedactingFilter(logging.Filter):
         return True
 
 
+_filters_lock = threading.Lock()
+
+
 def install_log_filter(*names: str) -> None:
-    """Put one :class:`RedactingFilter` on each named logger (idempotent)."""
-    for name in names:
-        logger = logging.getLogger(name)
-        if not any(isinstance(f, RedactingFilter) for f in logger.filters):
-            logger.addFilter(RedactingFilter())
+    """Put one :class:`RedactingFilter` on each named logger (idempotent, from any thread). A
+    logger's filters see its own records only, never its children's: name each logger."""
+    with _filters_lock:
+        for name in names:
+            logger = logging.getLogger(name)
+            if not any(isinstance(f, RedactingFilter) for f in logger.filters):
+                logger.addFilter(RedactingFilter())
 
 
 # On import: errors.py imports this module and every module that logs imports errors, so no

@@ -636,8 +636,9 @@ def test_run_a_stored_thread_with_files_by_reference(location, tmp_path):
         ("--file-id", "audio:file-abc", "image:ID or document:ID"),
         ("--file-id", "image:", "image:ID or document:ID"),
         ("--file-id", "document:file-abc:low", "only an image takes a detail"),
-        ("--file-id", "image:file-abc:tiny", "only an image takes a detail, one of low, high"),
+        ("--file-id", "image:file-abc:tiny", "an image's detail is one of low, high"),
         ("--file-id", "image:file a", "$.file_id"),
+        ("--file-id", "image:file-abc:", "an image's detail is one of low, high"),
         ("--file-url", "ftp://example.com/a.pdf", "http"),
     ],
 )
@@ -649,6 +650,19 @@ def test_a_reference_that_is_none_is_refused_naming_the_option(option, value, sa
         question_files([("--file", "a.png"), (option, value)])
     assert str(raised.value).startswith(f"{option} {value}: ")
     assert said in str(raised.value)
+
+
+def test_a_refused_url_is_named_without_its_query():
+    """A presigned URL's signature stays out of the message."""
+    from turnwire.cli.run import question_files
+    from turnwire.errors import ConfigError
+
+    with pytest.raises(ConfigError) as raised:
+        question_files([("--file-url", "ftp://example.com/a.pdf?X-Amz-Signature=0a1b2c3d4e5f")])
+    assert str(raised.value).startswith(
+        "--file-url ftp://example.com/a.pdf?X-Amz-Signature=[redacted]: "
+    )
+    assert "0a1b2c3d4e5f" not in str(raised.value)
 
 
 def test_a_bad_reference_stops_the_command_before_anything_is_sent(tmp_path):

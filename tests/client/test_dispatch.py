@@ -195,15 +195,19 @@ def test_overrides_of_a_client_made_with_its_transport_go_through_that_transport
                 client.with_overrides({"client": {"request_timeout_s": 5}})
             assert caught.value.path == "client.request_timeout_s"
             assert "made with transport=" in str(caught.value)
-            # what is the client's own (not the transport's) may still be overridden
-            assert client.with_overrides({"client": {"max_iterations": 2}}).transport is transport
+            # what is the client's own (not the transport's) may still be overridden, and
+            # closing that client leaves the transport it shares open
+            async with client.with_overrides({"client": {"max_iterations": 2}}) as derived:
+                assert derived.transport is transport
+            await client.run(t)
         finally:
             await transport.aclose()
 
-    replies = [Reply.sse(recorded("text_simple_gpt-4o-mini.sse"))] * 2
-    with ScriptedServer(replies) as server:
+    replies = [Reply.sse(recorded("text_simple_gpt-4o-mini.sse"))] * 3
+    with ScriptedServer(replies, keep_alive=True) as server:
         asyncio.run(scenario(server.base_url))
-    first, second = server.requests
+    assert server.connections == 1  # the third request still on the first connection
+    first, second, _ = server.requests
     assert first.headers["authorization"] == second.headers["authorization"]
     assert first.headers["authorization"] == "Bearer sk-of-the-transport"
     assert first.json["max_output_tokens"] == 32 and second.json["max_tool_calls"] == 5
@@ -412,3 +416,17 @@ def test_a_thread_built_in_code_is_checked_before_anything_runs_or_is_sent():
             )
     assert caught.value.path == "$.messages[0].role"
     assert ran == [] and server.requests == []
+
+
+def test_the_transport_is_made_from_the_settings_it_is_listed_to_read():
+    """with_overrides refuses an override of what configures a given transport, by the list
+    _TRANSPORT_SETTINGS: the transport is made from a view holding those alone, so a field
+    read there unlisted fails at once."""
+    from turnwire.client import dispatch
+
+    view = dispatch._Only(turnwire.load_settings().client, dispatch._TRANSPORT_SETTINGS)
+    assert view.base_url == "https://api.openai.com/v1"
+    with pytest.raises(AttributeError, match="max_iterations is not one of _TRANSPORT_SETTINGS"):
+        _ = view.max_iterations
+    fields = set(turnwire.load_settings().client.__struct_fields__)
+    assert set(dispatch._TRANSPORT_SETTINGS) <= fields

@@ -896,8 +896,14 @@ def test_a_password_in_the_url_would_replace_the_key_s_authorization_so_it_is_re
         Transport(base_url="https://user:pw-secret-99@gateway.example/v1", api_key="sk-abcdefgh12")
     assert str(raised.value).startswith(
         "the base URL holds credentials before its host, which httpx would turn into an "
-        "Authorization header of its own, in place of the API key's: "
+        "Authorization header of its own, in place of the API key's (or of client.headers'): "
     )
+    assert "client.api_key_env: null" in str(raised.value)
+    with pytest.raises(ConfigError):  # an Authorization header given as such: the same
+        Transport(
+            base_url="https://user:pw-secret-99@gateway.example/v1",
+            headers={"authorization": "Bearer sk-abcdefgh12"},
+        )
     assert "pw-secret-99" not in str(raised.value)
     # without a key, or with the key in a header of its own, the URL's credentials are what
     # the gateway gets

@@ -312,6 +312,27 @@ def test_an_unknown_endpoint(api):
     assert answer.json()["error"]["message"] == "Invalid URL (GET /v1/models)"
 
 
+def test_a_query_credential_is_never_echoed_nor_logged(api, caplog):
+    """Some gateways take a key in the URL (``?subscription-key=``): the emulator's 404 and
+    its log line show the parameter, never its value."""
+    import logging
+
+    key = "SUBKEY-s3cr3t-998877"
+    with caplog.at_level(logging.INFO, logger="turnwire.emulate"):
+        missing = httpx.get(f"{api.base_url}/models?subscription-key={key}&api-version=2025")
+        found = httpx.post(
+            f"{api.base_url}/responses?subscription-key={key}",
+            json={"model": "gpt-5", "input": "hi", "stream": False},
+        )
+    assert missing.status_code == 404 and found.status_code == 200
+    assert missing.json()["error"]["message"] == (
+        "Invalid URL (GET /v1/models?subscription-key=[redacted]&api-version=2025)"
+    )
+    lines = [record.getMessage() for record in caplog.records]
+    assert any("POST /v1/responses?subscription-key=[redacted] 200" in line for line in lines)
+    assert key not in missing.text and not any(key in line for line in lines)
+
+
 def test_a_body_over_the_limit_is_refused_unread():
     with turnwire.testing.emulator(max_body_bytes=1000) as api:
         answer = httpx.post(f"{api.base_url}/responses", content=b" " * 1001)

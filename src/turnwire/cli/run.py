@@ -210,6 +210,7 @@ def question_files(attached: Iterable[tuple[str, str]]) -> list[Any]:
     """
     from typing import get_args
 
+    from turnwire._redact import without_query_secrets
     from turnwire.errors import ThreadFileError
     from turnwire.model.records import Media
     from turnwire.wire.content import ImageDetail
@@ -218,7 +219,8 @@ def question_files(attached: Iterable[tuple[str, str]]) -> list[Any]:
 
     files: list[Any] = []
     for option, value in attached:
-        where = f"{option} {shown(value, 200)}"
+        # A URL's query may hold a signature (a presigned URL): the message shows none.
+        where = f"{option} {shown(without_query_secrets(value), 200)}"
         if option == "--file":
             files.append(value)
             continue
@@ -227,16 +229,16 @@ def question_files(attached: Iterable[tuple[str, str]]) -> list[Any]:
                 files.append(Media.from_url(value))
                 continue
             kind, _, rest = value.partition(":")
-            file_id, _, detail = rest.partition(":")
+            file_id, with_detail, detail = rest.partition(":")
             if kind not in _KINDS or not file_id:
                 raise ConfigError(
                     f"{where}: say what the file holds and its id: image:ID or document:ID "
                     "(an image's detail after it: image:ID:low)"
                 )
-            if detail and (kind != "image" or detail not in details):
-                raise ConfigError(
-                    f"{where}: only an image takes a detail, one of {', '.join(details)}"
-                )
+            if with_detail and kind != "image":
+                raise ConfigError(f"{where}: only an image takes a detail")
+            if with_detail and detail not in details:
+                raise ConfigError(f"{where}: an image's detail is one of {', '.join(details)}")
             files.append(
                 Media.from_file_id(file_id, kind=kind, detail=detail or None)  # type: ignore[arg-type]
             )

@@ -88,7 +88,8 @@ _TRANSPORT_OPTIONS = frozenset(
     name for name in inspect.signature(Transport.__init__).parameters if name != "self"
 )
 # The fields of ``client:`` a client reads into the transport it makes (the others, such as
-# ``max_iterations``, are its own).
+# ``max_iterations``, are its own). The transport is made from a view of the settings that
+# holds these alone (_Only): a field read there without being listed here fails at once.
 _TRANSPORT_SETTINGS = (
     "base_url",
     "api_key_env",
@@ -104,6 +105,21 @@ _TRANSPORT_SETTINGS = (
     "max_stream_bytes",
     "retry",
 )
+
+
+class _Only:
+    """``settings`` with only the attributes ``names`` readable."""
+
+    __slots__ = ("_names", "_settings")
+
+    def __init__(self, settings: Any, names: Iterable[str]) -> None:
+        self._settings = settings
+        self._names = frozenset(names)
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in self._names:
+            raise AttributeError(f"client.{name} is not one of _TRANSPORT_SETTINGS")
+        return getattr(self._settings, name)
 
 
 def _is_local(url: str) -> bool:
@@ -161,7 +177,8 @@ class Client:
         ``turnwire.config.settings.profile_names()``), or several, merged before ``config``.
     :param overrides: settings given in code, shaped like a configuration file
         (``{"request": {"temperature": 0.2}}``), merged last.
-    :param transport: a transport to use instead of one built from ``client:`` settings.
+    :param transport: a :class:`~turnwire.client.transport.Transport` to use instead of one
+        built from ``client:`` settings (its URL, key, headers and timeouts are then its own).
     :param base_url: the endpoint (default ``client.base_url``, which defaults to
         ``$OPENAI_BASE_URL``, else ``https://api.openai.com/v1``).
     :param api_key: the API key (default: the variable ``client.api_key_env`` names).
@@ -199,9 +216,9 @@ class Client:
         container = _container(container, config, profile, overrides)
         self.container = container
         self.settings = container.settings()
-        client = self.settings.client
         self._missing_key: str | None = None
         given_transport = transport is not None
+        client: Any = _Only(self.settings.client, _TRANSPORT_SETTINGS)
         if transport is None:
             url = base_url or client.base_url
             if api_key is None and client.api_key_env:
@@ -253,8 +270,8 @@ class Client:
             self.settings, handlers=handlers, functions=functions
         )
         self.telemetry = Telemetry(
-            enabled=client.telemetry,
-            capture_content=client.telemetry_content,
+            enabled=self.settings.client.telemetry,
+            capture_content=self.settings.client.telemetry_content,
             base_url=transport.url,
             tracer_provider=tracer_provider,
         )
@@ -265,6 +282,7 @@ class Client:
         self._transport_options = transport_options
         self._credentials = (base_url, api_key, organization, project)
         self._given_transport = given_transport
+        self._closes_transport = True  # False for with_overrides' client of a given transport
 
     def __repr__(self) -> str:
         return f"Client(url={redact(self.transport.url)!r})"
@@ -276,8 +294,10 @@ class Client:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the HTTP connections this client opened (a client passed in stays open)."""
-        await self.transport.aclose()
+        """Close the HTTP connections this client opened (a client passed in stays open, and
+        so does the transport a :meth:`with_overrides` client shares with its parent)."""
+        if self._closes_transport:
+            await self.transport.aclose()
 
     def _require_key(self) -> None:
         if self._missing_key is None:
@@ -316,7 +336,7 @@ class Client:
                     "setting would configure; configure the transport instead",
                     path=f"client.{changed[0]}",
                 )
-            return Client(
+            derived = Client(
                 container,
                 transport=self.transport,
                 handlers=self._handlers,
@@ -324,6 +344,8 @@ class Client:
                 clock=self.clock,
                 tracer_provider=self._tracer_provider,
             )
+            derived._closes_transport = False  # this client's still: closing it is ours
+            return derived
         options = dict(self._transport_options)
         options.setdefault("client", self.transport.shared_client())
         base_url, api_key, organization, project = self._credentials

@@ -45,7 +45,13 @@ from typing import Any
 import httpx
 import msgspec
 
-from turnwire._redact import install_log_filter, redact, remember_secret, remember_url_secrets
+from turnwire._redact import (
+    install_log_filter,
+    redact,
+    remember_secret,
+    remember_url_secrets,
+    url_userinfo,
+)
 from turnwire.errors import (
     AnswerTooLargeError,
     ConfigError,
@@ -353,13 +359,6 @@ def _finite(value: str | None) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _userinfo(url: str) -> bool:
-    """Whether ``url`` holds a ``user[:password]@`` before its host."""
-    _, found, rest = url.partition("://")
-    authority = rest.partition("/")[0] if found else ""
-    return "@" in authority
-
-
 class Answer:
     """A 2xx answer whose body has not been read yet (see :meth:`Transport.exchange`)."""
 
@@ -434,15 +433,19 @@ class Transport:
         self._query = "?" + urllib.parse.urlencode(params) if params else ""
         remember_url_secrets(self.url + self._query, holder=self)
         # httpx logs each request's URL (its logger's INFO records): not their credentials.
-        install_log_filter("httpx", "httpcore")
-        if api_key and auth_header.lower() == "authorization" and _userinfo(base):
-            # httpx would send the URL's user:password as Basic authorization in place of the
-            # key's header: the key silently unsent.
+        install_log_filter("httpx")
+        authorization = (api_key and auth_header.lower() == "authorization") or any(
+            name.lower() == "authorization" for name in headers or {}
+        )
+        if authorization and url_userinfo(base) is not None:
+            # httpx would send the URL's user:password as the Authorization header, in place
+            # of the one given: that one silently unsent.
             raise ConfigError(
                 "the base URL holds credentials before its host, which httpx would turn into "
-                "an Authorization header of its own, in place of the API key's: put the "
-                "gateway's credentials in client.headers, or send the key in another header "
-                "(client.auth_header)"
+                "an Authorization header of its own, in place of the API key's (or of "
+                "client.headers'): put the gateway's credentials in client.headers, send the "
+                "key in another header (client.auth_header), or send no key "
+                "(client.api_key_env: null) to send the URL's credentials alone"
             )
         self.auth_header = auth_header
         self.auth_scheme = auth_scheme
@@ -512,9 +515,9 @@ class Transport:
     ) -> AsyncIterator[Answer]:
         """POST ``body`` (exact bytes), retrying before any answer byte is read.
 
-        :param body: the bytes, or a rendered body's pieces (sent one after another with the
-            body's ``Content-Length``, never joined into one copy: small neighbours share a
-            write, see :class:`_Pieces`).
+        :param body: the bytes, or a rendered body's pieces (joined when the body is at most
+            :data:`COALESCED_BYTES`, else sent one after another with the body's
+            ``Content-Length``: small neighbours share a write, see :class:`_Pieces`).
         :param path: appended to :attr:`url` (``/compact``: the compact endpoint).
 
         Yields the 2xx :class:`Answer`; raises :class:`HttpError` (status 0 for transport

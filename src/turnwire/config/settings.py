@@ -27,6 +27,7 @@ import msgspec
 from turnwire._redact import (
     MARK,
     is_secret_header,
+    is_secret_parameter,
     redact,
     remember_query_secrets,
     remember_secret,
@@ -544,7 +545,7 @@ class ClientSettings(_Section, frozen=True, kw_only=True, weakref=True):
             if name == "headers":
                 value = dict.fromkeys(value, MARK)
             elif name == "query":
-                value = {k: MARK if is_secret_header(k) else v for k, v in value.items()}
+                value = {k: MARK if is_secret_parameter(k) else v for k, v in value.items()}
             elif name == "base_url":
                 value = redact(value)
             shown.append(f"{name}={value!r}")

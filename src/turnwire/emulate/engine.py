@@ -38,6 +38,7 @@ from typing import Any
 
 import msgspec
 
+from turnwire._redact import without_query_secrets
 from turnwire.emulate.answers import (
     _ProgramNotFound,
     build_output,
@@ -241,7 +242,8 @@ def open_request(
     endpoint the emulator serves, a body over ``max_body_bytes``, not a JSON object."""
     endpoint = endpoint_of(method, path)
     if endpoint is None:
-        return error_reply(error_for("not-found", method=method, path=path[:200]))
+        shown = without_query_secrets(path[:2000])[:200]  # a query key is never echoed
+        return error_reply(error_for("not-found", method=method, path=shown))
     if len(body) > max_body_bytes:
         return error_reply(error_for("body-too-large", length=len(body), limit=max_body_bytes))
     try:

@@ -38,6 +38,7 @@ from typing import Any, Protocol
 
 import msgspec
 
+from turnwire._redact import without_query_secrets
 from turnwire.emulate.engine import ExchangeLog, Reply, _StreamCut, error_reply
 from turnwire.emulate.rules import error_for
 from turnwire.errors import ConfigError
@@ -75,6 +76,12 @@ class Answerer(Protocol):
     def handle(
         self, method: str, path: str, headers: Mapping[str, str], body: bytes
     ) -> Reply: ...  # pragma: no cover - a protocol
+
+
+def _shown(path: str) -> str:
+    """A request path for the log: a query credential's value (a key some gateways take in
+    the URL) never in it."""
+    return without_query_secrets(path[:2000])[:200]
 
 
 def _spends_key(answerer: Answerer) -> bool:
@@ -189,7 +196,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             reply = emulator.handle(method, self.path, headers, body)
         except Exception as err:
-            log.error("%s %s failed: %s", method, self.path[:200], type(err).__name__)
+            log.error("%s %s failed: %s", method, _shown(self.path), type(err).__name__)
             reply = Reply(500, [("content-type", "application/json")], _SERVER_ERROR)
         self._log(method, reply)
         self._send(reply)
@@ -198,7 +205,7 @@ class _Handler(BaseHTTPRequestHandler):
         log.info(
             "%s %s %d%s",
             method,
-            self.path[:200],
+            _shown(self.path),
             reply.status,
             f" ({reply.rule})" if reply.rule else "",
         )
