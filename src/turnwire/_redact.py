@@ -145,17 +145,22 @@ def without_query_secrets(url: str) -> str:
     return f"{head}?{'&'.join(pieces)}{hash_mark}{fragment}"
 
 
+def _written_userinfo(url: str) -> str | None:
+    """``url``'s ``user:password`` as written, or ``None`` when its authority (from ``://`` to
+    the first ``/``, ``?`` or ``#``) holds no ``@``."""
+    _, found, rest = url.partition("://")
+    authority = re.split(r"[/?#]", rest, maxsplit=1)[0] if found else ""
+    userinfo, at, _host = authority.rpartition("@")
+    return userinfo if at else None
+
+
 def url_userinfo(url: str) -> tuple[str, str] | None:
     """The user name and password of ``url``'s ``user:password@`` (percent-decoded), or
     ``None`` when its authority holds none (the authority ends at ``/``, ``?`` or ``#``)."""
-    _, found, rest = url.partition("://")
-    if not found:
+    written = _written_userinfo(url)
+    if written is None:
         return None
-    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
-    userinfo, at, _host = authority.rpartition("@")
-    if not at:
-        return None
-    user, _, password = userinfo.partition(":")
+    user, _, password = written.partition(":")
     return urllib.parse.unquote(user), urllib.parse.unquote(password)
 
 
@@ -163,11 +168,9 @@ def remember_url_secrets(url: str, *, holder: object) -> None:
     """Remember the password (and a long user name) of ``url``'s ``user:password@``, as
     written and decoded, and the value of each query parameter whose name says it is a
     credential (:func:`is_secret_parameter`), while ``holder`` lives."""
-    _, found, rest = url.partition("://")
-    authority = re.split(r"[/?#]", rest, maxsplit=1)[0] if found else ""
-    written = authority.rpartition("@")[0]
+    written = _written_userinfo(url)
     given = url_userinfo(url)
-    if given is not None:
+    if written is not None and given is not None:
         user, password = given
         written_user, _, written_password = written.partition(":")
         for value in {password, written_password}:
