@@ -89,14 +89,23 @@ def message_item(text: str, msg_id: str = "msg_1") -> dict:
     }
 
 
-def items_answer(*items: dict, response_id: str = "resp_1", model: str = "gpt-5") -> bytes:
-    """A streamed answer of finished ``items`` alone: created, each item done, completed."""
+def items_answer(
+    *items: dict, response_id: str = "resp_1", model: str = "gpt-5", added: bool = False
+) -> bytes:
+    """A streamed answer of finished ``items`` alone: created, each item done (``added``: each
+    announced by ``output_item.added`` first), completed."""
     response = {"id": response_id, "model": model}
+    kinds = (
+        ("response.output_item.added", "response.output_item.done")
+        if added
+        else ("response.output_item.done",)
+    )
     return sse(
         {"type": "response.created", "response": {**response, "status": "in_progress"}},
         *(
-            {"type": "response.output_item.done", "output_index": index, "item": item}
+            {"type": kind, "output_index": index, "item": item}
             for index, item in enumerate(items)
+            for kind in kinds
         ),
         {"type": "response.completed", "response": {**response, "status": "completed"}},
     )

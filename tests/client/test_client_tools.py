@@ -33,7 +33,7 @@ from turnwire.wire.tools import ShellTool
 from ..oracle import validate_body, validate_open_responses, validate_openapi
 from .conftest import run
 from .server import Reply, ScriptedServer
-from .streams import sse, text_answer
+from .streams import items_answer, text_answer
 
 THREAD = """\
 version: 1
@@ -72,16 +72,8 @@ PATCH = {
 
 
 def answer(*items: dict[str, Any], response_id: str = "resp_1") -> bytes:
-    """A streamed answer whose output is ``items``, each finished by ``output_item.done``."""
-    events: list[dict[str, Any]] = [
-        {"type": "response.created", "response": {"id": response_id, "status": "in_progress"}}
-    ]
-    for index, item in enumerate(items):
-        events.append({"type": "response.output_item.added", "output_index": index, "item": item})
-        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
-    response = {"id": response_id, "status": "completed", "model": "gpt-5"}
-    events.append({"type": "response.completed", "response": response})
-    return sse(*events)
+    """A streamed answer whose output is ``items``, each announced, then finished."""
+    return items_answer(*items, response_id=response_id, added=True)
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from turnwire.model.functions import tool, tool_namespace
 from ..oracle import validate_body, validate_open_responses, validate_openapi
 from .conftest import run
 from .server import Reply, ScriptedServer
-from .streams import sse, text_answer
+from .streams import items_answer, text_answer
 
 ORDERS = {
     "type": "object",
@@ -96,15 +96,8 @@ def _call(namespace: str, call_id: str = "call_1", name: str = "list_open_orders
 
 
 def answer(*items: dict[str, Any], response_id: str = "resp_1") -> bytes:
-    events: list[dict[str, Any]] = [
-        {"type": "response.created", "response": {"id": response_id, "status": "in_progress"}}
-    ]
-    for index, item in enumerate(items):
-        events.append({"type": "response.output_item.added", "output_index": index, "item": item})
-        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
-    response = {"id": response_id, "status": "completed", "model": "gpt-5.4"}
-    events.append({"type": "response.completed", "response": response})
-    return sse(*events)
+    """A streamed answer whose output is ``items``, each announced, then finished."""
+    return items_answer(*items, response_id=response_id, model="gpt-5.4", added=True)
 
 
 def _checked(body: dict[str, Any]) -> dict[str, Any]:
