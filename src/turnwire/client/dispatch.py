@@ -282,7 +282,7 @@ class Client:
         self._transport_options = transport_options
         self._credentials = (base_url, api_key, organization, project)
         self._given_transport = given_transport
-        self._closes_transport = True  # False for with_overrides' client of a given transport
+        self._closes_transport = True  # False for a with_overrides client: its parent's
 
     def __repr__(self) -> str:
         return f"Client(url={redact(self.transport.url)!r})"
@@ -336,31 +336,27 @@ class Client:
                     "setting would configure; configure the transport instead",
                     path=f"client.{changed[0]}",
                 )
-            derived = Client(
-                container,
-                transport=self.transport,
-                handlers=self._handlers,
-                tools=tuple(self.executor.functions.values()),
-                clock=self.clock,
-                tracer_provider=self._tracer_provider,
-            )
-            derived._closes_transport = False  # this client's still: closing it is ours
-            return derived
-        options = dict(self._transport_options)
-        options.setdefault("client", self.transport.shared_client())
-        base_url, api_key, organization, project = self._credentials
-        return Client(
+            made: dict[str, Any] = {"transport": self.transport}
+        else:
+            base_url, api_key, organization, project = self._credentials
+            made = {
+                "base_url": base_url,
+                "api_key": api_key,
+                "organization": organization,
+                "project": project,
+                **self._transport_options,
+            }
+            made.setdefault("client", self.transport.shared_client())
+        derived = Client(
             container,
-            base_url=base_url,
-            api_key=api_key,
-            organization=organization,
-            project=project,
             handlers=self._handlers,
             tools=tuple(self.executor.functions.values()),
             clock=self.clock,
             tracer_provider=self._tracer_provider,
-            **options,
+            **made,
         )
+        derived._closes_transport = False  # the connections are this client's to close
+        return derived
 
     # ------------------------------------------------------------------ public
 
@@ -372,7 +368,7 @@ class Client:
             try:
                 return await self.run(thread, **kwargs)
             finally:
-                await self.transport.aclose()
+                await self.aclose()
 
         return run_blocking(main)
 
