@@ -9,6 +9,20 @@ import pytest
 
 import turnwire.testing
 
+# A weather conversation: a question gets reasoning and a get_weather call, its output the
+# answer, anything else a greeting.
+SCRIPT = {
+    "answers": [
+        {"match": {"last_item": "function_call_output"}, "text": "It is sunny in Paris."},
+        {
+            "match": {"last_user": "(?i)weather"},
+            "reasoning": {"summary": ["Looking up the weather"]},
+            "tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}],
+        },
+    ],
+    "default": {"text": "Hello there, friend."},
+}
+
 
 @pytest.fixture
 def api() -> Iterator[turnwire.testing.EmulatorHandle]:

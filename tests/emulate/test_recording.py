@@ -26,19 +26,10 @@ from turnwire.emulate.recording import (
 )
 from turnwire.errors import ConfigError
 
+from .conftest import SCRIPT
+
 KEY = "sk-upstream-secret-0123456789"
 
-SCRIPT = {
-    "answers": [
-        {"match": {"last_item": "function_call_output"}, "text": "It is sunny in Paris."},
-        {
-            "match": {"last_user": "(?i)weather"},
-            "reasoning": {"summary": ["Looking up the weather"]},
-            "tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}],
-        },
-    ],
-    "default": {"text": "Hello there, friend."},
-}
 TOOLS: list[Any] = [
     {
         "type": "function",

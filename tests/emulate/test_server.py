@@ -13,17 +13,7 @@ import pytest
 import turnwire
 import turnwire.testing
 
-SCRIPT = {
-    "answers": [
-        {"match": {"last_item": "function_call_output"}, "text": "It is sunny in Paris."},
-        {
-            "match": {"last_user": "(?i)weather"},
-            "reasoning": {"summary": ["Looking up the weather"]},
-            "tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}],
-        },
-    ],
-    "default": {"text": "Hello there, friend."},
-}
+from .conftest import SCRIPT
 
 
 def test_a_scripted_stream_the_sdk_parses(api, sdk):
