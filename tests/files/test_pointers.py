@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -449,17 +450,29 @@ def _tree(tmp_path: Path) -> tuple[Path, Path]:
 
 def _flipper(root: Path, outside: Path, stop: threading.Event) -> threading.Thread:
     """Flips ``root/sub`` between a real folder, a symlink to the real folder inside the
-    root, and a symlink to the folder outside, as fast as it can."""
+    root, and a symlink to the folder outside, as fast as it can; one cycle in 16 holds each
+    state for a millisecond. Without the holds two threads sharing the GIL can fall into a
+    lockstep (each system call of the reader lets the flipper take one step) in which no read
+    ever sees a whole state: CI once read nothing in 100,000 tries."""
 
     def flip() -> None:
         sub, parked = root / "sub", root / "parked"
+        cycle = 0
         while not stop.is_set():
+            cycle += 1
+            hold = 0.001 if cycle % 16 == 0 else 0.0
             os.rename(root / "real", sub)  # a real folder
+            if hold:
+                time.sleep(hold)
             os.rename(sub, root / "real")
             os.symlink("real", parked)  # a symlink that stays inside
             os.replace(parked, sub)
+            if hold:
+                time.sleep(hold)
             os.symlink(str(outside), parked)  # a symlink out of the root
             os.replace(parked, sub)
+            if hold:
+                time.sleep(hold)
             os.unlink(sub)
 
     return threading.Thread(target=flip, daemon=True)
