@@ -343,8 +343,8 @@ class ToolHandlerMissingError(InputError):
         (``$.hosted_tools[0]``, ``$.tools.hosted[1]`` in configuration).
     :ivar tool: the name the handler is registered under.
     :ivar kind: the tool's kind (``custom``, ``shell``, ``local_shell``, ``apply_patch``,
-        ``computer``; ``tool_search`` for a client-executed tool search, which no handler can
-        answer in this release).
+        ``computer``; ``tool_search`` for a client-executed tool search declared with
+        ``parameters`` of its own, whose handler is registered under ``tool_search``).
     :ivar call_id: the waiting call's id (``None`` for a declaration).
     :ivar result: when a response of a run made the call (a tool nothing declared), the run's
         result: what it recorded, the call waiting among it; :func:`turnwire.run` with

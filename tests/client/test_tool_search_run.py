@@ -3,7 +3,8 @@ handler of that namespace's function (registered under ``namespace.name``, or th
 deferred function declared on its own (named by the API with its own name as namespace) runs its
 handler, and the next request sends the search and the call back with the namespace (every body
 checked by the official types with extra keys forbidden); a client-executed tool search is
-refused before anything is sent, never dropped."""
+answered with the deferred tools it loads (the built-in search over its paths, or the handler
+registered under ``tool_search``), and every request extends the one before it."""
 
 from __future__ import annotations
 
@@ -12,11 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 import turnwire
 from turnwire.errors import ToolHandlerMissingError
 from turnwire.model.functions import tool, tool_namespace
+from turnwire.model.tool_search import ToolSearch
 
+from ..conftest import make_container
 from ..oracle import validate_body, validate_open_responses, validate_openapi
 from .conftest import run
 from .server import Reply, ScriptedServer
@@ -224,9 +228,149 @@ def test_python_functions_in_a_namespace_and_a_deferred_function_on_its_own(tmp_
     assert "sunny in Paris" in outputs[1]["output"]
 
 
-def test_a_client_executed_tool_search_is_refused_before_anything_is_sent(tmp_path):
+CLIENT_THREAD = THREAD.replace("{type: tool_search}", "{type: tool_search, execution: client}")
+
+
+def _client_search(paths: Any, call_id: str = "call_ts", item_id: str = "tsc_1") -> dict:
+    """A client-executed ``tool_search_call`` as the API emits it (the built-in arguments)."""
+    return {
+        "type": "tool_search_call",
+        "id": item_id,
+        "call_id": call_id,
+        "execution": "client",
+        "arguments": paths if isinstance(paths, dict) else {"paths": paths},
+        "status": "completed",
+    }
+
+
+def _prefix_kept(earlier: dict[str, Any], later: dict[str, Any]) -> None:
+    """``later`` extends ``earlier``: its input starts with every item ``earlier`` sent, as
+    sent, and both declare the same tools."""
+    assert later["input"][: len(earlier["input"])] == earlier["input"]
+    assert later["tools"] == earlier["tools"]
+
+
+def test_a_client_executed_tool_search_loads_the_deferred_tools_the_model_names(tmp_path):
     path = tmp_path / "thread.yaml"
-    path.write_text(THREAD.replace("{type: tool_search}", "{type: tool_search, execution: client}"))
+    path.write_text(CLIENT_THREAD)
+    seen: list[str] = []
+    handlers = {
+        "billing.list_open_orders": lambda customer_id: seen.append(customer_id) or "2 invoices"
+    }
+    script = [
+        Reply.sse(answer(_client_search(["billing"]))),
+        Reply.sse(answer(_call("billing"), response_id="resp_2")),
+        Reply.sse(text_answer("Customer 7 owes two invoices.")),
+    ]
+    with ScriptedServer(script) as server:
+        result = run(server, path, handlers=handlers)
+    first, second, third = (_checked(request.json) for request in server.requests)
+    assert first["tools"][0] == {"type": "tool_search", "execution": "client"}
+    billing = first["tools"][2]
+    assert billing["name"] == "billing"
+    sent = second["input"][1:]
+    assert [item["type"] for item in sent] == ["tool_search_call", "tool_search_output"]
+    assert sent[0] == _client_search(["billing"])  # replayed as the model made it
+    # The answer: the namespace the path names, declared exactly as the request declared it;
+    # no id (the client does not mint the API's ids).
+    assert sent[1] == {
+        "type": "tool_search_output",
+        "call_id": "call_ts",
+        "execution": "client",
+        "status": "completed",
+        "tools": [billing],
+    }
+    _prefix_kept(first, second)
+    _prefix_kept(second, third)
+    assert seen == ["7"]
+    assert result.text == "Customer 7 owes two invoices."
+    saved = turnwire.load_thread(path)
+    assert [(h.type, h.item["execution"]) for h in saved.hosted_items] == [
+        ("tool_search_call", "client"),
+        ("tool_search_output", "client"),
+    ]
+    assert all(h.seal for h in saved.hosted_items)  # recorded by this deployment
+    # The saved thread renders the same items again, byte for byte.
+    body = json.loads(turnwire.render(saved).body)
+    assert body["input"][1:3] == sent
+
+
+def test_the_built_in_search_loads_a_namespace_member_a_function_and_reports_the_rest(
+    tmp_path, caplog
+):
+    path = tmp_path / "thread.yaml"
+    path.write_text(
+        CLIENT_THREAD.replace(
+            "messages:",
+            "tools:\n  - {name: refund, description: Refund an order., defer_loading: true,\n"
+            "     parameters: {type: object, properties: {}, additionalProperties: false}}\n"
+            "messages:",
+        )
+    )
+    paths = ["crm.list_open_orders", "refund", "nowhere", "crm.list_open_orders"]
+    script = [
+        Reply.sse(answer(_client_search(paths))),
+        Reply.sse(text_answer("Loaded.")),
+    ]
+    with caplog.at_level("WARNING", logger="turnwire"), ScriptedServer(script) as server:
+        run(server, path, handlers={})
+    first, second = (_checked(request.json) for request in server.requests)
+    [output] = [i for i in second["input"] if i["type"] == "tool_search_output"]
+    refund = next(t for t in first["tools"] if t.get("name") == "refund")
+    crm = next(t for t in first["tools"] if t.get("name") == "crm")
+    assert output["tools"] == [crm, refund]  # in the order named, each once
+    assert "nowhere" in caplog.text and "tool-search" in {
+        getattr(r, "kind", None) for r in caplog.records
+    }
+
+
+def test_a_search_with_parameters_of_its_own_runs_the_registered_handler(tmp_path):
+    path = tmp_path / "thread.yaml"
+    parameters = {"type": "object", "properties": {"query": {"type": "string"}}}
+    path.write_text(
+        THREAD.replace(
+            "{type: tool_search}",
+            "{type: tool_search, execution: client, description: Search the CRM tools.,"
+            f" parameters: {json.dumps(parameters)}}}",
+        )
+    )
+    asked: list[ToolSearch] = []
+
+    def search(request: ToolSearch) -> list[Any]:
+        asked.append(request)
+        extra = {"type": "function", "name": "ping", "parameters": {}, "strict": False}
+        return ["crm.list_open_orders", extra]
+
+    script = [
+        Reply.sse(answer(_client_search({"query": "open orders"}))),
+        Reply.sse(text_answer("Found them.")),
+    ]
+    with ScriptedServer(script) as server:
+        run(server, path, handlers={"tool_search": search})
+    first, second = (_checked(request.json) for request in server.requests)
+    [request] = asked
+    assert (request.call_id, request.arguments, request.paths) == (
+        "call_ts",
+        {"query": "open orders"},
+        None,
+    )
+    assert request.declared == tuple(first["tools"])
+    assert [t["name"] for t in request.deferred] == ["crm", "billing"]
+    [output] = [i for i in second["input"] if i["type"] == "tool_search_output"]
+    crm = first["tools"][1]
+    ping = {"type": "function", "name": "ping", "parameters": {}, "strict": False}
+    assert output["tools"] == [crm, ping]
+    _prefix_kept(first, second)
+
+
+def test_a_search_with_parameters_of_its_own_and_no_handler_is_refused_before_sending(tmp_path):
+    path = tmp_path / "thread.yaml"
+    path.write_text(
+        THREAD.replace(
+            "{type: tool_search}",
+            "{type: tool_search, execution: client, parameters: {type: object}}",
+        )
+    )
     with ScriptedServer([]) as server, pytest.raises(ToolHandlerMissingError) as caught:
         run(server, path, handlers={})
     assert server.requests == []
@@ -236,58 +380,89 @@ def test_a_client_executed_tool_search_is_refused_before_anything_is_sent(tmp_pa
         "tool_search",
         "tool_search",
     )
-    assert "client tool search" in str(error)
+    assert "handlers={'tool_search': ...}" in str(error)
 
 
-def test_a_client_tool_search_call_the_thread_holds_unanswered_is_refused(tmp_path):
-    item = {**SEARCH_CALL, "execution": "client"}
-    thread = turnwire.load_thread(
-        {
-            "version": 1,
-            "model": "gpt-5.4",
-            "messages": [
-                {"id": "u1", "role": "user", "content": "hi", "created_at": "2026-01-01T10:00:00Z"}
-            ],
-            "hosted_items": [
-                {
-                    "id": "tsc_1",
-                    "type": "tool_search_call",
-                    "item": item,
-                    "created_at": "2026-01-01T10:00:01Z",
-                }
-            ],
-        }
-    )
-    path = tmp_path / "thread.json"
-    turnwire.save_thread(thread, path)
-    with ScriptedServer([]) as server, pytest.raises(ToolHandlerMissingError) as caught:
-        run(server, path, handlers={})
-    assert server.requests == []
-    assert caught.value.path == "$.hosted_items[0]"
+@pytest.mark.parametrize(
+    ("handler", "logged"),
+    [
+        (lambda request: 1 / 0, "ZeroDivisionError"),
+        (lambda request: "crm", "no list of tools"),
+        (lambda request: [{"type": "function", "name": "x"}], "no list of tools"),
+        (lambda request: [object()], "no list of tools"),
+    ],
+    ids=["raises", "a-string", "a-declaration-the-api-refuses", "an-object"],
+)
+def test_a_failing_search_handler_loads_nothing_and_says_why(tmp_path, caplog, handler, logged):
+    path = tmp_path / "thread.yaml"
+    path.write_text(CLIENT_THREAD)
+    script = [
+        Reply.sse(answer(_client_search(["crm"]))),
+        Reply.sse(text_answer("Nothing loaded.")),
+    ]
+    with caplog.at_level("WARNING", logger="turnwire"), ScriptedServer(script) as server:
+        result = run(server, path, handlers={"tool_search": handler})
+    second = _checked(server.requests[1].json)
+    [output] = [i for i in second["input"] if i["type"] == "tool_search_output"]
+    assert output["tools"] == []
+    assert logged in caplog.text
+    assert result.text == "Nothing loaded."
 
 
-def test_a_client_tool_search_call_a_response_makes_stops_the_run_and_is_kept(tmp_path):
-    # A server that asks the client to search although no tool_search declares execution:
-    # client (not the API's behaviour, but a server's answer is untrusted): the run stops
-    # there with the call recorded, saved and named, not treated as an answer.
+def test_an_answer_over_the_result_bound_loads_nothing(tmp_path, caplog):
+    path = tmp_path / "thread.yaml"
+    path.write_text(CLIENT_THREAD)
+    script = [
+        Reply.sse(answer(_client_search(["crm", "billing"]))),
+        Reply.sse(text_answer("Nothing loaded.")),
+    ]
+    settings = {"tools": {"max_result_bytes": 64}}
+    with caplog.at_level("WARNING", logger="turnwire"), ScriptedServer(script) as server:
+        run(server, path, handlers={}, settings=settings)
+    second = _checked(server.requests[1].json)
+    [output] = [i for i in second["input"] if i["type"] == "tool_search_output"]
+    assert output["tools"] == [] and "tools.max_result_bytes" in caplog.text
+
+
+def test_a_search_a_once_run_leaves_waiting_is_answered_by_the_next_run(tmp_path):
+    path = tmp_path / "thread.yaml"
+    path.write_text(CLIENT_THREAD)
+    with ScriptedServer([Reply.sse(answer(_client_search(["billing"])))]) as server:
+        run(server, path, handlers={}, once=True)
+    waiting = turnwire.load_thread(path)
+    assert [h.type for h in waiting.hosted_items] == ["tool_search_call"]
+    # A render cannot send the search without its answer: the preflight names the rule.
+    with pytest.raises(turnwire.errors.PreflightError) as refused:
+        turnwire.render(waiting)
+    assert refused.value.rule == "tool-search-pairing"
+    assert str(refused.value).startswith("$.hosted_items[0]: the client-executed tool search")
+    assert "`turnwire run` answers it first" in str(refused.value)
+    with ScriptedServer([Reply.sse(text_answer("Done."))]) as server:
+        result = run(server, path, handlers={})
+    [body] = (_checked(request.json) for request in server.requests)
+    assert [item["type"] for item in body["input"][1:]] == [
+        "tool_search_call",
+        "tool_search_output",
+    ]
+    assert body["input"][2]["tools"] == [body["tools"][2]]
+    assert result.text == "Done."
+
+
+def test_a_search_call_a_server_sends_undeclared_is_answered_from_the_declared_tools(tmp_path):
+    # A server that asks the client to search although the tool_search tool is the server's
+    # (not the API's behaviour, but a server's answer is untrusted): answered all the same,
+    # from what the request declared, never dropped nor taken for an answer.
     path = tmp_path / "thread.yaml"
     path.write_text(THREAD)
-    asked = {**SEARCH_CALL, "execution": "client"}
-    with ScriptedServer([Reply.sse(answer(asked))]) as server:
-        with pytest.raises(ToolHandlerMissingError) as caught:
-            run(server, path, handlers={})
-    assert len(server.requests) == 1
-    error = caught.value
-    assert (error.path, error.kind) == ("$.hosted_items[0]", "tool_search")
-    assert error.result is not None
-    [kept] = error.result.thread.hosted_items
-    assert (kept.type, kept.item["execution"]) == ("tool_search_call", "client")
-    saved = turnwire.load_thread(path)  # saved with the run's records, the call waiting
-    assert [item.type for item in saved.hosted_items] == ["tool_search_call"]
-    # The next run refuses it before anything is sent.
-    with ScriptedServer([]) as server, pytest.raises(ToolHandlerMissingError) as again:
+    script = [
+        Reply.sse(answer(_client_search(["crm"]))),
+        Reply.sse(text_answer("Done.")),
+    ]
+    with ScriptedServer(script) as server:
         run(server, path, handlers={})
-    assert server.requests == [] and again.value.path == "$.hosted_items[0]"
+    first, second = (_checked(request.json) for request in server.requests)
+    [output] = [i for i in second["input"] if i["type"] == "tool_search_output"]
+    assert output["tools"] == [first["tools"][1]]
 
 
 def test_a_namespaced_custom_tool_without_a_handler_is_refused(tmp_path):
@@ -371,3 +546,34 @@ def test_a_namespace_named_like_its_function_reaches_its_handler(tmp_path):
         item for item in server.requests[1].json["input"] if item["type"] == "function_call_output"
     ]
     assert "found 7" in output["output"]
+
+
+def test_a_stored_thread_keeps_the_answer_and_its_next_turn_extends_the_last_request(location):
+    store = turnwire.open_store(location)
+    try:
+        header = yaml.safe_load(CLIENT_THREAD)
+        del header["messages"]  # the store's thread opens with the first turn's question
+        thread_id = store.create_thread(turnwire.load_thread(header))
+        script = [
+            Reply.sse(answer(_client_search(["crm"]))),
+            Reply.sse(text_answer("Loaded the CRM tools.")),
+            Reply.sse(text_answer("Anything else?", msg_id="msg_2")),
+        ]
+        with ScriptedServer(script) as server:
+            for prompt in ("What does customer 7 owe?", "Thanks."):
+                turnwire.run_thread(
+                    thread_id,
+                    store=store,
+                    prompt=prompt,
+                    container=make_container(),
+                    base_url=server.base_url,
+                    api_key="sk-t",
+                )
+        first, second, third = (_checked(request.json) for request in server.requests)
+        _prefix_kept(first, second)
+        _prefix_kept(second, third)  # a new turn, from the store: the answer as it was sent
+        stored = store.load(thread_id)
+        assert [h.type for h in stored.hosted_items] == ["tool_search_call", "tool_search_output"]
+        assert stored.hosted_items[1].item["tools"] == [first["tools"][1]]
+    finally:
+        store.close()

@@ -5,9 +5,11 @@ official types with extra keys forbidden (the suite's autouse oracle, and once m
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
+import msgspec
 import pytest
 
-import turnwire
 from turnwire.config.schema import thread_schema
 from turnwire.errors import InputError, ThreadFileError
 from turnwire.model.functions import (
@@ -19,6 +21,16 @@ from turnwire.model.functions import (
     tool,
     tool_namespace,
     with_function_tools,
+)
+from turnwire.model.records import HostedItem
+from turnwire.model.tool_search import (
+    ToolSearch,
+    deferred_tools,
+    load_paths,
+    output_item,
+    output_record,
+    search_paths,
+    waiting_searches,
 )
 from turnwire.wire.tools import (
     NamespaceFunction,
@@ -336,13 +348,16 @@ def test_the_same_function_in_two_namespaces_is_registered_twice():
 # ------------------------------------------------------------------------ client tool search
 
 
-def test_a_client_executed_tool_search_is_found_where_a_run_would_meet_it():
+def test_a_client_search_with_parameters_of_its_own_is_found_where_it_is_declared():
     base = thread(model="gpt-5", messages=[user()], tools=[{"name": "f", "defer_loading": True}])
     assert client_tool_search(base) is None
-    client = ToolSearchTool(execution="client")
-    assert client_tool_search(base, (client,)) == "$.tools.hosted[0]"
-    assert client_tool_search(base, (ToolSearchTool(execution="server"),)) is None
-    search = {"type": "tool_search", "execution": "client"}
+    # The built-in search answers one without parameters: nothing to find.
+    assert client_tool_search(base, (ToolSearchTool(execution="client"),)) is None
+    own = ToolSearchTool(execution="client", parameters={"type": "object"})
+    assert client_tool_search(base, (own,)) == "$.tools.hosted[0]"
+    server = ToolSearchTool(execution="server", parameters={"type": "object"})
+    assert client_tool_search(base, (server,)) is None
+    search = {"type": "tool_search", "execution": "client", "parameters": {"type": "object"}}
     declared = thread(
         model="gpt-5",
         messages=[user()],
@@ -350,58 +365,125 @@ def test_a_client_executed_tool_search_is_found_where_a_run_would_meet_it():
         hosted_tools=[search],
     )
     assert client_tool_search(declared) == "$.hosted_tools[0]"
-    item = {
+
+
+def _search_records(*outputs: dict) -> list[HostedItem]:
+    call = {
         "type": "tool_search_call",
         "id": "tsc_1",
         "call_id": "call_ts",
         "execution": "client",
-        "arguments": {"query": "orders"},
+        "arguments": {"paths": ["f"]},
         "status": "completed",
     }
-    waiting = turnwire.load_thread(
-        {
-            "version": 1,
-            "model": "gpt-5",
-            "messages": [user()],
-            "hosted_items": [
-                {
-                    "id": "tsc_1",
-                    "type": "tool_search_call",
-                    "item": item,
-                    "created_at": "2026-01-01T10:00:01Z",
-                }
-            ],
-        }
-    )
-    assert client_tool_search(waiting) == "$.hosted_items[0]"
-    output = {
+    at = datetime(2026, 1, 1, 10, 0, 1, tzinfo=UTC)
+    records = [HostedItem(id="tsc_1", type="tool_search_call", item=call, created_at=at)]
+    records += [
+        HostedItem(id=f"tso_{i}", type="tool_search_output", item=item, created_at=at, seq=i + 1)
+        for i, item in enumerate(outputs)
+    ]
+    return records
+
+
+def test_a_client_search_waits_until_a_client_output_answers_its_call_id():
+    assert waiting_searches(_search_records()) == [0]
+    assert waiting_searches(_search_records(), start=1) == []
+    answer = output_item("call_ts", [])
+    assert waiting_searches(_search_records(answer)) == []
+    assert waiting_searches(_search_records({**answer, "call_id": "other"})) == [0]
+    # A server's output does not answer a call the client was asked to run.
+    assert waiting_searches(_search_records({**answer, "execution": "server"})) == [0]
+
+
+DECLARED = [
+    {"type": "tool_search", "execution": "client"},
+    {"type": "function", "name": "refund", "parameters": {}, "strict": True, "defer_loading": True},
+    {"type": "function", "name": "greet", "parameters": {}, "strict": True},
+    {"type": "custom", "name": "sql", "defer_loading": True},
+    {
+        "type": "namespace",
+        "name": "crm",
+        "description": "CRM tools.",
+        "tools": [
+            {"type": "function", "name": "lookup", "defer_loading": True},
+            {"type": "function", "name": "notes", "defer_loading": True},
+            {"type": "function", "name": "always"},
+        ],
+    },
+    {"type": "namespace", "name": "loaded", "description": "Loaded.", "tools": [{"name": "x"}]},
+    {"type": "mcp", "server_label": "docs", "server_url": "https://x", "defer_loading": True},
+    {"type": "mcp", "server_label": "eager", "server_url": "https://y"},
+]
+
+
+def test_only_deferred_tools_can_be_loaded_a_namespace_with_its_deferred_tools_alone():
+    assert [t.get("name") or t.get("server_label") for t in deferred_tools(DECLARED)] == [
+        "refund",
+        "sql",
+        "crm",
+        "docs",
+    ]
+    crm = deferred_tools(DECLARED)[2]
+    assert [t["name"] for t in crm["tools"]] == ["lookup", "notes"]  # `always` is loaded
+    assert crm["description"] == "CRM tools."
+
+
+@pytest.mark.parametrize(
+    ("paths", "names", "unknown"),
+    [
+        (["refund"], ["refund"], []),
+        (["sql", "docs"], ["sql", "docs"], []),
+        (["crm"], ["crm:lookup,notes"], []),
+        (["crm.notes"], ["crm:notes"], []),
+        # Members of one namespace named apart go back as one entry, where the first was named.
+        (["crm.notes", "refund", "crm.lookup"], ["crm:notes,lookup", "refund"], []),
+        (["crm", "crm.lookup", "refund", "refund"], ["crm:lookup,notes", "refund"], []),
+        # Loaded already, not deferred, or nowhere: nothing loaded, each reported.
+        (["greet", "eager", "crm.always", "loaded", "nope", "crm."], [], None),
+    ],
+)
+def test_the_built_in_search_loads_what_each_path_names(paths, names, unknown):
+    loaded, missing = load_paths(paths, DECLARED)
+    shown = [
+        f"{t['name']}:{','.join(m['name'] for m in t['tools'])}"
+        if t["type"] == "namespace"
+        else t.get("name") or t["server_label"]
+        for t in loaded
+    ]
+    assert shown == names
+    assert missing == (paths if unknown is None else unknown)
+    for declaration in loaded:  # declared as the request declared them
+        if declaration["type"] != "namespace":
+            assert declaration in DECLARED
+
+
+def test_the_api_s_own_arguments_hold_paths():
+    assert search_paths({"paths": ["a", "b.c"]}) == ("a", "b.c")
+    assert search_paths({"paths": ["a", "", 3, None]}) == ("a",)
+    assert search_paths({"query": "a"}) is None
+    assert search_paths({"paths": "a"}) is None
+    assert search_paths(["a"]) is None
+
+
+def test_a_search_handler_can_ask_for_what_the_built_in_search_loads():
+    search = ToolSearch(call_id="c", arguments={}, paths=("crm.lookup",), declared=tuple(DECLARED))
+    assert [t["name"] for t in search.load()] == ["crm"]
+    assert [t["name"] for t in search.load(["refund"])] == ["refund"]
+    assert ToolSearch(call_id="c", arguments={}, paths=None, declared=()).load() == []
+
+
+def test_the_answer_is_dated_after_every_record_of_the_thread():
+    base = thread(model="gpt-5", messages=[user()])
+    [call] = _search_records()
+    held = msgspec.structs.replace(base, hosted_items=(call,))
+    record = output_record(held, call, [DECLARED[1]], call.created_at)  # a clock behind
+    assert record.created_at > call.created_at
+    assert record.item == {
         "type": "tool_search_output",
-        "id": "tso_1",
         "call_id": "call_ts",
         "execution": "client",
-        "tools": [],
         "status": "completed",
+        "tools": [DECLARED[1]],
     }
-    answered = turnwire.load_thread(
-        {
-            "version": 1,
-            "model": "gpt-5",
-            "messages": [user()],
-            "hosted_items": [
-                {
-                    "id": "tsc_1",
-                    "type": "tool_search_call",
-                    "item": item,
-                    "created_at": "2026-01-01T10:00:01Z",
-                },
-                {
-                    "id": "tso_1",
-                    "type": "tool_search_output",
-                    "item": output,
-                    "created_at": "2026-01-01T10:00:02Z",
-                    "seq": 1,
-                },
-            ],
-        }
-    )
-    assert client_tool_search(answered) is None
+    later = call.created_at + timedelta(seconds=5)
+    assert output_record(held, call, [], later).created_at == later

@@ -61,10 +61,14 @@ def test_a_type_the_api_does_not_take_back_is_sent_as_text_only():
     )
 
 
-def test_a_client_run_tool_search_is_not_replayed_as_an_item():
+def test_a_tool_search_is_replayed_as_an_item_whoever_ran_it():
+    # A client-run search goes back with the answer the client gave it (the preflight rule
+    # tool-search-pairing checks the pair); a server-run one as the server sent it.
     item = {"id": "tsc_1", "type": "tool_search_call", "execution": "client", "arguments": {}}
-    assert input_item(item) is None
-    assert input_item({**item, "execution": "server"}) is not None
+    assert input_item(item) == item
+    assert input_item({**item, "execution": "server"}) == {**item, "execution": "server"}
+    output = {"type": "tool_search_output", "call_id": "c", "execution": "client", "tools": []}
+    assert input_item(output) == output
 
 
 def test_the_text_form_hides_opaque_state_and_image_bytes():

@@ -35,7 +35,7 @@ from turnwire.client.assembly import (
     request_fingerprint,
     stamp,
 )
-from turnwire.client.execution import decided_approvals, execute
+from turnwire.client.execution import answer_searches, decided_approvals, execute
 from turnwire.client.progress import PrefixResetEvent, ProgressEvent, ResponseDoneEvent
 from turnwire.client.reading import (
     decoded_answer,
@@ -56,10 +56,10 @@ from turnwire.config.settings import unsupported
 from turnwire.errors import HttpError, ReasoningReplayRejectedError
 from turnwire.files.pointers import ContextAssembler, file_roots
 from turnwire.model.approvals import ApprovalDecision
-from turnwire.model.functions import waiting_search
 from turnwire.model.records import HostedItem, Message, Thought, Thread, ToolCall
 from turnwire.model.structured import StructuredOutput
 from turnwire.model.timeline import latest, not_before, timeline
+from turnwire.model.tool_search import waiting_searches
 from turnwire.model.usage import GenerationStats, Usage
 from turnwire.rendering.body import EncodedBody, with_compaction_trigger
 from turnwire.rendering.compaction import (
@@ -76,7 +76,7 @@ from turnwire.rendering.ledger import (
     ledger_of,
     settings_digest,
 )
-from turnwire.rendering.renderer import resolve_model
+from turnwire.rendering.renderer import render_input, resolve_model
 from turnwire.rendering.windows import window_cut
 from turnwire.wire.response import Generation
 
@@ -162,14 +162,11 @@ class Run:
         self.requests = 0
         """How many requests this run sent (the compact endpoint's included)."""
         self.unsent: tuple[ToolCall, ...] = ()
+        """The calls whose results no request sent, when the run stopped at
+        ``client.max_iterations`` (their results are recorded)."""
         # A client-executed call of the last response that no handler can answer: the run
         # stopped there, the call left waiting in the thread (see ``loop``).
         self.unanswerable: ToolCall | None = None
-        # Where a response's client-executed tool search waits (``$.hosted_items[i]``), which
-        # turnwire does not answer: the run stopped there.
-        self.unanswered_search: int | None = None
-        """The calls whose results no request sent, when the run stopped at
-        ``client.max_iterations`` (their results are recorded)."""
 
     async def loop(
         self,
@@ -182,9 +179,10 @@ class Run:
         *,
         approvals: Mapping[str, ApprovalDecision] | None = None,
     ) -> RunResult:
-        """The run: render, send, read, record, run the tools, and again until the model
-        answers without calls (or ``once``, or ``client.max_iterations``: then the calls of
-        the last response, run and recorded, are :attr:`unsent`)."""
+        """The run: render, send, read, record, run the tools and answer the client-executed
+        tool searches, and again until the model answers without either (or ``once``, or
+        ``client.max_iterations``: then the calls of the last response, run and recorded, are
+        :attr:`unsent`)."""
         resolved = resolve_model(thread, self.container, model)
         self._event_model = resolved
         # What this run records sorts after everything the thread holds already.
@@ -213,12 +211,25 @@ class Run:
                 emit=self.emit,
             )
 
+        async def run_searches(thread: Thread, indexes: list[int], declared: Any) -> Thread:
+            return await answer_searches(
+                thread,
+                indexes,
+                declared,
+                executor=self.executor,
+                container=self.container,
+                clock=self.clock,
+            )
+
         ran_pending: tuple[ToolCall, ...] = ()
         waiting = [call for call in thread.tool_calls if call.result is None]
         if waiting and not once:  # calls a run before this one left without results
             thread = await run_calls(thread, waiting)
             pending = {call.id for call in waiting}
             ran_pending = tuple(c for c in thread.tool_calls[:start_calls] if c.id in pending)
+        searches = waiting_searches(thread.hosted_items)
+        if searches and not once:  # tool searches a run before this one left unanswered
+            thread = await run_searches(thread, searches, self._declared(thread, resolved, allowed))
         compaction = await self.auto_compact(thread, resolved, allowed)
         if compaction is not None:
             thread = compaction.thread
@@ -265,14 +276,14 @@ class Run:
             if unanswerable:  # never answered in its place: the run stops, the call waits
                 self.unanswerable = unanswerable[0]
                 runnable = [call for call in runnable if call not in unanswerable]
-            self.unanswered_search = waiting_search(thread.hosted_items, before[3])
-            if self.unanswered_search is not None:  # as a waiting call: the run stops here
-                runnable = []
+            searches = waiting_searches(thread.hosted_items, before[3])
             if runnable and not once:
                 thread = await run_calls(thread, runnable)
+            if searches and not once and not unanswerable:
+                thread = await run_searches(thread, searches, self._sent_tools())
             # The next request's render stamps this response's reasoning; a run that stops
             # here renders once more to stamp it.
-            if not calls or once or unanswerable or self.unanswered_search is not None:
+            if not (calls or searches) or once or unanswerable:
                 thread = fingerprint_new_thoughts(
                     thread,
                     container=self.container,
@@ -380,6 +391,23 @@ class Run:
         return CompactResult(thread=extended, record=record, compacted=compacted)
 
     # ------------------------------------------------------------------ one iteration
+
+    def _sent_tools(self) -> list[dict[str, Any]]:
+        """The tool declarations of the request last rendered, as plain JSON."""
+        tools = self._last_rendered.rendered.tools or ()
+        return list(msgspec.json.decode(msgspec.json.encode(tools)))
+
+    def _declared(self, thread: Thread, model: str, roots: tuple[str, ...]) -> list[dict[str, Any]]:
+        """The tool declarations a request of ``thread`` carries, as plain JSON (rendered
+        without the request's checks: ``thread`` may hold a search that waits for them)."""
+        rendered = render_input(
+            thread,
+            container=self.container,
+            model=model,
+            render_context=self._render_context,
+            roots=roots,
+        )
+        return list(msgspec.json.decode(msgspec.json.encode(rendered.tools or ())))
 
     def _render(
         self,

@@ -53,7 +53,6 @@ from turnwire.errors import (
     MaxIterationsError,
     MissingApiKeyError,
     OutputValidationError,
-    ToolHandlerMissingError,
 )
 from turnwire.files.pointers import ContextAssembler, file_roots
 from turnwire.model.approvals import ApprovalDecision
@@ -587,19 +586,6 @@ class Client:
             )
             stopped.result = result
             raise stopped
-        if run.unanswered_search is not None:  # recorded, waiting; refused by the next run too
-            where = f"$.hosted_items[{run.unanswered_search}]"
-            refused = ToolHandlerMissingError(
-                f"{where}: the model asked this client to run a tool search (a "
-                "tool_search_call with execution: client), which turnwire does not answer in "
-                "this release; the call stays in the thread, and what the run recorded with it "
-                "is on this error's result",
-                path=where,
-                tool="tool_search",
-                kind="tool_search",
-            )
-            refused.result = result
-            raise refused
         if run.unanswerable is not None:  # recorded, waiting: a run with a handler answers it
             waiting = run.unanswerable
             index = next(i for i, c in enumerate(result.thread.tool_calls) if c.id == waiting.id)

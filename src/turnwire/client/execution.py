@@ -3,13 +3,15 @@
 Each call runs through the :class:`~turnwire.client.tools.ToolExecutor` inside its telemetry
 span, between a ``tool_started`` and a ``tool_finished`` event, and its result is recorded on
 the thread (:func:`execute`; the run loop passes it, first, the calls a ``--once`` left
-without a result). Decisions on pending MCP approval requests become sealed hosted items
-before the first request (:func:`decided_approvals`).
+without a result). A client-executed tool search is answered with the tools it loads, a
+sealed ``tool_search_output`` after every record (:func:`answer_searches`). Decisions on
+pending MCP approval requests become sealed hosted items before the first request
+(:func:`decided_approvals`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -22,8 +24,9 @@ from turnwire.files.pointers import ContextAssembler
 from turnwire.model.approvals import ApprovalDecision, approval_records
 from turnwire.model.hosted import seal, thread_anchor
 from turnwire.model.records import HostedItem, Thread, ToolCall
+from turnwire.model.tool_search import ToolSearch, output_record, search_paths
 
-__all__ = ["decided_approvals", "execute"]
+__all__ = ["answer_searches", "decided_approvals", "execute"]
 
 
 def decided_approvals(
@@ -64,3 +67,32 @@ async def execute(
             on_tool_result(finished)
     tool_calls = tuple(done.get(c.id, c) if c.result is None else c for c in thread.tool_calls)
     return msgspec.structs.replace(thread, tool_calls=tool_calls)
+
+
+async def answer_searches(
+    thread: Thread,
+    indexes: Sequence[int],
+    declared: Sequence[Mapping[str, Any]],
+    *,
+    executor: ToolExecutor,
+    container: Any,
+    clock: Callable[[], datetime],
+) -> Thread:
+    """``thread`` with the client-executed tool searches at ``indexes`` (of its hosted
+    items) answered, in order: each by what :meth:`ToolExecutor.search
+    <turnwire.client.tools.ToolExecutor.search>` loads from the tools the request
+    ``declared`` (plain JSON, as sent), recorded as a sealed ``tool_search_output``."""
+    nonce, anchor = container.envelope_nonce(), thread_anchor(thread)
+    for index in indexes:
+        call = thread.hosted_items[index]
+        arguments = call.item.get("arguments")
+        search = ToolSearch(
+            call_id=call.item.get("call_id"),
+            arguments=arguments,
+            paths=search_paths(arguments),
+            declared=tuple(dict(tool) for tool in declared),
+        )
+        tools = await executor.search(search)
+        record = seal(output_record(thread, call, tools, clock()), nonce, anchor)
+        thread = msgspec.structs.replace(thread, hosted_items=(*thread.hosted_items, record))
+    return thread

@@ -53,6 +53,7 @@ import re
 import threading
 import traceback
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from datetime import UTC, datetime
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
@@ -86,6 +87,7 @@ from turnwire.model.functions import (
     handler_keys,
 )
 from turnwire.model.records import Artifact, Media, Thread, Tool, ToolCall, ToolCaller, ToolResult
+from turnwire.model.tool_search import ToolSearch, load_paths
 from turnwire.rendering.artifact_tools import artifact_tools
 from turnwire.stages.artifacts import ARTIFACT_TOOLS
 from turnwire.wire.tools import (
@@ -94,13 +96,14 @@ from turnwire.wire.tools import (
     CustomTool,
     HostedTool,
     NamespaceTool,
+    WireTool,
     client_tool_key,
 )
 
 if TYPE_CHECKING:
     from turnwire.config.settings import Settings
 
-__all__ = ["ENTRY_POINT_GROUP", "ToolExecutor", "artifact_tools", "parse_arguments"]
+__all__ = ["ENTRY_POINT_GROUP", "SEARCH_KEY", "ToolExecutor", "artifact_tools", "parse_arguments"]
 
 logger = logging.getLogger("turnwire")
 
@@ -424,6 +427,37 @@ def _grep_pattern(value: object) -> Any:
         ) from err
 
 
+SEARCH_KEY = "tool_search"
+"""What the handler of a client-executed tool search is registered under."""
+
+
+def _declarations(value: Any, search: ToolSearch) -> list[dict[str, Any]]:
+    """The declarations a ``tool_search`` handler's ``value`` names: ``None`` (nothing), or
+    a list of paths (loaded as the built-in search loads them), declarations as the API takes
+    them (mappings) and turnwire's declaration objects; a value the API's tool shapes refuse
+    is a ``ValueError`` naming its place."""
+    if value is None:
+        return []
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise TypeError(
+            f"expected a list of paths or tool declarations, got {type(value).__name__}"
+        )
+    found: list[dict[str, Any]] = []
+    for index, entry in enumerate(value):
+        if isinstance(entry, str):
+            found.extend(load_paths((entry,), search.declared)[0])
+            continue
+        try:
+            tool = msgspec.convert(entry, WireTool) if isinstance(entry, Mapping) else entry
+            if not isinstance(tool, WireTool):
+                raise TypeError(f"a {type(entry).__name__}")
+            plain = msgspec.json.decode(msgspec.json.encode(tool))
+        except (msgspec.ValidationError, TypeError) as err:
+            raise ValueError(f"[{index}]: {err}") from None
+        found.append(plain)
+    return found
+
+
 class ToolExecutor:
     """Runs one tool call at a time against a thread's tools.
 
@@ -569,15 +603,17 @@ class ToolExecutor:
             if not self._registered(self._key(call.tool, call.namespace)):
                 raise waiting_call_error(index, call)
         searched = client_tool_search(thread, self.configured)
-        if searched is not None:
+        if searched is not None and not self._registered(SEARCH_KEY):
             raise ToolHandlerMissingError(
-                f"{searched}: a client-executed tool search (execution: client) would have to "
-                "be answered by this client, and turnwire does not run client tool search in "
-                "this release; declare the tool_search tool without execution (the API runs "
-                "the search) or leave it out",
+                f"{searched}: a client-executed tool search (execution: client) with "
+                "parameters of its own is declared, and no handler is registered to answer "
+                "it; register one under 'tool_search': handlers={'tool_search': ...} in "
+                "Python, tools.handlers.tool_search in configuration, or a turnwire.tools "
+                "entry point named tool_search; or leave out `parameters` (the built-in "
+                "search then loads the deferred tools the model names by path)",
                 path=searched,
-                tool="tool_search",
-                kind="tool_search",
+                tool=SEARCH_KEY,
+                kind=SEARCH_KEY,
             )
         declared = [(f"$.tools.hosted[{i}]", t) for i, t in enumerate(self.configured)]
         declared += [(f"$.hosted_tools[{i}]", t) for i, t in enumerate(thread.hosted_tools)]
@@ -919,6 +955,84 @@ class ToolExecutor:
         if not isinstance(value, str):  # local_shell
             return self._done(call, _wrong_type(name, value, "a text"), True)
         return self._bounded_text(call, name, value, False)
+
+    # ------------------------------------------------------------------ client tool search
+
+    async def search(self, search: ToolSearch) -> list[dict[str, Any]]:
+        """The declarations that answer the client-executed tool search ``search``: what the
+        handler registered under ``tool_search`` returns, else what the built-in search loads
+        for its paths (:func:`turnwire.model.tool_search.load_paths`).
+
+        Nothing here raises (``KeyboardInterrupt`` aside): a handler that raises, runs past
+        ``tools.timeout_s`` or returns something that is no list of tools, arguments that hold
+        no paths, and an answer over ``tools.max_result_bytes``, are each an answer that
+        loads nothing, logged as a WARNING (kind ``tool-search``, or the kind a function
+        handler's failure has). A path that names nothing deferred is logged and loads nothing.
+        """
+        try:
+            handler = self._client_handler(SEARCH_KEY)
+        except Exception as err:  # an entry point or module that fails while it loads
+            logger.warning(
+                "the tool_search handler cannot run (%s); the search %s loads nothing",
+                _describe(err),
+                _shown(str(search.call_id)),
+                extra={"kind": "tool-search"},
+            )
+            return []
+        if handler is None:
+            if search.paths is None:
+                logger.warning(
+                    "the model's tool search %s has no paths (arguments %s); it loads nothing "
+                    "(a tool_search tool with its own parameters needs a handler registered "
+                    "under tool_search)",
+                    _shown(str(search.call_id)),
+                    _shown(_as_text(search.arguments)),
+                    extra={"kind": "tool-search"},
+                )
+                return []
+            loaded, unknown = load_paths(search.paths, search.declared)
+            if unknown:
+                logger.warning(
+                    "the model's tool search %s named %s, which no deferred tool of the "
+                    "request is; loaded the rest",
+                    _shown(str(search.call_id)),
+                    _shown(", ".join(unknown)),
+                    extra={"kind": "tool-search"},
+                )
+            return self._bounded_search(search, loaded)
+        placeholder = ToolCall(
+            id=search.call_id or SEARCH_KEY, tool=SEARCH_KEY, created_at=datetime.now(UTC)
+        )
+        ran = await self._guarded(placeholder, SEARCH_KEY, handler, {}, (search,))
+        if isinstance(ran, ToolCall):  # it raised or timed out: logged, with its traceback
+            return []
+        try:
+            tools = _declarations(ran.value, search)
+        except (TypeError, ValueError) as err:
+            logger.warning(
+                "the tool_search handler's answer to %s is no list of tools (%s); it loads nothing",
+                _shown(str(search.call_id)),
+                _shown(str(err)),
+                extra={"kind": "tool-search"},
+            )
+            return []
+        return self._bounded_search(search, tools)
+
+    def _bounded_search(
+        self, search: ToolSearch, tools: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        size = len(msgspec.json.encode(tools))
+        if size <= self.max_result_bytes:
+            return tools
+        logger.warning(
+            "the answer to tool search %s is %d bytes, over tools.max_result_bytes (%d); it "
+            "loads nothing",
+            _shown(str(search.call_id)),
+            size,
+            self.max_result_bytes,
+            extra={"kind": "tool-search"},
+        )
+        return []
 
     def _bounded_text(self, call: ToolCall, name: str, text: str, failed: bool) -> ToolCall:
         if len(text.encode("utf-8", "surrogatepass")) > self.max_result_bytes:

@@ -96,6 +96,22 @@ def build_output(
                 "role": "assistant",
             }
         )
+    search = answer.tool_search
+    if search is not None:
+        output.append(
+            {
+                "id": new_id("tsc"),
+                "type": "tool_search_call",
+                "status": "completed",
+                "arguments": (
+                    search.arguments
+                    if search.arguments is not None
+                    else {"paths": list(search.paths)}
+                ),
+                "call_id": search.call_id or _call_id(),
+                "execution": "client",
+            }
+        )
     if program is not None:
         if seal_program is None:
             raise ValueError("an answer with a program needs seal_program")
@@ -138,6 +154,8 @@ def _function_call(call: ToolCall, *, caller: dict[str, str] | None = None) -> d
         "call_id": call.call_id or _call_id(),
         "name": call.name,
     }
+    if call.namespace is not None:
+        item["namespace"] = call.namespace
     if caller is not None:
         item["caller"] = caller
     return item

@@ -181,6 +181,7 @@ RULES: dict[str, Rule] = {
     "local-shell-call-pairing": _unrecorded("input"),
     "apply-patch-call-pairing": _unrecorded("input"),
     "computer-call-pairing": _unrecorded("input"),
+    "tool-search-pairing": _unrecorded("input"),
     "unique-tool-names": _unrecorded("tools"),
     "tool-choice-declared": _unrecorded("tool_choice"),
     "tool-search-needs-deferred": Rule(

@@ -23,8 +23,10 @@ An answer with ``match`` answers every request it matches; one without answers o
 order of the file. For each request the first answer that applies, in file order, is taken:
 a matching one, or the next unused one without ``match``. When none is left, ``default``
 answers (else the emulator's own default text). An answer holds any of ``program_output``,
-``reasoning``, ``text``, ``refusal``, ``program`` (then the calls it makes) and
-``tool_calls`` (in that order in the output), or ``error`` (an HTTP error; ``retry_after``
+``reasoning``, ``text``, ``refusal``, ``tool_search`` (a search the client runs: ``{paths:
+[crm]}``, or ``{arguments: {...}}`` for a tool with ``parameters`` of its own), ``program``
+(then the calls it makes) and ``tool_calls`` (in that order in the output), or ``error`` (an
+HTTP error; ``retry_after``
 sets the ``retry-after`` header), and may end its stream early: ``cut_after: N`` closes the
 connection after N events, ``stall_after: N`` stops sending after N events and keeps the
 connection open.
@@ -60,6 +62,7 @@ __all__ = [
     "Script",
     "Scripted",
     "ToolCall",
+    "ToolSearchCall",
     "load_script",
 ]
 
@@ -80,10 +83,22 @@ class Reasoning(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
 
 
 class ToolCall(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A function call: ``arguments`` as an object (encoded as JSON) or a JSON string."""
+    """A function call: ``arguments`` as an object (encoded as JSON) or a JSON string;
+    ``namespace``, the namespace of a function declared inside one."""
 
     name: str
     arguments: dict[str, Any] | str = msgspec.field(default_factory=dict)
+    call_id: str | None = None
+    namespace: str | None = None
+
+
+class ToolSearchCall(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A search the model asks the client to run (``tool_search`` with ``execution:
+    client``): the API's own arguments, ``paths``, or ``arguments`` of the tool's own
+    ``parameters``."""
+
+    paths: tuple[str, ...] = ()
+    arguments: dict[str, Any] | None = None
     call_id: str | None = None
 
 
@@ -124,6 +139,7 @@ class Answer(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     text: str | None = None
     refusal: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
+    tool_search: ToolSearchCall | None = None
     program: Program | None = None
     program_output: ProgramOutput | None = None
     error: ErrorAnswer | None = None

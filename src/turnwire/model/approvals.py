@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import msgspec
 
 from turnwire.errors import ApprovalNotPendingError
-from turnwire.model.records import HostedItem, Thread
+from turnwire.model.records import HostedItem, Thread, after_every_record
 
 __all__ = [
     "APPROVAL_REQUEST",
@@ -106,16 +106,7 @@ def approval_records(
                 item_id=request_id,
                 pending=tuple(sorted(pending)),
             )
-    records: list[Any] = [
-        *thread.messages,
-        *thread.thoughts,
-        *thread.tool_calls,
-        *thread.hosted_items,
-    ]
-    # A timestamp of their own, after every record: the pipeline reads a shared `created_at`
-    # as "from the same response", and a decision is no part of the response it answers.
-    latest = max((r.created_at for r in records), default=None)
-    stamp = now if latest is None or now > latest else latest + timedelta(microseconds=1)
+    stamp = after_every_record(thread, now)
     made = []
     for seq, (request_id, decision) in enumerate(approvals.items()):
         chosen = decision if isinstance(decision, Approval) else Approval(approve=bool(decision))

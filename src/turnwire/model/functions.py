@@ -46,13 +46,13 @@ import functools
 import inspect
 import types
 import typing
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Annotated, Any, Generic, ParamSpec, TypeVar, overload
 
 import msgspec
 
 from turnwire.errors import InputError, InvalidToolCallArgs, validation_location
-from turnwire.model.records import HostedItem, Thread, Tool
+from turnwire.model.records import Thread, Tool
 from turnwire.model.structured import inline_root, strict_form
 from turnwire.wire.tools import (
     TOOL_NAME,
@@ -82,7 +82,6 @@ __all__ = [
     "handler_keys",
     "tool",
     "tool_namespace",
-    "waiting_search",
     "with_function_tools",
 ]
 
@@ -550,35 +549,19 @@ def as_tool(value: Any) -> ToolFunction[..., Any] | ClientToolFunction[Any]:
 
 
 def client_tool_search(thread: Thread, configured: tuple[HostedTool, ...] = ()) -> str | None:
-    """Where a run would meet a client-executed tool search, which turnwire does not answer
-    in this release: a ``tool_search`` declared with ``execution: client`` (``$.tools.hosted[i]``
-    in configuration, ``$.hosted_tools[i]`` in the thread), or a
-    client-executed ``tool_search_call`` the thread holds without its ``tool_search_output``
-    (``$.hosted_items[i]``); ``None`` when there is none."""
+    """Where a client-executed ``tool_search`` with ``parameters`` of its own is declared
+    (``$.tools.hosted[i]`` in configuration, ``$.hosted_tools[i]`` in the thread): its searches
+    need a handler, since their arguments are not the built-in search's paths; ``None`` when
+    there is none."""
     declared = [(f"$.tools.hosted[{i}]", t) for i, t in enumerate(configured)]
     declared += [(f"$.hosted_tools[{i}]", t) for i, t in enumerate(thread.hosted_tools)]
     for where, tool in declared:
-        if isinstance(tool, ToolSearchTool) and tool.execution == "client":
-            return where
-    index = waiting_search(thread.hosted_items)
-    return None if index is None else f"$.hosted_items[{index}]"
-
-
-def waiting_search(items: Sequence[HostedItem], start: int = 0) -> int | None:
-    """The index of the first client-executed ``tool_search_call`` among ``items[start:]``
-    that no ``tool_search_output`` of ``items`` answers (by ``call_id``); ``None`` when none
-    waits."""
-    answered = {
-        record.item.get("call_id") for record in items if record.type == "tool_search_output"
-    }
-    for index in range(start, len(items)):
-        item = items[index].item
         if (
-            items[index].type == "tool_search_call"
-            and item.get("execution") == "client"
-            and item.get("call_id") not in answered
+            isinstance(tool, ToolSearchTool)
+            and tool.execution == "client"
+            and tool.parameters is not None
         ):
-            return index
+            return where
     return None
 
 

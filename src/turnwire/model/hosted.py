@@ -149,14 +149,10 @@ def input_item(item: dict[str, Any]) -> dict[str, Any] | None:
     ``null`` is left out where the input shape has the field optional (``mcp_call.error:
     null``, which some Responses servers refuse, goes back without ``error``; a required field
     such as ``code_interpreter_call.code`` keeps its ``null``), and of a web search's
-    ``action.sources`` only those the input shape allows. A
-    ``tool_search_*`` item the client ran (``execution: client``) is not replayable here: its
-    answer would have to come from the client.
+    ``action.sources`` only those the input shape allows.
     """
     fields = INPUT_FIELDS.get(str(item.get("type")))
     if fields is None:
-        return None
-    if item.get("type", "").startswith("tool_search") and item.get("execution") == "client":
         return None
     optional = _OPTIONAL.get(item["type"], frozenset())
     kept = {

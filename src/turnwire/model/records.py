@@ -987,6 +987,15 @@ def latest(thread: Thread) -> datetime | None:
     )
 
 
+def after_every_record(thread: Thread, now: datetime) -> datetime:
+    """When a record the client makes itself (an approval, a tool search's answer) is dated:
+    ``now``, or just after the thread's latest record when that is not before ``now``. A
+    timestamp of its own: the pipeline reads a shared ``created_at`` as "from the same
+    response", and such a record is no part of the response it answers."""
+    last = latest(thread)
+    return now if last is None or now > last else last + timedelta(microseconds=1)
+
+
 def not_before(clock: Callable[[], datetime], floor: datetime | None) -> Callable[[], datetime]:
     """``clock``, but never at or before ``floor``: what records added to a thread are dated
     with. A thread may hold a record dated a little ahead of this machine's clock (another

@@ -64,6 +64,9 @@ PREFLIGHT_RULES: dict[str, str] = {
     "apply_patch_call with its call_id, and every apply_patch_call needs its output",
     "computer-call-pairing": "every computer_call_output needs an earlier computer_call with "
     "its call_id, and every computer_call needs its output",
+    "tool-search-pairing": "a client-executed tool search (execution: client) is answered by "
+    "the client: every such tool_search_output needs an earlier tool_search_call with its "
+    "call_id, and every such tool_search_call needs its output",
     "unique-tool-names": "a tool name (a function's or a custom tool's) is declared once, and "
     "so is each tool type declared without a name (shell, apply_patch, computer, tool_search "
     "...), each namespace's name, and each tool name inside one namespace",
@@ -89,10 +92,14 @@ _CLIENT_PAIRS: dict[str, tuple[str, str]] = {
     "local_shell_call": ("local_shell_call_output", "local-shell-call-pairing"),
     "apply_patch_call": ("apply_patch_call_output", "apply-patch-call-pairing"),
     "computer_call": ("computer_call_output", "computer-call-pairing"),
+    "tool_search_call": ("tool_search_output", "tool-search-pairing"),
 }
 
 
 _CLIENT_OUTPUTS: dict[str, str] = {output: call for call, (output, _) in _CLIENT_PAIRS.items()}
+
+# A tool search pairs only when the client runs it (``execution: client``).
+_SEARCH_TYPES = frozenset({"tool_search_call", "tool_search_output"})
 
 
 def _keyed(kind: str, call_id: Any) -> str | None:
@@ -118,7 +125,7 @@ _PASSIVE_TYPES = {"reasoning", "function_call_output", "item_reference"}
 
 
 # The item types the per-item rules treat by name (beyond the id rules every item has).
-_CHECKED_TYPES = {*ID_PREFIXES, "function_call_output", "compaction_trigger"}
+_CHECKED_TYPES = {*ID_PREFIXES, "function_call_output", "compaction_trigger", *_SEARCH_TYPES}
 
 
 def _fail(rule: str, detail: str, index: int | None = None) -> PreflightError:
@@ -401,9 +408,16 @@ def _mapping_facts(item: Mapping[str, Any]) -> _Facts:
     key = None if call_id is None else str(call_id)
     if kind == "local_shell_call_output":  # its ``id`` is the call's call_id
         key, item_id = _keyed(kind, None if item_id is None else str(item_id)), None
+    elif kind in _SEARCH_TYPES and item.get("execution") != "client":
+        # The API ran the search and answered it itself: no pairing rule of the client's.
+        kind = f"{kind} (server)"
     elif kind in _CLIENT_PAIRS or kind in _CLIENT_OUTPUTS:
         key = _keyed(kind, key)
     return (kind, item_id, key, bad, bool(item.get("encrypted_content")))
+
+
+# A replayed hosted item is read as the mapping it is (a tool search's call_id and execution).
+_STRUCT_FACTS[HostedInputItem] = _mapping_facts
 
 
 def _text_of(item: Any) -> str:

@@ -31,6 +31,7 @@ from turnwire.model.structured import (
     output_schema_argument,
     structured_output,
 )
+from turnwire.model.tool_search import waiting_searches
 from turnwire.rendering._incremental.identity import first_difference
 from turnwire.rendering._incremental.memo import InlineState, RenderMemo, common_prefix
 from turnwire.rendering.body import EncodedBody, build_body, changed_by_plugins, checked_body
@@ -684,8 +685,23 @@ def unencodable_record(thread: Thread) -> str:
 
 
 def _pending_calls(thread: Thread, err: PreflightError) -> PreflightError | None:
-    """A clearer ``call-output-pairing`` error when the thread holds tool calls that have
-    not run yet (``run --once`` records them so): where they are, and what runs them."""
+    """A clearer ``call-output-pairing`` (or ``tool-search-pairing``) error when the thread
+    holds tool calls that have not run yet, or client-executed tool searches not answered yet
+    (``run --once`` records them so): where they are, and what runs them."""
+    if err.rule == "tool-search-pairing":
+        searches = waiting_searches(thread.hosted_items)
+        if not searches:
+            return None
+        search = thread.hosted_items[searches[0]]
+        more = f" and {len(searches) - 1} more" if len(searches) > 1 else ""
+        return PreflightError(
+            f"$.hosted_items[{searches[0]}]: the client-executed tool search {search.id!r}{more} "
+            "has no answer yet (run --once records it so): `turnwire run` answers it first, "
+            "then sends the request; a render cannot send a search without its output "
+            f"(rule {err.rule})",
+            rule=err.rule,
+            index=err.index,
+        )
     if err.rule != "call-output-pairing":
         return None
     pending = [index for index, call in enumerate(thread.tool_calls) if call.result is None]

@@ -374,11 +374,13 @@ class ToolSearchTool(_HostedTool, frozen=True, kw_only=True, tag="tool_search"):
     ``tool-search-needs-deferred`` and ``deferred-needs-tool-search``).
 
     :ivar type: `tool_search`.
-    :ivar execution: Who runs the search: `server` (the API, the default) or `client`. A run
-        refuses `client` before anything is sent: turnwire does not answer a client-executed
-        search in this release (the thread can still be rendered).
+    :ivar execution: Who runs the search: `server` (the API, the default) or `client`: the
+        run answers each search with the deferred tools it loads (see
+        :mod:`turnwire.model.tool_search`).
     :ivar description: What the model reads about the search, for a client-executed one.
-    :ivar parameters: The JSON Schema of a client-executed search's arguments.
+    :ivar parameters: The JSON Schema of a client-executed search's arguments; without it the
+        arguments are the API's own paths, which turnwire's built-in search answers. With it,
+        a handler registered under `tool_search` answers.
     """
 
     execution: Literal["server", "client"] | None = None
