@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,14 @@ from .oracle import validate_body, validate_open_responses, validate_openapi
 from .postgres import location, postgres_server, postgres_url  # noqa: F401 (fixtures for every folder)
 
 # No test asserts on time: Hypothesis's per-example deadline (200 ms by default) would fail an
-# example that is only slow on a busy machine, so every property runs without one.
-hypothesis_settings.register_profile("turnwire", deadline=None)
+# example that is only slow on a busy machine, so every property runs without one. The examples
+# are drawn the same on every run (a seed derived from each test), so a run of the README's
+# test command is repeatable; TURNWIRE_HYPOTHESIS_RANDOM=1 draws new ones, and so does a fuzz
+# campaign (TURNWIRE_FUZZ_EXAMPLES=N).
+RANDOM_EXAMPLES = (
+    os.environ.get("TURNWIRE_HYPOTHESIS_RANDOM") == "1" or "TURNWIRE_FUZZ_EXAMPLES" in os.environ
+)
+hypothesis_settings.register_profile("turnwire", deadline=None, derandomize=not RANDOM_EXAMPLES)
 hypothesis_settings.load_profile("turnwire")
 
 # The recorded traffic the tests read, kept in the repository (origins and licences:
