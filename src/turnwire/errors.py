@@ -188,7 +188,8 @@ class MaxIterationsError(TurnwireError):
     ``client.max_iterations``).
 
     :ivar iterations: the requests the run sent for answers (``client.max_iterations``).
-    :ivar pending: the ids of the calls whose results the model has not read.
+    :ivar pending: the ids of the calls whose results the model has not read (and of the
+        client-executed tool searches whose answers it has not read).
     :ivar result: the :class:`~turnwire.client.dispatch.RunResult` of the run.
     """
 

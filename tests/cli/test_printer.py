@@ -25,6 +25,7 @@ from turnwire.cli.run import print_pending
 from turnwire.client.progress import (
     ReasoningSummaryDeltaEvent,
     TextDeltaEvent,
+    ToolSearchEvent,
 )
 
 from ..client.server import Reply, ScriptedServer
@@ -335,3 +336,13 @@ def test_the_cli_dims_reasoning_on_a_terminal_and_prefixes_it_elsewhere():
             show(event)
     assert plain.getvalue() == "[reasoning] first\n[reasoning] second\n[reasoning] third\n"
     assert terminal.getvalue() == "\x1b[2mfirst\nsecond\x1b[0m\n\x1b[2mthird\x1b[0m\n"
+
+
+def test_a_tool_search_is_one_line_naming_what_it_loaded_without_controls():
+    stream = io.StringIO()
+    show = Progress(stream)
+    show(ToolSearchEvent(call_id="call_1", loaded=("crm.lookup", "docs\x1b[31m")))
+    show(ToolSearchEvent(call_id="call_2", loaded=()))
+    assert stream.getvalue() == (
+        "[tool search: loaded crm.lookup, docs [31m]\n[tool search: loaded nothing]\n"
+    )

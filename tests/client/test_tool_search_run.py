@@ -16,7 +16,13 @@ import pytest
 import yaml
 
 import turnwire
-from turnwire.errors import ToolHandlerMissingError
+from turnwire.client.progress import ToolSearchEvent
+from turnwire.errors import (
+    MaxIterationsError,
+    StreamError,
+    ThreadFileError,
+    ToolHandlerMissingError,
+)
 from turnwire.model.functions import tool, tool_namespace
 from turnwire.model.tool_search import ToolSearch
 
@@ -262,9 +268,12 @@ def test_a_client_executed_tool_search_loads_the_deferred_tools_the_model_names(
         Reply.sse(answer(_call("billing"), response_id="resp_2")),
         Reply.sse(text_answer("Customer 7 owes two invoices.")),
     ]
+    events: list[Any] = []
     with ScriptedServer(script) as server:
-        result = run(server, path, handlers=handlers)
+        result = run(server, path, handlers=handlers, on_event=events.append)
     first, second, third = (_checked(request.json) for request in server.requests)
+    searched = [event for event in events if isinstance(event, ToolSearchEvent)]
+    assert searched == [ToolSearchEvent(call_id="call_ts", loaded=("billing.list_open_orders",))]
     assert first["tools"][0] == {"type": "tool_search", "execution": "client"}
     billing = first["tools"][2]
     assert billing["name"] == "billing"
@@ -338,8 +347,9 @@ def test_a_search_with_parameters_of_its_own_runs_the_registered_handler(tmp_pat
 
     def search(request: ToolSearch) -> list[Any]:
         asked.append(request)
-        extra = {"type": "function", "name": "ping", "parameters": {}, "strict": False}
-        return ["crm.list_open_orders", extra]
+        # A path, a declaration as the request declared it, and the same tool again by
+        # path: one answer, each tool once, a namespace's tools in one entry.
+        return ["billing.list_open_orders", request.deferred[0], "crm", "billing"]
 
     script = [
         Reply.sse(answer(_client_search({"query": "open orders"}))),
@@ -357,9 +367,8 @@ def test_a_search_with_parameters_of_its_own_runs_the_registered_handler(tmp_pat
     assert request.declared == tuple(first["tools"])
     assert [t["name"] for t in request.deferred] == ["crm", "billing"]
     [output] = [i for i in second["input"] if i["type"] == "tool_search_output"]
-    crm = first["tools"][1]
-    ping = {"type": "function", "name": "ping", "parameters": {}, "strict": False}
-    assert output["tools"] == [crm, ping]
+    crm, billing = first["tools"][1], first["tools"][2]
+    assert output["tools"] == [billing, crm]
     _prefix_kept(first, second)
 
 
@@ -383,6 +392,9 @@ def test_a_search_with_parameters_of_its_own_and_no_handler_is_refused_before_se
     assert "handlers={'tool_search': ...}" in str(error)
 
 
+PING = {"type": "function", "name": "ping", "parameters": {}, "strict": False}
+
+
 @pytest.mark.parametrize(
     ("handler", "logged"),
     [
@@ -390,8 +402,14 @@ def test_a_search_with_parameters_of_its_own_and_no_handler_is_refused_before_se
         (lambda request: "crm", "no list of tools"),
         (lambda request: [{"type": "function", "name": "x"}], "no list of tools"),
         (lambda request: [object()], "no list of tools"),
+        (
+            lambda request: [
+                {"type": "function", "name": "ping", "parameters": {}, "strict": False}
+            ],
+            "no deferred tool the request declares",
+        ),
     ],
-    ids=["raises", "a-string", "a-declaration-the-api-refuses", "an-object"],
+    ids=["raises", "a-string", "a-declaration-the-api-refuses", "an-object", "undeclared"],
 )
 def test_a_failing_search_handler_loads_nothing_and_says_why(tmp_path, caplog, handler, logged):
     path = tmp_path / "thread.yaml"
@@ -577,3 +595,113 @@ def test_a_stored_thread_keeps_the_answer_and_its_next_turn_extends_the_last_req
         assert stored.hosted_items[1].item["tools"] == [first["tools"][1]]
     finally:
         store.close()
+
+
+def test_the_answer_goes_right_after_its_response_before_a_later_question(tmp_path):
+    path = tmp_path / "thread.yaml"
+    path.write_text(CLIENT_THREAD)
+    with ScriptedServer([Reply.sse(answer(_client_search(["billing"])))]) as server:
+        run(server, path, handlers={}, once=True)
+    asked = turnwire.load_thread(path).with_user_message("And customer 8?")
+    turnwire.save_thread(asked, path)
+    with ScriptedServer([Reply.sse(text_answer("Done."))]) as server:
+        run(server, path, handlers={})
+    [body] = (_checked(request.json) for request in server.requests)
+    kinds = [item.get("type", "message") for item in body["input"]]
+    assert kinds == ["message", "tool_search_call", "tool_search_output", "message"]
+    assert "And customer 8?" in json.dumps(body["input"][-1])
+
+
+def test_the_iteration_limit_met_on_a_search_is_reported_with_the_search_pending(tmp_path):
+    path = tmp_path / "thread.yaml"
+    path.write_text(CLIENT_THREAD)
+    settings = {"client": {"max_iterations": 1}}
+    with ScriptedServer([Reply.sse(answer(_client_search(["crm"])))]) as server:
+        with pytest.raises(MaxIterationsError) as stopped:
+            run(server, path, handlers={}, settings=settings)
+    assert stopped.value.pending == ("tsc_1",)
+    assert "(tool_search)" in str(stopped.value)
+    saved = turnwire.load_thread(path)  # the search and its answer are kept
+    assert [h.type for h in saved.hosted_items] == ["tool_search_call", "tool_search_output"]
+
+
+@pytest.mark.parametrize(
+    ("call_id", "problem"),
+    [
+        (None, "has no call_id"),
+        ("", "has no call_id"),
+        ("c" * 65, "has a call_id of 65 characters"),
+        ("call_ts", "has the call_id of an earlier tool search of the thread"),
+    ],
+    ids=["null", "empty", "over-64", "reused"],
+)
+def test_a_search_call_the_client_could_never_answer_is_refused_and_nothing_recorded(
+    tmp_path, call_id, problem
+):
+    path = tmp_path / "thread.yaml"
+    path.write_text(CLIENT_THREAD)
+    bad = {**_client_search(["crm"], item_id="tsc_2"), "call_id": call_id}
+    script = [
+        Reply.sse(answer(_client_search(["crm"]))),
+        Reply.sse(answer(bad, response_id="resp_2")),
+    ]
+    with ScriptedServer(script) as server, pytest.raises(StreamError) as refused:
+        run(server, path, handlers={})
+    assert refused.value.field == "output[0].call_id" and problem in str(refused.value)
+    assert "nothing was recorded" in str(refused.value)
+    # A failed run saves nothing: the thread is as it was, and a next run starts from it.
+    assert path.read_text() == CLIENT_THREAD
+
+
+def test_a_credentialed_mcp_server_is_never_loaded_nor_written_to_the_thread(tmp_path, caplog):
+    path = tmp_path / "thread.yaml"
+    path.write_text(CLIENT_THREAD)
+    token = "sk-mcp-secret-token-1234567890"
+    mcp = {
+        "type": "mcp",
+        "server_label": "docs",
+        "server_url": "https://mcp.example.com/sse",
+        "authorization": token,
+        "defer_loading": True,
+    }
+    settings = {"tools": {"hosted": [mcp]}}
+    script = [
+        Reply.sse(answer(_client_search(["docs", "crm"]))),
+        Reply.sse(text_answer("Done.")),
+    ]
+    with caplog.at_level("WARNING", logger="turnwire"), ScriptedServer(script) as server:
+        run(server, path, handlers={}, settings=settings)
+    second = _checked(server.requests[1].json)
+    [output] = [i for i in second["input"] if i["type"] == "tool_search_output"]
+    assert [t["name"] for t in output["tools"]] == ["crm"]
+    assert token not in path.read_text()
+    assert "declared with credentials" in caplog.text and token not in caplog.text
+
+
+def test_a_function_named_tool_search_is_never_the_search_s_handler(tmp_path):
+    path = tmp_path / "thread.yaml"
+    path.write_text(CLIENT_THREAD)
+
+    @tool
+    def tool_search(query: str) -> str:
+        """A function that happens to be named tool_search."""
+        raise AssertionError("a search must not reach a function tool")
+
+    script = [
+        Reply.sse(answer(_client_search(["crm"]))),
+        Reply.sse(text_answer("Done.")),
+    ]
+    with ScriptedServer(script) as server:
+        run(server, path, handlers={}, tools=[tool_search])
+    second = _checked(server.requests[1].json)
+    [output] = [i for i in second["input"] if i["type"] == "tool_search_output"]
+    assert [t["name"] for t in output["tools"]] == ["crm"]  # the built-in search answered
+    # Declared in the thread, such a function would share its handler with the search.
+    path.write_text(
+        CLIENT_THREAD.replace(
+            "messages:", "tools:\n  - {name: tool_search, description: Looks.}\nmessages:"
+        )
+    )
+    with ScriptedServer([]) as server, pytest.raises(ThreadFileError) as refused:
+        run(server, path, handlers={"tool_search": lambda request: []})
+    assert server.requests == [] and refused.value.path == "$.tools[0].name"

@@ -22,13 +22,14 @@ from turnwire.model.functions import (
     tool_namespace,
     with_function_tools,
 )
-from turnwire.model.records import HostedItem
+from turnwire.model.records import HostedItem, Message
 from turnwire.model.tool_search import (
     ToolSearch,
     deferred_tools,
     load_paths,
     output_item,
     output_record,
+    paths_of,
     search_paths,
     waiting_searches,
 )
@@ -413,6 +414,13 @@ DECLARED = [
     {"type": "namespace", "name": "loaded", "description": "Loaded.", "tools": [{"name": "x"}]},
     {"type": "mcp", "server_label": "docs", "server_url": "https://x", "defer_loading": True},
     {"type": "mcp", "server_label": "eager", "server_url": "https://y"},
+    {
+        "type": "mcp",
+        "server_label": "private",
+        "server_url": "https://z",
+        "authorization": "sk-secret-token-1234",
+        "defer_loading": True,
+    },
 ]
 
 
@@ -443,7 +451,8 @@ def test_only_deferred_tools_can_be_loaded_a_namespace_with_its_deferred_tools_a
     ],
 )
 def test_the_built_in_search_loads_what_each_path_names(paths, names, unknown):
-    loaded, missing = load_paths(paths, DECLARED)
+    loaded, missing, withheld = load_paths(paths, DECLARED)
+    assert withheld == []
     shown = [
         f"{t['name']}:{','.join(m['name'] for m in t['tools'])}"
         if t["type"] == "namespace"
@@ -472,12 +481,19 @@ def test_a_search_handler_can_ask_for_what_the_built_in_search_loads():
     assert ToolSearch(call_id="c", arguments={}, paths=None, declared=()).load() == []
 
 
-def test_the_answer_is_dated_after_every_record_of_the_thread():
-    base = thread(model="gpt-5", messages=[user()])
+def test_the_answer_is_dated_as_its_response_after_its_records():
     [call] = _search_records()
-    held = msgspec.structs.replace(base, hosted_items=(call,))
-    record = output_record(held, call, [DECLARED[1]], call.created_at)  # a clock behind
-    assert record.created_at > call.created_at
+    at = call.created_at
+    said = Message(id="msg_1", role="assistant", content="Searching.", created_at=at, seq=3)
+    later = Message(id="u2", role="user", content="and then?", created_at=at + timedelta(seconds=5))
+    held = thread(model="gpt-5", messages=[user()])
+    held = msgspec.structs.replace(
+        held, messages=(*held.messages, said, later), hosted_items=(call,)
+    )
+    record = output_record(held, call, [DECLARED[1]])
+    # After every record of its response, before the question asked after it.
+    assert (record.created_at, record.seq) == (at, 4)
+    assert record.created_at < later.created_at
     assert record.item == {
         "type": "tool_search_output",
         "call_id": "call_ts",
@@ -485,5 +501,34 @@ def test_the_answer_is_dated_after_every_record_of_the_thread():
         "status": "completed",
         "tools": [DECLARED[1]],
     }
-    later = call.created_at + timedelta(seconds=5)
-    assert output_record(held, call, [], later).created_at == later
+    assert record.seal is None  # the caller seals what it records
+
+
+def test_a_deferred_mcp_server_with_credentials_is_never_loaded():
+    # Its answer is stored in the thread and replayed: credentials stay in `tools` alone.
+    assert "private" not in [t.get("server_label") for t in deferred_tools(DECLARED)]
+    loaded = load_paths(["private", "docs"], DECLARED)
+    assert [t["server_label"] for t in loaded.tools] == ["docs"]
+    assert (loaded.unknown, loaded.withheld) == ([], ["private"])
+    with_headers = {**DECLARED[6], "headers": {"X-Key": "k"}}
+    assert load_paths(["docs"], [with_headers]).withheld == ["docs"]
+
+
+def test_a_handler_s_declaration_names_the_paths_that_load_it():
+    deferred = deferred_tools(DECLARED)
+    assert paths_of(deferred[0], DECLARED) == ["refund"]
+    assert paths_of(deferred[3], DECLARED) == ["docs"]
+    crm = deferred[2]
+    assert paths_of(crm, DECLARED) == ["crm.lookup", "crm.notes"]
+    assert paths_of({**crm, "tools": crm["tools"][1:]}, DECLARED) == ["crm.notes"]
+    for foreign in (
+        {"type": "function", "name": "ping", "parameters": {}, "strict": False},
+        {**deferred[0], "description": "changed"},  # not as the request declared it
+        DECLARED[2],  # declared, not deferred: loaded already
+        {**crm, "description": "Other."},
+        {**crm, "tools": [{"type": "function", "name": "always"}]},
+        {**crm, "tools": []},
+        DECLARED[-1],  # credentials
+    ):
+        with pytest.raises(ValueError, match="no deferred tool the request declares"):
+            paths_of(foreign, DECLARED)

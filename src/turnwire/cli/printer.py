@@ -137,7 +137,11 @@ class Progress:
             self._open = None
 
     def __call__(self, event: Any) -> None:
-        from turnwire.client.progress import ReasoningSummaryDeltaEvent, ToolStartedEvent
+        from turnwire.client.progress import (
+            ReasoningSummaryDeltaEvent,
+            ToolSearchEvent,
+            ToolStartedEvent,
+        )
 
         if isinstance(event, ReasoningSummaryDeltaEvent):
             key = (event.output_index, event.summary_index)
@@ -152,5 +156,9 @@ class Progress:
         elif isinstance(event, ToolStartedEvent):
             self.end_line()
             echo(f"[tool {plain(event.call.tool)} started]", file=self.stream, flush=True)
+        elif isinstance(event, ToolSearchEvent):
+            self.end_line()
+            loaded = ", ".join(event.loaded) or "nothing"
+            echo(f"[tool search: loaded {plain(loaded)}]", file=self.stream, flush=True)
         elif self._open is not None and not type(event).__name__.startswith("Reasoning"):
             self.end_line()

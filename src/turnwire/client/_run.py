@@ -164,6 +164,9 @@ class Run:
         self.unsent: tuple[ToolCall, ...] = ()
         """The calls whose results no request sent, when the run stopped at
         ``client.max_iterations`` (their results are recorded)."""
+        self.unsent_searches: tuple[HostedItem, ...] = ()
+        """The client-executed tool searches whose answers no request sent, when the run
+        stopped at ``client.max_iterations`` (their answers are recorded)."""
         # A client-executed call of the last response that no handler can answer: the run
         # stopped there, the call left waiting in the thread (see ``loop``).
         self.unanswerable: ToolCall | None = None
@@ -218,7 +221,7 @@ class Run:
                 declared,
                 executor=self.executor,
                 container=self.container,
-                clock=self.clock,
+                emit=self.emit,
             )
 
         ran_pending: tuple[ToolCall, ...] = ()
@@ -299,6 +302,7 @@ class Run:
                     extra={"kind": "max-iterations"},
                 )
                 self.unsent = tuple(calls)
+                self.unsent_searches = tuple(thread.hosted_items[i] for i in searches)
                 thread = fingerprint_new_thoughts(
                     thread,
                     container=self.container,

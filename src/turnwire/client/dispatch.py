@@ -578,11 +578,13 @@ class Client:
         result = _with_output(
             result, requested_output(asked, thread.output_schema, self.settings.request)
         )
-        if run.unsent:
+        if run.unsent or run.unsent_searches:
             stopped = MaxIterationsError(
                 iterations=result.iterations,
-                pending=tuple(call.id for call in run.unsent),
-                tools=tuple(call.tool for call in run.unsent),
+                pending=tuple(call.id for call in run.unsent)
+                + tuple(search.id for search in run.unsent_searches),
+                tools=tuple(call.tool for call in run.unsent)
+                + ("tool_search",) * len(run.unsent_searches),
             )
             stopped.result = result
             raise stopped

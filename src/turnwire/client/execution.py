@@ -4,7 +4,7 @@ Each call runs through the :class:`~turnwire.client.tools.ToolExecutor` inside i
 span, between a ``tool_started`` and a ``tool_finished`` event, and its result is recorded on
 the thread (:func:`execute`; the run loop passes it, first, the calls a ``--once`` left
 without a result). A client-executed tool search is answered with the tools it loads, a
-sealed ``tool_search_output`` after every record (:func:`answer_searches`). Decisions on
+sealed ``tool_search_output`` right after its response (:func:`answer_searches`). Decisions on
 pending MCP approval requests become sealed hosted items before the first request
 (:func:`decided_approvals`).
 """
@@ -17,14 +17,19 @@ from typing import Any
 
 import msgspec
 
-from turnwire.client.progress import ProgressEvent, ToolFinishedEvent, ToolStartedEvent
+from turnwire.client.progress import (
+    ProgressEvent,
+    ToolFinishedEvent,
+    ToolSearchEvent,
+    ToolStartedEvent,
+)
 from turnwire.client.telemetry import Telemetry
 from turnwire.client.tools import ToolExecutor
 from turnwire.files.pointers import ContextAssembler
 from turnwire.model.approvals import ApprovalDecision, approval_records
 from turnwire.model.hosted import seal, thread_anchor
 from turnwire.model.records import HostedItem, Thread, ToolCall
-from turnwire.model.tool_search import ToolSearch, output_record, search_paths
+from turnwire.model.tool_search import ToolSearch, loaded_names, output_record, search_paths
 
 __all__ = ["answer_searches", "decided_approvals", "execute"]
 
@@ -76,12 +81,13 @@ async def answer_searches(
     *,
     executor: ToolExecutor,
     container: Any,
-    clock: Callable[[], datetime],
+    emit: Callable[[ProgressEvent], None],
 ) -> Thread:
     """``thread`` with the client-executed tool searches at ``indexes`` (of its hosted
     items) answered, in order: each by what :meth:`ToolExecutor.search
     <turnwire.client.tools.ToolExecutor.search>` loads from the tools the request
-    ``declared`` (plain JSON, as sent), recorded as a sealed ``tool_search_output``."""
+    ``declared`` (plain JSON, as sent), recorded as a sealed ``tool_search_output``, and
+    reported to ``emit`` (a :class:`~turnwire.client.progress.ToolSearchEvent`)."""
     nonce, anchor = container.envelope_nonce(), thread_anchor(thread)
     for index in indexes:
         call = thread.hosted_items[index]
@@ -93,6 +99,7 @@ async def answer_searches(
             declared=tuple(dict(tool) for tool in declared),
         )
         tools = await executor.search(search)
-        record = seal(output_record(thread, call, tools, clock()), nonce, anchor)
+        record = seal(output_record(thread, call, tools), nonce, anchor)
         thread = msgspec.structs.replace(thread, hosted_items=(*thread.hosted_items, record))
+        emit(ToolSearchEvent(call_id=search.call_id, loaded=loaded_names(tools)))
     return thread

@@ -45,6 +45,7 @@ __all__ = [
     "TextDeltaEvent",
     "ToolArgumentsDeltaEvent",
     "ToolFinishedEvent",
+    "ToolSearchEvent",
     "ToolStartedEvent",
     "from_wire",
 ]
@@ -141,6 +142,15 @@ class ToolFinishedEvent(_Progress, frozen=True, kw_only=True, tag="tool.finished
     call: ToolCall
 
 
+class ToolSearchEvent(_Progress, frozen=True, kw_only=True, tag="tool_search.done"):
+    """A client-executed tool search was answered: ``loaded`` names what its answer declares
+    (``namespace.tool`` for a namespace's tools, an MCP server by its label), empty when it
+    loaded nothing."""
+
+    call_id: str | None
+    loaded: tuple[str, ...]
+
+
 class PrefixResetEvent(_Progress, frozen=True, kw_only=True, tag="prefix.reset"):
     """Request ``request`` of the run (1 for the first) does not extend the request sent before
     it; ``report`` says where and why (:class:`~turnwire.rendering.ledger.PrefixReport`)."""
@@ -160,6 +170,7 @@ ProgressEvent = (
     | ResponseDoneEvent
     | ToolStartedEvent
     | ToolFinishedEvent
+    | ToolSearchEvent
     | PrefixResetEvent
 )
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -37,7 +37,9 @@ from turnwire.model.records import (
     ToolCall,
     ToolResult,
 )
+from turnwire.model.tool_search import SEARCH_CALL
 from turnwire.model.usage import GenerationStats, Usage
+from turnwire.rendering.preflight import MAX_CALL_ID
 from turnwire.rendering.renderer import with_declared_tools
 from turnwire.wire import ReasoningItem, ReasoningText, SummaryText
 from turnwire.wire.response import (
@@ -107,7 +109,8 @@ def record_generation(
     identity = (
         None if render.self_identity == "assistant" else Identity(identifier=render.self_identity)
     )
-    messages, thoughts, calls, hosted = [], [], [], []
+    messages, thoughts, calls = [], [], []
+    hosted: list[HostedItem] = []
     existing = {call.id for call in thread.tool_calls}
     outputs = generation.outputs
     answered_by_server = {
@@ -139,6 +142,8 @@ def record_generation(
             ):
                 calls.append(_client_call(output, position, stamp, seq, hook, existing))
             else:  # a hosted item, or a call the API ran and answered itself (a hosted shell)
+                if output.type == SEARCH_CALL and output.item.get("execution") == "client":
+                    _check_search_call(output, position, (*thread.hosted_items, *hosted))
                 hosted.append(_hosted_record(output, stamp, seq))
             seq += 1
         elif isinstance(output, ReasoningOutput):
@@ -195,6 +200,37 @@ def record_generation(
 
 
 _CLIENT_OUTPUTS = frozenset(CLIENT_OUTPUT_TYPES.values())
+
+
+def _check_search_call(output: HostedOutput, position: int, recorded: Sequence[HostedItem]) -> None:
+    """Refuse a client-executed ``tool_search_call`` the client could never answer in a
+    request the API takes: without a ``call_id``, with one over 64 characters, or with one
+    another client-executed search of the thread already has (its answer would pair with
+    either).
+
+    :raises StreamError: naming ``output[i].call_id``; nothing of the answer is recorded.
+    """
+    call_id = output.item.get("call_id")
+    where = f"output[{position}].call_id"
+    problem = None
+    if not isinstance(call_id, str) or not call_id:
+        problem = "has no call_id"
+    elif len(call_id) > MAX_CALL_ID:
+        problem = f"has a call_id of {len(call_id)} characters (at most {MAX_CALL_ID})"
+    elif any(
+        record.type == SEARCH_CALL
+        and record.item.get("execution") == "client"
+        and record.item.get("call_id") == call_id
+        for record in recorded
+    ):
+        problem = "has the call_id of an earlier tool search of the thread"
+    if problem is not None:
+        raise StreamError(
+            f"the answer's client-executed tool_search_call at output[{position}] {problem}; "
+            "nothing was recorded",
+            event="record",
+            field=where,
+        )
 
 
 def _hosted_record(output: HostedOutput, stamp: datetime, seq: int) -> HostedItem:

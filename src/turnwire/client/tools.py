@@ -87,7 +87,7 @@ from turnwire.model.functions import (
     handler_keys,
 )
 from turnwire.model.records import Artifact, Media, Thread, Tool, ToolCall, ToolCaller, ToolResult
-from turnwire.model.tool_search import ToolSearch, load_paths
+from turnwire.model.tool_search import ToolSearch, load_paths, paths_of
 from turnwire.rendering.artifact_tools import artifact_tools
 from turnwire.stages.artifacts import ARTIFACT_TOOLS
 from turnwire.wire.tools import (
@@ -96,6 +96,7 @@ from turnwire.wire.tools import (
     CustomTool,
     HostedTool,
     NamespaceTool,
+    ToolSearchTool,
     WireTool,
     client_tool_key,
 )
@@ -431,31 +432,31 @@ SEARCH_KEY = "tool_search"
 """What the handler of a client-executed tool search is registered under."""
 
 
-def _declarations(value: Any, search: ToolSearch) -> list[dict[str, Any]]:
-    """The declarations a ``tool_search`` handler's ``value`` names: ``None`` (nothing), or
-    a list of paths (loaded as the built-in search loads them), declarations as the API takes
-    them (mappings) and turnwire's declaration objects; a value the API's tool shapes refuse
-    is a ``ValueError`` naming its place."""
+def _search_paths(value: Any, search: ToolSearch) -> list[str]:
+    """The paths that load what a ``tool_search`` handler's ``value`` names: ``None``
+    (nothing), or a list of paths, declarations as the API takes them (mappings) and
+    turnwire's declaration objects, each a deferred tool the request declares; anything else
+    is a ``ValueError`` (or ``TypeError``) naming its place."""
     if value is None:
         return []
     if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
         raise TypeError(
             f"expected a list of paths or tool declarations, got {type(value).__name__}"
         )
-    found: list[dict[str, Any]] = []
+    paths: list[str] = []
     for index, entry in enumerate(value):
         if isinstance(entry, str):
-            found.extend(load_paths((entry,), search.declared)[0])
+            paths.append(entry)
             continue
         try:
             tool = msgspec.convert(entry, WireTool) if isinstance(entry, Mapping) else entry
             if not isinstance(tool, WireTool):
                 raise TypeError(f"a {type(entry).__name__}")
             plain = msgspec.json.decode(msgspec.json.encode(tool))
-        except (msgspec.ValidationError, TypeError) as err:
+            paths.extend(paths_of(plain, search.declared))
+        except (msgspec.ValidationError, TypeError, ValueError) as err:
             raise ValueError(f"[{index}]: {err}") from None
-        found.append(plain)
-    return found
+    return paths
 
 
 class ToolExecutor:
@@ -602,8 +603,9 @@ class ToolExecutor:
                 continue
             if not self._registered(self._key(call.tool, call.namespace)):
                 raise waiting_call_error(index, call)
+        self._check_search_name(thread)
         searched = client_tool_search(thread, self.configured)
-        if searched is not None and not self._registered(SEARCH_KEY):
+        if searched is not None and not self._search_registered():
             raise ToolHandlerMissingError(
                 f"{searched}: a client-executed tool search (execution: client) with "
                 "parameters of its own is declared, and no handler is registered to answer "
@@ -635,6 +637,31 @@ class ToolExecutor:
                 path=where,
                 tool=key,
                 kind=kind,
+            )
+
+    def _search_registered(self) -> bool:
+        """Whether a handler of client-executed tool searches is registered (a function tool
+        of ``tools=`` named ``tool_search`` is not one)."""
+        return (
+            SEARCH_KEY in self.handlers
+            or SEARCH_KEY in self.registered
+            or SEARCH_KEY in self._entries()
+        )
+
+    def _check_search_name(self, thread: Thread) -> None:
+        """Refuse a function named ``tool_search`` beside a client-executed tool search: a
+        handler registered under that name would answer both."""
+        index = next((i for i, t in enumerate(thread.tools) if t.name == SEARCH_KEY), None)
+        if index is None or SEARCH_KEY in self.functions:
+            return  # a function of tools= is its own handler: nothing is shared
+        declared = (*self.configured, *thread.hosted_tools)
+        if any(isinstance(t, ToolSearchTool) and t.execution == "client" for t in declared):
+            where = f"$.tools[{index}].name"
+            raise ThreadFileError(
+                f"{where}: a function named tool_search is declared beside a client-executed "
+                "tool search, and a handler registered under tool_search would answer both; "
+                "rename the function",
+                path=where,
             )
 
     def _check_namespace(self, where: str, namespace: NamespaceTool) -> None:
@@ -826,16 +853,20 @@ class ToolExecutor:
         handler: Callable[..., Any],
         keywords: dict[str, Any],
         positional: tuple[Any, ...],
+        *,
+        failed: str = "the call is an error result the model reads",
     ) -> _Settled | ToolCall:
         """``handler`` called within ``tools.timeout_s``: what it returned, or ``call``
-        answered with the error result (its failure logged, with its traceback)."""
+        answered with the error result (its failure logged, with its traceback, and with
+        ``failed``: what becomes of the call)."""
         try:
             return _Settled(value=await self._invoke(handler, keywords, positional))
         except _TimedOut:
             logger.warning(
-                "tool %s ran past tools.timeout_s (%g s); its call is an error result",
+                "tool %s ran past tools.timeout_s (%g s); %s",
                 name,
                 self.timeout_s,
+                failed,
                 extra={"kind": "tool-timeout"},
             )
             return self._done(
@@ -853,9 +884,10 @@ class ToolExecutor:
             # could not encode (exc_info would format the exception's own text as it is).
             trace = _LONE_SURROGATE.sub("\ufffd", redact("".join(traceback.format_exception(err))))
             logger.warning(
-                "tool %s raised %s; the call is an error result the model reads\n%s",
+                "tool %s raised %s; %s\n%s",
                 name,
                 type(err).__name__,
+                failed,
                 trace.rstrip(),
                 extra={"kind": "tool-error"},
             )
@@ -888,10 +920,12 @@ class ToolExecutor:
         custom tool's name or its kind; a function call: always, its result says why not)."""
         return call.payload is None or self._registered(self._key(call.tool, call.namespace))
 
-    def _client_handler(self, key: str) -> Callable[..., Any] | None:
+    def _client_handler(self, key: str, *, functions: bool = True) -> Callable[..., Any] | None:
         """The handler registered under ``key`` (a custom tool's name or a kind), ``None``
-        when none is. A thread never names the code of a client-executed tool."""
-        function = self.functions.get(key)
+        when none is. A thread never names the code of a client-executed tool. Without
+        ``functions``, the function tools of ``tools=`` are not looked at (a function named
+        ``tool_search`` is a function, never the search's handler)."""
+        function = self.functions.get(key) if functions else None
         if function is not None:
             return function.function
         if key in self.handlers:
@@ -970,7 +1004,7 @@ class ToolExecutor:
         handler's failure has). A path that names nothing deferred is logged and loads nothing.
         """
         try:
-            handler = self._client_handler(SEARCH_KEY)
+            handler = self._client_handler(SEARCH_KEY, functions=False)
         except Exception as err:  # an entry point or module that fails while it loads
             logger.warning(
                 "the tool_search handler cannot run (%s); the search %s loads nothing",
@@ -990,33 +1024,50 @@ class ToolExecutor:
                     extra={"kind": "tool-search"},
                 )
                 return []
-            loaded, unknown = load_paths(search.paths, search.declared)
-            if unknown:
-                logger.warning(
-                    "the model's tool search %s named %s, which no deferred tool of the "
-                    "request is; loaded the rest",
-                    _shown(str(search.call_id)),
-                    _shown(", ".join(unknown)),
-                    extra={"kind": "tool-search"},
-                )
-            return self._bounded_search(search, loaded)
+            return self._loaded(search, search.paths)
         placeholder = ToolCall(
             id=search.call_id or SEARCH_KEY, tool=SEARCH_KEY, created_at=datetime.now(UTC)
         )
-        ran = await self._guarded(placeholder, SEARCH_KEY, handler, {}, (search,))
+        ran = await self._guarded(
+            placeholder, SEARCH_KEY, handler, {}, (search,), failed="the search loads nothing"
+        )
         if isinstance(ran, ToolCall):  # it raised or timed out: logged, with its traceback
             return []
         try:
-            tools = _declarations(ran.value, search)
+            paths = _search_paths(ran.value, search)
         except (TypeError, ValueError) as err:
             logger.warning(
-                "the tool_search handler's answer to %s is no list of tools (%s); it loads nothing",
+                "the tool_search handler's answer to %s is no list of tools the request "
+                "declares (%s); it loads nothing",
                 _shown(str(search.call_id)),
                 _shown(str(err)),
                 extra={"kind": "tool-search"},
             )
             return []
-        return self._bounded_search(search, tools)
+        return self._loaded(search, paths)
+
+    def _loaded(self, search: ToolSearch, paths: Iterable[str]) -> list[dict[str, Any]]:
+        """What ``paths`` load for ``search``; what they could not load, logged."""
+        loaded = load_paths(paths, search.declared)
+        if loaded.unknown:
+            logger.warning(
+                "the tool search %s named %s, which no deferred tool of the request is; "
+                "loaded the rest",
+                _shown(str(search.call_id)),
+                _shown(", ".join(loaded.unknown)),
+                extra={"kind": "tool-search"},
+            )
+        if loaded.withheld:
+            logger.warning(
+                "the tool search %s named the MCP server %s, declared with credentials "
+                "(headers or authorization), which a client search never loads: its answer is "
+                "stored in the thread; declare the server without defer_loading, or let the API "
+                "run the search",
+                _shown(str(search.call_id)),
+                _shown(", ".join(loaded.withheld)),
+                extra={"kind": "tool-search"},
+            )
+        return self._bounded_search(search, loaded.tools)
 
     def _bounded_search(
         self, search: ToolSearch, tools: list[dict[str, Any]]

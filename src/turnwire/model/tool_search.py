@@ -17,32 +17,37 @@ the same, as the recorded streams show); each path names what to load:
 :func:`load_paths` is that rule, over the declarations the request sent. A path that names
 nothing deferred loads nothing (it is reported). The tools of one namespace found through
 several paths go back as one namespace entry, where the first of them was named; a tool is
-loaded once.
+loaded once. A deferred MCP server declared with credentials (``headers``, ``authorization``)
+is never loaded (reported apart): the answer is stored in the thread and replayed, and the
+credentials belong in the request's ``tools`` alone. A search loads only what the request
+declares, so every call of a loaded tool has its declaration (and its handler) in the request.
 
 The answer is recorded as a :class:`~turnwire.model.records.HostedItem` of type
-``tool_search_output`` (:func:`output_record`), dated after every record of the thread, and
-replayed as it was sent on every later request.
+``tool_search_output`` (:func:`output_record`), dated as the response that made the call, after
+its records, and replayed as it was sent on every later request.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
-from turnwire.model.records import HostedItem, Thread, after_every_record
+from turnwire.model.records import HostedItem, Message, Thought, Thread, ToolCall
 
 __all__ = [
     "SEARCH_CALL",
     "SEARCH_OUTPUT",
+    "Loaded",
     "ToolSearch",
     "deferred_tools",
     "load_paths",
+    "loaded_names",
     "output_item",
     "output_record",
+    "paths_of",
     "search_paths",
     "waiting_searches",
 ]
@@ -76,7 +81,7 @@ class ToolSearch(msgspec.Struct, frozen=True, kw_only=True):
         """What the built-in search loads for ``paths`` (default: the call's own paths;
         none when its arguments hold none): see :func:`load_paths`."""
         chosen = self.paths if paths is None else tuple(paths)
-        return load_paths(chosen or (), self.declared)[0]
+        return load_paths(chosen or (), self.declared).tools
 
 
 def search_paths(arguments: Any) -> tuple[str, ...] | None:
@@ -95,40 +100,62 @@ def _deferred(tool: Mapping[str, Any]) -> bool:
     return tool.get("defer_loading") is True
 
 
+def _credentialed(tool: Mapping[str, Any]) -> bool:
+    """Whether ``tool`` is an MCP server declared with credentials (``headers`` or
+    ``authorization``): what a client search never loads, since its answer is stored in the
+    thread and replayed (the credentials belong in the request's ``tools`` alone)."""
+    return tool.get("type") == "mcp" and bool(tool.get("headers") or tool.get("authorization"))
+
+
 def deferred_tools(declared: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], ...]:
     """The declarations of ``declared`` a search can load: deferred top-level functions,
-    custom tools and MCP servers, and each namespace that holds a deferred tool (with those
-    tools only)."""
+    custom tools and MCP servers (those without credentials), and each namespace that holds a
+    deferred tool (with those tools only)."""
     found: list[dict[str, Any]] = []
     for tool in declared:
         if tool.get("type") == "namespace":
             members = [m for m in tool.get("tools") or () if _deferred(m)]
             if members:
                 found.append({**tool, "tools": members})
-        elif _deferred(tool):
+        elif _deferred(tool) and not _credentialed(tool):
             found.append(dict(tool))
     return tuple(found)
 
 
-def load_paths(
-    paths: Iterable[str], declared: Sequence[Mapping[str, Any]]
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """``(loaded declarations, paths that named nothing)`` for ``paths`` over the tools a
-    request ``declared`` (see the module's description for what a path names)."""
+class Loaded(NamedTuple):
+    """What a search loads for its paths (:func:`load_paths`).
+
+    :ivar tools: The declarations loaded, in the order named, each once.
+    :ivar unknown: The paths that name nothing deferred.
+    :ivar withheld: The paths that name a deferred MCP server declared with credentials,
+        which a client search never loads.
+    """
+
+    tools: list[dict[str, Any]]
+    unknown: list[str]
+    withheld: list[str]
+
+
+def _path_of(tool: Mapping[str, Any]) -> str:
+    return str(tool.get("server_label") if tool.get("type") == "mcp" else tool.get("name"))
+
+
+def load_paths(paths: Iterable[str], declared: Sequence[Mapping[str, Any]]) -> Loaded:
+    """What ``paths`` load from the tools a request ``declared`` (see the module's
+    description for what a path names)."""
     by_name: dict[str, list[dict[str, Any]]] = {}
     namespaces: dict[str, dict[str, Any]] = {}
     for tool in deferred_tools(declared):
-        kind = tool.get("type")
-        if kind == "namespace":
+        if tool.get("type") == "namespace":
             namespaces.setdefault(str(tool.get("name")), tool)
-        elif kind == "mcp":
-            by_name.setdefault(str(tool.get("server_label")), []).append(tool)
         else:
-            by_name.setdefault(str(tool.get("name")), []).append(tool)
+            by_name.setdefault(_path_of(tool), []).append(tool)
+    secret = {_path_of(t) for t in declared if _deferred(t) and _credentialed(t)}
     loaded: list[dict[str, Any]] = []
     placed: dict[str, dict[str, Any]] = {}  # namespace name → its entry in ``loaded``
     taken: set[tuple[str, ...]] = set()
     unknown: list[str] = []
+    withheld: list[str] = []
 
     def load_member(namespace: dict[str, Any], member: dict[str, Any]) -> None:
         key = ("member", str(namespace["name"]), str(member.get("name")))
@@ -161,8 +188,52 @@ def load_paths(
                 found = True
                 load_member(namespaces[head], member)
         if not found:
-            unknown.append(path)
-    return loaded, unknown
+            (withheld if path in secret else unknown).append(path)
+    return Loaded(loaded, unknown, withheld)
+
+
+def paths_of(tool: Mapping[str, Any], declared: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The paths that load ``tool``, a declaration a search handler returned: one the request
+    declared as deferred (a namespace: with deferred tools of that namespace, as declared).
+
+    :raises ValueError: ``tool`` is no deferred declaration of the request (a search loads
+        only what the request declares, so that every call of a loaded tool has its
+        declaration, and its handler, in the request).
+    """
+    deferred = deferred_tools(declared)
+    if tool.get("type") == "namespace":
+        name = tool.get("name")
+        home = next(
+            (t for t in deferred if t.get("type") == "namespace" and t["name"] == name), None
+        )
+        members = tool.get("tools")
+        if (
+            home is not None
+            and tool.get("description") == home.get("description")
+            and isinstance(members, list)
+            and members
+            and all(member in home["tools"] for member in members)
+        ):
+            return [f"{name}.{member.get('name')}" for member in members]
+    elif tool in deferred:
+        return [_path_of(tool)]
+    shown = tool.get("name") or tool.get("server_label") or tool.get("type")
+    raise ValueError(
+        f"{shown!r} is no deferred tool the request declares, as declared (a search loads only "
+        "those)"
+    )
+
+
+def loaded_names(tools: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """What an answer's ``tools`` declare, by name: ``namespace.tool`` for the tools of a
+    namespace, an MCP server by its label, any other tool by its name."""
+    names: list[str] = []
+    for tool in tools:
+        if tool.get("type") == "namespace":
+            names += [f"{tool.get('name')}.{member.get('name')}" for member in tool["tools"]]
+        else:
+            names.append(_path_of(tool))
+    return tuple(names)
 
 
 def output_item(call_id: str | None, tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -179,17 +250,29 @@ def output_item(call_id: str | None, tools: Sequence[Mapping[str, Any]]) -> dict
 
 
 def output_record(
-    thread: Thread, call: HostedItem, tools: Sequence[Mapping[str, Any]], now: datetime
+    thread: Thread, call: HostedItem, tools: Sequence[Mapping[str, Any]]
 ) -> HostedItem:
-    """The record of the answer to the search ``call`` (a hosted item of ``thread``), dated
-    after every record of ``thread`` (see :func:`~turnwire.model.records.after_every_record`).
+    """The record of the answer to the search ``call`` (a hosted item of ``thread``): dated
+    as the response that made the call (its ``created_at``), after every record of that
+    instant. So it sorts right after that response, before anything recorded later (a
+    question added after a ``--once`` run included), and it goes with the response's items:
+    when the response's reasoning is not sent and its call goes as text, so does its answer.
     Not sealed: the caller seals what it records."""
     digest = hashlib.sha256(call.id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    stamp = call.created_at
+    records: tuple[Message | Thought | ToolCall | HostedItem, ...] = (
+        *thread.messages,
+        *thread.thoughts,
+        *thread.tool_calls,
+        *thread.hosted_items,
+    )
+    seq = 1 + max(record.seq for record in records if record.created_at == stamp)
     return HostedItem(
         id=f"tsoc_{digest}",
         type=SEARCH_OUTPUT,
         item=output_item(call.item.get("call_id"), tools),
-        created_at=after_every_record(thread, now),
+        created_at=stamp,
+        seq=seq,
     )
 
 

@@ -23,6 +23,7 @@ from turnwire.model.client_calls import (
     ShellAction,
 )
 from turnwire.model.records import HostedItem, Thought, Tool, ToolCall, ToolResult
+from turnwire.rendering.preflight import MAX_CALL_ID
 from turnwire.stages.thoughts import thought_text
 from turnwire.stages.timeline import item_id_matcher
 from turnwire.wire import (
@@ -58,8 +59,6 @@ from turnwire.wire.items import (
 
 __all__ = ["output_item_id", "short_call_id", "strip_item_id"]
 
-_MAX_CALL_ID = 64
-
 
 # The types with an item id. A computer or local shell call keeps its id (its input shape
 # requires one); the other calls lose theirs when no reasoning item pairs with them.
@@ -90,7 +89,7 @@ _ENCODER = msgspec.json.Encoder()
 
 def short_call_id(call_id: str) -> str:
     """A ``call_id`` the API accepts: unchanged up to 64 characters, else a stable digest."""
-    if len(call_id) <= _MAX_CALL_ID:
+    if len(call_id) <= MAX_CALL_ID:
         return call_id
     return "call_" + hashlib.sha256(call_id.encode()).hexdigest()[:40]
 
@@ -172,7 +171,7 @@ def _tool_call_items(
     if call.payload is not None:
         return _client_call_items(call, render_result)
     raw_call_id, raw_item_id = call.split_id()
-    call_id = raw_call_id if len(raw_call_id) <= _MAX_CALL_ID else short_call_id(raw_call_id)
+    call_id = raw_call_id if len(raw_call_id) <= MAX_CALL_ID else short_call_id(raw_call_id)
     item_id = raw_item_id if raw_item_id and _CALL_ITEM_ID(raw_item_id) else None
     caller = None if call.caller is None else ProgramCaller(caller_id=call.caller)
     function_call = FunctionCall(
@@ -201,7 +200,7 @@ def _client_call_items(call: ToolCall, render_result: Callable[..., Any]) -> tup
     """
     payload = call.payload
     raw_call_id, raw_item_id = call.split_id()
-    call_id = raw_call_id if len(raw_call_id) <= _MAX_CALL_ID else short_call_id(raw_call_id)
+    call_id = raw_call_id if len(raw_call_id) <= MAX_CALL_ID else short_call_id(raw_call_id)
     caller = None if call.caller is None else ProgramCaller(caller_id=call.caller)
     result = call.result
     made: InputItem

@@ -35,7 +35,10 @@ from turnwire.wire.items import (
     ShellCallOutput,
 )
 
-__all__ = ["ID_PREFIXES", "PREFLIGHT_RULES", "preflight"]
+__all__ = ["ID_PREFIXES", "MAX_CALL_ID", "PREFLIGHT_RULES", "preflight"]
+
+MAX_CALL_ID = 64
+"""The longest ``call_id`` the API takes (the ``call-id-length`` rule)."""
 
 PREFLIGHT_RULES: dict[str, str] = {
     "non-empty-input": "input must hold at least one item",
@@ -44,7 +47,7 @@ PREFLIGHT_RULES: dict[str, str] = {
     "carrying that item's id",
     "reasoning-encrypted": "under store: false a reasoning item must carry encrypted_content",
     "item-id-prefix": "item ids must start with the prefix of their type (msg_, fc_, rs_)",
-    "call-id-length": "call_id must be at most 64 characters",
+    "call-id-length": f"call_id must be at most {MAX_CALL_ID} characters",
     "call-output-pairing": "every function_call_output needs an earlier function_call with its "
     "call_id, and every function_call needs its output",
     "duplicate-id": "an item id or a function_call call_id appears twice",
@@ -332,7 +335,8 @@ def _fast_pass(items: Sequence[Any], *, stateless: bool) -> _Fast | None:
         # The kinds with an id: what each rule of its own asks, then the id rules they share.
         if kind is call:
             call_id = item.call_id
-            if type_of(call_id) is not string or len(call_id) > 64:  # the loop reads None as ""
+            # (the loop reads None as "")
+            if type_of(call_id) is not string or len(call_id) > MAX_CALL_ID:
                 return None
             calls[call_id] = index
             call_count += 1
@@ -754,7 +758,7 @@ def _check_from(
                 raise _fail("assistant-input-text", "assistant message has input_text parts", index)
         elif kind in {"function_call_output", "function_call"}:
             call_id = fact_call_id or ""
-            if len(call_id) > 64:
+            if len(call_id) > MAX_CALL_ID:
                 raise _fail("call-id-length", f"call_id is {len(call_id)} characters", index)
             if kind == "function_call":
                 if call_id in calls:
@@ -802,7 +806,7 @@ def _check_client(
     key = key or _keyed(kind, "")
     assert key is not None
     call_id = _unkeyed(key)[1]
-    if len(call_id) > 64:
+    if len(call_id) > MAX_CALL_ID:
         raise _fail("call-id-length", f"call_id is {len(call_id)} characters", index)
     if kind == call_type:
         if key in calls:
