@@ -26,7 +26,7 @@ from turnwire.errors import (
 from turnwire.model.functions import tool, tool_namespace
 from turnwire.model.tool_search import ToolSearch
 
-from ..conftest import make_container
+from ..conftest import REPLAY, make_container
 from ..oracle import validate_body, validate_open_responses, validate_openapi
 from .conftest import run
 from .server import Reply, ScriptedServer
@@ -705,3 +705,28 @@ def test_a_function_named_tool_search_is_never_the_search_s_handler(tmp_path):
     with ScriptedServer([]) as server, pytest.raises(ThreadFileError) as refused:
         run(server, path, handlers={"tool_search": lambda request: []})
     assert server.requests == [] and refused.value.path == "$.tools[0].name"
+
+
+def test_when_its_response_s_reasoning_is_not_sent_the_answer_goes_as_text_with_its_call(
+    tmp_path,
+):
+    # The API refuses a response's items without their reasoning: the call goes as text, and
+    # its answer, dated as that response, goes as text with it (never an output alone).
+    path = tmp_path / "thread.yaml"
+    path.write_text(CLIENT_THREAD)
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"}
+    script = [
+        Reply.sse(answer(reasoning, _client_search(["crm"]))),
+        Reply.sse(text_answer("Done.")),
+    ]
+    with ScriptedServer(script) as server:
+        run(server, path, handlers={}, container=make_container(REPLAY))
+    second = _checked(server.requests[1].json)
+    kinds = [item.get("type", "message") for item in second["input"]]
+    assert kinds == ["message", "reasoning", "tool_search_call", "tool_search_output"]
+    saved = turnwire.load_thread(path)
+    off = {"render": {**REPLAY["render"], "reasoning_replay": "off"}}
+    body = _checked(json.loads(turnwire.render(saved, container=make_container(off)).body))
+    assert [item.get("type", "message") for item in body["input"]] == ["message"] * 4
+    assert "tool_search_call" in json.dumps(body["input"][1])
+    assert "tool_search_output" in json.dumps(body["input"][2])
