@@ -25,12 +25,25 @@ from .postgres import location, postgres_server, postgres_url  # noqa: F401 (fix
 # example that is only slow on a busy machine, so every property runs without one. The examples
 # are drawn the same on every run (a seed derived from each test), so a run of the README's
 # test command is repeatable; TURNWIRE_HYPOTHESIS_RANDOM=1 draws new ones, and so does a fuzz
-# campaign (TURNWIRE_FUZZ_EXAMPLES=N).
+# campaign (TURNWIRE_FUZZ_EXAMPLES=N) or a run given --hypothesis-seed=N (see
+# pytest_configure). A failure prints the example and the @reproduce_failure line that repeats it.
 RANDOM_EXAMPLES = (
     os.environ.get("TURNWIRE_HYPOTHESIS_RANDOM") == "1" or "TURNWIRE_FUZZ_EXAMPLES" in os.environ
 )
-hypothesis_settings.register_profile("turnwire", deadline=None, derandomize=not RANDOM_EXAMPLES)
+hypothesis_settings.register_profile(
+    "turnwire", deadline=None, derandomize=not RANDOM_EXAMPLES, print_blob=True
+)
+hypothesis_settings.register_profile(
+    "turnwire-seeded", deadline=None, derandomize=False, print_blob=True
+)
 hypothesis_settings.load_profile("turnwire")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A seed given on the command line is honoured (derandomize would take precedence).
+    if config.getoption("hypothesis_seed", None) is not None:
+        hypothesis_settings.load_profile("turnwire-seeded")
+
 
 # The recorded traffic the tests read, kept in the repository (origins and licences:
 # tests/data/conformance/SOURCES.md).

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import yaml
 
@@ -730,3 +731,81 @@ def test_when_its_response_s_reasoning_is_not_sent_the_answer_goes_as_text_with_
     assert [item.get("type", "message") for item in body["input"]] == ["message"] * 4
     assert "tool_search_call" in json.dumps(body["input"][1])
     assert "tool_search_output" in json.dumps(body["input"][2])
+
+
+def test_a_waiting_search_not_recorded_by_this_deployment_goes_as_text_unanswered(tmp_path, caplog):
+    # An unsealed call (a hand-edited or imported thread) is sent as text; answering it would
+    # send an output that pairs with no call, so it is left unanswered, and the run goes on.
+    path = tmp_path / "thread.yaml"
+    path.write_text(CLIENT_THREAD)
+    with ScriptedServer([Reply.sse(answer(_client_search(["crm"])))]) as server:
+        run(server, path, handlers={}, once=True)
+    waiting = turnwire.load_thread(path)
+    unsealed = msgspec.structs.replace(waiting.hosted_items[0], seal=None)
+    turnwire.save_thread(msgspec.structs.replace(waiting, hosted_items=(unsealed,)), path)
+    with (
+        caplog.at_level("WARNING", logger="turnwire"),
+        ScriptedServer([Reply.sse(text_answer("Done."))]) as server,
+    ):
+        result = run(server, path, handlers={})
+    [body] = (_checked(request.json) for request in server.requests)
+    assert [item.get("type", "message") for item in body["input"]] == ["message", "message"]
+    assert "tool_search_call" in json.dumps(body["input"][1])  # its text form
+    assert "so it is not answered" in caplog.text
+    assert result.text == "Done."
+    assert [h.type for h in turnwire.load_thread(path).hosted_items] == ["tool_search_call"]
+
+
+@pytest.mark.parametrize(
+    ("declaration", "where"),
+    [
+        ("{type: custom, name: tool_search}", "$.hosted_tools[3].name"),
+        (
+            "{type: namespace, name: ops, description: Ops.,"
+            " tools: [{type: function, name: tool_search}]}",
+            "$.hosted_tools[3].tools[0].name",
+        ),
+    ],
+    ids=["custom-tool", "namespaced-function"],
+)
+def test_any_tool_whose_handler_would_be_the_search_s_is_refused(tmp_path, declaration, where):
+    path = tmp_path / "thread.yaml"
+    path.write_text(CLIENT_THREAD.replace("messages:", f"  - {declaration}\nmessages:"))
+    with ScriptedServer([]) as server, pytest.raises(ThreadFileError) as refused:
+        run(server, path, handlers={"tool_search": lambda request: []})
+    assert server.requests == [] and refused.value.path == where
+    # A handler of the namespaced tool's own (ops.tool_search) shares nothing: no refusal.
+    if "namespace" in declaration:
+        script = [Reply.sse(text_answer("Fine."))]
+        with ScriptedServer(script) as server:
+            run(server, path, handlers={"ops.tool_search": lambda: "", "tool_search": list})
+        assert len(server.requests) == 1
+
+
+def test_a_handler_naming_a_credentialed_mcp_server_is_told_why(tmp_path, caplog):
+    path = tmp_path / "thread.yaml"
+    path.write_text(CLIENT_THREAD)
+    mcp = {
+        "type": "mcp",
+        "server_label": "docs",
+        "server_url": "https://mcp.example.com/sse",
+        "headers": {"X-Key": "key-0123456789abcdef"},
+        "defer_loading": True,
+    }
+    script = [
+        Reply.sse(answer(_client_search(["docs"]))),
+        Reply.sse(text_answer("Done.")),
+    ]
+    settings = {"tools": {"hosted": [mcp]}}
+
+    def search(request: ToolSearch) -> list[Any]:
+        return [t for t in request.declared if t.get("type") == "mcp"]
+
+    with caplog.at_level("WARNING", logger="turnwire"), ScriptedServer(script) as server:
+        run(server, path, handlers={"tool_search": search}, settings=settings)
+    assert "declared with credentials" in caplog.text
+    assert "key-0123456789abcdef" not in caplog.text
+    [output] = [
+        i for i in _checked(server.requests[1].json)["input"] if i["type"] == "tool_search_output"
+    ]
+    assert output["tools"] == []

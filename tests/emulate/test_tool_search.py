@@ -129,3 +129,7 @@ def test_a_script_search_takes_paths_or_arguments_not_unknown_fields():
     with pytest.raises(ConfigError) as refused:
         script_from([{"tool_search": {"path": ["crm"]}}])
     assert refused.value.path == "$.answers[0].tool_search"
+    both = {"tool_search": {"paths": ["crm"], "arguments": {"query": "x"}}}
+    with pytest.raises(ConfigError, match="both paths and arguments") as refused:
+        script_from({"answers": [{"text": "hi"}], "default": both})
+    assert refused.value.path == "$.default.tool_search"

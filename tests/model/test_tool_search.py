@@ -528,7 +528,8 @@ def test_a_handler_s_declaration_names_the_paths_that_load_it():
         {**crm, "description": "Other."},
         {**crm, "tools": [{"type": "function", "name": "always"}]},
         {**crm, "tools": []},
-        DECLARED[-1],  # credentials
     ):
         with pytest.raises(ValueError, match="no deferred tool the request declares"):
             paths_of(foreign, DECLARED)
+    with pytest.raises(ValueError, match="declared with credentials"):
+        paths_of(DECLARED[-1], DECLARED)

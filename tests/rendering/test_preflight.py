@@ -299,6 +299,19 @@ ODD_ITEMS = st.one_of(
         encrypted_content=st.sampled_from(["enc", "", None]),
     ),
     st.just(HostedInputItem({"type": "web_search_call", "id": "ws_1", "status": "completed"})),
+    # Tool searches (run by the client: paired by call_id; by the server: not), programs and
+    # compactions: hosted items the rules read in their own ways.
+    st.builds(
+        lambda kind, call_id, execution: HostedInputItem(
+            {"type": kind, "call_id": call_id, "execution": execution}
+        ),
+        st.sampled_from(["tool_search_call", "tool_search_output"]),
+        st.sampled_from(["call_1", "call_2", "", None]),
+        st.sampled_from(["client", "server"]),
+    ),
+    st.just(HostedInputItem({"type": "program", "id": "pg_1", "call_id": "call_1"})),
+    st.just(HostedInputItem({"type": "program_output", "id": "pgo_1", "call_id": "call_1"})),
+    st.just(HostedInputItem({"type": "compaction", "id": "cmp_1", "encrypted_content": "e"})),
     st.builds(Unknown, id=IDS),
 )
 
@@ -310,12 +323,19 @@ def cycle(draw: st.DrawFn, n: int) -> list[Any]:
         InputMessage(role="user", content=draw(st.sampled_from(["q", (InputText(text="q"),)])))
     ]
     shape = draw(
-        st.sampled_from(["reasoned call", "call", "reasoned answer", "answer", "reasoned search"])
+        st.sampled_from(
+            ["reasoned call", "call", "reasoned answer", "answer", "reasoned search", "tool search"]
+        )
     )
     if shape.startswith("reasoned"):
         items.append(ReasoningItem(summary=(), id=f"rs_{n}", encrypted_content="enc"))
     if shape == "reasoned search":
         items.append(HostedInputItem({"type": "web_search_call", "id": f"ws_{n}"}))
+    if shape == "tool search":  # a search the client ran (or the server), then its answer
+        run_by = draw(st.sampled_from(["client", "server"]))
+        for kind in ("tool_search_call", "tool_search_output"):
+            fields = {"type": kind, "call_id": f"call_s{n}", "execution": run_by}
+            items.append(HostedInputItem(fields))
     if shape.endswith("call"):
         call_id = f"call_{n}"
         alone = draw(st.sampled_from([None, f"fc_{n}"]))  # a call alone may send its id
@@ -348,11 +368,16 @@ def tweaks(item: Any, n: int) -> list[dict[str, Any]]:
     if isinstance(item, InputMessage):
         return [{"role": "assistant", "content": (InputText(text="t"),)}, {"role": "assistant"}]
     if isinstance(item, HostedInputItem):
+        searched = [
+            {"call_id": c, "execution": e}
+            for c in ("call_s0", f"call_s{n}x", "", None)
+            for e in ("client", "server", None)
+        ]
         return [
             {"type": t, "id": i}
             for t in ("item_reference", "message", "function_call_output", "mcp_call")
             for i in (item.id, None, "")
-        ]
+        ] + (searched if item.get("type", "").startswith("tool_search") else [])
     return []
 
 

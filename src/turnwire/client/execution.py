@@ -11,6 +11,7 @@ pending MCP approval requests become sealed hosted items before the first reques
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -27,11 +28,13 @@ from turnwire.client.telemetry import Telemetry
 from turnwire.client.tools import ToolExecutor
 from turnwire.files.pointers import ContextAssembler
 from turnwire.model.approvals import ApprovalDecision, approval_records
-from turnwire.model.hosted import seal, thread_anchor
+from turnwire.model.hosted import replay, seal, thread_anchor
 from turnwire.model.records import HostedItem, Thread, ToolCall
 from turnwire.model.tool_search import ToolSearch, loaded_names, output_record, search_paths
 
 __all__ = ["answer_searches", "decided_approvals", "execute"]
+
+logger = logging.getLogger("turnwire")
 
 
 def decided_approvals(
@@ -87,10 +90,26 @@ async def answer_searches(
     items) answered, in order: each by what :meth:`ToolExecutor.search
     <turnwire.client.tools.ToolExecutor.search>` loads from the tools the request
     ``declared`` (plain JSON, as sent), recorded as a sealed ``tool_search_output``, and
-    reported to ``emit`` (a :class:`~turnwire.client.progress.ToolSearchEvent`)."""
+    reported to ``emit`` (a :class:`~turnwire.client.progress.ToolSearchEvent`).
+
+    A search whose call is not replayed as an item (not recorded by this deployment in this
+    thread: no valid seal, see :func:`turnwire.model.hosted.replay`) goes as text and is not
+    answered: its answer, sent as an item, would pair with no call. A WARNING says so.
+    """
     nonce, anchor = container.envelope_nonce(), thread_anchor(thread)
+    hosted_replay = container.settings().render.hosted_replay
     for index in indexes:
         call = thread.hosted_items[index]
+        if replay(call, hosted_replay, nonce, anchor).fields is None:
+            logger.warning(
+                "the client-executed tool search %s (hosted item %d) is sent as text (not "
+                "recorded by this deployment in this thread, or not of the API's input shape), "
+                "so it is not answered",
+                call.id,
+                index,
+                extra={"kind": "tool-search"},
+            )
+            continue
         arguments = call.item.get("arguments")
         search = ToolSearch(
             call_id=call.item.get("call_id"),

@@ -37,7 +37,7 @@ from turnwire.model.records import (
     ToolCall,
     ToolResult,
 )
-from turnwire.model.tool_search import SEARCH_CALL
+from turnwire.model.tool_search import SEARCH_CALL, client_executed
 from turnwire.model.usage import GenerationStats, Usage
 from turnwire.rendering.preflight import MAX_CALL_ID
 from turnwire.rendering.renderer import with_declared_tools
@@ -142,7 +142,7 @@ def record_generation(
             ):
                 calls.append(_client_call(output, position, stamp, seq, hook, existing))
             else:  # a hosted item, or a call the API ran and answered itself (a hosted shell)
-                if output.type == SEARCH_CALL and output.item.get("execution") == "client":
+                if output.type == SEARCH_CALL and client_executed(output.item):
                     _check_search_call(output, position, (*thread.hosted_items, *hosted))
                 hosted.append(_hosted_record(output, stamp, seq))
             seq += 1
@@ -219,7 +219,7 @@ def _check_search_call(output: HostedOutput, position: int, recorded: Sequence[H
         problem = f"has a call_id of {len(call_id)} characters (at most {MAX_CALL_ID})"
     elif any(
         record.type == SEARCH_CALL
-        and record.item.get("execution") == "client"
+        and client_executed(record.item)
         and record.item.get("call_id") == call_id
         for record in recorded
     ):

@@ -63,6 +63,7 @@ import re2
 from turnwire._redact import redact
 from turnwire.client._arguments import ArgumentChecker
 from turnwire.errors import (
+    ConfigError,
     FileNotAllowedError,
     HandlerNotAllowedError,
     InputError,
@@ -96,8 +97,8 @@ from turnwire.wire.tools import (
     CustomTool,
     HostedTool,
     NamespaceTool,
-    ToolSearchTool,
     WireTool,
+    client_search,
     client_tool_key,
 )
 
@@ -649,20 +650,37 @@ class ToolExecutor:
         )
 
     def _check_search_name(self, thread: Thread) -> None:
-        """Refuse a function named ``tool_search`` beside a client-executed tool search: a
-        handler registered under that name would answer both."""
-        index = next((i for i, t in enumerate(thread.tools) if t.name == SEARCH_KEY), None)
-        if index is None or SEARCH_KEY in self.functions:
-            return  # a function of tools= is its own handler: nothing is shared
-        declared = (*self.configured, *thread.hosted_tools)
-        if any(isinstance(t, ToolSearchTool) and t.execution == "client" for t in declared):
-            where = f"$.tools[{index}].name"
-            raise ThreadFileError(
-                f"{where}: a function named tool_search is declared beside a client-executed "
-                "tool search, and a handler registered under tool_search would answer both; "
-                "rename the function",
-                path=where,
+        """Refuse a tool named ``tool_search`` (a function, a custom tool, a namespace's tool
+        whose handler falls back to its name alone) beside a client-executed tool search: a
+        handler registered under that name would answer both. A function of ``tools=`` is
+        its own handler and shares nothing."""
+        hosted = [(f"$.tools.hosted[{i}]", t) for i, t in enumerate(self.configured)]
+        hosted += [(f"$.hosted_tools[{i}]", t) for i, t in enumerate(thread.hosted_tools)]
+        if not any(client_search(tool) for _, tool in hosted):
+            return
+        named: list[tuple[str, str, str | None]] = [
+            (f"$.tools[{i}].name", t.name, None) for i, t in enumerate(thread.tools)
+        ]
+        for where, tool in hosted:
+            if isinstance(tool, CustomTool):
+                named.append((f"{where}.name", tool.name, None))
+            elif isinstance(tool, NamespaceTool):
+                named += [
+                    (f"{where}.tools[{j}].name", member.name, tool.name)
+                    for j, member in enumerate(tool.tools)
+                ]
+        for where, name, namespace in named:
+            key = self._key(name, namespace)
+            if name != SEARCH_KEY or key != SEARCH_KEY or key in self.functions:
+                continue
+            message = (
+                f"{where}: a tool named tool_search is declared beside a client-executed tool "
+                "search, and a handler registered under tool_search would answer both; rename "
+                "the tool"
             )
+            if where.startswith("$.tools.hosted"):
+                raise ConfigError(message, path=where)
+            raise ThreadFileError(message, path=where)
 
     def _check_namespace(self, where: str, namespace: NamespaceTool) -> None:
         """Refuse a custom tool of ``namespace`` that no handler answers."""

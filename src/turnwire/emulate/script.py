@@ -178,6 +178,15 @@ def script_from(tree: object, *, name: str = "<script>") -> Script:
         script = msgspec.convert(tree, Script)
     except msgspec.ValidationError as err:
         raise ConfigError(f"emulator script {name}: {err}", path=_path(str(err))) from None
+    placed = [(f"answers[{i}]", answer) for i, answer in enumerate(script.answers)]
+    for where, answer in [*placed, ("default", script.default)]:
+        search = answer.tool_search if answer is not None else None
+        if search is not None and search.paths and search.arguments is not None:
+            raise ConfigError(
+                f"emulator script {name}: {where}.tool_search gives both paths and arguments; "
+                "give paths (the API's own arguments) or arguments, not both",
+                path=f"$.{where}.tool_search",
+            )
     for index, answer in enumerate(script.answers):
         pattern = answer.match.last_user if answer.match else None
         if pattern is not None:

@@ -63,7 +63,7 @@ from turnwire.wire.tools import (
     HostedTool,
     NamespaceFunction,
     NamespaceTool,
-    ToolSearchTool,
+    client_search,
     client_tool_key,
     declaration_key,
     namespace_function,
@@ -556,11 +556,7 @@ def client_tool_search(thread: Thread, configured: tuple[HostedTool, ...] = ()) 
     declared = [(f"$.tools.hosted[{i}]", t) for i, t in enumerate(configured)]
     declared += [(f"$.hosted_tools[{i}]", t) for i, t in enumerate(thread.hosted_tools)]
     for where, tool in declared:
-        if (
-            isinstance(tool, ToolSearchTool)
-            and tool.execution == "client"
-            and tool.parameters is not None
-        ):
+        if client_search(tool) and tool.parameters is not None:
             return where
     return None
 

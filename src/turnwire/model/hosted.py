@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hmac
 from datetime import UTC
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import msgspec
 
@@ -43,12 +43,14 @@ __all__ = [
     "McpListTools",
     "Program",
     "ProgramOutput",
+    "Replay",
     "ToolSearchCall",
     "ToolSearchOutput",
     "WebSearchCall",
     "input_item",
     "input_problem",
     "is_sealed",
+    "replay",
     "seal",
     "thread_anchor",
     "view",
@@ -352,6 +354,32 @@ _OPTIONAL: dict[str, frozenset[str]] = {
 }
 """For each replayable type, the fields its input shape lets an item leave out: a ``null``
 in one of them is not sent (derived from the shapes, the one statement of what is required)."""
+
+
+class Replay(NamedTuple):
+    """How a hosted record is replayed (:func:`replay`): as the input item ``fields``, or as
+    its text form, with why (``unsealed``, or the input shape's ``problem``; neither when its
+    type has no input form)."""
+
+    fields: dict[str, Any] | None
+    unsealed: bool = False
+    problem: str | None = None
+
+
+def replay(record: HostedItem, hosted_replay: str, nonce: Any, anchor: str) -> Replay:
+    """How ``record`` is replayed in the thread whose :func:`thread_anchor` is ``anchor``: as
+    an item when its type has an input form, it fits that form, and it is sealed by ``nonce``'s
+    secret (or ``render.hosted_replay`` is ``all``, or the type is opaque state only the API
+    reads, :data:`UNSEALED_REPLAY`); else as text."""
+    fields = input_item(record.item)
+    if fields is None:
+        return Replay(None)
+    if not (
+        hosted_replay == "all" or record.type in UNSEALED_REPLAY or is_sealed(record, nonce, anchor)
+    ):
+        return Replay(None, unsealed=True)
+    problem = input_problem(fields)
+    return Replay(None, problem=problem) if problem is not None else Replay(fields)
 
 
 def input_problem(fields: dict[str, Any]) -> str | None:

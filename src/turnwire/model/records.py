@@ -988,7 +988,7 @@ def latest(thread: Thread) -> datetime | None:
 
 
 def after_every_record(thread: Thread, now: datetime) -> datetime:
-    """When a record the client makes itself (an approval, a tool search's answer) is dated:
+    """When a record the client makes itself (an approval decision) is dated:
     ``now``, or just after the thread's latest record when that is not before ``now``. A
     timestamp of its own: the pipeline reads a shared ``created_at`` as "from the same
     response", and such a record is no part of the response it answers."""

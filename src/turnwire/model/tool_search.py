@@ -36,12 +36,14 @@ from typing import Any, NamedTuple
 import msgspec
 
 from turnwire.model.records import HostedItem, Message, Thought, Thread, ToolCall
+from turnwire.wire.tools import DEFERRABLE_TYPES
 
 __all__ = [
     "SEARCH_CALL",
     "SEARCH_OUTPUT",
     "Loaded",
     "ToolSearch",
+    "client_executed",
     "deferred_tools",
     "load_paths",
     "loaded_names",
@@ -96,8 +98,14 @@ def search_paths(arguments: Any) -> tuple[str, ...] | None:
     return tuple(path for path in paths if isinstance(path, str) and path)
 
 
+def client_executed(item: Mapping[str, Any]) -> bool:
+    """Whether ``item`` is a ``tool_search_call`` or ``tool_search_output`` of a search the
+    client runs (``execution: client``; a search without ``execution`` is the server's)."""
+    return item.get("type") in (SEARCH_CALL, SEARCH_OUTPUT) and item.get("execution") == "client"
+
+
 def _deferred(tool: Mapping[str, Any]) -> bool:
-    return tool.get("defer_loading") is True
+    return tool.get("type") in DEFERRABLE_TYPES and tool.get("defer_loading") is True
 
 
 def _credentialed(tool: Mapping[str, Any]) -> bool:
@@ -218,6 +226,11 @@ def paths_of(tool: Mapping[str, Any], declared: Sequence[Mapping[str, Any]]) -> 
     elif tool in deferred:
         return [_path_of(tool)]
     shown = tool.get("name") or tool.get("server_label") or tool.get("type")
+    if _credentialed(tool) and any(dict(t) == tool for t in declared):
+        raise ValueError(
+            f"{shown!r} is declared with credentials (headers or authorization), which a "
+            "client search never loads: its answer is stored in the thread"
+        )
     raise ValueError(
         f"{shown!r} is no deferred tool the request declares, as declared (a search loads only "
         "those)"
@@ -283,12 +296,12 @@ def waiting_searches(items: Sequence[HostedItem], start: int = 0) -> list[int]:
     answered = {
         record.item.get("call_id")
         for record in items
-        if record.type == SEARCH_OUTPUT and record.item.get("execution") == "client"
+        if record.type == SEARCH_OUTPUT and client_executed(record.item)
     }
     return [
         index
         for index in range(start, len(items))
         if items[index].type == SEARCH_CALL
-        and items[index].item.get("execution") == "client"
+        and client_executed(items[index].item)
         and items[index].item.get("call_id") not in answered
     ]

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from turnwire.errors import PreflightError
+from turnwire.model.tool_search import client_executed
 from turnwire.wire import (
     FunctionCall,
     FunctionCallOutput,
@@ -34,6 +35,7 @@ from turnwire.wire.items import (
     ShellCall,
     ShellCallOutput,
 )
+from turnwire.wire.tools import DEFERRABLE_TYPES
 
 __all__ = ["ID_PREFIXES", "MAX_CALL_ID", "PREFLIGHT_RULES", "preflight"]
 
@@ -128,7 +130,7 @@ _PASSIVE_TYPES = {"reasoning", "function_call_output", "item_reference"}
 
 
 # The item types the per-item rules treat by name (beyond the id rules every item has).
-_CHECKED_TYPES = {*ID_PREFIXES, "function_call_output", "compaction_trigger", *_SEARCH_TYPES}
+_CHECKED_TYPES = {*ID_PREFIXES, "function_call_output", "compaction_trigger"}
 
 
 def _fail(rule: str, detail: str, index: int | None = None) -> PreflightError:
@@ -348,7 +350,8 @@ def _fast_pass(items: Sequence[Any], *, stateless: bool) -> _Fast | None:
         elif kind is output_message:
             ids = message_ids
         elif kind is hosted_item:
-            if item.type in _CHECKED_TYPES:  # the rules of that type would apply: the loop
+            # The rules of that type would apply (a client-run search pairs): the loop.
+            if item.type in _CHECKED_TYPES or client_executed(item):
                 return None
             ids = hosted_ids
         else:
@@ -412,7 +415,7 @@ def _mapping_facts(item: Mapping[str, Any]) -> _Facts:
     key = None if call_id is None else str(call_id)
     if kind == "local_shell_call_output":  # its ``id`` is the call's call_id
         key, item_id = _keyed(kind, None if item_id is None else str(item_id)), None
-    elif kind in _SEARCH_TYPES and item.get("execution") != "client":
+    elif kind in _SEARCH_TYPES and not client_executed(item):
         # The API ran the search and answered it itself: no pairing rule of the client's.
         kind = f"{kind} (server)"
     elif kind in _CLIENT_PAIRS or kind in _CLIENT_OUTPUTS:
@@ -420,8 +423,20 @@ def _mapping_facts(item: Mapping[str, Any]) -> _Facts:
     return (kind, item_id, key, bad, bool(item.get("encrypted_content")))
 
 
-# A replayed hosted item is read as the mapping it is (a tool search's call_id and execution).
-_STRUCT_FACTS[HostedInputItem] = _mapping_facts
+def _hosted_facts(item: HostedInputItem) -> _Facts:
+    """A replayed hosted item's facts: its type and id (as the fast pass reads them), and the
+    pairing key of a tool search the client runs (a server-run one pairs with nothing of the
+    client's, so its kind is told apart)."""
+    kind = item.type
+    if kind not in _SEARCH_TYPES:
+        return (kind, item.id, None, False, False)
+    if not client_executed(item):
+        return (f"{kind} (server)", item.id, None, False, False)
+    call_id = item.get("call_id")
+    return (kind, item.id, _keyed(kind, None if call_id is None else str(call_id)), False, False)
+
+
+_STRUCT_FACTS[HostedInputItem] = _hosted_facts
 
 
 def _text_of(item: Any) -> str:
@@ -578,9 +593,6 @@ def _with_namespaced(
     return declared + [member for tool in declared for member in _members(tool, field, kind)]
 
 
-_DEFERRABLE = frozenset({"function", "custom", "mcp"})
-
-
 def _check_tool_search(
     tools: Sequence[Any] | None, field: Callable[[Any, str], Any], kind: Callable[[Any], Any]
 ) -> None:
@@ -592,11 +604,11 @@ def _check_tool_search(
         tag = kind(tool)
         if tag == "tool_search":
             search = f"tools[{index}]" if search is None else search
-        elif tag in _DEFERRABLE and field(tool, "defer_loading") is True:
+        elif tag in DEFERRABLE_TYPES and field(tool, "defer_loading") is True:
             deferred = deferred or f"tools[{index}]"
         else:
             for place, member in enumerate(_members(tool, field, kind)):
-                if kind(member) in _DEFERRABLE and field(member, "defer_loading") is True:
+                if kind(member) in DEFERRABLE_TYPES and field(member, "defer_loading") is True:
                     deferred = deferred or f"tools[{index}].tools[{place}]"
                     break
     if search is not None and deferred is None:

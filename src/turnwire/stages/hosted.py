@@ -10,7 +10,7 @@ import msgspec
 from turnwire.config.nonce import EnvelopeNonce
 from turnwire.config.options import EnvelopeAttrs, HostedReplay, Warn
 from turnwire.hookspecs import hookimpl
-from turnwire.model.hosted import UNSEALED_REPLAY, input_item, input_problem, is_sealed
+from turnwire.model.hosted import replay
 from turnwire.model.records import HostedItem
 from turnwire.wire import HostedInputItem, InputItem, InputMessage
 
@@ -35,25 +35,18 @@ def render_hosted_item(
     item = hosted_item
     text = stages.render_hosted_item_text(hosted_item=item)
     as_text = InputMessage(role="assistant", content=text) if text else None
-    fields = input_item(item.item)
-    if fields is not None and not (
-        hosted_replay == "all"
-        or item.type in UNSEALED_REPLAY
-        or is_sealed(item, envelope_nonce, thread_anchor)
-    ):
+    fields, unsealed, problem = replay(item, hosted_replay, envelope_nonce, thread_anchor)
+    if unsealed:
         warn(
             f"hosted item {item.id} ({item.type}) was not recorded by this deployment in this "
             "thread (no valid seal): sent as text; `turnwire fingerprint --seal-hosted` seals "
             "a thread you trust, render.hosted_replay: all replays every one"
         )
-        fields = None
-    problem = None if fields is None else input_problem(fields)
     if problem is not None:
         warn(
             f"hosted item {item.id} ({item.type}) does not fit the API's input shape "
             f"({problem}): sent as text"
         )
-        fields = None
     if fields is None:
         return (as_text,) if as_text is not None else ()
     return (HostedInputItem(fields, as_text),)

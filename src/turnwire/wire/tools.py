@@ -22,7 +22,7 @@ hides them.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeGuard
 
 import msgspec
 
@@ -31,6 +31,7 @@ from turnwire.wire.content import WireStruct
 
 __all__ = [
     "CLIENT_TOOL_TYPES",
+    "DEFERRABLE_TYPES",
     "HOSTED_TOOL_TYPES",
     "TOOL_NAME",
     "ApplyPatchTool",
@@ -63,6 +64,7 @@ __all__ = [
     "WebSearchTool",
     "WireTool",
     "check_hosted_tools",
+    "client_search",
     "client_tool_key",
     "declaration_key",
     "namespace_function",
@@ -490,6 +492,17 @@ CLIENT_TOOL_TYPES: dict[str, type[Any]] = {
 """The client-executed tool types turnwire declares, by their ``type``."""
 
 
+DEFERRABLE_TYPES = frozenset({"function", "custom", "mcp"})
+"""The tool types that take ``defer_loading`` (a namespace's tools too): those a tool search
+loads."""
+
+
+def client_search(tool: object) -> TypeGuard[ToolSearchTool]:
+    """Whether ``tool`` is a ``tool_search`` the client executes (``execution: client``):
+    its searches are the client's to answer."""
+    return isinstance(tool, ToolSearchTool) and tool.execution == "client"
+
+
 def runs_on_server(tool: object) -> bool:
     """Whether the server runs ``tool`` (web search, file search, code interpreter, an MCP
     server, image generation, programs, a tool search it executes): what a provider without
@@ -497,7 +510,7 @@ def runs_on_server(tool: object) -> bool:
     client's."""
     if isinstance(tool, NamespaceTool) or not isinstance(tool, tuple(HOSTED_TOOL_TYPES.values())):
         return False
-    return not (isinstance(tool, ToolSearchTool) and tool.execution == "client")
+    return not client_search(tool)
 
 
 def client_tool_key(tool: ClientTool) -> str:
