@@ -692,28 +692,26 @@ def _pending_calls(thread: Thread, err: PreflightError) -> PreflightError | None
         searches = waiting_searches(thread.hosted_items)
         if not searches:
             return None
-        search = thread.hosted_items[searches[0]]
-        more = f" and {len(searches) - 1} more" if len(searches) > 1 else ""
-        return PreflightError(
-            f"$.hosted_items[{searches[0]}]: the client-executed tool search {search.id!r}{more} "
-            "has no answer yet (run --once records it so): `turnwire run` answers it first, "
-            "then sends the request; a render cannot send a search without its output "
-            f"(rule {err.rule})",
-            rule=err.rule,
-            index=err.index,
-        )
-    if err.rule != "call-output-pairing":
+        found = searches[0], len(searches)
+        where = f"$.hosted_items[{found[0]}]"
+        what = f"the client-executed tool search {thread.hosted_items[found[0]].id!r}"
+        words = ("answer", "records it so", "answers it", "search")
+    elif err.rule == "call-output-pairing":
+        pending = [index for index, call in enumerate(thread.tool_calls) if call.result is None]
+        if not pending:
+            return None
+        found = pending[0], len(pending)
+        first = thread.tool_calls[found[0]]
+        where, what = f"$.tool_calls[{found[0]}]", f"tool call {first.id!r} ({first.tool})"
+        words = ("result", "records calls without running them", "runs them", "call")
+    else:
         return None
-    pending = [index for index, call in enumerate(thread.tool_calls) if call.result is None]
-    if not pending:
-        return None
-    first = thread.tool_calls[pending[0]]
-    more = f" and {len(pending) - 1} more" if len(pending) > 1 else ""
+    answer, records, runs, thing = words
+    more = f" and {found[1] - 1} more" if found[1] > 1 else ""
     return PreflightError(
-        f"$.tool_calls[{pending[0]}]: tool call {first.id!r} ({first.tool}){more} has no "
-        "result yet (run --once records calls without running them): `turnwire run` runs "
-        "them first, then sends the request; a render cannot send a call without its output "
-        f"(rule {err.rule})",
+        f"{where}: {what}{more} has no {answer} yet (run --once {records}): `turnwire run` "
+        f"{runs} first, then sends the request; a render cannot send a {thing} without its "
+        f"output (rule {err.rule})",
         rule=err.rule,
         index=err.index,
     )
