@@ -606,7 +606,8 @@ class ToolExecutor:
                 raise waiting_call_error(index, call)
         self._check_search_name(thread)
         searched = client_tool_search(thread, self.configured)
-        if searched is not None and not self._search_registered():
+        # (a function of tools= named tool_search is a function, not the search's handler)
+        if searched is not None and not self._registered(SEARCH_KEY, functions=False):
             raise ToolHandlerMissingError(
                 f"{searched}: a client-executed tool search (execution: client) with "
                 "parameters of its own is declared, and no handler is registered to answer "
@@ -639,15 +640,6 @@ class ToolExecutor:
                 tool=key,
                 kind=kind,
             )
-
-    def _search_registered(self) -> bool:
-        """Whether a handler of client-executed tool searches is registered (a function tool
-        of ``tools=`` named ``tool_search`` is not one)."""
-        return (
-            SEARCH_KEY in self.handlers
-            or SEARCH_KEY in self.registered
-            or SEARCH_KEY in self._entries()
-        )
 
     def _check_search_name(self, thread: Thread) -> None:
         """Refuse a tool named ``tool_search`` (a function, a custom tool, a namespace's tool
@@ -700,9 +692,11 @@ class ToolExecutor:
                 kind="custom",
             )
 
-    def _registered(self, name: str) -> bool:
+    def _registered(self, name: str, *, functions: bool = True) -> bool:
+        """Whether a handler is registered under ``name`` (without ``functions``, the function
+        tools of ``tools=`` are not looked at, as in :meth:`_client_handler`)."""
         return (
-            name in self.functions
+            (functions and name in self.functions)
             or name in self.handlers
             or name in self.registered
             or name in self._entries()
