@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 
 import openai
 import pytest
@@ -34,3 +36,18 @@ def api() -> Iterator[turnwire.testing.EmulatorHandle]:
 def sdk(api: turnwire.testing.EmulatorHandle) -> Iterator[openai.OpenAI]:
     with openai.OpenAI(base_url=api.base_url, api_key="x", max_retries=0) as client:
         yield client
+
+
+def refused_command(arguments: Sequence[str], env: Mapping[str, str] | None = None) -> str:
+    """``turnwire emulate ARGUMENTS`` run in a process, which must refuse them as a usage
+    error (exit 2) before it serves anything: its standard error."""
+    done = subprocess.run(
+        [sys.executable, "-m", "turnwire", "emulate", *arguments],
+        capture_output=True,
+        check=False,
+        text=True,
+        env=env,
+        timeout=30,
+    )
+    assert done.returncode == 2, done.stderr
+    return done.stderr

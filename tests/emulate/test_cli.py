@@ -9,6 +9,8 @@ from pathlib import Path
 
 import openai
 
+from .conftest import refused_command
+
 
 def test_it_serves_a_script_until_interrupted(tmp_path: Path):
     script = tmp_path / "answers.json"
@@ -36,16 +38,8 @@ def test_it_serves_a_script_until_interrupted(tmp_path: Path):
 
 
 def test_a_bad_key_variable_is_refused(tmp_path: Path):
-    done = subprocess.run(
-        [sys.executable, "-m", "turnwire", "emulate", "--port", "0"],
-        capture_output=True,
-        check=False,
-        text=True,
-        env={"TURNWIRE_EMULATE_KEY": "zz", "PATH": ""},
-        timeout=30,
-    )
-    assert done.returncode == 2
-    assert "TURNWIRE_EMULATE_KEY is not hexadecimal" in done.stderr
+    said = refused_command(["--port", "0"], {"TURNWIRE_EMULATE_KEY": "zz", "PATH": ""})
+    assert "TURNWIRE_EMULATE_KEY is not hexadecimal" in said
 
 
 def _serve(*arguments: str, env: dict[str, str]) -> tuple[subprocess.Popen[str], str, str]:
@@ -132,22 +126,5 @@ def test_record_without_its_key_and_script_with_replay_are_refused(tmp_path: Pat
         (["--upstream", "http://127.0.0.1:9/v1"], "give --record DIR too"),
         (["--replay", str(tmp_path / "missing")], "not a directory of recordings"),
     ):
-        done = subprocess.run(
-            [sys.executable, "-m", "turnwire", "emulate", "--port", "0", *arguments],
-            capture_output=True,
-            check=False,
-            text=True,
-            env=env,
-            timeout=30,
-        )
-        assert done.returncode == 2, done.stderr
-        assert said in done.stderr
-    done = subprocess.run(
-        [sys.executable, "-m", "turnwire", "emulate", "--record", "a", "--replay", "b"],
-        capture_output=True,
-        check=False,
-        text=True,
-        timeout=30,
-    )
-    assert done.returncode == 2
-    assert "not allowed with argument" in done.stderr
+        assert said in refused_command(["--port", "0", *arguments], env)
+    assert "not allowed with argument" in refused_command(["--record", "a", "--replay", "b"])
